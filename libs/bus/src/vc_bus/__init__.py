@@ -1,0 +1,1 @@
+"""Tephra NATS adapter: connection, JetStream KV store, events, dispatcher."""

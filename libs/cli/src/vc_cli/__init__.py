@@ -1,0 +1,1 @@
+"""vcctl: the Tephra command-line tool."""

@@ -1,0 +1,89 @@
+"""Resource lists (`{"cpu": "500m", "memory": "1Gi"}`) as exact numbers, and the arithmetic Volcano uses.
+
+A `Resources` maps a resource name to a `Fraction` in base units (cores, bytes, devices). Missing names
+are zero unless a function says otherwise. Values never go negative through `sub_floor`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from fractions import Fraction
+from typing import Final
+
+from vc_core.quantity import format_quantity, parse_quantity
+
+Resources = dict[str, Fraction]
+
+CPU: Final = "cpu"
+MEMORY: Final = "memory"
+PODS: Final = "pods"
+GPU: Final = "nvidia.com/gpu"
+# Volcano compares with an absolute slack of 0.1 in its own units (milli-cpu, bytes, milli-scalars).
+# Converted to base units: 0.1 milli-cpu = 1e-4 cores, 0.1 byte, 1e-4 of a scalar device.
+_TOLERANCE: Final = {CPU: Fraction(1, 10_000), MEMORY: Fraction(1, 10), PODS: Fraction(0)}
+_SCALAR_TOLERANCE: Final = Fraction(1, 10_000)
+_BINARY_NAMES: Final = frozenset({MEMORY, "ephemeral-storage", "hugepages-2Mi", "hugepages-1Gi"})
+
+
+def tolerance(name: str) -> Fraction:
+    return _TOLERANCE.get(name, _SCALAR_TOLERANCE)
+
+
+def parse_resources(raw: Mapping[str, str | int | float] | None, *, field: str = "resources") -> Resources:
+    """Parse a Kubernetes ResourceList; errors name `field.<resource>`."""
+    if not raw:
+        return {}
+    return {name: parse_quantity(value, field=f"{field}.{name}") for name, value in raw.items()}
+
+
+def format_resources(res: Mapping[str, Fraction]) -> dict[str, str]:
+    """Canonical Kubernetes text for each resource (memory-like names get binary suffixes)."""
+    return {name: format_quantity(value, binary=name in _BINARY_NAMES) for name, value in sorted(res.items())}
+
+
+def add(*items: Mapping[str, Fraction]) -> Resources:
+    out: Resources = {}
+    for res in items:
+        for name, value in res.items():
+            out[name] = out.get(name, Fraction(0)) + value
+    return out
+
+
+def scale(res: Mapping[str, Fraction], factor: int | Fraction) -> Resources:
+    return {name: value * factor for name, value in res.items()}
+
+
+def sub_floor(left: Mapping[str, Fraction], right: Mapping[str, Fraction]) -> Resources:
+    """left - right per resource, floored at zero; names only in `right` are dropped."""
+    return {name: max(Fraction(0), value - right.get(name, Fraction(0))) for name, value in left.items()}
+
+
+def maximum(left: Mapping[str, Fraction], right: Mapping[str, Fraction]) -> Resources:
+    names = set(left) | set(right)
+    return {n: max(left.get(n, Fraction(0)), right.get(n, Fraction(0))) for n in names}
+
+
+def less_equal(left: Mapping[str, Fraction], right: Mapping[str, Fraction], *, missing_is_infinite: bool = False) -> bool:
+    """Every resource of `left` fits in `right` (with Volcano's tolerance).
+
+    A name absent from `right` counts as zero, or as unlimited when `missing_is_infinite`.
+    """
+    for name, value in left.items():
+        if name not in right:
+            if missing_is_infinite or value <= tolerance(name):
+                continue
+            return False
+        if value > right[name] + tolerance(name):
+            return False
+    return True
+
+
+def exceeding(left: Mapping[str, Fraction], right: Mapping[str, Fraction]) -> list[str]:
+    """Names (sorted) whose `left` value exceeds `right` (absent in `right` means unlimited)."""
+    return sorted(n for n, v in left.items() if n in right and v > right[n] + tolerance(n))
+
+
+def is_empty(res: Mapping[str, Fraction], *, ignore: Iterable[str] = (PODS,)) -> bool:
+    """True when nothing but the ignored names is requested (Volcano's BestEffort test ignores `pods`)."""
+    skip = set(ignore)
+    return all(value <= tolerance(name) for name, value in res.items() if name not in skip)

@@ -1,0 +1,1 @@
+"""Tephra service runtime: run_service, probes, logging, settings."""

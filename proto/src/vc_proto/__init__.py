@@ -1,0 +1,1 @@
+"""Tephra wire contract: Kubernetes/Volcano API types, events, subjects."""

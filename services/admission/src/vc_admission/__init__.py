@@ -1,0 +1,1 @@
+"""Tephra admission: validation and defaulting."""

@@ -1,0 +1,1 @@
+"""Tephra garbage collector."""

@@ -1,0 +1,1 @@
+"""Tephra vcjob controller."""

@@ -1,0 +1,1 @@
+"""Tephra node simulator (hollow nodes)."""

@@ -1,0 +1,1 @@
+"""Tephra queue controller."""

@@ -1,0 +1,1 @@
+"""Tephra scheduler: Volcano sessions, actions, plugins."""
