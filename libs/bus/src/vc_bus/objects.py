@@ -1,0 +1,97 @@
+"""Pure helpers shared by every store adapter: names, stamping on create, graceful pod deletion."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import string
+import uuid
+from datetime import UTC, datetime
+from typing import TypeVar
+
+import msgspec
+
+from vc_core.errors import InvalidObject
+from vc_proto.core import Pod
+from vc_proto.kinds import KINDS, KubeObject
+from vc_proto.meta import ObjectMeta
+
+O = TypeVar("O", bound=KubeObject)
+
+MAX_NAME_LENGTH = 253
+MAX_NAMESPACE_LENGTH = 63
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_SUFFIX_ALPHABET = string.ascii_lowercase + string.digits
+
+
+def now_rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def check_identity(kind: str, namespace: str | None, name: str) -> None:
+    """Names are bounded DNS subdomains, namespaces DNS labels; scope must match the kind."""
+    row = KINDS[kind]
+    if not name or len(name) > MAX_NAME_LENGTH or not _DNS_SUBDOMAIN.match(name):
+        raise InvalidObject(
+            "metadata.name", "dns-subdomain", f"{name!r} must be a lowercase RFC 1123 subdomain of at most 253 characters"
+        )
+    if row.namespaced:
+        if not namespace or len(namespace) > MAX_NAMESPACE_LENGTH or not _DNS_LABEL.match(namespace):
+            raise InvalidObject(
+                "metadata.namespace", "dns-label", f"{namespace!r} must be a lowercase RFC 1123 label of at most 63 characters"
+            )
+    elif namespace:
+        raise InvalidObject("metadata.namespace", "cluster-scoped", f"{kind} is cluster-scoped and takes no namespace")
+
+
+def kind_name(obj: KubeObject) -> str:
+    return type(obj).__name__
+
+
+def identity(obj: KubeObject) -> tuple[str, str | None, str]:
+    meta = obj.metadata
+    namespace = meta.namespace if KINDS[kind_name(obj)].namespaced else None
+    return kind_name(obj), namespace, meta.name or ""
+
+
+def with_meta(obj: O, **changes: object) -> O:
+    return msgspec.structs.replace(obj, metadata=msgspec.structs.replace(obj.metadata, **changes))
+
+
+def generated_name(prefix: str) -> str:
+    return prefix + "".join(secrets.choice(_SUFFIX_ALPHABET) for _ in range(5))
+
+
+def stamp_new(obj: O, *, now: str) -> O:
+    """What an API server fills on create: name from generateName, uid, creationTimestamp, generation."""
+    meta: ObjectMeta = obj.metadata
+    name = meta.name or (generated_name(meta.generate_name) if meta.generate_name else None)
+    namespace = meta.namespace
+    if KINDS[kind_name(obj)].namespaced and not namespace:
+        namespace = "default"
+    return with_meta(
+        obj,
+        name=name,
+        namespace=namespace,
+        uid=meta.uid or str(uuid.uuid4()),
+        creation_timestamp=meta.creation_timestamp or now,
+        generation=meta.generation or 1,
+        resource_version=None,
+        deletion_timestamp=None,
+    )
+
+
+def needs_graceful_delete(obj: KubeObject) -> bool:
+    """A pod on a node that is still running must be stopped by its node first (kubelet semantics)."""
+    if not isinstance(obj, Pod) or obj.spec is None or not obj.spec.node_name:
+        return False
+    phase = obj.status.phase if obj.status else None
+    return phase not in ("Succeeded", "Failed")
+
+
+def mark_deleting(obj: O, *, now: str) -> O:
+    grace = 30
+    if isinstance(obj, Pod) and obj.spec and obj.spec.termination_grace_period_seconds is not None:
+        grace = obj.spec.termination_grace_period_seconds
+    return with_meta(obj, deletion_timestamp=obj.metadata.deletion_timestamp or now, deletion_grace_period_seconds=grace)

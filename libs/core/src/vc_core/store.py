@@ -1,0 +1,82 @@
+"""The store port: Kubernetes-style objects with compare-and-set writes, list and watch.
+
+Two adapters implement it: `vc_bus.store.NatsStore` (JetStream KV, the embedded default) and the
+`kube` adapter (a real API server). `vc_bus.testing.MemoryStore` is the in-memory fake for unit tests;
+all three run the same contract suite in tests/contract/.
+
+`metadata.resourceVersion` is the adapter's revision: `update` and `delete` with a resourceVersion are
+compare-and-set; a lost race raises `Conflict`. Create is create-if-absent (`AlreadyExists`).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+from vc_proto.kinds import KubeObject
+
+O = TypeVar("O", bound=KubeObject)
+
+
+class WatchOp(enum.Enum):
+    PUT = "PUT"
+    DELETE = "DELETE"
+    # The initial state up to the list revision has been delivered: the cache is synced.
+    SYNCED = "SYNCED"
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    op: WatchOp
+    revision: int
+    namespace: str | None = None
+    name: str = ""
+    # The object as it now is (PUT), or None for DELETE and SYNCED.
+    obj: KubeObject | None = None
+
+
+class ObjectStore(Protocol):
+    async def get(self, kind: type[O], namespace: str | None, name: str) -> O:
+        """The current object; raises NotFound."""
+        ...
+
+    async def create(self, obj: O) -> O:
+        """Create-if-absent. Fills uid, creationTimestamp and resourceVersion; raises AlreadyExists."""
+        ...
+
+    async def update(self, obj: O) -> O:
+        """Replace the object if it is still at `metadata.resourceVersion`; raises Conflict or NotFound."""
+        ...
+
+    async def delete(
+        self,
+        kind: type[O],
+        namespace: str | None,
+        name: str,
+        *,
+        resource_version: str | None = None,
+        uid: str | None = None,
+        grace: bool = True,
+    ) -> None:
+        """Delete (CAS on resource_version and uid when given); raises NotFound or Conflict.
+
+        A pod bound to a node is deleted gracefully like Kubernetes does: it gets a deletionTimestamp
+        and its node finishes it; `grace=False` removes it at once.
+        """
+        ...
+
+    async def list(self, kind: type[O], namespace: str | None = None) -> tuple[list[O], int]:
+        """Every object of a kind (optionally one namespace) and the revision the list is consistent at."""
+        ...
+
+    def watch(
+        self, kind: type[O], *, namespace: str | None = None, from_revision: int = 0
+    ) -> AsyncIterator[WatchEvent]:
+        """Changes after `from_revision`; with 0, first the current state, then SYNCED, then changes.
+
+        The iterator survives reconnects and server restarts: it resumes after the last revision it
+        yielded, so nothing is missed (an object changed twice may be seen once, at its newest state).
+        """
+        ...

@@ -1,0 +1,67 @@
+"""Every object kind Tephra stores: its type, apiVersion, plural and scope, in one table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from vc_proto.batch import BATCH_V1ALPHA1, Job
+from vc_proto.bus import BUS_V1ALPHA1, Command
+from vc_proto.core import (
+    CORE_V1,
+    NETWORKING_V1,
+    SCHEDULING_K8S_V1,
+    ConfigMap,
+    NetworkPolicy,
+    Node,
+    Pod,
+    PriorityClass,
+    Secret,
+    Service,
+)
+from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, Queue
+
+KubeObject = Job | PodGroup | Queue | Command | Pod | Node | Service | ConfigMap | Secret | NetworkPolicy | PriorityClass
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    kind: str
+    api_version: str
+    plural: str
+    namespaced: bool
+    type: type[KubeObject]
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def version(self) -> str:
+        return self.api_version.rpartition("/")[2]
+
+
+KINDS: Final[dict[str, Kind]] = {
+    k.kind: k
+    for k in (
+        Kind("Job", BATCH_V1ALPHA1, "jobs", True, Job),
+        Kind("PodGroup", SCHEDULING_V1BETA1, "podgroups", True, PodGroup),
+        Kind("Queue", SCHEDULING_V1BETA1, "queues", False, Queue),
+        Kind("Command", BUS_V1ALPHA1, "commands", True, Command),
+        Kind("Pod", CORE_V1, "pods", True, Pod),
+        Kind("Node", CORE_V1, "nodes", False, Node),
+        Kind("Service", CORE_V1, "services", True, Service),
+        Kind("ConfigMap", CORE_V1, "configmaps", True, ConfigMap),
+        Kind("Secret", CORE_V1, "secrets", True, Secret),
+        Kind("NetworkPolicy", NETWORKING_V1, "networkpolicies", True, NetworkPolicy),
+        Kind("PriorityClass", SCHEDULING_K8S_V1, "priorityclasses", False, PriorityClass),
+    )
+}
+
+
+def kind_of(obj_type: type[KubeObject]) -> Kind:
+    """The table row for a type."""
+    for kind in KINDS.values():
+        if kind.type is obj_type:
+            return kind
+    raise KeyError(obj_type.__name__)

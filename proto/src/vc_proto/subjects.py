@@ -1,0 +1,59 @@
+"""Every NATS name in one place: KV buckets, keys, stream and subject names, RPC subjects."""
+
+from __future__ import annotations
+
+from typing import Final
+
+CLUSTER_SCOPE: Final = "_"
+EVENTS_STREAM: Final = "VC_EVT"
+EVENTS_PREFIX: Final = "vc.evt"
+LEASES_BUCKET: Final = "vc-leases"
+
+
+def bucket(kind: str) -> str:
+    """KV bucket holding every object of a kind, e.g. `vc-pod`."""
+    return f"vc-{kind.lower()}"
+
+
+def escape_token(name: str) -> str:
+    """Object names are DNS subdomains and may hold `.`, a subject separator; `_` never occurs in them."""
+    return name.replace(".", "_")
+
+
+def unescape_token(token: str) -> str:
+    return token.replace("_", ".")
+
+
+def object_key(namespace: str | None, name: str) -> str:
+    """KV key `<namespace>.<name>`; cluster-scoped objects use the namespace token `_`."""
+    return f"{namespace or CLUSTER_SCOPE}.{escape_token(name)}"
+
+
+def split_key(key: str) -> tuple[str | None, str]:
+    namespace, _, token = key.partition(".")
+    return (None if namespace == CLUSTER_SCOPE else namespace), unescape_token(token)
+
+
+def namespace_filter(namespace: str | None) -> str:
+    """KV key pattern for one namespace, or every key."""
+    return ">" if namespace is None else f"{namespace}.*"
+
+
+def event_subject(resource: str, namespace: str | None, name: str) -> str:
+    """Domain events about one object: `vc.evt.<resource>.<namespace>.<name>`."""
+    return f"{EVENTS_PREFIX}.{resource}.{namespace or CLUSTER_SCOPE}.{escape_token(name)}"
+
+
+def event_filter(resource: str = "*", namespace: str | None = None, name: str | None = None) -> str:
+    ns = "*" if namespace is None else namespace
+    nm = "*" if name is None else escape_token(name)
+    return f"{EVENTS_PREFIX}.{resource}.{ns}.{nm}"
+
+
+def rpc_subject(service: str, operation: str) -> str:
+    """Request/reply subjects: `vc.rpc.<service>.<operation>`."""
+    return f"vc.rpc.{service}.{operation}"
+
+
+ADMISSION_WRITE: Final = rpc_subject("admission", "write")
+NODE_SIM_CONTROL: Final = rpc_subject("node-sim", "control")
