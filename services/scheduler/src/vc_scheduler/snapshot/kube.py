@@ -1,0 +1,170 @@
+"""Views of the Kubernetes objects the scheduler reads: only the fields that matter, camelCase keys.
+
+Unknown fields are ignored (msgspec drops them); a field of the wrong type is a decode error that the
+loader reports with the document index and the field path.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+Quantities = dict[str, str | int | float]
+
+
+class ObjectMeta(msgspec.Struct, rename="camel", kw_only=True):
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
+
+
+class Taint(msgspec.Struct, rename="camel", kw_only=True):
+    key: str = ""
+    value: str = ""
+    effect: str = ""
+
+
+class NodeSpec(msgspec.Struct, rename="camel", kw_only=True):
+    taints: list[Taint] = []
+    unschedulable: bool = False
+
+
+class NodeStatus(msgspec.Struct, rename="camel", kw_only=True):
+    allocatable: Quantities = {}
+
+
+class Node(msgspec.Struct, rename="camel", kw_only=True):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: NodeSpec = msgspec.field(default_factory=NodeSpec)
+    status: NodeStatus = msgspec.field(default_factory=NodeStatus)
+
+
+class SelectorRequirement(msgspec.Struct, rename="camel", kw_only=True, frozen=True):
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+class NodeSelectorTerm(msgspec.Struct, rename="camel", kw_only=True, frozen=True):
+    match_expressions: tuple[SelectorRequirement, ...] = ()
+    match_fields: tuple[SelectorRequirement, ...] = ()
+
+
+class NodeSelector(msgspec.Struct, rename="camel", kw_only=True, frozen=True):
+    node_selector_terms: tuple[NodeSelectorTerm, ...] = ()
+
+
+class PreferredTerm(msgspec.Struct, rename="camel", kw_only=True, frozen=True):
+    weight: int
+    preference: NodeSelectorTerm
+
+
+class NodeAffinity(msgspec.Struct, rename="camel", kw_only=True, frozen=True):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: tuple[PreferredTerm, ...] = ()
+
+
+class Affinity(msgspec.Struct, rename="camel", kw_only=True, frozen=True):
+    node_affinity: NodeAffinity | None = None
+
+
+class Toleration(msgspec.Struct, rename="camel", kw_only=True, frozen=True):
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+
+class ResourceRequirements(msgspec.Struct, rename="camel", kw_only=True):
+    requests: Quantities = {}
+    limits: Quantities = {}
+
+
+class Container(msgspec.Struct, rename="camel", kw_only=True):
+    name: str = ""
+    resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
+
+
+class PodSpec(msgspec.Struct, rename="camel", kw_only=True):
+    scheduler_name: str = "default-scheduler"
+    node_name: str = ""
+    priority: int | None = None
+    priority_class_name: str = ""
+    preemption_policy: str = ""
+    node_selector: dict[str, str] = {}
+    affinity: Affinity | None = None
+    tolerations: tuple[Toleration, ...] = ()
+    containers: list[Container] = []
+    init_containers: list[Container] = []
+    overhead: Quantities = {}
+
+
+class PodStatus(msgspec.Struct, rename="camel", kw_only=True):
+    phase: str = "Pending"
+
+
+class Pod(msgspec.Struct, rename="camel", kw_only=True):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodSpec = msgspec.field(default_factory=PodSpec)
+    status: PodStatus = msgspec.field(default_factory=PodStatus)
+
+
+class Condition(msgspec.Struct, rename="camel", kw_only=True):
+    type: str = ""
+    status: str = ""
+    reason: str = ""
+    message: str = ""
+    transition_id: str = ""
+
+
+class PodGroupSpec(msgspec.Struct, rename="camel", kw_only=True):
+    min_member: int = 0
+    min_task_member: dict[str, int] = {}
+    min_resources: Quantities | None = None
+    queue: str = ""
+    priority_class_name: str = ""
+
+
+class PodGroupStatus(msgspec.Struct, rename="camel", kw_only=True):
+    phase: str = ""
+    conditions: list[Condition] = []
+
+
+class PodGroup(msgspec.Struct, rename="camel", kw_only=True):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodGroupSpec = msgspec.field(default_factory=PodGroupSpec)
+    status: PodGroupStatus = msgspec.field(default_factory=PodGroupStatus)
+
+
+class Guarantee(msgspec.Struct, rename="camel", kw_only=True):
+    resource: Quantities = {}
+
+
+class QueueSpec(msgspec.Struct, rename="camel", kw_only=True):
+    weight: int = 1
+    capability: Quantities = {}
+    deserved: Quantities = {}
+    guarantee: Guarantee = msgspec.field(default_factory=Guarantee)
+    reclaimable: bool | None = None
+    parent: str = ""
+    priority: int = 0
+
+
+class QueueStatus(msgspec.Struct, rename="camel", kw_only=True):
+    state: str = ""
+
+
+class Queue(msgspec.Struct, rename="camel", kw_only=True):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: QueueSpec = msgspec.field(default_factory=QueueSpec)
+    status: QueueStatus = msgspec.field(default_factory=QueueStatus)
+
+
+class PriorityClass(msgspec.Struct, rename="camel", kw_only=True):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    value: int = 0
+    global_default: bool = False
+    preemption_policy: str = ""

@@ -1,0 +1,176 @@
+"""One behaviour suite for every ObjectStore: the real NATS KV backend and the in-memory fake."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import msgspec
+import pytest
+from vc_bus.connection import connect
+from vc_bus.server import NatsServer
+from vc_bus.store import NatsStore
+from vc_bus.testing import MemoryStore
+from vc_core.errors import AlreadyExists, Conflict, InvalidObject, NotFound
+from vc_core.store import ObjectStore, WatchEvent, WatchOp
+from vc_proto.core import CORE_V1, Pod, PodSpec
+from vc_proto.meta import ObjectMeta
+from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec
+
+
+@pytest.fixture(params=[pytest.param("nats", marks=pytest.mark.nats), "memory"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[ObjectStore]:
+    if request.param == "memory":
+        yield MemoryStore()
+        return
+    server = NatsServer(tmp_path / "nats")
+    server.start()
+    try:
+        async with connect(server.url, name="contract") as nc:
+            nats_store = NatsStore(nc)
+            await nats_store.ensure()
+            yield nats_store
+    finally:
+        server.stop()
+
+
+def queue(name: str, weight: int = 1) -> Queue:
+    return Queue(api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(name=name), spec=QueueSpec(weight=weight))
+
+
+def pod(name: str, namespace: str = "ns1", node: str | None = None) -> Pod:
+    return Pod(api_version=CORE_V1, metadata=ObjectMeta(name=name, namespace=namespace), spec=PodSpec(node_name=node))
+
+
+async def take(events: AsyncIterator[WatchEvent], count: int) -> list[WatchEvent]:
+    out = []
+    async with asyncio.timeout(10):
+        async for event in events:
+            out.append(event)
+            if len(out) == count:
+                break
+    return out
+
+
+async def test_create_fills_identity_and_revision(store: ObjectStore) -> None:
+    created = await store.create(queue("q1"))
+    assert created.metadata.uid and created.metadata.creation_timestamp
+    assert int(created.metadata.resource_version or 0) > 0
+    fetched = await store.get(Queue, None, "q1")
+    assert fetched == created
+
+
+async def test_create_twice_is_already_exists(store: ObjectStore) -> None:
+    await store.create(queue("q1"))
+    with pytest.raises(AlreadyExists):
+        await store.create(queue("q1"))
+
+
+async def test_generate_name_creates_distinct_objects(store: ObjectStore) -> None:
+    template = Queue(api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(generate_name="gen-"))
+    first, second = await store.create(template), await store.create(template)
+    assert first.metadata.name != second.metadata.name
+    assert (first.metadata.name or "").startswith("gen-")
+
+
+async def test_update_with_stale_revision_is_conflict_for_the_second_writer(store: ObjectStore) -> None:
+    base = await store.create(queue("q1"))
+    writer_a = msgspec.structs.replace(base, spec=QueueSpec(weight=2))
+    writer_b = msgspec.structs.replace(base, spec=QueueSpec(weight=3))
+    await store.update(writer_a)
+    with pytest.raises(Conflict):
+        await store.update(writer_b)
+    current = await store.get(Queue, None, "q1")
+    assert current.spec is not None and current.spec.weight == 2
+
+
+async def test_concurrent_cas_writers_exactly_one_wins_each_round(store: ObjectStore) -> None:
+    base = await store.create(queue("q1"))
+    results = await asyncio.gather(
+        *(store.update(msgspec.structs.replace(base, spec=QueueSpec(weight=w))) for w in range(2, 12)),
+        return_exceptions=True,
+    )
+    winners = [r for r in results if isinstance(r, Queue)]
+    assert len(winners) == 1
+    assert all(isinstance(r, Conflict) for r in results if not isinstance(r, Queue))
+
+
+async def test_update_of_missing_object_is_not_found(store: ObjectStore) -> None:
+    created = await store.create(queue("q1"))
+    await store.delete(Queue, None, "q1")
+    with pytest.raises(NotFound):
+        await store.update(created)
+
+
+async def test_delete_with_stale_revision_or_uid_is_conflict(store: ObjectStore) -> None:
+    created = await store.create(queue("q1"))
+    await store.update(created)
+    with pytest.raises(Conflict):
+        await store.delete(Queue, None, "q1", resource_version=created.metadata.resource_version)
+    with pytest.raises(Conflict):
+        await store.delete(Queue, None, "q1", uid="someone-else")
+    await store.delete(Queue, None, "q1", uid=created.metadata.uid)
+    with pytest.raises(NotFound):
+        await store.get(Queue, None, "q1")
+
+
+async def test_delete_of_running_pod_is_graceful_unless_forced(store: ObjectStore) -> None:
+    await store.create(pod("p1", node="n1"))
+    await store.delete(Pod, "ns1", "p1")
+    marked = await store.get(Pod, "ns1", "p1")
+    assert marked.metadata.deletion_timestamp is not None
+    assert marked.metadata.deletion_grace_period_seconds == 30
+    await store.delete(Pod, "ns1", "p1", grace=False)
+    with pytest.raises(NotFound):
+        await store.get(Pod, "ns1", "p1")
+
+
+async def test_invalid_names_are_rejected_with_the_field(store: ObjectStore) -> None:
+    with pytest.raises(InvalidObject) as err:
+        await store.create(queue("Bad_Name"))
+    assert err.value.field == "metadata.name"
+    with pytest.raises(InvalidObject) as err:
+        await store.create(pod("p", namespace="x" * 64))
+    assert err.value.field == "metadata.namespace"
+
+
+async def test_names_with_dots_do_not_collide(store: ObjectStore) -> None:
+    await store.create(pod("a.b"))
+    await store.create(pod("a-b"))
+    assert (await store.get(Pod, "ns1", "a.b")).metadata.name == "a.b"
+    items, _ = await store.list(Pod)
+    assert sorted(p.metadata.name or "" for p in items) == ["a-b", "a.b"]
+
+
+async def test_list_filters_by_namespace_and_reports_its_revision(store: ObjectStore) -> None:
+    await store.create(pod("p1", "ns1"))
+    await store.create(pod("p2", "ns2"))
+    last = await store.create(pod("p3", "ns1"))
+    items, revision = await store.list(Pod, namespace="ns1")
+    assert sorted(p.metadata.name or "" for p in items) == ["p1", "p3"]
+    assert revision >= int(last.metadata.resource_version or 0)
+
+
+async def test_watch_from_zero_replays_state_then_syncs_then_follows(store: ObjectStore) -> None:
+    await store.create(queue("q1"))
+    gone = await store.create(queue("q2"))
+    await store.delete(Queue, None, "q2", uid=gone.metadata.uid)
+    events = store.watch(Queue)
+    first = await take(events, 3)
+    assert [e.op for e in first if e.op is not WatchOp.DELETE] == [WatchOp.PUT, WatchOp.SYNCED]
+    await store.create(queue("q3"))
+    (live,) = await take(events, 1)
+    assert live.op is WatchOp.PUT and live.name == "q3"
+    await events.aclose()
+
+
+async def test_watch_from_revision_sees_only_newer_changes(store: ObjectStore) -> None:
+    await store.create(queue("q1"))
+    _, revision = await store.list(Queue)
+    await store.create(queue("q2"))
+    await store.delete(Queue, None, "q1")
+    events = store.watch(Queue, from_revision=revision)
+    seen = await take(events, 2)
+    assert [(e.op, e.name) for e in seen] == [(WatchOp.PUT, "q2"), (WatchOp.DELETE, "q1")]
+    await events.aclose()
