@@ -1,0 +1,124 @@
+"""The VC_EVT stream: publish domain events (de-duplicated by id), read a history, follow it live.
+
+A follower resumes from the last sequence it yielded after any disconnect or server restart, so a
+client sees every event once, in order (design: Events and history).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import nats.errors
+import structlog
+from nats.aio.client import Client
+from nats.js import api
+from nats.js.errors import NotFoundError
+
+from vc_proto import codec, subjects
+from vc_proto.events import DomainEvent
+
+log = structlog.get_logger(__name__)
+
+EVENTS_MAX_AGE_S = 30 * 24 * 3600
+EVENTS_MAX_BYTES = 4 * 1024**3
+_BATCH = 512
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    sequence: int
+    event: DomainEvent
+
+
+async def ensure_events_stream(nc: Client, *, replicas: int = 1) -> None:
+    js = nc.jetstream()
+    config = api.StreamConfig(
+        name=subjects.EVENTS_STREAM,
+        subjects=[f"{subjects.EVENTS_PREFIX}.>"],
+        retention=api.RetentionPolicy.LIMITS,
+        storage=api.StorageType.FILE,
+        max_age=EVENTS_MAX_AGE_S,
+        max_bytes=EVENTS_MAX_BYTES,
+        duplicate_window=120,
+        num_replicas=replicas,
+    )
+    try:
+        await js.stream_info(subjects.EVENTS_STREAM)
+    except NotFoundError:
+        await js.add_stream(config)
+
+
+def subject_for(event: DomainEvent) -> str:
+    if event.job:
+        return subjects.event_subject("job", event.namespace, event.job)
+    return subjects.event_subject(event.kind.lower(), event.namespace, event.name)
+
+
+class EventPublisher:
+    def __init__(self, nc: Client) -> None:
+        self._js = nc.jetstream()
+
+    async def publish(self, event: DomainEvent) -> int:
+        """Publish once: a retry with the same id inside the 2-minute window is dropped by the server."""
+        ack = await self._js.publish(subject_for(event), codec.encode(event), headers={"Nats-Msg-Id": event.id})
+        return ack.seq
+
+
+async def follow(
+    nc: Client, filter_subject: str, *, from_sequence: int = 1, stop_when_caught_up: bool = False
+) -> AsyncIterator[StoredEvent]:
+    """Events matching `filter_subject` from `from_sequence` on, in order, resuming after failures."""
+    js = nc.jetstream()
+    last = from_sequence - 1
+    failures = 0
+    while True:
+        try:
+            async for stored in _consume(js, filter_subject, last, stop_when_caught_up):
+                failures = 0
+                last = stored.sequence
+                yield stored
+            if stop_when_caught_up:
+                return
+        except _CaughtUp:
+            return
+        except Exception as exc:  # transport boundary: resubscribe after the last yielded sequence
+            failures += 1
+            delay = min(0.05 * 2**failures, 2.0)
+            log.info("events.resume", after=last, error=repr(exc), delay_s=delay)
+            await asyncio.sleep(delay)
+
+
+class _CaughtUp(Exception):
+    pass
+
+
+async def _consume(js: object, filter_subject: str, last: int, stop_when_caught_up: bool) -> AsyncIterator[StoredEvent]:
+    config = api.ConsumerConfig(
+        ack_policy=api.AckPolicy.NONE,
+        inactive_threshold=30.0,
+        mem_storage=True,
+        deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
+        opt_start_seq=last + 1,
+    )
+    psub = await js.pull_subscribe(filter_subject, stream=subjects.EVENTS_STREAM, config=config)  # type: ignore[attr-defined]
+    try:
+        if stop_when_caught_up and (await psub.consumer_info()).num_pending == 0:
+            raise _CaughtUp
+        while True:
+            try:
+                msgs = await psub.fetch(_BATCH, timeout=1.0)
+            except nats.errors.TimeoutError:
+                info = await psub.consumer_info()  # raises when the consumer vanished (server restart)
+                if stop_when_caught_up and info.num_pending == 0:
+                    raise _CaughtUp from None
+                continue
+            for msg in msgs:
+                yield StoredEvent(msg.metadata.sequence.stream, codec.decode(msg.data, DomainEvent))
+                if stop_when_caught_up and msg.metadata.num_pending == 0:
+                    raise _CaughtUp
+    finally:
+        with contextlib.suppress(Exception):
+            await asyncio.shield(psub.unsubscribe())

@@ -1,0 +1,84 @@
+"""Liveness, readiness and metrics over HTTP: /livez, /readyz, /metrics (aiohttp, one supervised task)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+
+import structlog
+from aiohttp import web
+from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+log = structlog.get_logger(__name__)
+
+
+class Probes:
+    """Readiness is a set of named conditions; all must hold, and the service must not be stopping."""
+
+    def __init__(self) -> None:
+        self._conditions: dict[str, bool] = {}
+        self._stopping = False
+        self._started = asyncio.Event()
+        self.port: int | None = None
+
+    def require(self, *names: str) -> None:
+        for name in names:
+            self._conditions.setdefault(name, False)
+
+    def set(self, name: str, value: bool = True) -> None:
+        self._conditions[name] = value
+
+    def mark_not_ready(self) -> None:
+        self._stopping = True
+
+    def unmet(self) -> list[str]:
+        unmet = [name for name, ok in sorted(self._conditions.items()) if not ok]
+        return (["shutting-down"] if self._stopping else []) + unmet
+
+    @property
+    def ready(self) -> bool:
+        return not self.unmet()
+
+    async def wait_ready(self) -> None:
+        while not self.ready:
+            await asyncio.sleep(0.05)
+
+
+async def serve_probes(
+    probes: Probes, *, host: str, port: int, registry: CollectorRegistry = REGISTRY, started: asyncio.Event | None = None
+) -> None:
+    """Serve until cancelled. /livez does no I/O; /readyz lists unmet conditions."""
+
+    async def livez(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def readyz(_: web.Request) -> web.Response:
+        unmet = probes.unmet()
+        if unmet:
+            return web.Response(status=503, text=json.dumps({"unmet": unmet}), content_type="application/json")
+        return web.Response(text="ok")
+
+    async def metrics(_: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    app = web.Application()
+    app.router.add_get("/livez", livez)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics)
+    runner = web.AppRunner(app, handle_signals=False, access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, host, port)
+        await site.start()
+        server = site._server
+        sockets = getattr(server, "sockets", None) or []
+        probes.port = sockets[0].getsockname()[1] if sockets else port
+        log.info("probes.listening", host=host, port=probes.port)
+        if started is not None:
+            started.set()
+        await asyncio.Event().wait()
+    finally:
+        with contextlib.suppress(Exception):
+            await asyncio.shield(runner.cleanup())

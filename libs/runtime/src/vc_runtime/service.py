@@ -1,0 +1,151 @@
+"""run_service(): the one main loop of every Tephra service.
+
+Structured concurrency: one TaskGroup owns the probe server and every worker; a crashed worker crashes
+the service (exit 1, one `service.crashed` line). SIGTERM/SIGINT: readiness goes false, workers stop
+intake and finish in-flight work within `grace_s`, then the exit stack drains NATS; exit 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import structlog
+from nats.aio.client import Client
+
+from vc_bus.connection import connect
+from vc_bus.events import EventPublisher, ensure_events_stream
+from vc_bus.store import NatsStore
+from vc_core.errors import ConfigError
+from vc_core.store import ObjectStore
+from vc_runtime import logging as vc_logging
+from vc_runtime.probes import Probes, serve_probes
+from vc_runtime.settings import RuntimeSettings
+
+log = structlog.get_logger(__name__)
+
+
+class Worker(Protocol):
+    name: str
+
+    async def run(self, shutdown: asyncio.Event) -> None: ...
+
+
+@dataclass(slots=True)
+class FnWorker:
+    """A worker from a coroutine function taking the shutdown event."""
+
+    name: str
+    fn: Callable[[asyncio.Event], Awaitable[None]]
+
+    async def run(self, shutdown: asyncio.Event) -> None:
+        await self.fn(shutdown)
+
+
+@dataclass
+class ServiceContext:
+    """What the runtime opens for every service: settings, NATS, the store, events, probes."""
+
+    settings: RuntimeSettings
+    nc: Client
+    store: ObjectStore
+    events: EventPublisher
+    probes: Probes
+    resources: contextlib.AsyncExitStack
+    extras: dict[str, object] = field(default_factory=dict)
+
+
+class App(Protocol):
+    name: str
+
+    async def open(self, ctx: ServiceContext) -> Sequence[Worker]:
+        """Open the service's resources (on ctx.resources) and return its workers."""
+        ...
+
+
+class _Stop(Exception):
+    """Raised inside the task group to end it on purpose."""
+
+
+async def open_store(settings: RuntimeSettings, nc: Client) -> ObjectStore:
+    if settings.backend != "nats":
+        raise ConfigError(f"--backend {settings.backend}: the kube backend is not available in this build")
+    store = NatsStore(nc)
+    await store.ensure()
+    return store
+
+
+async def run_service(app: App, settings: RuntimeSettings) -> int:
+    shutdown = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, shutdown.set)
+    probes = Probes()
+    probes.require("nats", "started")
+    structlog.contextvars.bind_contextvars(service=app.name, instance=settings.instance)
+    log.info("service.starting", nats=settings.nats_url, backend=settings.backend)
+    try:
+        async with contextlib.AsyncExitStack() as resources:
+            nc = await resources.enter_async_context(connect(settings.nats_url, name=f"{app.name}:{settings.instance}"))
+            probes.set("nats")
+            await ensure_events_stream(nc)
+            store = await open_store(settings, nc)
+            ctx = ServiceContext(settings, nc, store, EventPublisher(nc), probes, resources)
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(
+                    serve_probes(probes, host=settings.health_host, port=settings.health_port), name="probes"
+                )
+                tg.create_task(_watch_connection(nc, probes, shutdown), name="nats-health")
+                workers = list(await app.open(ctx))
+                tasks = [tg.create_task(w.run(shutdown), name=w.name) for w in workers]
+                probes.set("started")
+                log.info("service.started", workers=[w.name for w in workers])
+                await shutdown.wait()
+                probes.mark_not_ready()
+                log.info("shutdown.begin", grace_s=settings.grace_s)
+                if tasks:
+                    _, pending = await asyncio.wait(tasks, timeout=settings.grace_s)
+                    for task in pending:
+                        log.warning("shutdown.worker_hung", worker=task.get_name())
+                raise _Stop
+    except* _Stop:
+        pass
+    log.info("shutdown.done")
+    return 0
+
+
+async def _watch_connection(nc: Client, probes: Probes, shutdown: asyncio.Event) -> None:
+    while not shutdown.is_set():
+        probes.set("nats", nc.is_connected)
+        await asyncio.sleep(0.5)
+
+
+def main_entry(app_factory: Callable[[RuntimeSettings], App], settings_factory: Callable[[], RuntimeSettings]) -> None:
+    """`__main__` of every service: parse settings, configure logs, run; exit 0/1/2."""
+    try:
+        settings = settings_factory()
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    vc_logging.configure(settings.log_level, json=settings.log_json)
+    try:
+        code = asyncio.run(run_service(app_factory(settings), settings))
+    except ConfigError as exc:
+        log.error("service.config_error", error=str(exc))
+        sys.exit(2)
+    except BaseExceptionGroup as group:
+        config, rest = group.split(ConfigError)
+        if config is not None and rest is None:
+            log.error("service.config_error", error=str(config.exceptions[0]))
+            sys.exit(2)
+        log.exception("service.crashed")
+        sys.exit(1)
+    except Exception:  # top level: one line with the traceback, then exit 1
+        log.exception("service.crashed")
+        sys.exit(1)
+    sys.exit(code)

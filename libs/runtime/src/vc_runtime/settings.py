@@ -1,0 +1,68 @@
+"""Settings every service shares: command-line flags with environment fallbacks (`VC_<GROUP>__<FIELD>`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from vc_core.errors import ConfigError
+
+Backend = Literal["nats", "kube"]
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeSettings:
+    service: str
+    nats_url: str = "nats://127.0.0.1:4222"
+    backend: Backend = "nats"
+    kubeconfig: str | None = None
+    health_host: str = "127.0.0.1"
+    # 0 picks a free port (logged at start); `vcctl up` gives each process its own.
+    health_port: int = 0
+    log_level: str = "info"
+    log_json: bool | None = None
+    instance: str = ""
+    grace_s: float = 20.0
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+def _env(name: str, default: str | None = None) -> str | None:
+    return os.environ.get(name, default)
+
+
+def parse(
+    service: str, argv: Sequence[str] | None = None, *, add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
+) -> RuntimeSettings:
+    parser = argparse.ArgumentParser(prog=f"vc-{service}", description=f"Tephra {service}")
+    parser.add_argument("--nats", default=_env("VC_NATS__URL", _env("VC_SERVER", "nats://127.0.0.1:4222")))
+    parser.add_argument("--backend", choices=["nats", "kube"], default=_env("VC_BACKEND", "nats"))
+    parser.add_argument("--kubeconfig", default=_env("KUBECONFIG"))
+    parser.add_argument("--health-host", default=_env("VC_PROBES__HOST", "127.0.0.1"))
+    parser.add_argument("--health-port", type=int, default=int(_env("VC_PROBES__PORT", "0") or 0))
+    parser.add_argument("--log-level", default=_env("VC_LOG__LEVEL", "info"))
+    parser.add_argument("--log-format", choices=["json", "console", "auto"], default=_env("VC_LOG__FORMAT", "json"))
+    parser.add_argument("--instance", default=_env("VC_INSTANCE", ""))
+    parser.add_argument("--grace", type=float, default=float(_env("VC_GRACE_S", "20") or 20))
+    if add_arguments is not None:
+        add_arguments(parser)
+    args = parser.parse_args(argv)
+    if not str(args.nats).startswith(("nats://", "tls://")):
+        raise ConfigError(f"--nats: {args.nats!r} is not a nats:// URL")
+    known = {"nats", "backend", "kubeconfig", "health_host", "health_port", "log_level", "log_format", "instance", "grace"}
+    return RuntimeSettings(
+        service=service,
+        nats_url=args.nats,
+        backend=args.backend,
+        kubeconfig=args.kubeconfig,
+        health_host=args.health_host,
+        health_port=args.health_port,
+        log_level=args.log_level,
+        log_json={"json": True, "console": False, "auto": None}[args.log_format],
+        instance=args.instance or f"{socket.gethostname()}-{os.getpid()}",
+        grace_s=args.grace,
+        extra={k: v for k, v in vars(args).items() if k not in known},
+    )

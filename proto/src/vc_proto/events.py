@@ -1,0 +1,45 @@
+"""Domain events: facts in the past tense, published on the VC_EVT stream and kept after objects go.
+
+One flat record, like a Kubernetes Event but richer, so a job's whole history (job, task, pod and
+scheduler events) reads as one ordered list. Events about a job's tasks, pods and PodGroup are
+published on the job's subject (`vc.evt.job.<ns>.<job>`), so one filter gives its whole history.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from vc_proto.base import Wire
+
+# `reason` values (CamelCase, stable).
+PHASE_CHANGED: Final = "PhaseChanged"
+POD_CREATED: Final = "PodCreated"
+POD_BOUND: Final = "PodBound"
+POD_STARTED: Final = "PodStarted"
+POD_EXITED: Final = "PodExited"
+POD_DELETED: Final = "PodDeleted"
+POD_EVICTED: Final = "PodEvicted"
+UNSCHEDULABLE: Final = "Unschedulable"
+SCHEDULED: Final = "Scheduled"
+ACTION_EXECUTED: Final = "ExecuteAction"
+COMMAND_ISSUED: Final = "CommandIssued"
+
+
+class DomainEvent(Wire, frozen=True, kw_only=True):
+    id: str
+    occurred_at: str
+    source: str
+    # The object the fact is about: Job, Task, Pod, PodGroup, Queue, Node.
+    kind: str
+    namespace: str | None = None
+    name: str
+    reason: str
+    message: str | None = None
+    job: str | None = None
+    task: str | None = None
+    uid: str | None = None
+    phase: str | None = None
+    previous_phase: str | None = None
+    exit_code: int | None = None
+    node: str | None = None
+    correlation_id: str | None = None

@@ -1,0 +1,248 @@
+"""The simulated kubelet for a set of nodes: follows the pods bound to them and carries out `plan()`."""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import time
+from dataclasses import dataclass, field
+
+import msgspec
+import structlog
+from prometheus_client import Counter, Gauge
+
+from vc_core.errors import Conflict, NotFound
+from vc_core.store import ObjectStore, WatchOp
+from vc_node_sim.logic import Next, SimConfig, Step, format_time, parse_time, plan
+from vc_node_sim.statuses import finished_status, node_object, node_ready, running_status
+from vc_proto import events as ev
+from vc_proto.core import Node, Pod
+from vc_proto.events import DomainEvent
+from vc_runtime.aio import until
+
+log = structlog.get_logger(__name__)
+PodKey = tuple[str, str]
+
+TRANSITIONS = Counter("tephra_node_sim_pod_transitions_total", "Pod transitions made by node-sim", ["step"])
+PODS = Gauge("tephra_node_sim_pods", "Pods on simulated nodes")
+NODES = Gauge("tephra_node_sim_nodes", "Simulated nodes")
+
+MAX_IN_FLIGHT = 256
+
+
+@dataclass
+class NodeState:
+    name: str
+    host_ip: str
+    capacity: dict[str, str]
+    not_ready_since: float | None = None
+
+
+@dataclass
+class Kubelet:
+    store: ObjectStore
+    cfg: SimConfig
+    publish: object  # async (DomainEvent) -> None
+    nodes: dict[str, NodeState] = field(default_factory=dict)
+    pods: dict[PodKey, Pod] = field(default_factory=dict)
+    seen_at: dict[PodKey, float] = field(default_factory=dict)
+    _timers: list[tuple[float, int, PodKey, Step]] = field(default_factory=list)
+    _scheduled: dict[PodKey, tuple[Step, float]] = field(default_factory=dict)
+    _seq: itertools.count[int] = field(default_factory=itertools.count)
+    _wake: asyncio.Event = field(default_factory=asyncio.Event)
+    synced: asyncio.Event = field(default_factory=asyncio.Event)
+
+    # -- nodes -------------------------------------------------------------------------------------
+    async def register(self, name: str, *, capacity: dict[str, str], host_ip: str, ready: bool | None) -> None:
+        """Create the node, or adopt it keeping its readiness unless `ready` says otherwise."""
+        now = format_time(time.time())
+        for _ in range(10):
+            try:
+                existing = await self.store.get(Node, None, name)
+            except NotFound:
+                existing = None
+            is_ready = ready if ready is not None else (node_ready(existing) if existing else True)
+            node = node_object(name, capacity=capacity, ready=is_ready, now=now, existing=existing)
+            if existing and node_ready(existing) == is_ready:
+                node = _keep_transition_time(node, existing)
+            try:
+                stored = await (self.store.update(node) if existing else self.store.create(node))
+            except Conflict:
+                continue
+            self.nodes[name] = NodeState(name, host_ip, capacity, _not_ready_since(stored))
+            NODES.set(len(self.nodes))
+            return
+        raise Conflict("Node", name, expected=None)
+
+    async def set_ready(self, name: str, ready: bool) -> None:
+        state = self.nodes.get(name)
+        if state is None:
+            raise NotFound("Node", name)
+        await self.register(name, capacity=state.capacity, host_ip=state.host_ip, ready=ready)
+        for key, pod in list(self.pods.items()):
+            if pod.spec and pod.spec.node_name == name:
+                self._schedule(key)
+
+    async def heartbeat(self, name: str) -> None:
+        state = self.nodes[name]
+        await self.register(name, capacity=state.capacity, host_ip=state.host_ip, ready=None)
+
+    # -- pods --------------------------------------------------------------------------------------
+    async def follow_pods(self, shutdown: asyncio.Event) -> None:
+        async for event in until(shutdown, self.store.watch(Pod)):
+            if event.op is WatchOp.SYNCED:
+                self.synced.set()
+                continue
+            key = (event.namespace or "", event.name)
+            if event.op is WatchOp.DELETE or not isinstance(event.obj, Pod):
+                self._forget(key)
+                continue
+            node = event.obj.spec.node_name if event.obj.spec else None
+            if node not in self.nodes:
+                self._forget(key)
+                continue
+            self.pods[key] = event.obj
+            self.seen_at.setdefault(key, time.time())
+            self._schedule(key)
+        PODS.set(len(self.pods))
+
+    def _forget(self, key: PodKey) -> None:
+        self.pods.pop(key, None)
+        self.seen_at.pop(key, None)
+        self._scheduled.pop(key, None)
+
+    def _next(self, key: PodKey) -> Next | None:
+        pod = self.pods.get(key)
+        if pod is None:
+            return None
+        node = self.nodes.get(pod.spec.node_name or "") if pod.spec else None
+        since = node.not_ready_since if node else None
+        return plan(pod, seen_at=self.seen_at.get(key, time.time()), node_not_ready_since=since, cfg=self.cfg)
+
+    def _schedule(self, key: PodKey) -> None:
+        nxt = self._next(key)
+        if nxt is None:
+            self._scheduled.pop(key, None)
+            return
+        if self._scheduled.get(key) == (nxt.step, nxt.due):
+            return
+        self._scheduled[key] = (nxt.step, nxt.due)
+        heapq.heappush(self._timers, (nxt.due, next(self._seq), key, nxt.step))
+        self._wake.set()
+
+    async def run_timers(self, shutdown: asyncio.Event) -> None:
+        gate = asyncio.Semaphore(MAX_IN_FLIGHT)
+        async with asyncio.TaskGroup() as tg:
+            while not shutdown.is_set():
+                for key, nxt in self._due(time.time()):
+                    await gate.acquire()
+                    tg.create_task(self._carry_out(key, nxt, gate), name=f"pod:{key[0]}/{key[1]}:{nxt.step.value}")
+                await self._sleep_until_next()
+
+    def _due(self, now: float) -> list[tuple[PodKey, Next]]:
+        due = []
+        while self._timers and self._timers[0][0] <= now:
+            _, _, key, step = heapq.heappop(self._timers)
+            nxt = self._next(key)
+            if nxt is None or nxt.step is not step or nxt.due > now:
+                continue
+            if self._scheduled.get(key) != (nxt.step, nxt.due):
+                continue
+            self._scheduled[key] = (nxt.step, float("inf"))  # in flight: do not start it twice
+            due.append((key, nxt))
+        return due
+
+    async def _sleep_until_next(self) -> None:
+        timeout = 0.5
+        if self._timers:
+            timeout = min(timeout, max(0.0, self._timers[0][0] - time.time()))
+        self._wake.clear()
+        try:
+            async with asyncio.timeout(timeout):
+                await self._wake.wait()
+        except TimeoutError:
+            pass
+
+    async def _carry_out(self, key: PodKey, nxt: Next, gate: asyncio.Semaphore) -> None:
+        try:
+            await self._apply(key, nxt)
+            TRANSITIONS.labels(nxt.step.value).inc()
+        except Conflict:
+            await self._refresh(key)
+        except NotFound:
+            self._forget(key)
+        except Exception as exc:  # one pod's failure must not stop the node: retry it from fresh state
+            log.warning("pod.step_failed", pod=f"{key[0]}/{key[1]}", step=nxt.step.value, error=repr(exc))
+            await asyncio.sleep(0.5)
+            await self._refresh(key)
+        finally:
+            gate.release()
+
+    async def _refresh(self, key: PodKey) -> None:
+        try:
+            self.pods[key] = await self.store.get(Pod, key[0], key[1])
+        except NotFound:
+            self._forget(key)
+            return
+        self._scheduled.pop(key, None)
+        self._schedule(key)
+
+    async def _apply(self, key: PodKey, nxt: Next) -> None:
+        pod = self.pods[key]
+        now = format_time(time.time())
+        node = pod.spec.node_name if pod.spec else None
+        if nxt.step is Step.REMOVE:
+            await self.store.delete(Pod, key[0], key[1], uid=pod.metadata.uid, grace=False)
+            return
+        if nxt.step is Step.EVICT:
+            await self.store.delete(Pod, key[0], key[1], uid=pod.metadata.uid, grace=False)
+            await self._event(pod, ev.POD_EVICTED, f"node {node} is NotReady: pod evicted", phase=None)
+            return
+        if nxt.step is Step.START:
+            status = running_status(pod, now=now, host_ip=self.nodes[node or ""].host_ip)
+        else:
+            status = finished_status(pod, now=now, exit_code=nxt.exit_code)
+        updated = await self.store.update(msgspec.structs.replace(pod, status=status))
+        self.pods[key] = updated
+        self._scheduled.pop(key, None)
+        self._schedule(key)
+        reason = ev.POD_STARTED if nxt.step is Step.START else ev.POD_EXITED
+        await self._event(updated, reason, None, phase=status.phase, exit_code=None if nxt.step is Step.START else nxt.exit_code)
+
+    async def _event(self, pod: Pod, reason: str, message: str | None, *, phase: str | None, exit_code: int | None = None) -> None:
+        labels = pod.metadata.labels or {}
+        event = DomainEvent(
+            id=f"{pod.metadata.uid}-{reason}-{phase}",
+            occurred_at=format_time(time.time()),
+            source="node-sim",
+            kind="Pod",
+            namespace=pod.metadata.namespace,
+            name=pod.metadata.name or "",
+            reason=reason,
+            message=message,
+            job=labels.get("volcano.sh/job-name"),
+            task=labels.get("volcano.sh/task-spec"),
+            uid=pod.metadata.uid,
+            phase=phase,
+            exit_code=exit_code,
+            node=pod.spec.node_name if pod.spec else None,
+        )
+        await self.publish(event)  # type: ignore[operator]
+
+
+def _not_ready_since(node: Node) -> float | None:
+    for cond in (node.status.conditions if node.status else None) or []:
+        if cond.type == "Ready" and cond.status != "True":
+            return parse_time(cond.last_transition_time) or time.time()
+    return None
+
+
+def _keep_transition_time(node: Node, existing: Node) -> Node:
+    old = {c.type: c for c in (existing.status.conditions if existing.status else None) or []}
+    assert node.status is not None
+    conditions = [
+        msgspec.structs.replace(c, last_transition_time=old[c.type].last_transition_time) if c.type in old else c
+        for c in node.status.conditions or []
+    ]
+    return msgspec.structs.replace(node, status=msgspec.structs.replace(node.status, conditions=conditions))
