@@ -23,7 +23,9 @@ def validate_depends_on(tasks: Sequence[TaskSpec]) -> Iterator[Violation]:
             yield Violation(f"{path}.iteration", "depends-on-iteration", "iteration must be one of [any all]")
         for dep_index, dep in enumerate(task.depends_on.name or []):
             if dep not in names:
-                yield Violation(f"{path}.name[{dep_index}]", "depends-on-task", f"task {dep[:64]!r} does not exist in the job")
+                yield Violation(
+                    f"{path}.name[{dep_index}]", "depends-on-task", f"task {dep[:64]!r} does not exist in the job"
+                )
     if has_cycle(tasks):
         yield Violation("spec.tasks", "depends-on-dag", DAG_MESSAGE)
 

@@ -30,7 +30,9 @@ def validate_tasks(job_name: str, tasks: Sequence[TaskSpec]) -> Iterator[Violati
     """Counts first (so a huge replica number stops everything else), then every task on its own."""
     total = sum(max(task.replicas or 0, 0) for task in tasks)
     if total > MAX_TOTAL_REPLICAS:
-        yield Violation("spec.tasks", "replicas-total", f"total replicas {total} exceed the limit of {MAX_TOTAL_REPLICAS}")
+        yield Violation(
+            "spec.tasks", "replicas-total", f"total replicas {total} exceed the limit of {MAX_TOTAL_REPLICAS}"
+        )
     seen: set[str] = set()
     for index, task in enumerate(tasks):
         path = f"spec.tasks[{index}]"
@@ -51,12 +53,20 @@ def validate_task_counts(task: TaskSpec, path: str, job_name: str) -> Iterator[V
     if replicas < 0:
         yield Violation(f"{path}.replicas", "replicas-non-negative", f"'replicas' must be >= 0 in task: {name}")
     elif replicas > MAX_REPLICAS_PER_TASK:
-        yield Violation(f"{path}.replicas", "replicas-limit", f"'replicas' {replicas} exceed the limit of {MAX_REPLICAS_PER_TASK} in task: {name}")
+        yield Violation(
+            f"{path}.replicas",
+            "replicas-limit",
+            f"'replicas' {replicas} exceed the limit of {MAX_REPLICAS_PER_TASK} in task: {name}",
+        )
     if task.min_available is not None and task.min_available < 0:
-        yield Violation(f"{path}.minAvailable", "min-available-non-negative", f"'minAvailable' must be >= 0 in task: {name}")
+        yield Violation(
+            f"{path}.minAvailable", "min-available-non-negative", f"'minAvailable' must be >= 0 in task: {name}"
+        )
     elif task.min_available is not None and task.min_available > replicas:
         yield Violation(
-            f"{path}.minAvailable", "task-min-available", f"'minAvailable' is greater than 'replicas' in task: {name}, job: {job_name}"
+            f"{path}.minAvailable",
+            "task-min-available",
+            f"'minAvailable' is greater than 'replicas' in task: {name}, job: {job_name}",
         )
     if task.max_retry is not None and not -1 <= task.max_retry <= MAX_MAX_RETRY:
         yield Violation(f"{path}.maxRetry", "max-retry", f"'maxRetry' must be between -1 and {MAX_MAX_RETRY}")
@@ -72,7 +82,9 @@ def _validate_task_name(job_name: str, task: TaskSpec, path: str) -> Iterator[Vi
     last_index = max((task.replicas or 0) - 1, 0)
     pod_name = f"{job_name}-{name}-{last_index}"
     if errors := qualified_name_errors(pod_name):
-        yield Violation(f"{path}.name", "pod-name", f"create pod with name {pod_name} validate failed {format_errors(errors)}")
+        yield Violation(
+            f"{path}.name", "pod-name", f"create pod with name {pod_name} validate failed {format_errors(errors)}"
+        )
 
 
 def _validate_partition(task: TaskSpec, path: str, job_name: str) -> Iterator[Violation]:
@@ -83,7 +95,9 @@ def _validate_partition(task: TaskSpec, path: str, job_name: str) -> Iterator[Vi
     total, size, minimum = policy.total_partitions or 0, policy.partition_size or 0, policy.min_partitions or 0
     here = f"{path}.partitionPolicy"
     if total <= 0:
-        yield Violation(f"{here}.totalPartitions", "partition-policy", f"'TotalPartitions' must be greater than 0 {where}")
+        yield Violation(
+            f"{here}.totalPartitions", "partition-policy", f"'TotalPartitions' must be greater than 0 {where}"
+        )
     elif size <= 0:
         yield Violation(f"{here}.partitionSize", "partition-policy", f"'PartitionSize' must be greater than 0 {where}")
     elif (task.replicas or 0) != total * size:

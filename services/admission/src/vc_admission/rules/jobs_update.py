@@ -20,7 +20,8 @@ from vc_admission.rules.names import validate_metadata_bounds
 from vc_admission.rules.verdict import Violation
 
 IMMUTABLE_MESSAGE: Final = (
-    "job updates may not change fields other than `minAvailable`, `tasks[*].replicas under spec` and `PriorityClassName`"
+    "job updates may not change fields other than `minAvailable`, "
+    "`tasks[*].replicas under spec` and `PriorityClassName`"
 )
 
 
@@ -28,7 +29,9 @@ def validate_job_update(new: Job, old: Job) -> list[Violation]:
     new_spec, old_spec = new.spec or JobSpec(), old.spec or JobSpec()
     new_tasks = new_spec.tasks or []
     if len(new_tasks) > MAX_TASKS:
-        return [Violation("spec.tasks", "tasks-count", f"may not have more than {MAX_TASKS} tasks, got {len(new_tasks)}")]
+        return [
+            Violation("spec.tasks", "tasks-count", f"may not have more than {MAX_TASKS} tasks, got {len(new_tasks)}")
+        ]
     violations = list(validate_metadata_bounds(new.metadata))
     violations.extend(_validate_counts(new.metadata.name or "", new_spec))
     violations.extend(validate_network_topology(new_spec.network_topology, path="spec.networkTopology"))
@@ -45,10 +48,14 @@ def _validate_counts(job_name: str, spec: JobSpec) -> Iterator[Violation]:
         yield from validate_task_counts(task, f"spec.tasks[{index}]", job_name)
     total = sum(max(task.replicas or 0, 0) for task in tasks)
     if total > MAX_TOTAL_REPLICAS:
-        yield Violation("spec.tasks", "replicas-total", f"total replicas {total} exceed the limit of {MAX_TOTAL_REPLICAS}")
+        yield Violation(
+            "spec.tasks", "replicas-total", f"total replicas {total} exceed the limit of {MAX_TOTAL_REPLICAS}"
+        )
     minimum = spec.min_available or 0
     if minimum > total:
-        yield Violation("spec.minAvailable", "job-min-available", "job 'minAvailable' must not be greater than total replicas")
+        yield Violation(
+            "spec.minAvailable", "job-min-available", "job 'minAvailable' must not be greater than total replicas"
+        )
     if minimum < 0:
         yield Violation("spec.minAvailable", "min-available-non-negative", "job 'minAvailable' must be >= 0")
 
@@ -70,5 +77,3 @@ def _frozen_view(spec: JobSpec) -> dict[str, Any]:
 def _without_generated_claim_name(volume: VolumeSpec) -> VolumeSpec:
     # The job controller writes the name of the PVC it creates for a `volumeClaim`; not a user change.
     return replace(volume, volume_claim_name=None) if volume.volume_claim is not None else volume
-
-

@@ -62,7 +62,9 @@ def validate_job_name(job: Job) -> Iterator[Violation]:
     name = job.metadata.name or ""
     errors = qualified_name_errors(name) or dns1123_subdomain_errors(name)
     if errors:
-        yield Violation("metadata.name", "job-name", f"create job with name {name[:253]} validate failed {format_errors(errors)}")
+        yield Violation(
+            "metadata.name", "job-name", f"create job with name {name[:253]} validate failed {format_errors(errors)}"
+        )
 
 
 def validate_job_fields(spec: JobSpec) -> Iterator[Violation]:
@@ -72,9 +74,15 @@ def validate_job_fields(spec: JobSpec) -> Iterator[Violation]:
     if minimum < 0:
         yield Violation("spec.minAvailable", "min-available-non-negative", "job 'minAvailable' must be >= 0")
     elif minimum > total:
-        yield Violation("spec.minAvailable", "job-min-available", "job 'minAvailable' should not be greater than total replicas in tasks")
+        yield Violation(
+            "spec.minAvailable",
+            "job-min-available",
+            "job 'minAvailable' should not be greater than total replicas in tasks",
+        )
     if spec.max_retry is not None and not 0 <= spec.max_retry <= MAX_MAX_RETRY:
-        yield Violation("spec.maxRetry", "max-retry", f"'maxRetry' cannot be less than zero or more than {MAX_MAX_RETRY}")
+        yield Violation(
+            "spec.maxRetry", "max-retry", f"'maxRetry' cannot be less than zero or more than {MAX_MAX_RETRY}"
+        )
     if spec.ttl_seconds_after_finished is not None and spec.ttl_seconds_after_finished < 0:
         yield Violation("spec.ttlSecondsAfterFinished", "ttl", "'ttlSecondsAfterFinished' cannot be less than zero")
     if spec.min_success is not None and spec.min_success < 1:

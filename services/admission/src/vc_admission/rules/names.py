@@ -91,7 +91,9 @@ def _label_violations(labels: Mapping[str, str], path: str) -> Iterator[Violatio
         return
     for key, value in labels.items():
         if len(key) > MAX_LABEL_KEY_LENGTH:
-            yield Violation(f"{path}[{key[:64]}]", "label-key", f"must be no more than {MAX_LABEL_KEY_LENGTH} characters")
+            yield Violation(
+                f"{path}[{key[:64]}]", "label-key", f"must be no more than {MAX_LABEL_KEY_LENGTH} characters"
+            )
         if len(value) > MAX_LABEL_VALUE_LENGTH or not _LABEL_VALUE.match(value):
             yield Violation(
                 f"{path}[{key[:64]}]",

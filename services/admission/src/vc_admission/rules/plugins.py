@@ -129,11 +129,15 @@ def validate_plugins(plugins: Mapping[str, Sequence[str]] | None, *, path: str =
 
 def _validate_args(name: str, args: Sequence[str], flags: Mapping[str, FlagType], path: str) -> Iterator[Violation]:
     if len(args) > MAX_PLUGIN_ARGS:
-        yield Violation(path, "plugin-args-count", f"may not have more than {MAX_PLUGIN_ARGS} arguments, got {len(args)}")
+        yield Violation(
+            path, "plugin-args-count", f"may not have more than {MAX_PLUGIN_ARGS} arguments, got {len(args)}"
+        )
         return
     for index, arg in enumerate(args):
         if len(arg) > MAX_PLUGIN_ARG_LENGTH:
-            yield Violation(f"{path}[{index}]", "plugin-arg-length", f"must be no more than {MAX_PLUGIN_ARG_LENGTH} characters")
+            yield Violation(
+                f"{path}[{index}]", "plugin-arg-length", f"must be no more than {MAX_PLUGIN_ARG_LENGTH} characters"
+            )
             return
     result = parse_flags(args, flags)
     if isinstance(result, FlagError):

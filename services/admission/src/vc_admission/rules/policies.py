@@ -79,7 +79,9 @@ def _validate_one(
         yield Violation(path, "policy-event-xor-exitcode", "either event and exitCode should be specified")
         return
     if policy.timeout is not None and not GO_DURATION.match(policy.timeout):
-        yield Violation(f"{path}.timeout", "policy-timeout", f"invalid duration {policy.timeout[:64]!r} (e.g. '10m', '1m30s')")
+        yield Violation(
+            f"{path}.timeout", "policy-timeout", f"invalid duration {policy.timeout[:64]!r} (e.g. '10m', '1m30s')"
+        )
     if policy.action not in _ACTION_NAMES:
         yield Violation(f"{path}.action", "policy-action", f"invalid policy action {policy.action!r}; {VALID_HINT}")
     if events:
@@ -90,14 +92,18 @@ def _validate_one(
 
 def _validate_events(events: list[str], path: str, seen: set[str]) -> Iterator[Violation]:
     if len(events) > MAX_EVENTS_PER_POLICY:
-        yield Violation(f"{path}.events", "policy-events-count", f"may not have more than {MAX_EVENTS_PER_POLICY} events")
+        yield Violation(
+            f"{path}.events", "policy-events-count", f"may not have more than {MAX_EVENTS_PER_POLICY} events"
+        )
         return
     for event in events:
         if event not in _EVENT_NAMES:
             yield Violation(f"{path}.events", "policy-event", f"invalid policy event {event!r}; {VALID_HINT}")
             continue
         if event in seen:
-            yield Violation(f"{path}.events", "policy-duplicate-event", f"duplicate event {event}  across different policy")
+            yield Violation(
+                f"{path}.events", "policy-duplicate-event", f"duplicate event {event}  across different policy"
+            )
         seen.add(event)
 
 

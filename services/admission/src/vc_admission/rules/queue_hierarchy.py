@@ -33,7 +33,9 @@ def children_of(queues: Mapping[str, Queue], name: str) -> list[Queue]:
     return [q for key, q in sorted(queues.items()) if key != name and parent_of(q) == name]
 
 
-def validate_parent(queue: Queue, queues: Mapping[str, Queue], *, max_depth: int, has_workloads: bool) -> Iterator[Violation]:
+def validate_parent(
+    queue: Queue, queues: Mapping[str, Queue], *, max_depth: int, has_workloads: bool
+) -> Iterator[Violation]:
     """Structure checks, for CREATE or a changed parent. `queues` already holds the new version of `queue`."""
     name, parent = queue.metadata.name or "", parent_of(queue)
     if parent is None:
@@ -45,18 +47,26 @@ def validate_parent(queue: Queue, queues: Mapping[str, Queue], *, max_depth: int
     while current is not None:
         depth += 1
         if depth > max_depth:
-            yield Violation("spec.parent", "queue-depth", f"queue {name} exceeds the maximum allowed depth of {max_depth}")
+            yield Violation(
+                "spec.parent", "queue-depth", f"queue {name} exceeds the maximum allowed depth of {max_depth}"
+            )
             return
         if current == name:
             yield Violation("spec.parent", "queue-parent-cycle", f"queue {name} cannot be an ancestor of itself")
             return
         if current not in queues:
-            yield Violation("spec.parent", "queue-parent-exists", f"failed to get parent queue of queue {name}: queue.scheduling.volcano.sh \"{current}\" not found")
+            yield Violation(
+                "spec.parent",
+                "queue-parent-exists",
+                f'failed to get parent queue of queue {name}: queue.scheduling.volcano.sh "{current}" not found',
+            )
             return
         current = parent_of(queues[current])
     if has_workloads:
         yield Violation(
-            "spec.parent", "queue-parent-has-workloads", f"queue {parent} cannot be the parent queue of queue {name} because it has jobs or podgroups"
+            "spec.parent",
+            "queue-parent-has-workloads",
+            f"queue {parent} cannot be the parent queue of queue {name} because it has jobs or podgroups",
         )
 
 
@@ -79,7 +89,8 @@ def _against_ancestors(queue: Queue, queues: Mapping[str, Queue]) -> Iterator[Vi
             yield Violation(
                 f"spec.capability.{resource}",
                 "queue-capability-ancestor",
-                f"queue {name} capability[{resource}]={show(resource, amount)} exceeds its ancestor's capability={show(resource, limit)}",
+                f"queue {name} capability[{resource}]={show(resource, amount)} "
+                f"exceeds its ancestor's capability={show(resource, limit)}",
             )
 
 
@@ -93,15 +104,20 @@ def _nearest_ancestor_capability(queue: Queue, resource: str, queues: Mapping[st
     return None
 
 
-def _capability_covers_descendants(queue: Queue, children: list[Queue], queues: Mapping[str, Queue]) -> Iterator[Violation]:
+def _capability_covers_descendants(
+    queue: Queue, children: list[Queue], queues: Mapping[str, Queue]
+) -> Iterator[Violation]:
     name = queue.metadata.name or ""
     for resource, amount in safe_resources(queue.spec.capability if queue.spec else None).items():
-        largest = max((_subtree_max_capability(child, resource, queues, set()) for child in children), default=Fraction(0))
+        largest = max(
+            (_subtree_max_capability(child, resource, queues, set()) for child in children), default=Fraction(0)
+        )
         if amount < largest:
             yield Violation(
                 f"spec.capability.{resource}",
                 "queue-capability-descendants",
-                f"queue {name} capability[{resource}]={show(resource, amount)} is smaller than its descendants' max capability={show(resource, largest)}",
+                f"queue {name} capability[{resource}]={show(resource, amount)} "
+                f"is smaller than its descendants' max capability={show(resource, largest)}",
             )
 
 
@@ -113,7 +129,9 @@ def _subtree_max_capability(queue: Queue, resource: str, queues: Mapping[str, Qu
     own = safe_resources(queue.spec.capability if queue.spec else None).get(resource)
     if own:
         return own
-    return max((_subtree_max_capability(c, resource, queues, seen) for c in children_of(queues, name)), default=Fraction(0))
+    return max(
+        (_subtree_max_capability(c, resource, queues, seen) for c in children_of(queues, name)), default=Fraction(0)
+    )
 
 
 def _children_sums(parent: Queue, children: list[Queue], *, prefix: str) -> Iterator[Violation]:
@@ -129,11 +147,15 @@ def _children_sums(parent: Queue, children: list[Queue], *, prefix: str) -> Iter
             yield Violation(
                 f"spec.{'guarantee.resource' if kind == 'guarantee' else 'deserved'}",
                 f"queue-children-{kind}",
-                f"{prefix} {parent.metadata.name} validation failed: sum of children's {kind} ({show_resources(shown)}) "
+                f"{prefix} {parent.metadata.name} validation failed: "
+                f"sum of children's {kind} ({show_resources(shown)}) "
                 f"exceeds parent's {kind} limit ({show_resources(limit)})",
             )
 
 
 def _sum(children: list[Queue], kind: str) -> Resources:
-    lists = [safe_resources(guarantee_of(c.spec) if kind == "guarantee" else (c.spec.deserved if c.spec else None)) for c in children]
+    lists = [
+        safe_resources(guarantee_of(c.spec) if kind == "guarantee" else (c.spec.deserved if c.spec else None))
+        for c in children
+    ]
     return add(*lists)

@@ -45,7 +45,11 @@ def validate_queue_resources(spec: QueueSpec) -> Iterator[Violation]:
     guarantee = yield from _parse_list(guarantee_of(spec), "spec.guarantee.resource")
     for name, floor in guarantee.items():
         if name not in deserved:
-            yield Violation(f"spec.deserved.{name}", "queue-deserved-guarantee", f"deserved[{name}] must be >= guarantee[{name}]={show(name, floor)}")
+            yield Violation(
+                f"spec.deserved.{name}",
+                "queue-deserved-guarantee",
+                f"deserved[{name}] must be >= guarantee[{name}]={show(name, floor)}",
+            )
         elif deserved[name] < floor:
             yield Violation(
                 f"spec.deserved.{name}",
@@ -75,7 +79,11 @@ def _parse_list(raw: ResourceList | None, path: str) -> Generator[Violation, Non
             yield Violation(error.field, "quantity", error.message)
             continue
         if amount < 0:
-            yield Violation(f"{path}.{name}", "quantity-non-negative", f"Invalid value: \"{value}\": must be greater than or equal to 0")
+            yield Violation(
+                f"{path}.{name}",
+                "quantity-non-negative",
+                f'Invalid value: "{value}": must be greater than or equal to 0',
+            )
             continue
         parsed[name] = amount
     return parsed

@@ -43,7 +43,11 @@ def validate_queue_delete(queue: Queue, ctx: AdmissionContext) -> list[Violation
     violations = []
     if ctx.queue_has_workloads(name):
         violations.append(
-            Violation("metadata.name", "queue-has-workloads", f"queue {name} can not be deleted because it has jobs or podgroups")
+            Violation(
+                "metadata.name",
+                "queue-has-workloads",
+                f"queue {name} can not be deleted because it has jobs or podgroups",
+            )
         )
     children = [child.metadata.name or "" for child in children_of(ctx.queues, name)]
     if children:
@@ -66,7 +70,9 @@ def _validate_name(queue: Queue) -> Iterator[Violation]:
 
 def _validate_spec_fields(spec: QueueSpec) -> Iterator[Violation]:
     if spec.weight is not None and not 1 <= spec.weight <= MAX_QUEUE_WEIGHT:
-        yield Violation("spec.weight", "queue-weight", f"queue weight must be between 1 and {MAX_QUEUE_WEIGHT}, got {spec.weight}")
+        yield Violation(
+            "spec.weight", "queue-weight", f"queue weight must be between 1 and {MAX_QUEUE_WEIGHT}, got {spec.weight}"
+        )
     if spec.priority is not None and spec.priority < 0:
         yield Violation("spec.priority", "queue-priority", "must be greater than or equal to 0")
     if spec.dequeue_strategy not in (None, "", *DEQUEUE_STRATEGIES):
@@ -90,7 +96,11 @@ def _validate_hierarchy_annotations(queue: Queue, queues: Mapping[str, Queue]) -
         return
     field = "metadata.annotations"
     if len(path.split("/")) != len(weights.split("/")):
-        yield Violation(field, "queue-hierarchy", f"{HIERARCHY_ANNOTATION} must have the same length with {HIERARCHY_WEIGHTS_ANNOTATION}")
+        yield Violation(
+            field,
+            "queue-hierarchy",
+            f"{HIERARCHY_ANNOTATION} must have the same length with {HIERARCHY_WEIGHTS_ANNOTATION}",
+        )
         return
     for weight in weights.split("/"):
         problem = _weight_problem(weight, weights)
@@ -100,7 +110,11 @@ def _validate_hierarchy_annotations(queue: Queue, queues: Mapping[str, Queue]) -
     for other_name, other in sorted(queues.items()):
         other_path = (other.metadata.annotations or {}).get(HIERARCHY_ANNOTATION, "")
         if other_path and other_name != queue.metadata.name and other_path.startswith(path + "/"):
-            yield Violation(field, "queue-hierarchy", f"{path} is not allowed to be in the sub path of {other_path} of queue {other_name}")
+            yield Violation(
+                field,
+                "queue-hierarchy",
+                f"{path} is not allowed to be in the sub path of {other_path} of queue {other_name}",
+            )
             return
 
 
@@ -122,7 +136,11 @@ def _validate_tree(queue: Queue, old: Queue | None, ctx: AdmissionContext) -> It
         busy = parent is not None and ctx.queue_has_workloads(parent)
         yield from validate_parent(queue, queues, max_depth=ctx.max_queue_depth, has_workloads=busy)
     if old is not None and name == ROOT_QUEUE and _resources_changed(queue, old):
-        yield Violation("spec", "root-queue-protected", "root queue's resource attributes (capability, deserved, guarantee) cannot be modified")
+        yield Violation(
+            "spec",
+            "root-queue-protected",
+            "root queue's resource attributes (capability, deserved, guarantee) cannot be modified",
+        )
     if name != ROOT_QUEUE and (old is None or parent_of(old) != parent_of(queue) or _resources_changed(queue, old)):
         yield from validate_hierarchy_resources(queue, queues)
 

@@ -25,18 +25,24 @@ def validate_submission(ctx: AdmissionContext, queue_name: str, namespace: str, 
     queue = ctx.queues.get(queue_name)
     if queue is None:
         what = "job queue" if kind == "job" else "queue"
-        yield Violation(path, "queue-exists", f"unable to find {what}: queue.scheduling.volcano.sh \"{queue_name[:253]}\" not found")
+        yield Violation(
+            path, "queue-exists", f'unable to find {what}: queue.scheduling.volcano.sh "{queue_name[:253]}" not found'
+        )
         return
     state = queue_state(queue)
     if state != QueueState.OPEN:
         yield Violation(
-            path, "queue-open", f"can only submit {kind} to queue with state `Open`, queue `{queue_name}` status is `{state}`"
+            path,
+            "queue-open",
+            f"can only submit {kind} to queue with state `Open`, queue `{queue_name}` status is `{state}`",
         )
     if queue_name == ROOT_QUEUE:
         yield Violation(path, "queue-leaf", f"can not submit {kind} to root queue")
     elif children := child_queues(ctx, queue_name):
         yield Violation(
-            path, "queue-leaf", f"can only submit {kind} to leaf queue, queue `{queue_name}` has {len(children)} child queues"
+            path,
+            "queue-leaf",
+            f"can only submit {kind} to leaf queue, queue `{queue_name}` has {len(children)} child queues",
         )
     tenancy = namespace_violation(ctx.queues, queue_name, namespace, path=path)
     if tenancy is not None:

@@ -29,13 +29,21 @@ def validate_template(task: TaskSpec, path: str) -> Iterator[Violation]:
     containers = (spec.containers or []) if spec else []
     init_containers = (spec.init_containers or []) if spec else []
     if not containers:
-        yield Violation(f"{path}.template.spec.containers", "template-containers", "Required value: at least one container")
+        yield Violation(
+            f"{path}.template.spec.containers", "template-containers", "Required value: at least one container"
+        )
         return
     if len(containers) + len(init_containers) > MAX_CONTAINERS:
-        yield Violation(f"{path}.template.spec.containers", "containers-count", f"may not have more than {MAX_CONTAINERS} containers")
+        yield Violation(
+            f"{path}.template.spec.containers",
+            "containers-count",
+            f"may not have more than {MAX_CONTAINERS} containers",
+        )
         return
     yield from _validate_containers(containers, f"{path}.template.spec.containers", set())
-    yield from _validate_containers(init_containers, f"{path}.template.spec.initContainers", {c.name for c in containers})
+    yield from _validate_containers(
+        init_containers, f"{path}.template.spec.initContainers", {c.name for c in containers}
+    )
     yield from _validate_topology(task, path, [*containers, *init_containers])
 
 
@@ -59,7 +67,9 @@ def _validate_resources(resources: ResourceRequirements | None, path: str) -> It
     for name, requested in requests.items():
         if name in limits and requested > limits[name]:
             yield Violation(
-                f"{path}.requests[{name}]", "request-exceeds-limit", f"Invalid value: must be less than or equal to {name} limit"
+                f"{path}.requests[{name}]",
+                "request-exceeds-limit",
+                f"Invalid value: must be less than or equal to {name} limit",
             )
 
 
@@ -88,12 +98,16 @@ def _validate_topology(task: TaskSpec, path: str, containers: Sequence[Container
     if policy is None or policy == "" or policy == "none":
         return
     if policy not in TOPOLOGY_POLICIES:
-        yield Violation(f"{path}.topologyPolicy", "topology-policy", "must be one of [none best-effort restricted single-numa-node]")
+        yield Violation(
+            f"{path}.topologyPolicy", "topology-policy", "must be one of [none best-effort restricted single-numa-node]"
+        )
         return
     for index, container in enumerate(containers):
         if not _has_integer_cpu(container):
             yield Violation(
-                f"{path}.template", "topology-integer-cpu", f"the cpu request isn't an integer in {path} container[{index}]."
+                f"{path}.template",
+                "topology-integer-cpu",
+                f"the cpu request isn't an integer in {path} container[{index}].",
             )
             return
 

@@ -43,5 +43,7 @@ def _validate_one(volume: VolumeSpec, path: str, seen: set[str]) -> Iterator[Vio
         yield Violation(path, "volume-claim", CONFLICT_MESSAGE)
     elif claim_name and (errors := dns1123_subdomain_errors(claim_name)):
         yield Violation(
-            f"{path}.volumeClaimName", "volume-claim-name", f"invalid VolumeClaimName {claim_name[:256]} : {format_errors(errors)}"
+            f"{path}.volumeClaimName",
+            "volume-claim-name",
+            f"invalid VolumeClaimName {claim_name[:256]} : {format_errors(errors)}",
         )

@@ -1,0 +1,82 @@
+"""The one entry point the front-ends call: default (on CREATE), then validate, then decide.
+
+    verdict = review("CREATE", job, None, ctx)
+    if verdict.allowed: store(verdict.patched)  # else report verdict.violations
+
+Only Job, Queue, PodGroup and Pod are reviewed; any other kind passes unchanged, as an admission
+webhook that is not registered for it would let it through.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from vc_proto.batch import Job
+from vc_proto.core import Pod
+from vc_proto.scheduling import PodGroup, Queue
+
+from vc_admission.rules.context import AdmissionContext
+from vc_admission.rules.jobs_mutate import mutate_job
+from vc_admission.rules.jobs_update import validate_job_update
+from vc_admission.rules.jobs_validate import validate_job_create
+from vc_admission.rules.podgroups import mutate_podgroup, validate_podgroup_create
+from vc_admission.rules.pods import validate_pod_create
+from vc_admission.rules.queues_mutate import mutate_queue
+from vc_admission.rules.queues_validate import validate_queue_delete, validate_queue_write
+from vc_admission.rules.verdict import Verdict, allow, decide, deny
+
+Operation = Literal["CREATE", "UPDATE", "DELETE"]
+
+
+def review(operation: Operation, obj: object | None, old: object | None, ctx: AdmissionContext) -> Verdict:
+    """`obj` is the submitted object (for DELETE, the object being deleted, or pass it as `old`)."""
+    subject = obj if obj is not None else old
+    match subject:
+        case Job():
+            return review_job(operation, subject, old, ctx)
+        case Queue():
+            return review_queue(operation, subject, old, ctx)
+        case PodGroup():
+            return review_podgroup(operation, subject, ctx)
+        case Pod():
+            return review_pod(operation, subject, ctx)
+        case None:
+            return deny("request", "object-required", "the request carries no object")
+        case _:
+            return allow(None if operation == "DELETE" else subject)
+
+
+def review_job(operation: Operation, job: Job, old: object | None, ctx: AdmissionContext) -> Verdict:
+    if operation == "CREATE":
+        patched = mutate_job(job, scheduler_name=ctx.scheduler_names[0])
+        return decide(validate_job_create(patched, ctx), patched)
+    if operation == "UPDATE":
+        if not isinstance(old, Job):
+            return deny("request", "old-object-required", "an update must carry the stored job")
+        return decide(validate_job_update(job, old), job)
+    return allow(None)
+
+
+def review_queue(operation: Operation, queue: Queue, old: object | None, ctx: AdmissionContext) -> Verdict:
+    if operation == "CREATE":
+        patched = mutate_queue(queue)
+        return decide(validate_queue_write(patched, None, ctx), patched)
+    if operation == "UPDATE":
+        if not isinstance(old, Queue):
+            return deny("request", "old-object-required", "an update must carry the stored queue")
+        return decide(validate_queue_write(queue, old, ctx), queue)
+    return decide(validate_queue_delete(queue, ctx), None)
+
+
+def review_podgroup(operation: Operation, podgroup: PodGroup, ctx: AdmissionContext) -> Verdict:
+    # Volcano validates PodGroups on CREATE only; updates come from the controllers and the scheduler.
+    if operation != "CREATE":
+        return allow(podgroup if operation == "UPDATE" else None)
+    patched = mutate_podgroup(podgroup, ctx)
+    return decide(validate_podgroup_create(patched, ctx), patched)
+
+
+def review_pod(operation: Operation, pod: Pod, ctx: AdmissionContext) -> Verdict:
+    if operation != "CREATE":
+        return allow(pod if operation == "UPDATE" else None)
+    return decide(validate_pod_create(pod, ctx.scheduler_names), pod)
