@@ -7,16 +7,12 @@ or a server restart loses nothing.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Iterable
 from typing import TypeVar
 
-import nats.errors
 import structlog
+from nats.js.kv import KeyValue
 from nats.aio.client import Client
-from nats.aio.msg import Msg
-from nats.js.client import JetStreamContext
 from nats.js import api
 from nats.js.errors import (
     BucketNotFoundError,
@@ -24,8 +20,8 @@ from nats.js.errors import (
     KeyNotFoundError,
     KeyWrongLastSequenceError,
 )
-from nats.js.kv import KV_DEL, KV_OP, KV_PURGE, KeyValue
 
+from vc_bus.kvwatch import watch_bucket
 from vc_bus.objects import check_identity, identity, mark_deleting, needs_graceful_delete, now_rfc3339, stamp_new, with_meta
 from vc_core.errors import AlreadyExists, Conflict, NotFound
 from vc_core.store import WatchEvent, WatchOp
@@ -35,8 +31,6 @@ from vc_proto.kinds import KINDS, KubeObject
 O = TypeVar("O", bound=KubeObject)
 log = structlog.get_logger(__name__)
 
-WATCH_BATCH = 1024
-WATCH_IDLE_S = 2.0
 _GENERATE_NAME_ATTEMPTS = 8
 
 
@@ -153,86 +147,16 @@ class NatsStore:
         self, kind: type[O], *, namespace: str | None = None, from_revision: int = 0
     ) -> AsyncIterator[WatchEvent]:
         await self._bucket(kind.__name__)
-        watcher = _Watcher(self._js, kind.__name__, namespace, from_revision)
-        async for event in watcher.run():
-            yield event
-
-
-class _Watcher:
-    """Resumable change feed of one bucket (optionally one namespace).
-
-    From revision 0 it first replays each key's newest value (LAST_PER_SUBJECT), then says SYNCED once
-    it has reached the stream's last sequence as of the start. After any failure it re-subscribes from
-    the last revision it yielded: keys delivered in sequence order make that resume exact.
-    """
-
-    def __init__(self, js: JetStreamContext, kind: str, namespace: str | None, from_revision: int) -> None:
-        self._js = js
-        self._stream = f"KV_{subjects.bucket(kind)}"
-        self._prefix = f"$KV.{subjects.bucket(kind)}."
-        self._filter = self._prefix + subjects.namespace_filter(namespace)
-        self._last = from_revision
-        self._synced = from_revision > 0
-        self._sync_at = 0
-
-    async def run(self) -> AsyncIterator[WatchEvent]:
-        failures = 0
-        while True:
-            try:
-                async for event in self._consume():
-                    failures = 0
-                    yield event
-            except Exception as exc:  # transport boundary: any NATS failure means resubscribe and resume
-                failures += 1
-                delay = min(0.05 * 2**failures, 2.0)
-                log.info("watch.resume", stream=self._stream, after=self._last, error=repr(exc), delay_s=delay)
-                await asyncio.sleep(delay)
-
-    async def _consume(self) -> AsyncIterator[WatchEvent]:
-        if not self._synced and self._sync_at == 0:
-            self._sync_at = (await self._js.stream_info(self._stream)).state.last_seq
-        config = api.ConsumerConfig(
-            ack_policy=api.AckPolicy.NONE, inactive_threshold=30.0, mem_storage=True, **self._deliver_from()
-        )
-        psub = await self._js.pull_subscribe(self._filter, stream=self._stream, config=config)
-        try:
-            if not self._synced and (await psub.consumer_info()).num_pending == 0:
-                yield self._mark_synced()
-            while True:
-                try:
-                    msgs = await psub.fetch(WATCH_BATCH, timeout=WATCH_IDLE_S)
-                except nats.errors.TimeoutError:
-                    # Idle: check the consumer still exists (it does not survive a server restart).
-                    info = await psub.consumer_info()
-                    if not self._synced and info.num_pending == 0:
-                        yield self._mark_synced()
-                    continue
-                for msg in msgs:
-                    event = self._to_event(msg)
-                    self._last = event.revision
-                    yield event
-                    if not self._synced and (event.revision >= self._sync_at or msg.metadata.num_pending == 0):
-                        yield self._mark_synced()
-        finally:
-            with contextlib.suppress(Exception):  # best effort: the server drops idle consumers anyway
-                await asyncio.shield(psub.unsubscribe())
-
-    def _deliver_from(self) -> dict[str, object]:
-        if self._last == 0:
-            return {"deliver_policy": api.DeliverPolicy.LAST_PER_SUBJECT}
-        return {"deliver_policy": api.DeliverPolicy.BY_START_SEQUENCE, "opt_start_seq": self._last + 1}
-
-    def _mark_synced(self) -> WatchEvent:
-        self._synced = True
-        return WatchEvent(WatchOp.SYNCED, max(self._last, self._sync_at))
-
-    def _to_event(self, msg: Msg) -> WatchEvent:
-        assert msg.metadata.sequence is not None
-        revision = msg.metadata.sequence.stream
-        namespace, name = subjects.split_key(msg.subject[len(self._prefix) :])
-        if (msg.headers or {}).get(KV_OP) in (KV_DEL, KV_PURGE):
-            return WatchEvent(WatchOp.DELETE, revision, namespace, name)
-        return WatchEvent(WatchOp.PUT, revision, namespace, name, _decode(msg.data, revision))
+        key_filter = subjects.namespace_filter(namespace)
+        async for entry in watch_bucket(self._js, subjects.bucket(kind.__name__), key_filter, from_revision):
+            if entry.op is WatchOp.PUT:
+                namespace_, name = subjects.split_key(entry.key)
+                yield WatchEvent(WatchOp.PUT, entry.revision, namespace_, name, _decode(entry.value, entry.revision))
+            elif entry.op is WatchOp.DELETE:
+                namespace_, name = subjects.split_key(entry.key)
+                yield WatchEvent(WatchOp.DELETE, entry.revision, namespace_, name)
+            else:
+                yield WatchEvent(WatchOp.SYNCED, entry.revision)
 
 
 def _decode(data: bytes, revision: int) -> KubeObject:

@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 if TYPE_CHECKING:
+    from vc_scheduler.framework.model import TaskInfo
     from vc_scheduler.framework.session import Session
 
 
@@ -118,8 +119,8 @@ class NodeFailure:
 
 @dataclass(frozen=True, slots=True)
 class EventHandler:
-    allocate: Callable[[object], None] | None = None
-    deallocate: Callable[[object], None] | None = None
+    allocate: Callable[[TaskInfo], None] | None = None
+    deallocate: Callable[[TaskInfo], None] | None = None
 
 
 class Plugin(Protocol):

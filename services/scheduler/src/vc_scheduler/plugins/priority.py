@@ -21,17 +21,17 @@ class PriorityPlugin:
     name: ClassVar[str] = NAME
 
     def __init__(self, args: PluginArgs | None = None) -> None:
-        self.ssn: Session | None = None
+        self.jobs: dict[str, JobInfo] = {}
 
     def on_session_open(self, ssn: Session) -> None:
-        self.ssn = ssn
+        self.jobs = ssn.jobs
         ssn.add_fn(ExtensionPoint.TASK_ORDER, NAME, self.task_order)
         ssn.add_fn(ExtensionPoint.JOB_ORDER, NAME, self.job_order)
         ssn.add_fn(ExtensionPoint.PREEMPTABLE, NAME, self.preemptable)
         ssn.add_fn(ExtensionPoint.JOB_STARVING, NAME, self.job_starving)
 
     def on_session_close(self, ssn: Session) -> None:
-        self.ssn = None
+        self.jobs = {}
 
     @staticmethod
     def task_order(left: TaskInfo, right: TaskInfo) -> int:
@@ -43,12 +43,11 @@ class PriorityPlugin:
 
     def preemptable(self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]) -> list[TaskInfo]:
         """Other jobs: only jobs of lower priority; same job: only tasks of lower priority."""
-        assert self.ssn is not None
-        preemptor_job = self.ssn.jobs[preemptor.job]
+        preemptor_job = self.jobs[preemptor.job]
         victims = []
         for preemptee in preemptees:
             if preemptee.job != preemptor.job:
-                if self.ssn.jobs[preemptee.job].priority >= preemptor_job.priority:
+                if self.jobs[preemptee.job].priority >= preemptor_job.priority:
                     continue
             elif preemptee.priority >= preemptor.priority:
                 continue

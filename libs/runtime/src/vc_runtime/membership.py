@@ -1,0 +1,188 @@
+"""Live membership of a group of instances, with leases, epochs, rendezvous hashing and fencing.
+
+Each instance holds a lease key `<group>.<instance>` in the `vc-leases` KV bucket and renews it with
+compare-and-set every ttl/3. Its epoch is the KV revision of the lease's creation: revisions only grow,
+so a re-joining instance always gets a larger epoch. Peers consider an instance alive while they keep
+seeing renewals (timed on their own monotonic clock, so no wall-clock skew matters).
+
+Keys (jobs, queues, PodGroups) belong to the live member with the highest rendezvous hash: when a
+member joins or leaves only its share moves. Fencing: `can_write()` is False once this instance's own
+lease deadline has passed on its monotonic clock. A paused instance (SIGSTOP) that wakes after its
+lease lapsed therefore writes nothing; it re-joins under a new epoch and waits a settle period, so the
+peers that took over its keys have seen it before it claims any back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections.abc import Callable
+
+import structlog
+from nats.aio.client import Client
+from nats.js import api
+from nats.js.errors import BucketNotFoundError, KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.kv import KeyValue
+
+from vc_bus.kvwatch import watch_bucket
+from vc_core.store import WatchOp
+from vc_proto import subjects
+from vc_runtime.aio import sleep_or_stop, until
+
+log = structlog.get_logger(__name__)
+
+
+def rendezvous_owner(key: str, members: tuple[str, ...]) -> str | None:
+    """The member with the highest hash of (member, key); stable as other members come and go."""
+    best, best_score = None, -1
+    for member in members:
+        digest = hashlib.blake2b(f"{member}\x00{key}".encode(), digest_size=8).digest()
+        score = int.from_bytes(digest, "big")
+        if score > best_score:
+            best, best_score = member, score
+    return best
+
+
+async def lease_bucket(nc: Client) -> KeyValue:
+    js = nc.jetstream()
+    try:
+        return await js.key_value(subjects.LEASES_BUCKET)
+    except BucketNotFoundError:
+        return await js.create_key_value(bucket=subjects.LEASES_BUCKET, history=1, storage=api.StorageType.FILE)
+
+
+class Membership:
+    def __init__(
+        self,
+        nc: Client,
+        *,
+        group: str,
+        instance: str,
+        ttl_s: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._nc = nc
+        self.group = group
+        self.instance = subjects.escape_token(instance)
+        self.ttl_s = ttl_s
+        self._clock = clock
+        self._kv: KeyValue | None = None
+        self._revision = 0
+        self.epoch = 0
+        self._deadline = 0.0
+        self._settled_at = float("inf")
+        self._seen: dict[str, float] = {}
+        self.members: tuple[str, ...] = ()
+        self._changed = asyncio.Event()
+        self._ready = asyncio.Event()
+
+    # -- queries -----------------------------------------------------------------------------------
+    def can_write(self) -> bool:
+        """This instance's lease is still valid by its own monotonic clock (the write fence)."""
+        return self.epoch > 0 and self._clock() < self._deadline
+
+    def owner(self, key: str) -> str | None:
+        return rendezvous_owner(key, self.members)
+
+    def owns(self, key: str) -> bool:
+        """This instance is the key's single writer right now."""
+        return self.can_write() and self._clock() >= self._settled_at and self.owner(key) == self.instance
+
+    async def wait_ready(self) -> None:
+        await self._ready.wait()
+
+    async def wait_changed(self) -> None:
+        """Until the member set (or this instance's standing) changes next."""
+        self._changed.clear()
+        await self._changed.wait()
+
+    # -- the worker --------------------------------------------------------------------------------
+    async def run(self, shutdown: asyncio.Event) -> None:
+        self._kv = await lease_bucket(self._nc)
+        await self._join()
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self._renew_loop(shutdown), name=f"membership:{self.group}:renew")
+            tg.create_task(self._watch_loop(shutdown), name=f"membership:{self.group}:watch")
+        await self._leave()
+
+    def _key(self) -> str:
+        return f"{self.group}.{self.instance}"
+
+    def _value(self) -> bytes:
+        return json.dumps({"instance": self.instance, "epoch": self.epoch, "ttl_s": self.ttl_s}).encode()
+
+    async def _join(self) -> None:
+        assert self._kv is not None
+        sent = self._clock()
+        try:
+            self._revision = await self._kv.create(self._key(), b"{}")
+        except KeyWrongLastSequenceError:
+            # A lease of a previous life of this instance name: take it over under a new epoch.
+            entry = await self._kv.get(self._key())
+            self._revision = await self._kv.update(self._key(), b"{}", last=entry.revision)
+        self.epoch = self._revision
+        self._revision = await self._kv.update(self._key(), self._value(), last=self._revision)
+        self._deadline = sent + self.ttl_s
+        # Peers must see us before we claim keys that were theirs: wait for one watch round trip.
+        self._settled_at = self._clock() + min(1.0, self.ttl_s / 2)
+        self._seen[self.instance] = self._clock()
+        self._recompute()
+        log.info("membership.joined", group=self.group, epoch=self.epoch)
+
+    async def _renew_loop(self, shutdown: asyncio.Event) -> None:
+        while not await sleep_or_stop(shutdown, self.ttl_s / 3):
+            await self._renew()
+
+    async def _renew(self) -> None:
+        assert self._kv is not None
+        sent = self._clock()
+        try:
+            if sent >= self._deadline:
+                # Paused or cut off past the lease: peers may own our keys now. Re-join, new epoch.
+                log.warning("membership.lease_lapsed", group=self.group, epoch=self.epoch)
+                await self._join()
+            else:
+                self._revision = await self._kv.update(self._key(), self._value(), last=self._revision)
+                self._deadline = sent + self.ttl_s
+                self._seen[self.instance] = self._clock()
+        except (KeyWrongLastSequenceError, KeyNotFoundError):
+            log.warning("membership.lease_lost", group=self.group, epoch=self.epoch)
+            await self._join()
+        except Exception as exc:  # NATS unavailable: keep trying; the fence stops writes meanwhile
+            log.warning("membership.renew_failed", group=self.group, error=repr(exc))
+        self._recompute()
+
+    async def _watch_loop(self, shutdown: asyncio.Event) -> None:
+        js = self._nc.jetstream()
+        async for entry in until(shutdown, watch_bucket(js, subjects.LEASES_BUCKET, f"{self.group}.*")):
+            name = entry.key.partition(".")[2]
+            if entry.op is WatchOp.PUT and entry.value != b"{}":
+                self._seen[name] = self._clock()
+            elif entry.op is WatchOp.DELETE:
+                self._seen.pop(name, None)
+            elif entry.op is WatchOp.SYNCED:
+                self._ready.set()
+            self._recompute()
+
+    def _recompute(self) -> None:
+        now = self._clock()
+        alive = tuple(sorted(n for n, seen in self._seen.items() if now - seen < self.ttl_s))
+        if self.instance not in alive and self.can_write():
+            alive = tuple(sorted((*alive, self.instance)))
+        if alive != self.members:
+            log.info("membership.changed", group=self.group, members=list(alive))
+            self.members = alive
+            self._changed.set()
+
+    async def _leave(self) -> None:
+        """Graceful exit: delete the lease so peers take over at once instead of after the ttl."""
+        if self._kv is None or self.epoch == 0:
+            return
+        try:
+            await asyncio.shield(self._kv.delete(self._key(), last=self._revision))
+        except Exception as exc:  # best effort; the lease then simply expires
+            log.info("membership.leave_failed", group=self.group, error=repr(exc))
+        self.epoch = 0
+        self._deadline = 0.0
