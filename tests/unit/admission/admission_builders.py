@@ -28,7 +28,9 @@ def container(
     return Container(name=name, image="busybox:1.24", resources=resources)
 
 
-def template(*containers: Container, host_network: bool | None = None, dns_policy: str | None = None) -> PodTemplateSpec:
+def template(
+    *containers: Container, host_network: bool | None = None, dns_policy: str | None = None
+) -> PodTemplateSpec:
     return PodTemplateSpec(
         spec=PodSpec(containers=list(containers) or [container()], host_network=host_network, dns_policy=dns_policy)
     )
@@ -95,9 +97,7 @@ def podgroup(name: str = "test-podgroup", *, namespace: str = "default", **spec:
     )
 
 
-def pod(
-    name: str = "p-0", *, scheduler_name: str | None = "volcano", annotations: dict[str, str] | None = None
-) -> Pod:
+def pod(name: str = "p-0", *, scheduler_name: str | None = "volcano", annotations: dict[str, str] | None = None) -> Pod:
     return Pod(
         api_version=CORE_V1,
         metadata=ObjectMeta(name=name, namespace="default", annotations=annotations),
