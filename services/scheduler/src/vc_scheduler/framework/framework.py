@@ -49,7 +49,8 @@ def open_session(
     instances: list[Plugin] = []
     for tier in conf.tiers:
         for option in tier.plugins:
-            plugin = plugins[option.name](option.arguments)
+            # Plugins get their `arguments` plus the option's own flags (capacity reads enableHierarchy).
+            plugin = plugins[option.name]({**option.arguments, **option.flags})
             timed(f"plugin:{option.name}:open", lambda p=plugin: p.on_session_open(ssn))
             instances.append(plugin)
     _drop_invalid_jobs(ssn)

@@ -54,7 +54,7 @@ class Session:
         jobs: dict[str, JobInfo],
         queues: dict[str, QueueInfo],
         priority_classes: Mapping[str, PriorityClassObj],
-        now: datetime,
+        now: datetime | None,
     ) -> None:
         self.uid = uid
         self.conf = conf

@@ -95,9 +95,9 @@ class GangPlugin:
             message = unschedulable_message(job)
             job.job_fit_errors = message
             why = explain_job(ssn, job)
-            condition = PodGroupCondition(
-                "Unschedulable", "True", NOT_ENOUGH_RESOURCES, f"{message}{' ' + why if why else ''}", ssn.uid
-            )
+            if why:
+                message = f"{message}{'' if message.endswith('.') else '.'} {why}"
+            condition = PodGroupCondition("Unschedulable", "True", NOT_ENOUGH_RESOURCES, message, ssn.uid)
             ssn.update_podgroup_condition(job, condition)
         self.jobs = {}
 

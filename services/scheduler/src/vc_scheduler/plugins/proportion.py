@@ -118,24 +118,26 @@ class ProportionPlugin:
         return attr is not None and less_equal(attr.deserved, attr.allocated, self.ledger.space.tolerance)  # type: ignore[union-attr]
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Check:
+        """Open, within real capability, and within the deserved share on the requested resources."""
         attr = self._attr(queue.name)
         if attr is None or self.ledger is None:
             return ALLOWED
         if not queue.is_open:
             return Check(False, f'queue "{queue.name}" is {queue.spec.state}, not Open')
-        job = self.ledger.jobs[task.job]
-        capped = self.ledger.quota_check(attr, job, task.resreq, attr.real_capability, "capability")
+        capped = self.ledger.quota_check(attr, task.resreq, attr.real_capability, "capability", reserved=False)
         if not capped.ok:
             return capped
-        over = (attr.allocated + task.resreq > attr.deserved + self.ledger.space.tolerance) & (task.resreq > 0)
-        if over.any():
-            return Check(False, self.ledger.describe(attr, over, task.resreq, attr.reserved * 0, attr.deserved, "deserved share"))
-        return ALLOWED
+        return self.ledger.quota_check(attr, task.resreq, attr.deserved, "deserved share", reserved=False)
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return self.allocatable(queue, task).ok
 
     def job_enqueueable(self, job: JobInfo) -> Verdict:
+        """allocated + reservations of admitted jobs + minResources <= real capability, per resource.
+
+        Volcano also subtracts the queue's elastic resources here; that lets admitted minimums add
+        up beyond the capability (issues 921, 1860), so Tephra does not.
+        """
         attr = self._attr(job.queue)
         if attr is None or self.ledger is None:
             return Verdict(Vote.ABSTAIN)
@@ -144,15 +146,10 @@ class ProportionPlugin:
         if job.min_resources is None:
             return Verdict(Vote.PERMIT)
         request = np.where(job.min_resources_dims, job.min_resources, 0.0)
-        reserved_now = attr.reserved - self.ledger.reservations.get(job.uid, 0.0 * request)
-        future = attr.allocated + reserved_now + request
-        over = (future > attr.real_capability + self.ledger.space.tolerance) & job.min_resources_dims & (request > 0)
-        if not over.any():
+        check = self.ledger.quota_check(attr, request, attr.real_capability, "capability", reserved=True)
+        if check.ok:
             return Verdict(Vote.PERMIT)
-        reason = "queue resource quota insufficient: " + self.ledger.describe(
-            attr, over, request, reserved_now, attr.real_capability, "capability"
-        )
-        return Verdict(Vote.REJECT, reason)
+        return Verdict(Vote.REJECT, "queue resource quota insufficient: " + check.reason)
 
     def job_enqueued(self, job: JobInfo) -> None:
         if self.ledger is not None:

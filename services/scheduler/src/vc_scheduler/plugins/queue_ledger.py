@@ -108,27 +108,40 @@ class QueueLedger:
             self.reservations[job.uid] = self.reservation_of(job)
             attr.reserved += self.reservations[job.uid]
 
-    def quota_check(self, attr: QueueAttr, job: JobInfo, request: Vector, limit: Vector, what: str) -> Check:
-        """allocated + reserved (with this job's reservation shrunk by the request) + request <= limit."""
-        reserved = attr.reserved
-        if job.uid in self.reservations:
-            reserved = reserved - self.reservations[job.uid] + self.reservation_of(job, request)
-        future = attr.allocated + request + reserved
+    def quota_check(self, attr: QueueAttr, request: Vector, limit: Vector, what: str, *, reserved: bool) -> Check:
+        """allocated (+ reservations of admitted jobs when `reserved`) + request <= limit, per resource.
+
+        Enqueue counts reservations, so admitted minResources never add up beyond the limit;
+        allocate counts only what is placed, since every allocating job is itself admitted.
+        """
+        held = attr.reserved if reserved else np.zeros_like(attr.reserved)
+        future = attr.allocated + held + request
         over = exceeding(future, limit, self.space.tolerance, request > 0)
         if not over.any():
             return ALLOWED
-        return Check(False, self.describe(attr, over, request, reserved, limit, what))
+        return Check(False, self.describe(attr.name, over, allocated=attr.allocated, reserved=held if reserved else None,
+                                          request=request, limit=limit, what=what))
 
-    def describe(self, attr: QueueAttr, over: np.ndarray, request: Vector, reserved: Vector, limit: Vector, what: str) -> str:
+    def describe(
+        self,
+        queue: str,
+        over: np.ndarray,
+        *,
+        allocated: Vector,
+        reserved: Vector | None,
+        request: Vector,
+        limit: Vector,
+        what: str,
+    ) -> str:
         parts = []
         for dim in np.flatnonzero(over):
             name = self.space.names[dim]
-            fmt = lambda v: format_amount(name, float(v))  # noqa: E731
+            held = "" if reserved is None else f" + reserved by admitted jobs {format_amount(name, float(reserved[dim]))}"
             parts.append(
-                f"{name}: allocated {fmt(attr.allocated[dim])} + reserved for admitted jobs {fmt(reserved[dim])}"
-                f" + request {fmt(request[dim])} > {what} {fmt(limit[dim])}"
+                f"{name}: allocated {format_amount(name, float(allocated[dim]))}{held}"
+                f" + request {format_amount(name, float(request[dim]))} > {what} {format_amount(name, float(limit[dim]))}"
             )
-        return f'queue "{attr.name}" {what} would be exceeded ({"; ".join(parts)})'
+        return f'queue "{queue}" {what} would be exceeded ({"; ".join(parts)})'
 
 
 def _holds_reservation(job: JobInfo) -> bool:
