@@ -34,7 +34,7 @@ def children_of(queues: Mapping[str, Queue], name: str) -> list[Queue]:
 
 
 def validate_parent(
-    queue: Queue, queues: Mapping[str, Queue], *, max_depth: int, has_workloads: bool
+    queue: Queue, queues: Mapping[str, Queue], *, max_depth: int, parent_busy: str | None
 ) -> Iterator[Violation]:
     """Structure checks, for CREATE or a changed parent. `queues` already holds the new version of `queue`."""
     name, parent = queue.metadata.name or "", parent_of(queue)
@@ -62,12 +62,23 @@ def validate_parent(
             )
             return
         current = parent_of(queues[current])
-    if has_workloads:
+    if parent_busy:
         yield Violation(
             "spec.parent",
             "queue-parent-has-workloads",
-            f"queue {parent} cannot be the parent queue of queue {name} because it has jobs or podgroups",
+            f"queue {parent} cannot be the parent queue of queue {name} because it has {parent_busy}",
         )
+
+
+def parent_busy_reason(parent: Queue, child: str, queues: Mapping[str, Queue], *, has_workloads: bool) -> str | None:
+    """Why `parent` cannot take children: work submitted to it, or (Volcano's check, for a queue that has
+    no children yet, since allocation is propagated up to ancestors) pods allocated in it."""
+    if has_workloads:
+        return "jobs or podgroups"
+    if any(c.metadata.name != child for c in children_of(queues, parent.metadata.name or "")):
+        return None
+    pods = safe_resources(parent.status.allocated if parent.status else None).get("pods", Fraction(0))
+    return f"allocated Pods: {int(pods)}" if pods > 0 else None
 
 
 def validate_hierarchy_resources(queue: Queue, queues: Mapping[str, Queue]) -> Iterator[Violation]:

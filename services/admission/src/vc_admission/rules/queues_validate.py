@@ -10,7 +10,13 @@ from vc_proto.vocabulary import DEFAULT_QUEUE, ROOT_QUEUE, QueueState
 from vc_admission.rules.context import AdmissionContext
 from vc_admission.rules.limits import MAX_LABEL_NAME_LENGTH, MAX_QUEUE_WEIGHT
 from vc_admission.rules.names import dns1123_subdomain_errors, format_errors, validate_metadata_bounds
-from vc_admission.rules.queue_hierarchy import children_of, parent_of, validate_hierarchy_resources, validate_parent
+from vc_admission.rules.queue_hierarchy import (
+    children_of,
+    parent_busy_reason,
+    parent_of,
+    validate_hierarchy_resources,
+    validate_parent,
+)
 from vc_admission.rules.queue_resources import guarantee_of, validate_queue_resources
 from vc_admission.rules.queues_mutate import HIERARCHY_ANNOTATION, HIERARCHY_WEIGHTS_ANNOTATION
 from vc_admission.rules.tenancy import validate_allowed_namespaces
@@ -133,8 +139,10 @@ def _validate_tree(queue: Queue, old: Queue | None, ctx: AdmissionContext) -> It
     queues = {**ctx.queues, name: queue}
     if old is None or parent_of(old) != parent_of(queue):
         parent = parent_of(queue)
-        busy = parent is not None and ctx.queue_has_workloads(parent)
-        yield from validate_parent(queue, queues, max_depth=ctx.max_queue_depth, has_workloads=busy)
+        busy = None
+        if parent is not None and parent in queues:
+            busy = parent_busy_reason(queues[parent], name, queues, has_workloads=ctx.queue_has_workloads(parent))
+        yield from validate_parent(queue, queues, max_depth=ctx.max_queue_depth, parent_busy=busy)
     if old is not None and name == ROOT_QUEUE and _resources_changed(queue, old):
         yield Violation(
             "spec",

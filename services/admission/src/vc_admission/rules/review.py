@@ -9,7 +9,7 @@ webhook that is not registered for it would let it through.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from vc_proto.batch import Job
 from vc_proto.core import Pod
@@ -26,10 +26,14 @@ from vc_admission.rules.queues_validate import validate_queue_delete, validate_q
 from vc_admission.rules.verdict import Verdict, allow, decide, deny
 
 Operation = Literal["CREATE", "UPDATE", "DELETE"]
+OPERATIONS: Final = frozenset({"CREATE", "UPDATE", "DELETE"})
 
 
 def review(operation: Operation, obj: object | None, old: object | None, ctx: AdmissionContext) -> Verdict:
     """`obj` is the submitted object (for DELETE, the object being deleted, or pass it as `old`)."""
+    if operation not in OPERATIONS:
+        expected = "expect operation to be `CREATE`, `UPDATE` or `DELETE`"
+        return deny("request", "operation", f"invalid operation `{operation}`, {expected}")
     subject = obj if obj is not None else old
     match subject:
         case Job():
