@@ -102,7 +102,11 @@ class NatsServer:
         # The server's own log goes to a file beside its data, so nothing has to drain a pipe.
         with self.log_path.open("ab") as log:
             self._proc = subprocess.Popen(
-                [find_nats_server(), "-c", str(conf)], stdout=log, stderr=log, stdin=subprocess.DEVNULL
+                [find_nats_server(), "-c", str(conf)],
+                stdout=log,
+                stderr=log,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # Ctrl-C goes to `vcctl up`, which stops NATS last
             )
         self._wait_ready(timeout, offset)
 

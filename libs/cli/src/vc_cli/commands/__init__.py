@@ -1,0 +1,1 @@
+"""vcctl subcommands, one module per object kind."""

@@ -1,0 +1,29 @@
+"""vcctl apply -f FILE: create or update any supported object (Queue, Job, PodGroup, Pod, ...)."""
+
+from __future__ import annotations
+
+import argparse
+
+from vc_cli.client import Tephra
+from vc_cli.documents import read_documents
+from vc_cli.errors import CliError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    apply = sub.add_parser("apply", help="create or update objects from a file (- for stdin)")
+    apply.add_argument("-f", "--filename", required=True)
+    apply.add_argument("-n", "--namespace")
+
+
+async def run(tephra: Tephra, args: argparse.Namespace) -> int:
+    failed = 0
+    for index, doc in enumerate(read_documents(args.filename)):
+        try:
+            obj = await tephra.submit("apply", doc, namespace=args.namespace)
+        except CliError as exc:
+            failed += 1
+            print(f"error: document {index} ({doc.get('kind')}/{(doc.get('metadata') or {}).get('name')}): {exc}", flush=True,
+                  file=__import__("sys").stderr)
+            continue
+        print(f"{type(obj).__name__.lower()}/{obj.metadata.name} applied")
+    return 1 if failed else 0

@@ -1,0 +1,66 @@
+"""vcctl: Tephra's one command-line tool (Volcano-compatible job, queue and pod commands, plus `up` and `sim`)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+
+from vc_cli import up
+from vc_cli.client import connect
+from vc_cli.commands import apply, job, node, pod, queue
+from vc_cli.errors import CliError
+from vc_core.errors import VcError
+
+OBJECT_COMMANDS = {"job": job.run, "queue": queue.run, "pod": pod.run, "apply": apply.run, "node": node.run}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="vcctl", description="Tephra: a Volcano-compatible batch system")
+    parser.add_argument("--server", "-s", default=os.environ.get("VC_SERVER", "nats://127.0.0.1:4222"),
+                        help="NATS URL of a running Tephra (env VC_SERVER)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for module in (job, queue, pod, apply, node, up):
+        module.add_parser(sub)
+    sim = sub.add_parser("sim", help="offline scheduling simulation", add_help=False)
+    sim.add_argument("rest", nargs=argparse.REMAINDER)
+    return parser
+
+
+async def _run(args: argparse.Namespace) -> int:
+    if args.command == "up":
+        return await up.run(args)
+    async with connect(args.server) as tephra:
+        return await OBJECT_COMMANDS[args.command](tephra, args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["sim"]:
+        return _sim(argv[1:])
+    args = build_parser().parse_args(argv)
+    try:
+        return asyncio.run(_run(args))
+    except CliError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.code
+    except VcError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _sim(argv: list[str]) -> int:
+    if argv[:1] != ["cycle"]:
+        print("usage: vcctl sim cycle -f SNAPSHOT.yaml [--conf SCHEDULER.conf] [--cycles N] -o json", file=sys.stderr)
+        return 2
+    from vc_scheduler.sim import main as sim_main
+
+    return int(sim_main(argv[1:]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""`vcctl up`: run the whole embedded system in the foreground.
+
+Starts nats-server (JetStream, file storage under --data), then every service as its own OS process,
+waits until each reports ready on /readyz, makes sure the `default` queue exists and prints `ready`.
+A service that dies is restarted with backoff, as Kubernetes would. SIGINT/SIGTERM stops the
+services (schedulers and controllers first, node-sim and admission last), then NATS; exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vc_bus.connection import connect
+from vc_bus.server import NatsServer, NatsServerError, free_port, port_in_use
+from vc_bus.store import NatsStore
+from vc_cli.errors import CliError
+from vc_core.errors import AlreadyExists
+from vc_proto.meta import ObjectMeta
+from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec, QueueStatus
+
+READY_TIMEOUT_S = 90.0
+STOP_TIMEOUT_S = 30.0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    up = sub.add_parser("up", help="run the embedded system (NATS, every service, simulated nodes) in the foreground")
+    up.add_argument("--data", default=".data", help="state directory (NATS file storage, logs)")
+    up.add_argument("--nats-port", type=int, default=4222)
+    up.add_argument("--nodes", type=int, default=4)
+    up.add_argument("--node-cpu", default="32")
+    up.add_argument("--node-memory", default="256Gi")
+    up.add_argument("--node-gpu", default="8")
+    up.add_argument("--node-pods", default="110")
+    up.add_argument("--scheduler-replicas", type=int, default=1)
+    up.add_argument("--scheduler-conf")
+    up.add_argument("--backend", choices=["nats", "kube"], default="nats")
+    up.add_argument("--kubeconfig")
+    up.add_argument("--sync", choices=["always", "default"], default="always",
+                    help="JetStream fsync: 'always' (nothing acknowledged is lost on an OS crash) or the server default")
+    up.add_argument("--default-duration", help="node-sim: run time of pods without the duration annotation")
+
+
+@dataclass
+class Child:
+    name: str
+    argv: list[str]
+    health_port: int
+    proc: asyncio.subprocess.Process | None = None
+    restarts: int = 0
+    started_at: float = field(default=0.0)
+
+    async def start(self) -> None:
+        self.proc = await asyncio.create_subprocess_exec(*self.argv, stdin=asyncio.subprocess.DEVNULL, start_new_session=True)
+        self.started_at = time.monotonic()
+
+    def ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/readyz", timeout=1) as response:
+                return bool(response.status == 200)
+        except OSError:
+            return False
+
+
+def _bin(name: str) -> str:
+    path = Path(sys.executable).parent / name
+    if not path.exists():
+        raise CliError(f"{name} is not installed next to vcctl ({path}); run `make deps`")
+    return str(path)
+
+
+def plan_children(args: argparse.Namespace, nats_url: str) -> list[Child]:
+    common = ["--nats", nats_url, "--backend", args.backend] + (["--kubeconfig", args.kubeconfig] if args.kubeconfig else [])
+
+    def child(name: str, binary: str, extra: list[str]) -> Child:
+        port = free_port()
+        return Child(name, [_bin(binary), *common, "--health-port", str(port), "--instance", name, *extra], port)
+
+    children = [child("admission", "vc-admission", [])]
+    for name in ("queue-controller", "podgroup-controller", "job-controller", "gc"):
+        children.append(child(name, f"vc-{name}", []))
+    conf = ["--scheduler-conf", args.scheduler_conf] if args.scheduler_conf else []
+    for i in range(args.scheduler_replicas):
+        children.append(child(f"scheduler-{i}", "vc-scheduler", conf))
+    sim = ["--nodes", str(args.nodes), "--node-cpu", args.node_cpu, "--node-memory", args.node_memory,
+           "--node-gpu", args.node_gpu, "--node-pods", args.node_pods]
+    if args.default_duration:
+        sim += ["--default-duration", args.default_duration]
+    children.append(child("node-sim", "vc-node-sim", sim))
+    return children
+
+
+async def ensure_default_queues(url: str) -> None:
+    async with connect(url, name="vcctl-up") as nc:
+        store = NatsStore(nc)
+        await store.ensure()
+        for name, reclaimable in (("root", False), ("default", True)):
+            spec = QueueSpec(weight=1, reclaimable=reclaimable, parent=None if name == "root" else "root")
+            try:
+                await store.create(Queue(api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(name=name), spec=spec,
+                                         status=QueueStatus(state="Open")))
+            except AlreadyExists:
+                pass
+
+
+async def run(args: argparse.Namespace) -> int:
+    if args.scheduler_replicas < 1 or args.scheduler_replicas > 16:
+        raise CliError("--scheduler-replicas must be between 1 and 16", code=2)
+    if port_in_use(args.nats_port):
+        raise CliError(f"port {args.nats_port} is already in use (is Tephra already running? choose --nats-port)")
+    data = Path(args.data).resolve()
+    server = NatsServer(data / "nats", port=args.nats_port, sync=args.sync)
+    try:
+        server.start()
+    except NatsServerError as exc:
+        raise CliError(f"nats-server failed to start: {exc}") from exc
+    try:
+        return await _supervise(args, server)
+    finally:
+        server.stop()
+
+
+async def _supervise(args: argparse.Namespace, server: NatsServer) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await ensure_default_queues(server.url)
+    children = plan_children(args, server.url)
+    try:
+        for c in children:
+            await c.start()
+        await _wait_ready(children, stop)
+        if stop.is_set():
+            return 0
+        _announce(server, children, Path(args.data).resolve())
+        await _keep_alive(children, stop)
+        return 0
+    finally:
+        await _stop_all(children)
+
+
+async def _wait_ready(children: list[Child], stop: asyncio.Event) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    pending = list(children)
+    while pending and not stop.is_set():
+        for c in list(pending):
+            if c.proc is not None and c.proc.returncode is not None:
+                raise CliError(f"{c.name} failed to start (exit code {c.proc.returncode}); see its log lines above")
+            if await asyncio.to_thread(c.ready):
+                pending.remove(c)
+        if time.monotonic() > deadline:
+            raise CliError("not ready after 90 s: " + ", ".join(c.name for c in pending))
+        await asyncio.sleep(0.1)
+
+
+def _announce(server: NatsServer, children: list[Child], data: Path) -> None:
+    print(f"nats:    {server.url} (JetStream data in {data / 'nats'})", flush=True)
+    for c in children:
+        print(f"{c.name + ':':<21}http://127.0.0.1:{c.health_port}/metrics", flush=True)
+    print("ready", flush=True)
+
+
+async def _keep_alive(children: list[Child], stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        for c in children:
+            if c.proc is not None and c.proc.returncode is not None:
+                c.restarts += 1
+                delay = min(2.0 ** min(c.restarts, 5), 30.0) if time.monotonic() - c.started_at < 60 else 1.0
+                print(f'{{"event":"child.restarting","child":"{c.name}","exit_code":{c.proc.returncode},"delay_s":{delay}}}',
+                      file=sys.stderr, flush=True)
+                await asyncio.sleep(delay)
+                await c.start()
+        try:
+            async with asyncio.timeout(0.5):
+                await stop.wait()
+        except TimeoutError:
+            pass
+
+
+async def _stop_all(children: list[Child]) -> None:
+    """Controllers and schedulers first, then node-sim and admission, so no work is cut in half."""
+    order = sorted(children, key=lambda c: c.name in ("node-sim", "admission"))
+    for group in ([c for c in order if c.name not in ("node-sim", "admission")], [c for c in order if c.name in ("node-sim", "admission")]):
+        running = [c.proc for c in group if c.proc is not None and c.proc.returncode is None]
+        for proc in running:
+            proc.send_signal(signal.SIGTERM)
+        for proc in running:
+            try:
+                async with asyncio.timeout(STOP_TIMEOUT_S):
+                    await proc.wait()
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()

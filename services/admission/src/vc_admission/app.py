@@ -1,0 +1,59 @@
+"""Wiring of the admission service: the embedded write API on NATS request/reply, served by a pool."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import structlog
+from nats.aio.msg import Msg
+from prometheus_client import Counter, Histogram
+
+from vc_admission.review import Admitter
+from vc_admission.write_api import WriteApi
+from vc_proto import subjects
+from vc_runtime.service import FnWorker, ServiceContext, Worker
+from vc_runtime.settings import RuntimeSettings
+
+log = structlog.get_logger(__name__)
+WORKERS = 32
+REQUESTS = Counter("tephra_admission_requests_total", "Write requests handled", ["outcome"])
+LATENCY = Histogram("tephra_admission_request_seconds", "Write request handling time")
+
+
+class AdmissionApp:
+    name = "admission"
+
+    def __init__(self, settings: RuntimeSettings) -> None:
+        self.settings = settings
+
+    async def open(self, ctx: ServiceContext) -> Sequence[Worker]:
+        api = WriteApi(ctx.store, Admitter())
+        inbox: asyncio.Queue[Msg] = asyncio.Queue(maxsize=WORKERS * 4)
+
+        async def enqueue(msg: Msg) -> None:
+            await inbox.put(msg)  # back-pressure: NATS buffers while the pool is busy
+
+        sub = await ctx.nc.subscribe(subjects.ADMISSION_WRITE, queue="admission", cb=enqueue)
+        ctx.resources.push_async_callback(sub.unsubscribe)
+
+        async def serve(shutdown: asyncio.Event) -> None:
+            async with asyncio.TaskGroup() as tg:
+                for i in range(WORKERS):
+                    tg.create_task(_worker(api, inbox, shutdown), name=f"write-api:{i}")
+
+        return [FnWorker("write-api", serve)]
+
+
+async def _worker(api: WriteApi, inbox: asyncio.Queue[Msg], shutdown: asyncio.Event) -> None:
+    while not (shutdown.is_set() and inbox.empty()):
+        try:
+            async with asyncio.timeout(0.5):
+                msg = await inbox.get()
+        except TimeoutError:
+            continue
+        with LATENCY.time():
+            reply = await api.handle(msg.data)
+        REQUESTS.labels("error" if b'"error"' in reply[:12] else "ok").inc()
+        if msg.reply:
+            await msg.respond(reply)

@@ -1,0 +1,134 @@
+"""The embedded write API: decode, admit (mutate then validate), write through the store with CAS.
+
+Users' writes reach the store only through here; controllers inside Tephra write directly, as
+Kubernetes controllers do. Like an API server, `status` is not writable through this door: create
+drops it and update keeps the stored one.
+"""
+
+from __future__ import annotations
+
+import msgspec
+import structlog
+
+from vc_admission.decoding import decode_object
+from vc_admission.review import Admitter
+from vc_core.errors import AlreadyExists, Conflict, InvalidObject, NotFound, PolicyViolation, VcError
+from vc_core.store import ObjectStore
+from vc_proto import api, codec
+from vc_proto.kinds import KINDS, KubeObject
+
+log = structlog.get_logger(__name__)
+_request = msgspec.json.Decoder(api.WriteRequest)
+_reply = msgspec.json.Encoder()
+
+
+def error_reply(code: str, message: str, causes: list[api.Cause] | None = None) -> bytes:
+    return _reply.encode(api.WriteReply(error=api.ApiError(code=code, message=message, causes=causes)))
+
+
+def object_reply(obj: KubeObject) -> bytes:
+    return _reply.encode(api.WriteReply(object=msgspec.Raw(codec.encode(obj))))
+
+
+class WriteApi:
+    def __init__(self, store: ObjectStore, admitter: Admitter) -> None:
+        self._store = store
+        self._admit = admitter
+
+    async def handle(self, data: bytes) -> bytes:
+        if len(data) > api.MAX_REQUEST_BYTES:
+            return error_reply(api.TOO_LARGE, f"request is {len(data)} bytes; the limit is {api.MAX_REQUEST_BYTES} (3 MiB)")
+        try:
+            request = _request.decode(data)
+            obj = await self._dispatch(request)
+        except msgspec.ValidationError as exc:
+            return error_reply(api.INVALID, f"malformed write request: {exc}")
+        except InvalidObject as exc:
+            return error_reply(api.INVALID, str(exc), [api.Cause(field=exc.field, rule=exc.rule, message=exc.message)])
+        except Rejected as exc:
+            return error_reply(api.INVALID, exc.summary(), list(exc.causes))
+        except PolicyViolation as exc:
+            return error_reply(api.FORBIDDEN, str(exc))
+        except AlreadyExists as exc:
+            return error_reply(api.ALREADY_EXISTS, str(exc))
+        except NotFound as exc:
+            return error_reply(api.NOT_FOUND, str(exc))
+        except Conflict as exc:
+            return error_reply(api.CONFLICT, str(exc))
+        except VcError as exc:
+            return error_reply(api.UNAVAILABLE, str(exc))
+        return object_reply(obj) if obj is not None else _reply.encode(api.WriteReply())
+
+    async def _dispatch(self, request: api.WriteRequest) -> KubeObject | None:
+        if request.operation == "delete":
+            await self._delete(request)
+            return None
+        if request.object is None:
+            raise InvalidObject("object", "required", f"{request.operation} needs an object")
+        obj = _with_namespace(decode_object(bytes(request.object)), request.namespace)
+        if request.operation == "create":
+            return await self._create(obj)
+        old = await self._current(obj)
+        if request.operation == "apply" and old is None:
+            return await self._create(obj)
+        if old is None:
+            kind, name = type(obj).__name__, obj.metadata.name or ""
+            raise NotFound(kind, name)
+        return await self._update(obj, old)
+
+    async def _current(self, obj: KubeObject) -> KubeObject | None:
+        try:
+            return await self._store.get(type(obj), obj.metadata.namespace, obj.metadata.name or "")
+        except NotFound:
+            return None
+
+    async def _create(self, obj: KubeObject) -> KubeObject:
+        admitted = self._admit.create(msgspec.structs.replace(obj, status=None) if hasattr(obj, "status") else obj)
+        return await self._store.create(admitted)
+
+    async def _update(self, obj: KubeObject, old: KubeObject) -> KubeObject:
+        meta = msgspec.structs.replace(
+            obj.metadata,
+            uid=old.metadata.uid,
+            creation_timestamp=old.metadata.creation_timestamp,
+            resource_version=obj.metadata.resource_version or old.metadata.resource_version,
+        )
+        candidate = msgspec.structs.replace(obj, metadata=meta)
+        if hasattr(old, "status"):
+            candidate = msgspec.structs.replace(candidate, status=old.status)  # type: ignore[arg-type]
+        admitted = self._admit.update(candidate, old)
+        return await self._store.update(admitted)
+
+    async def _delete(self, request: api.WriteRequest) -> None:
+        row = KINDS.get(request.kind or "")
+        if row is None or not request.name:
+            raise InvalidObject("kind", "required", "delete needs a supported kind and a name")
+        namespace = (request.namespace or "default") if row.namespaced else None
+        old = await self._store.get(row.type, namespace, request.name)
+        self._admit.delete(old)
+        await self._store.delete(row.type, namespace, request.name, resource_version=request.resource_version, uid=request.uid)
+
+
+class Rejected(VcError):
+    """Admission refused the object; every violation is a cause."""
+
+    def __init__(self, causes: list[api.Cause]) -> None:
+        super().__init__("; ".join(f"{c.field}: {c.message}" for c in causes))
+        self.causes = causes
+
+    def summary(self) -> str:
+        return "admission denied the request: " + "; ".join(
+            f"{c.field}: {c.message}" if c.field else c.message for c in self.causes
+        )
+
+
+def _with_namespace(obj: KubeObject, namespace: str | None) -> KubeObject:
+    row = KINDS[type(obj).__name__]
+    if not row.namespaced:
+        return obj
+    ns = obj.metadata.namespace or namespace or "default"
+    if namespace and obj.metadata.namespace and obj.metadata.namespace != namespace:
+        raise InvalidObject(
+            "metadata.namespace", "namespace-match", f"the object is in namespace {obj.metadata.namespace!r} but -n says {namespace!r}"
+        )
+    return msgspec.structs.replace(obj, metadata=msgspec.structs.replace(obj.metadata, namespace=ns))
