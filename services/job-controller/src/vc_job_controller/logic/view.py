@@ -58,6 +58,8 @@ class Request(msgspec.Struct, frozen=True, kw_only=True):
     job_uid: str = ""
     previous_phase: str | None = None
     pod: Pod | None = None
+    # Set when replaying a fired delayed action: its key, so the plan removes it from the pending set.
+    delayed_key: str | None = None
 
 
 def request_for_fired(delayed: DelayedAction) -> Request:
@@ -69,6 +71,7 @@ def request_for_fired(delayed: DelayedAction) -> Request:
         pod_name=delayed.pod_name,
         pod_uid=delayed.pod_uid,
         partition_id=delayed.partition_id,
+        delayed_key=delayed.key,
     )
 
 
