@@ -136,7 +136,7 @@ class CapacityPlugin:
             if over.any():
                 return Check(False, self.ledger.describe(
                     name, over, allocated=allocated, reserved=held if reserved else None,
-                    request=request, limit=attr.real_capability, what="capability",
+                    request=request, limit=attr.real_capability, what=self.ledger.limit_names(attr, "capability"),
                 ))
         return ALLOWED
 

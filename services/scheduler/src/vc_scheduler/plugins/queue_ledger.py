@@ -119,8 +119,16 @@ class QueueLedger:
         over = exceeding(future, limit, self.space.tolerance, request > 0)
         if not over.any():
             return ALLOWED
+        limit_name = self.limit_names(attr, what)
         return Check(False, self.describe(attr.name, over, allocated=attr.allocated, reserved=held if reserved else None,
-                                          request=request, limit=limit, what=what))
+                                          request=request, limit=limit, what=limit_name))
+
+    def limit_names(self, attr: QueueAttr, what: str) -> list[str]:
+        """Per resource, what the limit is: the queue's own capability, or (when the queue sets none)
+        the cluster's total less other queues' guarantees."""
+        if what != "capability":
+            return [what] * self.space.size
+        return ["capability" if np.isfinite(c) else "the cluster total" for c in attr.capability]
 
     def describe(
         self,
@@ -131,17 +139,19 @@ class QueueLedger:
         reserved: Vector | None,
         request: Vector,
         limit: Vector,
-        what: str,
+        what: str | list[str],
     ) -> str:
         parts = []
+        names = [what] * self.space.size if isinstance(what, str) else what
         for dim in np.flatnonzero(over):
             name = self.space.names[dim]
             held = "" if reserved is None else f" + reserved by admitted jobs {format_amount(name, float(reserved[dim]))}"
             parts.append(
                 f"{name}: allocated {format_amount(name, float(allocated[dim]))}{held}"
-                f" + request {format_amount(name, float(request[dim]))} > {what} {format_amount(name, float(limit[dim]))}"
+                f" + request {format_amount(name, float(request[dim]))} > {names[dim]} {format_amount(name, float(limit[dim]))}"
             )
-        return f'queue "{queue}" {what} would be exceeded ({"; ".join(parts)})'
+        label = "capability" if isinstance(what, list) else what
+        return f'queue "{queue}" {label} would be exceeded ({"; ".join(parts)})'
 
 
 def _holds_reservation(job: JobInfo) -> bool:
