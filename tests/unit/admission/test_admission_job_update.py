@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from admission_builders import context, job, only, policy, task
 from msgspec.structs import replace
 from vc_admission.rules import review
 from vc_proto.batch import Job, JobSpec, JobStatus, VolumeSpec
+
+from tests.unit.admission.admission_builders import context, job, only, policy, task
 
 
 def stored_job(**spec: Any) -> Job:

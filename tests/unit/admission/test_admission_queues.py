@@ -8,10 +8,11 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import pytest
-from admission_builders import context, only, queue
 from msgspec.structs import replace
 from vc_admission.rules import StaticContext, mutate_queue, review
 from vc_proto.scheduling import Queue, QueueStatus
+
+from tests.unit.admission.admission_builders import context, only, queue
 
 H, HW = "volcano.sh/hierarchy", "volcano.sh/hierarchy-weights"
 
