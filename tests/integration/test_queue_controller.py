@@ -1,0 +1,240 @@
+"""The queue controller on a real nats-server: Commands drive Open/Closing/Closed, the hierarchy
+follows its parent, and two instances write each queue from exactly one of them."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import defaultdict
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import pytest
+from vc_bus.connection import connect
+from vc_bus.events import EventPublisher, ensure_events_stream
+from vc_bus.server import NatsServer
+from vc_bus.store import NatsStore
+from vc_core.errors import Conflict, NotFound
+from vc_core.store import ObjectStore
+from vc_proto.bus import BUS_V1ALPHA1, Command
+from vc_proto.kinds import KubeObject
+from vc_proto.meta import ObjectMeta, OwnerReference
+from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, PodGroupSpec, PodGroupStatus, Queue, QueueSpec
+from vc_queue_controller.app import QueueControllerApp
+from vc_runtime.probes import Probes
+from vc_runtime.service import ServiceContext
+from vc_runtime.settings import RuntimeSettings
+
+pytestmark = [pytest.mark.nats, pytest.mark.integration]
+ObjT = TypeVar("ObjT", bound=KubeObject)
+T = TypeVar("T")
+
+
+# -- harness: the real app in-process, its store wrapped to count writes per key ---------------------
+@dataclass
+class WriteLog:
+    writers: dict[tuple[str, str], set[str]] = field(default_factory=lambda: defaultdict(set))
+    conflicts: int = 0
+
+
+class CountingStore:
+    def __init__(self, store: ObjectStore, instance: str, log: WriteLog) -> None:
+        self._store, self._instance, self._log = store, instance, log
+
+    def _record(self, kind: str, name: str) -> None:
+        self._log.writers[(kind, name)].add(self._instance)
+
+    async def _counted(self, op: Awaitable[T]) -> T:
+        try:
+            return await op
+        except Conflict:
+            self._log.conflicts += 1
+            raise
+
+    async def get(self, kind: type[ObjT], namespace: str | None, name: str) -> ObjT:
+        return await self._store.get(kind, namespace, name)
+
+    async def create(self, obj: ObjT) -> ObjT:
+        self._record(type(obj).__name__, obj.metadata.name or "")
+        return await self._counted(self._store.create(obj))
+
+    async def update(self, obj: ObjT) -> ObjT:
+        self._record(type(obj).__name__, obj.metadata.name or "")
+        return await self._counted(self._store.update(obj))
+
+    async def delete(self, kind: type[ObjT], namespace: str | None, name: str, **kw: object) -> None:
+        self._record(kind.__name__, name)
+        await self._counted(self._store.delete(kind, namespace, name, **kw))  # type: ignore[arg-type]
+
+    async def list(self, kind: type[ObjT], namespace: str | None = None) -> tuple[list[ObjT], int]:
+        return await self._store.list(kind, namespace)
+
+    def watch(self, kind: type[ObjT], **kw: object) -> AsyncIterator[object]:
+        return self._store.watch(kind, **kw)  # type: ignore[arg-type]
+
+
+@contextlib.asynccontextmanager
+async def running(url: str, instance: str, log: WriteLog | None = None) -> AsyncIterator[QueueControllerApp]:
+    settings = RuntimeSettings(service="queue-controller", nats_url=url, instance=instance)
+    async with contextlib.AsyncExitStack() as resources:
+        nc = await resources.enter_async_context(connect(url, name=instance))
+        await ensure_events_stream(nc)
+        store = NatsStore(nc)
+        await store.ensure()
+        wrapped = CountingStore(store, instance, log or WriteLog())
+        app = QueueControllerApp(settings)
+        ctx = ServiceContext(settings, nc, wrapped, EventPublisher(nc), Probes(), resources)  # type: ignore[arg-type]
+        workers = await app.open(ctx)
+        shutdown = asyncio.Event()
+        async with asyncio.TaskGroup() as tg:
+            for worker in workers:
+                tg.create_task(worker.run(shutdown), name=worker.name)
+            try:
+                yield app
+            finally:
+                shutdown.set()
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], *, within_s: float = 15.0) -> None:
+    """Poll the store (the observable outcome) until `check` holds; a generous bound, not a latency claim."""
+    async with asyncio.timeout(within_s):
+        while not await check():  # noqa: ASYNC110 - polling stored state is the point
+            await asyncio.sleep(0.05)
+
+
+# -- builders ------------------------------------------------------------------------------------------
+def queue(name: str, parent: str | None = None) -> Queue:
+    spec = QueueSpec(weight=1, parent=parent)
+    return Queue(api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(name=name), spec=spec)
+
+
+def podgroup(name: str, queue_name: str, phase: str = "Running") -> PodGroup:
+    return PodGroup(
+        api_version=SCHEDULING_V1BETA1,
+        metadata=ObjectMeta(name=name, namespace="default"),
+        spec=PodGroupSpec(min_member=1, queue=queue_name),
+        status=PodGroupStatus(phase=phase),
+    )
+
+
+def command(action: str, target: Queue) -> Command:
+    return Command(
+        api_version=BUS_V1ALPHA1,
+        metadata=ObjectMeta(generate_name=f"{target.metadata.name}-{action.lower()}-", namespace="default"),
+        action=action,
+        target=OwnerReference(
+            api_version=SCHEDULING_V1BETA1, kind="Queue", name=target.metadata.name or "",
+            uid=target.metadata.uid or "", controller=True,
+        ),
+    )
+
+
+async def state(store: NatsStore, name: str) -> str | None:
+    try:
+        q = await store.get(Queue, None, name)
+    except NotFound:
+        return None
+    return q.status.state if q.status else None
+
+
+async def no_commands(store: NatsStore) -> bool:
+    return not (await store.list(Command))[0]
+
+
+# -- tests ---------------------------------------------------------------------------------------------
+async def test_default_and_root_queues_always_exist(nats_server: NatsServer, nats_store: NatsStore) -> None:
+    async with running(nats_server.url, "qc-a"):
+        await eventually(lambda: _both_open(nats_store))
+        await nats_store.delete(Queue, None, "default")
+        await eventually(lambda: _both_open(nats_store))
+    root = await nats_store.get(Queue, None, "root")
+    default = await nats_store.get(Queue, None, "default")
+    assert root.spec is not None and root.spec.reclaimable is False and root.spec.weight == 1
+    assert default.spec is not None and default.spec.reclaimable is True and default.spec.parent == "root"
+
+
+async def _both_open(store: NatsStore) -> bool:
+    return await state(store, "root") == "Open" and await state(store, "default") == "Open"
+
+
+async def test_close_with_podgroups_drains_then_reopens(nats_server: NatsServer, nats_store: NatsStore) -> None:
+    q = await nats_store.create(queue("q1"))
+    await nats_store.create(podgroup("pg1", "q1"))
+    async with running(nats_server.url, "qc-a"):
+        await eventually(lambda: _counts(nats_store, "q1", running=1))
+        stored = await nats_store.get(Queue, None, "q1")
+        assert stored.spec is not None and stored.spec.parent == "root"
+        await nats_store.create(command("CloseQueue", q))
+        await eventually(lambda: _is(nats_store, "q1", "Closing"))
+        assert await no_commands(nats_store)
+        await nats_store.delete(PodGroup, "default", "pg1")
+        await eventually(lambda: _is(nats_store, "q1", "Closed"))
+        await nats_store.create(command("OpenQueue", q))
+        await eventually(lambda: _is(nats_store, "q1", "Open"))
+        await eventually(lambda: no_commands(nats_store))
+
+
+async def test_parent_closes_and_reopens_its_children(nats_server: NatsServer, nats_store: NatsStore) -> None:
+    parent = await nats_store.create(queue("p"))
+    await nats_store.create(queue("c", parent="p"))
+    await nats_store.create(queue("own", parent="p"))
+    async with running(nats_server.url, "qc-a"):
+        await eventually(lambda: _is(nats_store, "c", "Open"))
+        await nats_store.create(command("CloseQueue", await nats_store.get(Queue, None, "own")))
+        await eventually(lambda: _is(nats_store, "own", "Closed"))
+        await nats_store.create(command("CloseQueue", parent))
+        await eventually(lambda: _is(nats_store, "c", "Closed"))
+        child = await nats_store.get(Queue, None, "c")
+        assert (child.metadata.annotations or {}).get("volcano.sh/closed-by-parent") == "true"
+        await nats_store.create(command("OpenQueue", child))  # refused while the parent is closed
+        await eventually(lambda: no_commands(nats_store))
+        assert await state(nats_store, "c") == "Closed"
+        await nats_store.create(command("OpenQueue", parent))
+        await eventually(lambda: _is(nats_store, "c", "Open"))
+        assert await state(nats_store, "own") == "Closed"  # closed by its user, not by the parent
+
+
+async def test_two_instances_write_each_queue_from_one(nats_server: NatsServer, nats_store: NatsStore) -> None:
+    log = WriteLog()
+    async with running(nats_server.url, "qc-a", log) as a, running(nats_server.url, "qc-b", log) as b:
+        await _settled(a, b)
+        names = [f"q{i}" for i in range(16)]
+        queues = [await nats_store.create(queue(n)) for n in names]
+        for n in names:
+            await nats_store.create(podgroup(f"pg-{n}", n))
+        for q in queues[:8]:
+            await nats_store.create(command("CloseQueue", q))
+        for n in names[:8]:
+            await eventually(lambda n=n: _is(nats_store, n, "Closing"))  # type: ignore[misc]
+        for n in names:
+            await nats_store.delete(PodGroup, "default", f"pg-{n}")
+        for n in names[:8]:
+            await eventually(lambda n=n: _is(nats_store, n, "Closed"))  # type: ignore[misc]
+        for n in names[8:]:
+            await eventually(lambda n=n: _counts(nats_store, n, running=0))  # type: ignore[misc]
+    writers = {key: who for key, who in log.writers.items() if key[0] == "Queue" and key[1] in names}
+    assert set(writers) == {("Queue", n) for n in names}
+    assert all(len(who) == 1 for who in writers.values()), writers
+    assert {w for who in writers.values() for w in who} == {"qc-a", "qc-b"}  # both did share the work
+    assert log.conflicts == 0
+
+
+async def _settled(*apps: QueueControllerApp) -> None:
+    async def all_see_all() -> bool:
+        return all(app.membership is not None and len(app.membership.members) == len(apps) for app in apps)
+
+    await eventually(all_see_all)
+    await asyncio.sleep(1.5)  # a joining member claims keys only after its settle delay
+
+
+async def _is(store: NatsStore, name: str, expected: str) -> bool:
+    return await state(store, name) == expected
+
+
+async def _counts(store: NatsStore, name: str, *, running: int) -> bool:
+    try:
+        q = await store.get(Queue, None, name)
+    except NotFound:
+        return False
+    return q.status is not None and q.status.running == running
