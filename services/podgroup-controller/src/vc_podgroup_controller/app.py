@@ -1,0 +1,75 @@
+"""Wiring of the podgroup controller: membership, the pod cache, the keyed dispatcher, resync."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Sequence
+
+import structlog
+from vc_bus.dispatch import KeyedDispatcher
+from vc_proto.vocabulary import DEFAULT_SCHEDULER_NAME
+from vc_runtime.membership import Membership
+from vc_runtime.service import FnWorker, ServiceContext, Worker
+from vc_runtime.settings import RuntimeSettings
+
+from vc_podgroup_controller.controller import GroupKey, PodGroupController
+from vc_podgroup_controller.resync import resync_forever, wait_synced
+from vc_podgroup_controller.sharding import FencedStore
+
+log = structlog.get_logger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workers", type=int, default=5, help="groups handled concurrently (Volcano: 5)")
+    parser.add_argument(
+        "--scheduler-name", action="append", default=None,
+        help=f"a Volcano scheduler name; repeatable (default {DEFAULT_SCHEDULER_NAME})",
+    )
+    parser.add_argument("--lease-ttl", type=float, default=5.0, help="membership lease, seconds")
+
+
+class PodGroupControllerApp:
+    name = "podgroup-controller"
+
+    def __init__(self, settings: RuntimeSettings) -> None:
+        extra = settings.extra
+        self.workers = int(extra.get("workers", 5))  # type: ignore[call-overload]
+        names = extra.get("scheduler_name") or [DEFAULT_SCHEDULER_NAME]
+        self.scheduler_names = frozenset(str(n) for n in names)  # type: ignore[attr-defined]
+        self.lease_ttl_s = float(extra.get("lease_ttl", 5.0))  # type: ignore[arg-type]
+        self.membership: Membership | None = None
+
+    async def open(self, ctx: ServiceContext) -> Sequence[Worker]:
+        membership = Membership(ctx.nc, group=self.name, instance=ctx.settings.instance, ttl_s=self.lease_ttl_s)
+        dispatcher: KeyedDispatcher[GroupKey] = KeyedDispatcher(self._handle, workers=self.workers, name=self.name)
+        self.controller = PodGroupController(
+            store=ctx.store,
+            writer=FencedStore(ctx.store, membership),
+            ownership=membership,
+            scheduler_names=self.scheduler_names,
+            submit=dispatcher.submit,
+        )
+        self.membership = membership
+        ctx.probes.require("caches-synced")
+
+        def submit_all() -> None:
+            for group in self.controller.waiting_groups():
+                dispatcher.submit(group)
+
+        async def resync(shutdown: asyncio.Event) -> None:
+            if not await wait_synced(self.controller.pods.synced.is_set, shutdown):
+                return
+            ctx.probes.set("caches-synced")
+            log.info("caches.synced", pods=len(self.controller.pods.items))
+            await resync_forever(submit_all, membership, shutdown)
+
+        return [
+            FnWorker("membership", membership.run),
+            FnWorker("watch:Pod", self.controller.pods.run),
+            FnWorker("dispatcher", dispatcher.run),
+            FnWorker("resync", resync),
+        ]
+
+    async def _handle(self, group: GroupKey) -> None:
+        await self.controller.handle(group)

@@ -1,0 +1,138 @@
+"""The shell: pods waiting for a group are indexed by group; one dispatcher key per group.
+
+Keying by group (not by pod) makes the group's owner the single writer of the PodGroup *and* of the
+annotations on all its pods, so two instances never race to create the same group. Creation is
+create-if-absent and annotation is a compare-and-set, so a restart mid-way simply finishes the job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import msgspec
+import structlog
+from vc_core.errors import AlreadyExists, Conflict, NotFound
+from vc_core.store import ObjectStore
+from vc_proto.core import Pod
+from vc_proto.kinds import KINDS
+from vc_proto.scheduling import PodGroup
+from vc_proto.vocabulary import GROUP_NAME_ANNOTATION
+
+from vc_podgroup_controller.informer import Informer, ObjectKey
+from vc_podgroup_controller.logic.build import build_podgroup
+from vc_podgroup_controller.logic.selection import controller_ref, group_name, wants_podgroup
+from vc_podgroup_controller.metrics import ANNOTATED, CREATED
+from vc_podgroup_controller.sharding import FencedStore, Ownership
+
+log = structlog.get_logger(__name__)
+GroupKey = tuple[str, str]  # (namespace, podgroup name)
+ANNOTATE_ATTEMPTS = 5
+
+
+def ownership_key(group: GroupKey) -> str:
+    return f"{group[0]}/{group[1]}"
+
+
+class PodGroupController:
+    def __init__(
+        self,
+        *,
+        store: ObjectStore,
+        writer: FencedStore,
+        ownership: Ownership,
+        scheduler_names: frozenset[str],
+        submit: Callable[[GroupKey], None],
+    ) -> None:
+        self._writer = writer
+        self._ownership = ownership
+        self._scheduler_names = scheduler_names
+        self._submit = submit
+        self.pods: Informer[Pod] = Informer(store, Pod, on_change=self._pod_changed)
+        self._waiting: dict[GroupKey, set[ObjectKey]] = {}
+
+    def waiting_groups(self) -> list[GroupKey]:
+        return list(self._waiting)
+
+    def _pod_changed(self, old: Pod | None, new: Pod | None) -> None:
+        pod = new or old
+        assert pod is not None
+        group = (pod.metadata.namespace or "", group_name(pod))
+        key = (pod.metadata.namespace, pod.metadata.name or "")
+        if new is not None and wants_podgroup(new, self._scheduler_names):
+            self._waiting.setdefault(group, set()).add(key)
+            self._submit(group)
+        elif group in self._waiting:
+            self._waiting[group].discard(key)
+
+    async def handle(self, group: GroupKey) -> None:
+        if not self.pods.synced.is_set() or not self._ownership.owns(ownership_key(group)):
+            return
+        pods = self._pods_waiting(group)
+        if not pods:
+            self._waiting.pop(group, None)
+            return
+        await self._ensure_group(pods[0])
+        for pod in pods:
+            await self._annotate(pod, group[1])
+
+    def _pods_waiting(self, group: GroupKey) -> list[Pod]:
+        found = (self.pods.get(ns, name) for ns, name in self._waiting.get(group, ()))
+        return [p for p in found if p is not None and wants_podgroup(p, self._scheduler_names)]
+
+    async def _ensure_group(self, pod: Pod) -> None:
+        namespace, name = pod.metadata.namespace, group_name(pod)
+        try:
+            await self._writer.get(PodGroup, namespace, name)
+            return
+        except NotFound:
+            pass
+        podgroup = build_podgroup(pod, owner_annotations=await self._owner_annotations(pod))
+        try:
+            await self._writer.create(podgroup)
+        except AlreadyExists:
+            return
+        CREATED.inc()
+        log.info("podgroup.created", namespace=namespace, podgroup=name, pod=pod.metadata.name,
+                 min_member=podgroup.spec.min_member if podgroup.spec else None)
+
+    async def _owner_annotations(self, pod: Pod) -> Mapping[str, str] | None:
+        """The owner's annotations when Tephra stores its kind (else unknown: minMember stays 1)."""
+        ref = controller_ref(pod)
+        row = KINDS.get(ref.kind) if ref is not None else None
+        if ref is None or row is None or row.api_version != ref.api_version or not row.namespaced:
+            return None
+        try:
+            owner = await self._writer.get(row.type, pod.metadata.namespace, ref.name)
+        except NotFound:
+            return None
+        return owner.metadata.annotations if owner.metadata.uid == ref.uid else None
+
+    async def _annotate(self, pod: Pod, group: str) -> None:
+        for _ in range(ANNOTATE_ATTEMPTS):
+            try:
+                stored = await self._writer.update(_with_group(pod, group))
+            except NotFound:
+                return
+            except Conflict:
+                fresh = await self._fresh(pod)
+                if fresh is None:
+                    return
+                pod = fresh
+                continue
+            self.pods.remember(stored)
+            ANNOTATED.inc()
+            return
+        raise Conflict("Pod", f"{pod.metadata.namespace}/{pod.metadata.name}", expected=None)
+
+    async def _fresh(self, pod: Pod) -> Pod | None:
+        """The pod as stored now, if it still needs the annotation."""
+        try:
+            fresh = await self._writer.get(Pod, pod.metadata.namespace, pod.metadata.name or "")
+        except NotFound:
+            return None
+        return fresh if wants_podgroup(fresh, self._scheduler_names) else None
+
+
+def _with_group(pod: Pod, group: str) -> Pod:
+    annotations = {**(pod.metadata.annotations or {}), GROUP_NAME_ANNOTATION: group}
+    return msgspec.structs.replace(pod, metadata=msgspec.structs.replace(pod.metadata, annotations=annotations))

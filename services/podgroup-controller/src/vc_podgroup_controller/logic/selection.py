@@ -1,0 +1,33 @@
+"""Which pods get a PodGroup from this controller, and under which name (Volcano pg controller)."""
+
+from __future__ import annotations
+
+from vc_proto.core import Pod
+from vc_proto.meta import OwnerReference
+from vc_proto.vocabulary import GROUP_NAME_ANNOTATION, PodPhase
+
+GROUP_PREFIX = "podgroup-"
+FINISHED = (PodPhase.SUCCEEDED, PodPhase.FAILED)
+
+
+def controller_ref(pod: Pod) -> OwnerReference | None:
+    """The pod's managing owner (ReplicaSet, StatefulSet, Job...), if any."""
+    return next((ref for ref in pod.metadata.owner_references or () if ref.controller), None)
+
+
+def group_name(pod: Pod) -> str:
+    """`podgroup-<owner uid>`: every pod of one workload shares a group; a bare pod gets its own."""
+    owner = controller_ref(pod)
+    return GROUP_PREFIX + (owner.uid if owner is not None else pod.metadata.uid or "")
+
+
+def wants_podgroup(pod: Pod, scheduler_names: frozenset[str]) -> bool:
+    """A live pod for a Volcano scheduler that names no group yet (a vcjob's pods always name one)."""
+    if pod.spec is None or pod.spec.scheduler_name not in scheduler_names:
+        return False
+    if GROUP_NAME_ANNOTATION in (pod.metadata.annotations or {}):
+        return False
+    if pod.metadata.deletion_timestamp is not None or not pod.metadata.uid:
+        return False
+    phase = pod.status.phase if pod.status else None
+    return phase not in FINISHED
