@@ -1,0 +1,198 @@
+"""The podgroup controller on a real nats-server: plain volcano pods get a PodGroup and the group-name
+annotation, once per workload, idempotently across restarts, with one writer per group."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import defaultdict
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import pytest
+from vc_bus.connection import connect
+from vc_bus.events import EventPublisher, ensure_events_stream
+from vc_bus.server import NatsServer
+from vc_bus.store import NatsStore
+from vc_core.errors import Conflict, NotFound
+from vc_core.store import ObjectStore
+from vc_podgroup_controller.app import PodGroupControllerApp
+from vc_podgroup_controller.logic.build import build_podgroup
+from vc_proto.core import CORE_V1, Container, Pod, PodSpec, ResourceRequirements
+from vc_proto.kinds import KubeObject
+from vc_proto.meta import ObjectMeta, OwnerReference
+from vc_proto.scheduling import PodGroup
+from vc_proto.vocabulary import GROUP_NAME_ANNOTATION
+from vc_runtime.probes import Probes
+from vc_runtime.service import ServiceContext
+from vc_runtime.settings import RuntimeSettings
+
+pytestmark = [pytest.mark.nats, pytest.mark.integration]
+ObjT = TypeVar("ObjT", bound=KubeObject)
+T = TypeVar("T")
+
+
+# -- harness: the real app in-process, its store wrapped to count writes per key ---------------------
+@dataclass
+class WriteLog:
+    writers: dict[tuple[str, str], set[str]] = field(default_factory=lambda: defaultdict(set))
+    conflicts: int = 0
+
+
+class CountingStore:
+    def __init__(self, store: ObjectStore, instance: str, log: WriteLog) -> None:
+        self._store, self._instance, self._log = store, instance, log
+
+    def _record(self, kind: str, name: str) -> None:
+        self._log.writers[(kind, name)].add(self._instance)
+
+    async def _counted(self, op: Awaitable[T]) -> T:
+        try:
+            return await op
+        except Conflict:
+            self._log.conflicts += 1
+            raise
+
+    async def get(self, kind: type[ObjT], namespace: str | None, name: str) -> ObjT:
+        return await self._store.get(kind, namespace, name)
+
+    async def create(self, obj: ObjT) -> ObjT:
+        self._record(type(obj).__name__, obj.metadata.name or "")
+        return await self._counted(self._store.create(obj))
+
+    async def update(self, obj: ObjT) -> ObjT:
+        self._record(type(obj).__name__, obj.metadata.name or "")
+        return await self._counted(self._store.update(obj))
+
+    async def delete(self, kind: type[ObjT], namespace: str | None, name: str, **kw: object) -> None:
+        self._record(kind.__name__, name)
+        await self._counted(self._store.delete(kind, namespace, name, **kw))  # type: ignore[arg-type]
+
+    async def list(self, kind: type[ObjT], namespace: str | None = None) -> tuple[list[ObjT], int]:
+        return await self._store.list(kind, namespace)
+
+    def watch(self, kind: type[ObjT], **kw: object) -> AsyncIterator[object]:
+        return self._store.watch(kind, **kw)  # type: ignore[arg-type]
+
+
+@contextlib.asynccontextmanager
+async def running(url: str, instance: str, log: WriteLog | None = None) -> AsyncIterator[PodGroupControllerApp]:
+    settings = RuntimeSettings(service="podgroup-controller", nats_url=url, instance=instance)
+    async with contextlib.AsyncExitStack() as resources:
+        nc = await resources.enter_async_context(connect(url, name=instance))
+        await ensure_events_stream(nc)
+        store = NatsStore(nc)
+        await store.ensure()
+        wrapped = CountingStore(store, instance, log or WriteLog())
+        app = PodGroupControllerApp(settings)
+        ctx = ServiceContext(settings, nc, wrapped, EventPublisher(nc), Probes(), resources)  # type: ignore[arg-type]
+        workers = await app.open(ctx)
+        shutdown = asyncio.Event()
+        async with asyncio.TaskGroup() as tg:
+            for worker in workers:
+                tg.create_task(worker.run(shutdown), name=worker.name)
+            try:
+                yield app
+            finally:
+                shutdown.set()
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], *, within_s: float = 15.0) -> None:
+    """Poll the store (the observable outcome) until `check` holds; a generous bound, not a latency claim."""
+    async with asyncio.timeout(within_s):
+        while not await check():  # noqa: ASYNC110 - polling stored state is the point
+            await asyncio.sleep(0.05)
+
+
+# -- builders ------------------------------------------------------------------------------------------
+def pod(name: str, *, scheduler: str = "volcano", owner_uid: str | None = None, queue: str | None = None) -> Pod:
+    owners = None
+    if owner_uid is not None:
+        owners = [OwnerReference(api_version="apps/v1", kind="ReplicaSet", name="rs", uid=owner_uid, controller=True)]
+    annotations = {"scheduling.volcano.sh/queue-name": queue} if queue else None
+    container = Container(name="c", image="busybox", resources=ResourceRequirements(requests={"cpu": "250m"}))
+    return Pod(
+        api_version=CORE_V1,
+        metadata=ObjectMeta(name=name, namespace="default", owner_references=owners, annotations=annotations),
+        spec=PodSpec(scheduler_name=scheduler, containers=[container]),
+    )
+
+
+async def group_of(store: NatsStore, name: str) -> str | None:
+    try:
+        stored = await store.get(Pod, "default", name)
+    except NotFound:
+        return None
+    return (stored.metadata.annotations or {}).get(GROUP_NAME_ANNOTATION)
+
+
+async def grouped(store: NatsStore, name: str, group: str) -> bool:
+    return await group_of(store, name) == group
+
+
+# -- tests ---------------------------------------------------------------------------------------------
+async def test_plain_volcano_pod_gets_podgroup_and_annotation(nats_server: NatsServer, nats_store: NatsStore) -> None:
+    async with running(nats_server.url, "pg-a"):
+        created = await nats_store.create(pod("solo", queue="q1"))
+        other = await nats_store.create(pod("not-ours", scheduler="default-scheduler"))
+        group = f"podgroup-{created.metadata.uid}"
+        await eventually(lambda: grouped(nats_store, "solo", group))
+        podgroup = await nats_store.get(PodGroup, "default", group)
+        assert podgroup.spec is not None and podgroup.status is not None
+        assert (podgroup.spec.min_member, podgroup.spec.queue, podgroup.status.phase) == (1, "q1", "Pending")
+        assert podgroup.spec.min_resources == {"cpu": "250m"}
+        refs = podgroup.metadata.owner_references or []
+        assert [(r.kind, r.uid, r.controller) for r in refs] == [("Pod", created.metadata.uid, True)]
+        await asyncio.sleep(0.3)
+        assert await group_of(nats_store, "not-ours") is None
+        assert other.metadata.name == "not-ours"
+
+
+async def test_pods_of_one_workload_share_one_group(nats_server: NatsServer, nats_store: NatsStore) -> None:
+    async with running(nats_server.url, "pg-a"):
+        for i in range(3):
+            await nats_store.create(pod(f"web-{i}", owner_uid="rs-1"))
+        for i in range(3):
+            await eventually(lambda i=i: grouped(nats_store, f"web-{i}", "podgroup-rs-1"))  # type: ignore[misc]
+    groups, _ = await nats_store.list(PodGroup)
+    assert [g.metadata.name for g in groups] == ["podgroup-rs-1"]
+
+
+async def test_restart_after_create_before_annotate_finishes_the_job(
+    nats_server: NatsServer, nats_store: NatsStore
+) -> None:
+    created = await nats_store.create(pod("half"))
+    existing = await nats_store.create(build_podgroup(created))  # a previous life got this far
+    async with running(nats_server.url, "pg-a"):
+        await eventually(lambda: grouped(nats_store, "half", existing.metadata.name or ""))
+    again = await nats_store.get(PodGroup, "default", existing.metadata.name or "")
+    assert again.metadata.resource_version == existing.metadata.resource_version  # untouched
+
+
+async def test_two_instances_one_writer_per_group(nats_server: NatsServer, nats_store: NatsStore) -> None:
+    log = WriteLog()
+    async with running(nats_server.url, "pg-a", log) as a, running(nats_server.url, "pg-b", log) as b:
+        await _settled(a, b)
+        for g in range(12):
+            for i in range(2):
+                await nats_store.create(pod(f"w{g}-{i}", owner_uid=f"owner-{g}"))
+        for g in range(12):
+            for i in range(2):
+                await eventually(lambda g=g, i=i: grouped(nats_store, f"w{g}-{i}", f"podgroup-owner-{g}"))  # type: ignore[misc]
+    by_group: dict[str, set[str]] = defaultdict(set)
+    for (kind, name), who in log.writers.items():
+        group = f"podgroup-owner-{name[1:].split('-')[0]}" if kind == "Pod" else name
+        by_group[group] |= who
+    assert len(by_group) == 12
+    assert all(len(who) == 1 for who in by_group.values()), by_group
+    assert {w for who in by_group.values() for w in who} == {"pg-a", "pg-b"}
+    assert log.conflicts == 0
+
+
+async def _settled(*apps: PodGroupControllerApp) -> None:
+    async def all_see_all() -> bool:
+        return all(app.membership is not None and len(app.membership.members) == len(apps) for app in apps)
+
+    await eventually(all_see_all)
+    await asyncio.sleep(1.5)  # a joining member claims keys only after its settle delay
