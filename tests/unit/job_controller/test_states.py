@@ -10,7 +10,6 @@ from vc_job_controller.logic.plan import Plan
 from vc_job_controller.logic.podgroup import PARTITION_ID_KEY
 from vc_proto.batch import Job
 from vc_proto.core import Pod
-from vc_proto.meta import ObjectMeta
 from vc_proto.vocabulary import Action, JobPhase
 
 LIFECYCLE_PHASES = [JobPhase.PENDING, JobPhase.RUNNING]
@@ -365,6 +364,3 @@ def test_kill_records_running_duration() -> None:
     j = two_task_job(JobPhase.RUNNING)
     plan = act(j, Action.ABORT_JOB)
     assert plan.status is not None and plan.status.running_duration == "4m5s"
-
-
-_ = ObjectMeta

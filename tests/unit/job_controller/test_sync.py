@@ -1,0 +1,210 @@
+"""SyncJob: initiation, PodGroup gating, scale up/down, out-of-sync pods, dependsOn, counting."""
+
+from __future__ import annotations
+
+import pytest
+from jc_builders import job, phase_after, pod, pods, podgroup, run, task, view, with_status
+from msgspec.structs import replace
+from vc_job_controller.logic import Request
+from vc_proto.batch import DependsOn, Job, JobStatus
+from vc_proto.vocabulary import Event, JobPhase
+
+
+def new_job(**kw: object) -> Job:
+    return job([task("ps", 1), task("worker", 2)], **kw)  # type: ignore[arg-type]
+
+
+def created(plan: object) -> list[str]:
+    return [p.metadata.name or "" for p in plan.pods_to_create]  # type: ignore[attr-defined]
+
+
+def test_new_job_is_initialised_pending_with_a_podgroup_and_no_pods() -> None:
+    j = new_job()
+    plan = run(view(j, {}, None), Request(event=Event.OUT_OF_SYNC))
+    assert plan.status is not None and plan.status.state is not None
+    assert plan.status.state.phase == JobPhase.PENDING
+    assert plan.status.state.reason == "JobInitialized"
+    assert plan.status.min_available == 3
+    assert plan.status.conditions is not None and [c.status for c in plan.status.conditions] == ["Pending"]
+    assert plan.podgroup_to_create is not None
+    assert plan.podgroup_to_create.metadata.name == f"job-{j.metadata.uid}"
+    assert plan.pods_to_create == ()
+    assert [e.reason for e in plan.events] == ["PhaseChanged"]
+
+
+@pytest.mark.parametrize("pg_phase", [None, "", "Pending"])
+def test_no_pods_until_the_podgroup_leaves_pending(pg_phase: str | None) -> None:
+    j = new_job(phase=JobPhase.PENDING)
+    plan = run(view(j, {}, podgroup(j, pg_phase)))
+    assert plan.pods_to_create == ()
+
+
+@pytest.mark.parametrize("pg_phase", ["Inqueue", "Running", "Unknown", "Completed"])
+def test_pods_are_created_once_the_podgroup_is_admitted(pg_phase: str) -> None:
+    j = new_job(phase=JobPhase.PENDING)
+    plan = run(view(j, {}, podgroup(j, pg_phase)))
+    assert created(plan) == ["job-ps-0", "job-worker-0", "job-worker-1"]
+    assert plan.status is not None and plan.status.pending == 3
+    assert plan.status.task_status_count is not None
+    assert {t: s.phase for t, s in plan.status.task_status_count.items()} == {
+        "ps": {"Pending": 1},
+        "worker": {"Pending": 2},
+    }
+    assert [e.reason for e in plan.events].count("PodCreated") == 3
+
+
+def test_existing_pods_are_not_created_again() -> None:
+    j = new_job(phase=JobPhase.PENDING)
+    plan = run(view(j, pods(pod(j, "worker", 0, "Pending")), podgroup(j)))
+    assert created(plan) == ["job-ps-0", "job-worker-1"]
+
+
+def test_sync_is_idempotent_once_its_status_is_written() -> None:
+    j = new_job(phase=JobPhase.RUNNING)
+    pod_map = pods(pod(j, "ps", 0), pod(j, "worker", 0), pod(j, "worker", 1))
+    first = run(view(j, pod_map, podgroup(j, "Running")))
+    assert first.status is not None
+    again = run(view(replace(j, status=first.status), pod_map, podgroup(j, "Running")))
+    assert again.status is None and again.pods_to_create == () and again.pods_to_delete == ()
+
+
+def test_scale_up_creates_the_new_indexes() -> None:
+    j = job([task("worker", 4)], phase=JobPhase.RUNNING, min_available=2)
+    plan = run(view(j, pods(pod(j, "worker", 0), pod(j, "worker", 1)), podgroup(j, "Running")))
+    assert created(plan) == ["job-worker-2", "job-worker-3"]
+
+
+def test_scale_down_deletes_surplus_pods_and_counts_them_terminating() -> None:
+    j = job([task("worker", 1)], phase=JobPhase.RUNNING, min_available=1)
+    plan = run(view(j, pods(pod(j, "worker", 0), pod(j, "worker", 1), pod(j, "worker", 2)), podgroup(j, "Running")))
+    assert [(d.name, d.reason, d.mark_out_of_sync) for d in plan.pods_to_delete] == [
+        ("job-worker-1", "ScaleDown", False),
+        ("job-worker-2", "ScaleDown", False),
+    ]
+    assert plan.status is not None and (plan.status.running, plan.status.terminating) == (1, 2)
+
+
+def test_out_of_sync_pods_are_deleted_and_still_counted() -> None:
+    j = job([task("worker", 2)], phase=JobPhase.RUNNING, min_available=2)
+    pod_map = pods(pod(j, "worker", 0), pod(j, "worker", 1, out_of_sync=True))
+    plan = run(view(j, pod_map, podgroup(j, "Running")))
+    assert [d.name for d in plan.pods_to_delete] == ["job-worker-1"]
+    assert plan.status is not None and (plan.status.running, plan.status.terminating) == (2, 1)
+
+
+def test_terminating_pods_count_as_terminating_and_are_not_replaced() -> None:
+    j = job([task("worker", 2)], phase=JobPhase.RUNNING, min_available=1)
+    pod_map = pods(pod(j, "worker", 0), pod(j, "worker", 1, terminating=True))
+    plan = run(view(j, pod_map, podgroup(j, "Running")))
+    assert plan.pods_to_create == () and plan.pods_to_delete == ()
+    assert plan.status is not None and (plan.status.running, plan.status.terminating) == (1, 1)
+
+
+def test_unknown_pod_phase_is_counted_unknown() -> None:
+    j = job([task("worker", 2)], phase=JobPhase.RUNNING, min_available=1)
+    plan = run(view(j, pods(pod(j, "worker", 0), pod(j, "worker", 1, "Unknown")), podgroup(j, "Running")))
+    assert plan.status is not None and plan.status.unknown == 1
+    assert plan.status.task_status_count is not None
+    assert plan.status.task_status_count["worker"].phase == {"Running": 1, "Unknown": 1}
+
+
+def test_podgroup_spec_drift_is_updated() -> None:
+    j = new_job(phase=JobPhase.RUNNING)
+    pg = replace(podgroup(j, "Running"), spec=None)
+    plan = run(view(j, {}, pg))
+    assert plan.podgroup_to_update is not None and plan.podgroup_to_update.spec is not None
+    assert plan.podgroup_to_update.spec.min_member == 3
+
+
+def test_podgroup_in_sync_is_not_updated() -> None:
+    j = new_job(phase=JobPhase.RUNNING)
+    from vc_job_controller.logic.podgroup import build_podgroup
+
+    pg = replace(build_podgroup(j, {}), status=podgroup(j, "Running").status)
+    plan = run(view(j, {}, pg))
+    assert plan.podgroup_to_update is None and plan.podgroup_to_create is None
+
+
+# --- dependsOn ------------------------------------------------------------------------------------------
+
+
+def dag_job(iteration: str | None = None, deps: list[str] | None = None) -> Job:
+    return job(
+        [
+            task("a", 1, min_available=1),
+            task("b", 2, min_available=1),
+            task("c", 1, depends_on=DependsOn(name=deps or ["a"], iteration=iteration)),
+        ],
+        phase=JobPhase.PENDING,
+        min_available=1,
+    )
+
+
+def test_dependent_task_waits_for_its_dependency() -> None:
+    j = dag_job()
+    plan = run(view(j, {}, podgroup(j)))
+    assert created(plan) == ["job-a-0", "job-b-0", "job-b-1"]
+
+
+def test_dependency_running_but_not_ready_still_blocks() -> None:
+    j = dag_job()
+    plan = run(view(j, pods(pod(j, "a", 0, "Running", ready=False)), podgroup(j)))
+    assert "job-c-0" not in created(plan)
+
+
+@pytest.mark.parametrize("phase", ["Running", "Succeeded"])
+def test_dependency_ready_releases_the_task(phase: str) -> None:
+    j = dag_job()
+    plan = run(view(j, pods(pod(j, "a", 0, phase)), podgroup(j)))
+    assert "job-c-0" in created(plan)
+
+
+def test_all_dependencies_are_needed_by_default() -> None:
+    j = dag_job(deps=["a", "b"])
+    plan = run(view(j, pods(pod(j, "a", 0)), podgroup(j)))
+    assert "job-c-0" not in created(plan)
+    plan = run(view(j, pods(pod(j, "a", 0), pod(j, "b", 1)), podgroup(j)))
+    assert "job-c-0" in created(plan)
+
+
+def test_iteration_any_needs_one_dependency() -> None:
+    j = dag_job(iteration="any", deps=["a", "b"])
+    plan = run(view(j, pods(pod(j, "b", 0)), podgroup(j)))
+    assert "job-c-0" in created(plan)
+
+
+def test_dependency_without_min_available_is_ready_at_once() -> None:
+    j = job([task("a", 1), task("c", 1, depends_on=DependsOn(name=["a"]))], phase=JobPhase.PENDING, min_available=1)
+    plan = run(view(j, {}, podgroup(j)))
+    assert created(plan) == ["job-a-0", "job-c-0"]
+
+
+def test_dependency_on_an_unknown_task_never_releases() -> None:
+    j = job([task("c", 1, depends_on=DependsOn(name=["ghost"]))], phase=JobPhase.PENDING, min_available=1)
+    assert created(run(view(j, {}, podgroup(j)))) == []
+
+
+# --- plugins on add / update ------------------------------------------------------------------------------
+
+
+def test_plugins_add_their_objects_once_and_mark_controlled_resources() -> None:
+    j = new_job(plugins={"svc": [], "env": []})
+    first = run(view(j, {}, None))
+    assert [type(w.obj).__name__ for w in first.objects_to_write] == ["ConfigMap", "Service", "NetworkPolicy"]
+    assert first.status is not None and first.status.controlled_resources == {"plugin-env": "env", "plugin-svc": "svc"}
+    again = run(view(replace(j, status=first.status), {}, podgroup(j, "Pending")))
+    assert again.objects_to_write == ()
+
+
+def test_plugins_update_hosts_of_an_initiated_job() -> None:
+    j = with_status(new_job(phase=JobPhase.RUNNING, plugins={"svc": []}), controlled_resources={"plugin-svc": "svc"})
+    plan = run(view(j, {}, podgroup(j, "Running")))
+    assert [type(w.obj).__name__ for w in plan.objects_to_write] == ["ConfigMap"]
+
+
+def test_status_written_only_when_something_changed() -> None:
+    j = new_job(phase=JobPhase.PENDING)
+    j = replace(j, status=replace(j.status or JobStatus(), pending=0))
+    plan = run(view(j, {}, podgroup(j, "Pending")))
+    assert plan.status is None
+    assert phase_after(plan, j) == JobPhase.PENDING
