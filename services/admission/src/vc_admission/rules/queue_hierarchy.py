@@ -43,31 +43,38 @@ def validate_parent(
     if parent == name:
         yield Violation("spec.parent", "queue-parent-self", f"queue {name} cannot use itself as parent")
         return
-    depth, current = 1, parent
-    while current is not None:
-        depth += 1
-        if depth > max_depth:
-            yield Violation(
-                "spec.parent", "queue-depth", f"queue {name} exceeds the maximum allowed depth of {max_depth}"
-            )
-            return
-        if current == name:
-            yield Violation("spec.parent", "queue-parent-cycle", f"queue {name} cannot be an ancestor of itself")
-            return
-        if current not in queues:
-            yield Violation(
-                "spec.parent",
-                "queue-parent-exists",
-                f'failed to get parent queue of queue {name}: queue.scheduling.volcano.sh "{current}" not found',
-            )
-            return
-        current = parent_of(queues[current])
+    problem = _ancestry_problem(name, parent, queues, max_depth=max_depth)
+    if problem is not None:
+        yield problem
+        return
     if parent_busy:
         yield Violation(
             "spec.parent",
             "queue-parent-has-workloads",
             f"queue {parent} cannot be the parent queue of queue {name} because it has {parent_busy}",
         )
+
+
+def _ancestry_problem(name: str, parent: str, queues: Mapping[str, Queue], *, max_depth: int) -> Violation | None:
+    """Walk up from `parent`: too deep, back to `name` (a cycle), or an ancestor that does not exist."""
+    depth = 1
+    current: str | None = parent
+    while current is not None:
+        depth += 1
+        if depth > max_depth:
+            return Violation(
+                "spec.parent", "queue-depth", f"queue {name} exceeds the maximum allowed depth of {max_depth}"
+            )
+        if current == name:
+            return Violation("spec.parent", "queue-parent-cycle", f"queue {name} cannot be an ancestor of itself")
+        if current not in queues:
+            return Violation(
+                "spec.parent",
+                "queue-parent-exists",
+                f'failed to get parent queue of queue {name}: queue.scheduling.volcano.sh "{current}" not found',
+            )
+        current = parent_of(queues[current])
+    return None
 
 
 def parent_busy_reason(parent: Queue, child: str, queues: Mapping[str, Queue], *, has_workloads: bool) -> str | None:
@@ -108,10 +115,11 @@ def _against_ancestors(queue: Queue, queues: Mapping[str, Queue]) -> Iterator[Vi
 def _nearest_ancestor_capability(queue: Queue, resource: str, queues: Mapping[str, Queue]) -> Fraction | None:
     current, steps = parent_of(queue), 0
     while current is not None and current in queues and steps < len(queues):
-        value = safe_resources(queues[current].spec.capability if queues[current].spec else None).get(resource)
+        ancestor = queues[current]
+        value = safe_resources(ancestor.spec.capability if ancestor.spec else None).get(resource)
         if value:
             return value
-        current, steps = parent_of(queues[current]), steps + 1
+        current, steps = parent_of(ancestor), steps + 1
     return None
 
 
