@@ -41,6 +41,14 @@ class ObjectWrite(msgspec.Struct, frozen=True, kw_only=True):
     obj: PluginObject
     mode: WriteMode
 
+    @property
+    def kind(self) -> str:
+        return type(self.obj).__name__
+
+    @property
+    def name(self) -> str:
+        return self.obj.metadata.name or ""
+
 
 class ObjectRef(msgspec.Struct, frozen=True, kw_only=True):
     kind: str
