@@ -86,11 +86,12 @@ def test_job_update(change: dict[str, Any], expected: tuple[str, str, str] | Non
     change = dict(change)
     extra, task_name = change.pop("tasks_extra", False), change.pop("task_name", None)
     new = edit(old, **change)
-    assert new.spec is not None and new.spec.tasks is not None
+    spec = new.spec
+    assert spec is not None and spec.tasks is not None
     if extra:
-        new = replace(new, spec=replace(new.spec, tasks=[*new.spec.tasks, EXTRA_TASK]))
+        new = replace(new, spec=replace(spec, tasks=[*spec.tasks, EXTRA_TASK]))
     if task_name:
-        new = replace(new, spec=replace(new.spec, tasks=[replace(new.spec.tasks[0], name=task_name)]))
+        new = replace(new, spec=replace(spec, tasks=[replace(spec.tasks[0], name=task_name)]))
     verdict = review("UPDATE", new, old, context())
     if expected is None:
         assert verdict.allowed, verdict.violations

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 import pytest
 from msgspec.structs import replace
 from vc_admission.rules import StaticContext, mutate_queue, review
+from vc_proto.base import ResourceList
 from vc_proto.scheduling import Queue, QueueStatus
 
 from tests.unit.admission.admission_builders import context, only, queue
@@ -342,7 +343,7 @@ UPDATE_CASES = [
     ),
     pytest.param(
         stored("child-queue"),
-        replace(stored("child-queue"), spec=replace(stored("child-queue").spec, weight=4)),
+        queue("child-queue", parent="queue-with-child-queues", weight=4),
         None,
         id="weight-change-unrelated-to-hierarchy",
     ),
@@ -463,7 +464,7 @@ ANCESTORS = (
     ],
 )
 def test_child_capability_against_ancestors(
-    parent: str, capability: dict[str, str] | None, resource: str | None, message: str | None
+    parent: str, capability: ResourceList | None, resource: str | None, message: str | None
 ) -> None:
     verdict = review("CREATE", queue("child", parent=parent, capability=capability), None, context(*ANCESTORS))
     expected = None if message is None else Expect(f"spec.capability.{resource}", "queue-capability-ancestor", message)
@@ -499,7 +500,7 @@ def test_child_capability_against_ancestors(
     ],
 )
 def test_parent_capability_covers_descendants(
-    children: tuple[Queue, ...], capability: dict[str, str] | None, message: str | None
+    children: tuple[Queue, ...], capability: ResourceList | None, message: str | None
 ) -> None:
     old = queue("p", capability={"cpu": "1000", "nvidia.com/gpu": "1000"})
     verdict = review("UPDATE", queue("p", capability=capability), old, context(old, *children))
