@@ -68,3 +68,10 @@ class Conflict(TemporaryError):
 
 class ConfigError(VcError):
     """Invalid configuration found at start-up; the process exits with code 2."""
+
+
+class Fenced(TemporaryError):
+    """This instance's lease lapsed: it must not write until it holds the key again."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"lease lapsed; not writing {what}", delay=1.0)

@@ -93,6 +93,12 @@ class Membership:
     async def wait_ready(self) -> None:
         await self._ready.wait()
 
+    async def wait_settled(self) -> None:
+        """Until this instance may claim keys: joined, lease valid and the settle period over."""
+        await self._ready.wait()
+        while not (self.can_write() and self._clock() >= self._settled_at):
+            await asyncio.sleep(0.05)
+
     async def wait_changed(self) -> None:
         """Until the member set (or this instance's standing) changes next."""
         self._changed.clear()
@@ -129,6 +135,7 @@ class Membership:
         self._settled_at = self._clock() + min(1.0, self.ttl_s / 2)
         self._seen[self.instance] = self._clock()
         self._recompute()
+        self._changed.set()  # a new epoch: owners must re-claim their keys once settled
         log.info("membership.joined", group=self.group, epoch=self.epoch)
 
     async def _renew_loop(self, shutdown: asyncio.Event) -> None:

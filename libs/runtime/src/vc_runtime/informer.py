@@ -1,0 +1,70 @@
+"""A local cache of one kind, fed by a store watch (client-go's informer, reduced to what we use).
+
+`on_change(old, new)` runs after each change (old None = added, new None = deleted), so the owner
+can submit the keys it concerns to its dispatcher. `synced` is set once the initial state has been
+replayed: nothing may act on the *absence* of an object before that (GC discipline).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from vc_core.store import ObjectStore, WatchOp
+from vc_proto.kinds import KubeObject
+from vc_runtime.aio import until
+
+ObjT = TypeVar("ObjT", bound=KubeObject)
+ObjectKey = tuple[str | None, str]
+OnChange = Callable[[ObjT | None, ObjT | None], None]
+
+
+def revision_of(obj: KubeObject) -> int:
+    return int(obj.metadata.resource_version or 0)
+
+
+def key_of(obj: KubeObject) -> ObjectKey:
+    return (obj.metadata.namespace or None, obj.metadata.name or "")
+
+
+class Informer(Generic[ObjT]):
+    def __init__(self, store: ObjectStore, kind: type[ObjT], *, on_change: OnChange[ObjT] | None = None) -> None:
+        self._store = store
+        self.kind = kind
+        self._on_change = on_change
+        self.items: dict[ObjectKey, ObjT] = {}
+        self.synced = asyncio.Event()
+
+    def get(self, namespace: str | None, name: str) -> ObjT | None:
+        return self.items.get((namespace or None, name))
+
+    def remember(self, obj: ObjT) -> None:
+        """Record an object this instance just wrote, so the next pass does not read a stale copy."""
+        self._put(key_of(obj), obj)
+
+    def forget(self, namespace: str | None, name: str) -> None:
+        """Record a deletion this instance just made."""
+        self._delete((namespace or None, name))
+
+    async def run(self, shutdown: asyncio.Event) -> None:
+        async for event in until(shutdown, self._store.watch(self.kind)):
+            if event.op is WatchOp.SYNCED:
+                self.synced.set()
+            elif event.op is WatchOp.PUT and isinstance(event.obj, self.kind):
+                self._put((event.namespace or None, event.name), event.obj)
+            else:
+                self._delete((event.namespace or None, event.name))
+
+    def _put(self, key: ObjectKey, obj: ObjT) -> None:
+        old = self.items.get(key)
+        if old is not None and revision_of(old) >= revision_of(obj):
+            return  # an echo of our own write, or an older state arriving late
+        self.items[key] = obj
+        if self._on_change is not None:
+            self._on_change(old, obj)
+
+    def _delete(self, key: ObjectKey) -> None:
+        old = self.items.pop(key, None)
+        if old is not None and self._on_change is not None:
+            self._on_change(old, None)

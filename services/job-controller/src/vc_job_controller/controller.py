@@ -1,0 +1,224 @@
+"""The job controller's shell: caches, per-job request queues, sharding, and the reconcile loop.
+
+Requests for one job are handled one at a time, in order (Volcano hashes a job to one worker); jobs
+are shared between instances by rendezvous hashing (`Membership`), and every write is fenced by the
+instance's lease. Delayed policy actions are timers of this loop; a restart re-derives them from
+state (see `startup_requests`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from datetime import UTC, datetime
+
+import structlog
+from prometheus_client import Counter, Histogram
+from vc_bus.dispatch import KeyedDispatcher
+from vc_core.errors import Conflict, NotFound, TemporaryError
+from vc_core.store import ObjectStore
+from vc_proto.batch import Job
+from vc_proto.bus import Command
+from vc_proto.core import Pod, PriorityClass
+from vc_proto.scheduling import PodGroup
+from vc_proto.vocabulary import JOB_VERSION_KEY
+from vc_runtime.informer import Informer
+from vc_runtime.membership import Membership
+
+from vc_job_controller import requests as rq
+from vc_job_controller.executor import PlanExecutor, Publish
+from vc_job_controller.logic.decision import decide
+from vc_job_controller.logic.history import parse_rfc3339
+from vc_job_controller.logic.view import DelayedAction, JobView, Request, request_for_fired
+
+log = structlog.get_logger(__name__)
+JobKey = tuple[str, str]
+
+RECONCILES = Counter("tephra_job_controller_reconciles_total", "Requests handled", ["action", "outcome"])
+LATENCY = Histogram("tephra_job_controller_reconcile_seconds", "Time to handle one request")
+MAX_PENDING_PER_JOB = 1000
+
+
+class JobController:
+    def __init__(self, store: ObjectStore, publish: Publish, membership: Membership, *, source: str, workers: int = 16) -> None:
+        self.store = store
+        self.membership = membership
+        self.executor = PlanExecutor(store, publish, source=source)
+        self.jobs = Informer(store, Job, on_change=self._job_changed)
+        self.pods = Informer(store, Pod, on_change=self._pod_changed)
+        self.podgroups = Informer(store, PodGroup, on_change=self._podgroup_changed)
+        self.commands = Informer(store, Command, on_change=self._command_changed)
+        self.priority_classes = Informer(store, PriorityClass)
+        self.pods_by_job: dict[JobKey, dict[str, Pod]] = {}
+        self.pending: dict[JobKey, deque[Request]] = {}
+        self.delayed: dict[JobKey, dict[str, DelayedAction]] = {}
+        self.dispatcher: KeyedDispatcher[JobKey] = KeyedDispatcher(self._handle, workers=workers, name="jobs")
+
+    # -- intake: changes become requests ----------------------------------------------------------------
+    def enqueue(self, key: JobKey, request: Request) -> None:
+        queue = self.pending.setdefault(key, deque())
+        if request.event == rq.Event.OUT_OF_SYNC and not request.action and queue and queue[-1].event == request.event:
+            return  # consecutive plain syncs: one pass covers them (level-triggered)
+        if len(queue) >= MAX_PENDING_PER_JOB:
+            queue.popleft()
+        queue.append(request)
+        self.dispatcher.submit(key)
+
+    def _job_changed(self, old: Job | None, new: Job | None) -> None:
+        if new is None:
+            key = (old.metadata.namespace or "", old.metadata.name or "") if old else ("", "")
+            self.pending.pop(key, None)
+            self.delayed.pop(key, None)
+            return
+        request = rq.for_job_changed(old, new)
+        if request is not None:
+            self.enqueue((new.metadata.namespace or "", new.metadata.name or ""), request)
+
+    def _pod_changed(self, old: Pod | None, new: Pod | None) -> None:
+        pod = new or old
+        assert pod is not None
+        owner = rq.owning_job(pod)
+        if owner is None:
+            return
+        key = (pod.metadata.namespace or "", owner[0])
+        siblings = self.pods_by_job.setdefault(key, {})
+        if new is None:
+            siblings.pop(pod.metadata.name or "", None)
+            self.enqueue(key, rq.for_pod_deleted(pod, owner[1]))
+            return
+        siblings[new.metadata.name or ""] = new
+        job = self.jobs.get(key[0], key[1])
+        request = rq.for_pod_added(new, owner[1]) if old is None else rq.for_pod_updated(old, new, owner[1], job, siblings)
+        self.enqueue(key, request)
+
+    def _podgroup_changed(self, old: PodGroup | None, new: PodGroup | None) -> None:
+        if new is None:
+            return
+        for ref in new.metadata.owner_references or []:
+            if ref.kind == "Job" and ref.controller:
+                request = rq.for_podgroup_changed(old, new)
+                if request is not None:
+                    self.enqueue((new.metadata.namespace or "", ref.name), request)
+
+    def _command_changed(self, old: Command | None, new: Command | None) -> None:
+        if new is not None and old is None and new.target and new.target.kind == "Job":
+            self.dispatcher.submit(("#command", f"{new.metadata.namespace}/{new.metadata.name}"))
+
+    # -- the loop ---------------------------------------------------------------------------------------
+    def owns(self, key: JobKey) -> bool:
+        return self.membership.owns(f"{key[0]}/{key[1]}")
+
+    async def _handle(self, key: JobKey) -> None:
+        if key[0] == "#command":
+            await self._run_command(key[1])
+            return
+        if key[0] == "#delay":
+            await self._fire_delay(key[1])
+            return
+        queue = self.pending.get(key)
+        if not queue or not self.owns(key):
+            self.pending.pop(key, None)
+            return
+        request = queue.popleft()
+        try:
+            await self._reconcile(key, request)
+        except (Conflict, TemporaryError):
+            queue.appendleft(request)  # try the same request again on fresh state
+            raise
+        finally:
+            if queue:
+                self.dispatcher.submit(key)
+            else:
+                self.pending.pop(key, None)
+
+    async def _reconcile(self, key: JobKey, request: Request) -> None:
+        job = self.jobs.get(key[0], key[1])
+        if job is None:
+            return
+        view = JobView(
+            job,
+            dict(self.pods_by_job.get(key, {})),
+            self.podgroups.get(key[0], f"{key[1]}-{job.metadata.uid}"),
+            delayed=dict(self.delayed.get(key, {})),
+            priority_classes={pc.metadata.name or "": pc.value for pc in self.priority_classes.items.values()},
+        )
+        with LATENCY.time():
+            plan = decide(view, request, datetime.now(UTC))
+            try:
+                stored = await self.executor.execute(job, plan, can_write=self.membership.can_write)
+            except NotFound:
+                RECONCILES.labels(plan.action, "gone").inc()
+                return
+        if stored is not job:
+            self.jobs.remember(stored)
+        self._apply_delays(key, plan.delays_to_cancel, plan.delays_to_schedule)
+        RECONCILES.labels(plan.action, "ok").inc()
+
+    def _apply_delays(self, key: JobKey, cancel: tuple[str, ...], schedule: tuple[DelayedAction, ...]) -> None:
+        table = self.delayed.setdefault(key, {})
+        for name in cancel:
+            table.pop(name, None)
+        for delayed in schedule:
+            table[delayed.key] = delayed
+            due = parse_rfc3339(delayed.due_at).timestamp() if delayed.due_at else 0.0
+            wait = max(0.0, due - datetime.now(UTC).timestamp()) if due else delayed.delay.total_seconds()
+            self.dispatcher.submit_after(("#delay", f"{key[0]}/{key[1]}/{delayed.key}"), wait)
+
+    async def _fire_delay(self, token: str) -> None:
+        namespace, name, delay_key = token.split("/", 2)
+        delayed = self.delayed.get((namespace, name), {}).get(delay_key)
+        if delayed is not None:
+            self.enqueue((namespace, name), request_for_fired(delayed))
+
+    async def _run_command(self, token: str) -> None:
+        """Delete the Command first (at most once, as Volcano), then run its action on the job."""
+        namespace, name = token.split("/", 1)
+        command = self.commands.get(namespace, name)
+        if command is None or command.target is None:
+            return
+        key = (namespace, command.target.name)
+        if not self.owns(key):
+            return
+        try:
+            await self.store.delete(Command, namespace, name, uid=command.metadata.uid)
+        except NotFound:
+            return  # another life of this controller ran it already
+        self.commands.forget(namespace, name)
+        self.enqueue(key, rq.for_command(command.action or ""))
+
+    # -- start-up and ownership changes -------------------------------------------------------------------
+    def startup_requests(self) -> None:
+        """After the caches synced: sync every owned job and re-raise edges a crash may have swallowed
+        (a Failed pod of the current version means its PodFailed was not handled yet)."""
+        for (namespace, name), job in list(self.jobs.items.items()):
+            key = (namespace or "", name)
+            if not self.owns(key):
+                continue
+            self.enqueue(key, rq.Request(event=rq.Event.OUT_OF_SYNC.value, job_uid=job.metadata.uid or ""))
+            version = str((job.status.version if job.status else None) or 0)
+            for pod in self.pods_by_job.get(key, {}).values():
+                if (pod.metadata.annotations or {}).get(JOB_VERSION_KEY) != version or pod.metadata.deletion_timestamp:
+                    continue
+                failed = pod.status and pod.status.phase == "Failed"
+                if failed:
+                    self.enqueue(key, rq.for_pod_updated(_as_running(pod), pod, job.metadata.uid or "", job, self.pods_by_job[key]))
+        for (namespace, name), command in list(self.commands.items.items()):
+            if command.target and command.target.kind == "Job":
+                self.dispatcher.submit(("#command", f"{namespace}/{name}"))
+
+    async def follow_membership(self, shutdown: asyncio.Event) -> None:
+        while not shutdown.is_set():
+            try:
+                async with asyncio.timeout(1.0):
+                    await self.membership.wait_changed()
+            except TimeoutError:
+                continue
+            await self.membership.wait_settled()
+            self.startup_requests()
+
+
+def _as_running(pod: Pod) -> Pod:
+    import msgspec
+    from vc_proto.core import PodStatus
+
+    return msgspec.structs.replace(pod, status=PodStatus(phase="Running"))

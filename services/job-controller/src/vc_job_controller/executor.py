@@ -1,0 +1,137 @@
+"""Carry out a Plan through the store, in the order `logic/plan.py` documents. Every step is idempotent:
+names are deterministic, AlreadyExists on create and NotFound on delete count as done, and updates are
+compare-and-set, so re-running a plan after a crash re-does only what is missing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+
+import msgspec
+import structlog
+from vc_core.errors import AlreadyExists, Fenced, NotFound
+from vc_core.store import ObjectStore
+from vc_proto.batch import Job
+from vc_proto.core import ConfigMap, NetworkPolicy, Pod, Secret, Service
+from vc_proto.events import DomainEvent
+from vc_proto.kinds import KINDS
+from vc_proto.scheduling import PodGroup
+from vc_proto.vocabulary import OUT_OF_SYNC_KEY
+
+from vc_job_controller.logic.history import HistoryEvent
+from vc_job_controller.logic.plan import ObjectWrite, Plan, PodDeletion, WriteMode
+
+log = structlog.get_logger(__name__)
+Publish = Callable[[DomainEvent], Awaitable[int]]
+_PLUGIN_KINDS: dict[str, type[Service | ConfigMap | Secret | NetworkPolicy]] = {
+    "Service": Service, "ConfigMap": ConfigMap, "Secret": Secret, "NetworkPolicy": NetworkPolicy,
+}
+
+
+class PlanExecutor:
+    def __init__(self, store: ObjectStore, publish: Publish, *, source: str) -> None:
+        self._store = store
+        self._publish = publish
+        self._source = source
+
+    async def execute(self, job: Job, plan: Plan, *, can_write: Callable[[], bool]) -> Job:
+        """Returns the job as stored afterwards. Raises Conflict when the job changed meanwhile."""
+        namespace = job.metadata.namespace or "default"
+        steps: list[Callable[[], Awaitable[None]]] = [
+            *(lambda w=w: self._write_object(w) for w in plan.objects_to_write),
+            *([lambda: self._create(plan.podgroup_to_create)] if plan.podgroup_to_create else []),
+            *([lambda: self._update_podgroup(plan.podgroup_to_update)] if plan.podgroup_to_update else []),
+            *(lambda d=d: self._delete_pod(namespace, d) for d in plan.pods_to_delete),
+            *(lambda p=p: self._create(p) for p in plan.pods_to_create),
+        ]
+        for step in steps:
+            _fence(can_write)
+            await step()
+        if plan.status is not None:
+            _fence(can_write)
+            job = await self._store.update(msgspec.structs.replace(job, status=plan.status))
+        if plan.podgroup_to_delete:
+            await self._delete(PodGroup, namespace, plan.podgroup_to_delete)
+        for ref in plan.objects_to_delete:
+            await self._delete(_PLUGIN_KINDS[ref.kind], namespace, ref.name)
+        for event in plan.events:
+            await self._publish(self._domain_event(job, event))
+        return job
+
+    async def _create(self, obj: Pod | PodGroup | Service | ConfigMap | Secret | NetworkPolicy) -> None:
+        try:
+            await self._store.create(obj)
+        except AlreadyExists:
+            pass  # a previous attempt (or another life of this controller) got there first
+
+    async def _write_object(self, write: ObjectWrite) -> None:
+        obj = write.obj
+        if write.mode is WriteMode.CREATE_IF_ABSENT:
+            await self._create(obj)
+            return
+        try:
+            current = await self._store.get(type(obj), obj.metadata.namespace, obj.metadata.name or "")
+        except NotFound:
+            await self._create(obj)
+            return
+        desired = msgspec.structs.replace(obj, metadata=current.metadata)
+        if desired != current:
+            await self._store.update(desired)
+
+    async def _update_podgroup(self, pg: PodGroup) -> None:
+        current = await self._store.get(PodGroup, pg.metadata.namespace, pg.metadata.name or "")
+        if current.spec != pg.spec:
+            await self._store.update(msgspec.structs.replace(current, spec=pg.spec))
+
+    async def _delete_pod(self, namespace: str, deletion: PodDeletion) -> None:
+        try:
+            pod = await self._store.get(Pod, namespace, deletion.name)
+        except NotFound:
+            return
+        if deletion.uid and pod.metadata.uid != deletion.uid:
+            return  # a newer pod of the same name: not ours to kill
+        if deletion.mark_out_of_sync and (pod.metadata.annotations or {}).get(OUT_OF_SYNC_KEY) != "true":
+            annotations = {**(pod.metadata.annotations or {}), OUT_OF_SYNC_KEY: "true"}
+            pod = await self._store.update(msgspec.structs.replace(pod, metadata=msgspec.structs.replace(pod.metadata, annotations=annotations)))
+        try:
+            await self._store.delete(Pod, namespace, deletion.name, uid=pod.metadata.uid)
+        except NotFound:
+            pass
+
+    async def _delete(self, kind: type, namespace: str, name: str) -> None:
+        try:
+            await self._store.delete(kind, namespace if KINDS[kind.__name__].namespaced else None, name)
+        except NotFound:
+            pass
+
+    def _domain_event(self, job: Job, event: HistoryEvent) -> DomainEvent:
+        st = job.status
+        identity = "/".join(str(x) for x in (
+            job.metadata.uid, st.retry_count if st else 0, st.version if st else 0, event.kind, event.name, event.reason,
+            event.previous_phase, event.phase, event.exit_code, event.uid, event.message if event.kind == "Job" else "",
+        ))
+        return DomainEvent(
+            id=uuid.uuid5(uuid.NAMESPACE_URL, identity).hex,
+            occurred_at=event.occurred_at,
+            source=self._source,
+            kind=event.kind,
+            namespace=event.namespace,
+            name=event.name,
+            reason=event.reason,
+            message=event.message,
+            job=event.job or job.metadata.name,
+            task=event.task,
+            uid=event.uid,
+            phase=event.phase,
+            previous_phase=event.previous_phase,
+            exit_code=event.exit_code,
+            node=event.node,
+        )
+
+
+def _fence(can_write: Callable[[], bool]) -> None:
+    if not can_write():
+        raise Fenced("job plan")
+
+
