@@ -62,6 +62,8 @@ class Collector:
         self._publish = publish
         self._gc_aborted = gc_aborted
         self._clock = clock
+        # Jobs already warned about (by uid and reason), so periodic passes do not repeat the warning.
+        self._warned: set[tuple[str, str]] = set()
 
     async def handle(self, key: OwnerKey) -> None:
         if not self._caches.synced() or not self._ownership.owns(ownership_key(key)):
@@ -86,6 +88,7 @@ class Collector:
         except (NotFound, Conflict):
             return  # gone already, or replaced by a new job of that name: its own pass decides
         DELETED.labels("Job", "ttl").inc()
+        self._warned = {mark for mark in self._warned if mark[0] != fresh.metadata.uid}
         log.info("job.collected", namespace=key[1], job=key[2], phase=phase_of(fresh),
                  ttl_s=fresh.spec.ttl_seconds_after_finished if fresh.spec else None)
         await self._emit(fresh)
@@ -96,16 +99,23 @@ class Collector:
         left = expired(job, now, gc_aborted=self._gc_aborted)
         if left is None:
             if is_collectable(job, gc_aborted=self._gc_aborted):
-                log.warning("job.finish_time_missing", namespace=job.metadata.namespace, job=job.metadata.name)
+                self._warn_once(job, "job.finish_time_missing")
             return False
         if left > timedelta(0):
             if finished_in_future(job, now):
-                DEFERRED.labels("clock_skew").inc()
-                log.warning("job.finished_in_future", namespace=job.metadata.namespace, job=job.metadata.name,
-                            note="likely clock skew in the cluster; cleanup deferred")
+                self._warn_once(job, "job.finished_in_future", note="likely clock skew; cleanup deferred")
             self._arm(identity(job), left.total_seconds() + TIMER_SLACK_S)
             return False
         return True
+
+    def _warn_once(self, job: Job, event: str, **details: str) -> None:
+        mark = (job.metadata.uid or "", event)
+        if mark in self._warned:
+            return
+        self._warned.add(mark)
+        if event == "job.finished_in_future":
+            DEFERRED.labels("clock_skew").inc()
+        log.warning(event, namespace=job.metadata.namespace, job=job.metadata.name, **details)
 
     # -- orphans -----------------------------------------------------------------------------------
     async def _collect_orphans(self, key: OwnerKey) -> None:

@@ -1,5 +1,6 @@
-"""Submit every key again when ownership may have moved: at sync, on membership changes, and on a
-short period (a joining member claims its keys only after a settle delay, which no event announces)."""
+"""Submit every key again when ownership may have moved: at sync, on each membership change, and then
+on a period that starts short and doubles (a member claims its keys only after a settle delay, which
+no event announces; later passes are the informer-style periodic resync that heals missed hints)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from vc_runtime.aio import sleep_or_stop
 
 from vc_queue_controller.sharding import Ownership
 
-RESYNC_PERIOD_S = 2.0
+FIRST_PERIOD_S = 0.5
+MAX_PERIOD_S = 30.0
 
 
 async def wait_synced(synced: Callable[[], bool], shutdown: asyncio.Event) -> bool:
@@ -22,15 +24,22 @@ async def wait_synced(synced: Callable[[], bool], shutdown: asyncio.Event) -> bo
 
 
 async def resync_forever(
-    submit_all: Callable[[], None], ownership: Ownership, shutdown: asyncio.Event, *, period_s: float = RESYNC_PERIOD_S
+    submit_all: Callable[[], None],
+    ownership: Ownership,
+    shutdown: asyncio.Event,
+    *,
+    first_period_s: float = FIRST_PERIOD_S,
+    max_period_s: float = MAX_PERIOD_S,
 ) -> None:
+    period = first_period_s
     while not shutdown.is_set():
         submit_all()
         try:
-            async with asyncio.timeout(period_s):
+            async with asyncio.timeout(period):
                 await _first(ownership.wait_changed(), shutdown.wait())
+            period = first_period_s  # membership changed: passes come quickly again for a while
         except TimeoutError:
-            pass
+            period = min(period * 2, max_period_s)
 
 
 async def _first(*waits: object) -> None:

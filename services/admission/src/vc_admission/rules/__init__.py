@@ -13,6 +13,7 @@ from vc_admission.rules.jsonpatch import apply_json_patch, json_patch
 from vc_admission.rules.limits import MAX_REQUEST_BYTES, check_request_size
 from vc_admission.rules.podgroups import mutate_podgroup, validate_podgroup_create
 from vc_admission.rules.pods import validate_pod_create
+from vc_admission.rules.pods_mutate import ResourceGroup, mutate_pod
 from vc_admission.rules.queues_mutate import mutate_queue
 from vc_admission.rules.queues_validate import validate_queue_delete, validate_queue_write
 from vc_admission.rules.review import Operation, review
@@ -22,6 +23,7 @@ __all__ = [
     "MAX_REQUEST_BYTES",
     "AdmissionContext",
     "Operation",
+    "ResourceGroup",
     "StaticContext",
     "Verdict",
     "Violation",
@@ -29,6 +31,7 @@ __all__ = [
     "check_request_size",
     "json_patch",
     "mutate_job",
+    "mutate_pod",
     "mutate_podgroup",
     "mutate_queue",
     "review",

@@ -15,6 +15,7 @@ from vc_proto.scheduling import Queue
 from vc_proto.vocabulary import DEFAULT_SCHEDULER_NAME
 
 from vc_admission.rules.limits import MAX_QUEUE_DEPTH
+from vc_admission.rules.pods_mutate import ResourceGroup
 
 
 class AdmissionContext(Protocol):
@@ -32,6 +33,16 @@ class AdmissionContext(Protocol):
 
     @property
     def max_queue_depth(self) -> int: ...
+
+    @property
+    def resource_groups(self) -> tuple[ResourceGroup, ...]:
+        """Pod resource groups from the admission configuration (Volcano `--admission-conf`)."""
+        ...
+
+    @property
+    def queue_allocation_gate(self) -> bool:
+        """Volcano's SchedulingGatesQueueAdmission feature gate (off by default)."""
+        ...
 
     def queue_has_workloads(self, name: str) -> bool:
         """True when any Job or PodGroup is submitted to the queue."""
@@ -55,6 +66,8 @@ class StaticContext:
     max_queue_depth: int = MAX_QUEUE_DEPTH
     workloads: Callable[[str], bool] = _no_workloads
     namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: MappingProxyType({}))
+    resource_groups: tuple[ResourceGroup, ...] = ()
+    queue_allocation_gate: bool = False
 
     def queue_has_workloads(self, name: str) -> bool:
         return self.workloads(name)

@@ -14,6 +14,7 @@ from typing import Final, Literal
 from vc_proto.batch import Job
 from vc_proto.core import Pod
 from vc_proto.scheduling import PodGroup, Queue
+from vc_proto.vocabulary import DEFAULT_SCHEDULER_NAME
 
 from vc_admission.rules.context import AdmissionContext
 from vc_admission.rules.jobs_mutate import mutate_job
@@ -21,6 +22,7 @@ from vc_admission.rules.jobs_update import validate_job_update
 from vc_admission.rules.jobs_validate import validate_job_create
 from vc_admission.rules.podgroups import mutate_podgroup, validate_podgroup_create
 from vc_admission.rules.pods import validate_pod_create
+from vc_admission.rules.pods_mutate import mutate_pod
 from vc_admission.rules.queues_mutate import mutate_queue
 from vc_admission.rules.queues_validate import validate_queue_delete, validate_queue_write
 from vc_admission.rules.verdict import Verdict, allow, decide, deny
@@ -52,7 +54,8 @@ def review(operation: Operation, obj: object | None, old: object | None, ctx: Ad
 
 def review_job(operation: Operation, job: Job, old: object | None, ctx: AdmissionContext) -> Verdict:
     if operation == "CREATE":
-        patched = mutate_job(job, scheduler_name=ctx.scheduler_names[0])
+        default_scheduler = ctx.scheduler_names[0] if ctx.scheduler_names else DEFAULT_SCHEDULER_NAME
+        patched = mutate_job(job, scheduler_name=default_scheduler)
         return decide(validate_job_create(patched, ctx), patched)
     if operation == "UPDATE":
         if not isinstance(old, Job):
@@ -83,4 +86,5 @@ def review_podgroup(operation: Operation, podgroup: PodGroup, ctx: AdmissionCont
 def review_pod(operation: Operation, pod: Pod, ctx: AdmissionContext) -> Verdict:
     if operation != "CREATE":
         return allow(pod if operation == "UPDATE" else None)
-    return decide(validate_pod_create(pod, ctx.scheduler_names), pod)
+    patched = mutate_pod(pod, resource_groups=ctx.resource_groups, queue_gate=ctx.queue_allocation_gate)
+    return decide(validate_pod_create(patched, ctx.scheduler_names), patched)
