@@ -88,7 +88,8 @@ class Collector:
         except (NotFound, Conflict):
             return  # gone already, or replaced by a new job of that name: its own pass decides
         DELETED.labels("Job", "ttl").inc()
-        self._warned = {mark for mark in self._warned if mark[0] != fresh.metadata.uid}
+        for event in ("job.finish_time_missing", "job.finished_in_future"):
+            self._warned.discard((fresh.metadata.uid or "", event))
         log.info("job.collected", namespace=key[1], job=key[2], phase=phase_of(fresh),
                  ttl_s=fresh.spec.ttl_seconds_after_finished if fresh.spec else None)
         await self._emit(fresh)
