@@ -70,12 +70,14 @@ class Session:
         self.decisions: list[Bind | Evict] = []
         self.next_start_row = 0  # round-robin start of the feasible-node search (Volcano ph offset)
         self._fns: dict[P, dict[str, Callable[..., Any]]] = {p: {} for p in P}
+        self._tier_cache: dict[P, list[list[Callable[..., Any]]]] = {}  # the walker's answer per point
         self._handlers: list[EventHandler] = []
 
     # -- registration (plugins call these from on_session_open) -----------------------------------
 
     def add_fn(self, point: P, plugin: str, fn: Callable[..., Any]) -> None:
         self._fns[point][plugin] = fn
+        self._tier_cache.pop(point, None)
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self._handlers.append(handler)
@@ -85,11 +87,17 @@ class Session:
 
     # -- the one tier walker ------------------------------------------------------------------------
 
-    def tiers_of(self, point: P) -> Iterator[list[Callable[..., Any]]]:
-        """Per tier, the functions registered for `point` by plugins that enable it, in conf order."""
-        table = self._fns[point]
-        for tier in self.tiers:
-            yield [table[p.name] for p in tier.plugins if p.name in table and p.enabled(point)]
+    def tiers_of(self, point: P) -> list[list[Callable[..., Any]]]:
+        """Per tier, the functions registered for `point` by plugins that enable it, in conf order.
+
+        Computed once per point (registration happens at session open; the hot path only reads).
+        """
+        cached = self._tier_cache.get(point)
+        if cached is None:
+            table = self._fns[point]
+            cached = [[table[p.name] for p in tier.plugins if p.name in table and p.enabled(point)] for tier in self.tiers]
+            self._tier_cache[point] = cached
+        return cached
 
     def fns(self, point: P) -> Iterator[Callable[..., Any]]:
         for tier_fns in self.tiers_of(point):

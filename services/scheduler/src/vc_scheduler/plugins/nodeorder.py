@@ -34,28 +34,26 @@ def _weight(args: dict[str, object], key: str, default: int) -> float:
         return float(default)
 
 
-def requested_fraction(nodes: NodeTable, rows: Rows, request: NDArray[np.float64], dims: list[int]) -> Scores:
-    """(used + request) / allocatable per row and dimension; 0 where nothing is allocatable."""
-    alloc = nodes.allocatable[np.ix_(rows, dims)]
-    used = nodes.used[np.ix_(rows, dims)] + request[dims]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(alloc > 0, used / np.where(alloc > 0, alloc, 1.0), 0.0)
+def requested_fraction(nodes: NodeTable, rows: Rows, request: NDArray[np.float64]) -> Scores:
+    """(used + request) / allocatable per row and resource; 0 where nothing is allocatable."""
+    alloc = nodes.allocatable[rows]
+    used = nodes.used[rows] + request
+    safe = np.where(alloc > 0, alloc, 1.0)
+    return np.asarray(np.where(alloc > 0, used / safe, 0.0), dtype=np.float64)
 
 
-def least_requested(nodes: NodeTable, rows: Rows, request: NDArray[np.float64]) -> Scores:
-    fraction = requested_fraction(nodes, rows, request, [0, 1])
-    return np.asarray(np.clip(1.0 - fraction, 0.0, 1.0).mean(axis=1) * MAX_SCORE, dtype=np.float64)
+def least_requested(fraction: Scores) -> Scores:
+    """k8s LeastAllocated over cpu and memory (the first two columns), equal weights."""
+    return np.asarray(np.clip(1.0 - fraction[:, :2], 0.0, 1.0).mean(axis=1) * MAX_SCORE, dtype=np.float64)
 
 
-def most_requested(nodes: NodeTable, rows: Rows, request: NDArray[np.float64]) -> Scores:
-    fraction = requested_fraction(nodes, rows, request, [0, 1])
-    return np.asarray(np.clip(fraction, 0.0, 1.0).mean(axis=1) * MAX_SCORE, dtype=np.float64)
+def most_requested(fraction: Scores) -> Scores:
+    return np.asarray(np.clip(fraction[:, :2], 0.0, 1.0).mean(axis=1) * MAX_SCORE, dtype=np.float64)
 
 
-def balanced_allocation(nodes: NodeTable, rows: Rows, request: NDArray[np.float64], dims: list[int]) -> Scores:
-    """(1 - std of the requested fractions) * 100, over the resources the node offers."""
-    fraction = np.clip(requested_fraction(nodes, rows, request, dims), 0.0, 1.0)
-    offered = nodes.allocatable[np.ix_(rows, dims)] > 0
+def balanced_allocation(fraction: Scores, offered: NDArray[np.bool_]) -> Scores:
+    """(1 - std of the requested fractions) * 100, over the resources each node offers."""
+    fraction = np.clip(fraction, 0.0, 1.0)
     count = np.maximum(offered.sum(axis=1), 1)
     mean = (fraction * offered).sum(axis=1) / count
     std = np.sqrt((((fraction - mean[:, None]) ** 2) * offered).sum(axis=1) / count)
@@ -101,12 +99,15 @@ class NodeOrderPlugin:
         if self.nodes is None:
             return np.zeros(len(rows))
         scores = np.zeros(len(rows), dtype=np.float64)
+        fraction = requested_fraction(self.nodes, rows, task.resreq)
         if self.least_weight:
-            scores += self.least_weight * least_requested(self.nodes, rows, task.resreq)
+            scores += self.least_weight * least_requested(fraction)
         if self.most_weight:
-            scores += self.most_weight * most_requested(self.nodes, rows, task.resreq)
+            scores += self.most_weight * most_requested(fraction)
         if self.balanced_weight:
-            scores += self.balanced_weight * balanced_allocation(self.nodes, rows, task.resreq, self.balanced_dims)
+            dims = self.balanced_dims
+            offered = self.nodes.allocatable[rows][:, dims] > 0
+            scores += self.balanced_weight * balanced_allocation(fraction[:, dims], offered)
         return scores
 
     def batch_node_order(self, task: TaskInfo, rows: Rows) -> Scores:
