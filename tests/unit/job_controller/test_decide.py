@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jc_builders import job, load_seed, phase_after, pod, pods, podgroup, run, task, view, with_status
+from jc_builders import job, load_seed, phase_after, pod, podgroup, pods, run, task, view, with_status
 from msgspec.structs import replace
 from vc_job_controller.logic import Request
 from vc_job_controller.logic.plan import Plan
