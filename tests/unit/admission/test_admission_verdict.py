@@ -85,3 +85,14 @@ def test_json_patch(before: dict[str, Any], after: dict[str, Any], expected: lis
 
 def test_escape_order_keeps_tilde_one_literal() -> None:
     assert escape("a~1/b") == "a~01~1b"
+
+
+def test_reply_body_lists_every_violation() -> None:
+    verdict = review("DELETE", None, queue("root"), context())
+    assert verdict.to_dict() == {
+        "allowed": False,
+        "message": "metadata.name: `root` queue can not be deleted",
+        "violations": [
+            {"field": "metadata.name", "rule": "queue-protected", "message": "`root` queue can not be deleted"}
+        ],
+    }

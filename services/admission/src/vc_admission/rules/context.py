@@ -77,13 +77,3 @@ class StaticContext:
 
 
 _: AdmissionContext = StaticContext()
-
-
-def child_queues(ctx: AdmissionContext, name: str) -> list[str]:
-    """Names of the queues whose `spec.parent` is `name`, sorted (queues without a parent hang off root)."""
-    children = []
-    for queue_name, queue in ctx.queues.items():
-        parent = queue.spec.parent if queue.spec else None
-        if (parent or "root") == name and queue_name != name:
-            children.append(queue_name)
-    return sorted(children)

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from vc_proto.scheduling import Queue
 from vc_proto.vocabulary import ROOT_QUEUE, QueueState
 
-from vc_admission.rules.context import AdmissionContext, child_queues
+from vc_admission.rules.context import AdmissionContext
+from vc_admission.rules.queue_hierarchy import children_of
 from vc_admission.rules.tenancy import namespace_violation
 from vc_admission.rules.verdict import Violation
 
@@ -38,7 +39,7 @@ def validate_submission(ctx: AdmissionContext, queue_name: str, namespace: str, 
         )
     if queue_name == ROOT_QUEUE:
         yield Violation(path, "queue-leaf", f"can not submit {kind} to root queue")
-    elif children := child_queues(ctx, queue_name):
+    elif children := children_of(ctx.queues, queue_name):
         yield Violation(
             path,
             "queue-leaf",

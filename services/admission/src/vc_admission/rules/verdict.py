@@ -57,6 +57,10 @@ class Verdict:
         """All messages, each prefixed by its field, joined the way Volcano joins its own."""
         return "; ".join(f"{v.field}: {v.message}" for v in self.violations)
 
+    def to_dict(self) -> dict[str, object]:
+        """The reply body a front-end sends: the decision and every violation (not the object)."""
+        return {"allowed": self.allowed, "message": self.message, "violations": [v.to_dict() for v in self.violations]}
+
     def to_exception(self) -> PermanentError | None:
         """The domain error for a denial (None when allowed): PolicyViolation if every violation is one."""
         if self.allowed:
@@ -64,8 +68,7 @@ class Verdict:
         if all(v.is_policy for v in self.violations):
             return PolicyViolation(self.message)
         first = next(v for v in self.violations if not v.is_policy)
-        error = InvalidObject(first.field, first.rule, self.message)
-        return error
+        return InvalidObject(first.field, first.rule, self.message)
 
 
 def allow(patched: object | None) -> Verdict:
