@@ -89,10 +89,20 @@ class JobInfo:
     nodes_fit_errors: dict[str, FitErrors] = field(default_factory=dict)
     job_fit_errors: str = ""
     why: list[str] = field(default_factory=list)  # actionable sentences beyond Volcano's message
+    # Kept up to date on every status change: job ordering asks for them thousands of times a cycle.
+    _ready: int = 0
+    _pending_best_effort: int = 0
+
+    def _tally(self, task: TaskInfo, sign: int) -> None:
+        if task.status in READY_STATUSES:
+            self._ready += sign
+        elif task.status == TaskStatus.PENDING and task.best_effort:
+            self._pending_best_effort += sign
 
     def add_task(self, task: TaskInfo) -> None:
         self.tasks[task.uid] = task
         self.by_status.setdefault(task.status, {})[task.uid] = task
+        self._tally(task, 1)
         if task.status in ALLOCATED_STATUSES:
             self.allocated += task.resreq
 
@@ -102,7 +112,9 @@ class JobInfo:
             old.pop(task.uid, None)
             if not old:
                 del self.by_status[task.status]
+        self._tally(task, -1)
         was, task.status = task.status in ALLOCATED_STATUSES, status
+        self._tally(task, 1)
         self.by_status.setdefault(status, {})[task.uid] = task
         now = status in ALLOCATED_STATUSES
         if now and not was:
@@ -117,13 +129,13 @@ class JobInfo:
         return list(self.by_status.get(status, {}).values())
 
     def ready_task_num(self) -> int:
-        return self.count(*READY_STATUSES)
+        return self._ready
 
     def waiting_task_num(self) -> int:
         return self.count(TaskStatus.PIPELINED)
 
     def pending_best_effort_num(self) -> int:
-        return sum(1 for t in self.by_status.get(TaskStatus.PENDING, {}).values() if t.best_effort)
+        return self._pending_best_effort
 
     def valid_task_num(self) -> int:
         return self.count(*VALID_STATUSES)

@@ -17,11 +17,8 @@ class _Entry(Generic[T]):
         self.item, self.less, self.seq = item, less, seq
 
     def __lt__(self, other: _Entry[T]) -> bool:
-        if self.less(self.item, other.item):
-            return True
-        if self.less(other.item, self.item):
-            return False
-        return self.seq < other.seq  # equal under `less`: first pushed first, for reproducible runs
+        # Session orders end in a unique tie-break (uid/name), so `less` is total and decides alone.
+        return self.less(self.item, other.item)
 
 
 class PriorityQueue(Generic[T]):
