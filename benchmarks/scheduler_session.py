@@ -20,7 +20,10 @@ def cluster_objects(nodes: int, gangs: int, size: int) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = [
         {
             "kind": "Node",
-            "metadata": {"name": f"node-{i:05}", "labels": {"kubernetes.io/hostname": f"node-{i:05}", "zone": f"z{i % 4}"}},
+            "metadata": {
+                "name": f"node-{i:05}",
+                "labels": {"kubernetes.io/hostname": f"node-{i:05}", "zone": f"z{i % 4}"},
+            },
             "status": {"allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"}},
         }
         for i in range(nodes)
@@ -47,7 +50,10 @@ def _pod(gang: int, index: int) -> dict[str, Any]:
             "namespace": "bench",
             "annotations": {"scheduling.k8s.io/group-name": f"job-{gang:04}", "volcano.sh/task-spec": "worker"},
         },
-        "spec": {"schedulerName": "volcano", "containers": [{"name": "w", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]},
+        "spec": {
+            "schedulerName": "volcano",
+            "containers": [{"name": "w", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
+        },
         "status": {"phase": "Pending"},
     }
 

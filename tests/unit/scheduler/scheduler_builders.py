@@ -18,7 +18,11 @@ NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def node(name: str, cpu: str = "4", memory: str = "8Gi", **extra: str) -> dict[str, Any]:
-    return {"kind": "Node", "metadata": {"name": name}, "status": {"allocatable": {"cpu": cpu, "memory": memory, **extra}}}
+    return {
+        "kind": "Node",
+        "metadata": {"name": name},
+        "status": {"allocatable": {"cpu": cpu, "memory": memory, **extra}},
+    }
 
 
 def podgroup(name: str, *, min_member: int = 1, phase: str = "Inqueue", queue: str = "default") -> dict[str, Any]:
@@ -68,7 +72,11 @@ def fake_registry(plugins: Mapping[str, Mapping[ExtensionPoint, Callable[..., An
     return Registry({name: factory(name) for name in plugins})
 
 
-def fake_session(conf_yaml: str, plugins: Mapping[str, Mapping[ExtensionPoint, Callable[..., Any]]], snap: ClusterSnapshot | None = None) -> Session:
+def fake_session(
+    conf_yaml: str,
+    plugins: Mapping[str, Mapping[ExtensionPoint, Callable[..., Any]]],
+    snap: ClusterSnapshot | None = None,
+) -> Session:
     registry = fake_registry(plugins)
     conf = load_conf(conf_yaml, known_actions=["allocate"], known_plugins=registry.names())
     ssn, _ = open_session(snap or snapshot(), conf, plugins=registry, now=NOW, uid="test")

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
 from vc_scheduler.cycle import load_scheduler_conf
 from vc_scheduler.sim import simulate
 from vc_scheduler.snapshot import ClusterSnapshot, load_snapshot

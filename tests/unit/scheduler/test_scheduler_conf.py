@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from vc_scheduler.actions import in_tree_actions
 from vc_scheduler.cycle import load_scheduler_conf
 from vc_scheduler.framework.conf import DEFAULT_CONF_YAML, ConfError
@@ -34,11 +33,28 @@ def test_deployed_conf_is_volcanos_built_in_default() -> None:
 @pytest.mark.parametrize(
     ("text", "field", "message"),
     [
-        pytest.param('actions: "enqueue, allocat"\ntiers: []', "actions", "failed to find Action allocat", id="unknown-action"),
-        pytest.param('actions: "allocate"\ntiers:\n- plugins:\n  - name: gangg', "tiers[0].plugins[0].name", "failed to find Plugin gangg", id="unknown-plugin"),
-        pytest.param('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n    enableJobReady: maybe', "tiers[0].plugins[0].enableJobReady", "true or false", id="bad-flag"),
+        pytest.param(
+            'actions: "enqueue, allocat"\ntiers: []', "actions", "failed to find Action allocat", id="unknown-action"
+        ),
+        pytest.param(
+            'actions: "allocate"\ntiers:\n- plugins:\n  - name: gangg',
+            "tiers[0].plugins[0].name",
+            "failed to find Plugin gangg",
+            id="unknown-plugin",
+        ),
+        pytest.param(
+            'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n    enableJobReady: maybe',
+            "tiers[0].plugins[0].enableJobReady",
+            "true or false",
+            id="bad-flag",
+        ),
         pytest.param("actions: [allocate]", "actions", "comma separated", id="actions-not-a-string"),
-        pytest.param('actions: "allocate"\ntiers:\n- plugins:\n  - name: drf\n    enableHierarchy: true\n  - name: proportion', "tiers[0]", "proportion and drf with hierarchy enabled conflicts", id="drf-hierarchy-with-proportion"),
+        pytest.param(
+            'actions: "allocate"\ntiers:\n- plugins:\n  - name: drf\n    enableHierarchy: true\n  - name: proportion',
+            "tiers[0]",
+            "proportion and drf with hierarchy enabled conflicts",
+            id="drf-hierarchy-with-proportion",
+        ),
     ],
 )
 def test_bad_conf_names_the_field(text: str, field: str, message: str) -> None:

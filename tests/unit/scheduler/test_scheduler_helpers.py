@@ -7,8 +7,8 @@ from datetime import timedelta
 import numpy as np
 import pytest
 from scheduler_builders import node, pod, podgroup, real_session, snapshot
-
 from vc_scheduler.cycle import load_scheduler_conf
+from vc_scheduler.framework.model import QueueInfo
 from vc_scheduler.framework.node_search import find_feasible_nodes, num_feasible_nodes_to_find
 from vc_scheduler.framework.resources import ResourceSpace
 from vc_scheduler.plugins.binpack import binpack_scores, resource_weights
@@ -19,7 +19,6 @@ from vc_scheduler.plugins.queue_ledger import QueueAttr
 from vc_scheduler.plugins.sla import parse_go_duration
 from vc_scheduler.snapshot.cluster import QueueObj
 from vc_scheduler.snapshot.kube import Taint, Toleration
-from vc_scheduler.framework.model import QueueInfo
 
 INF = float("inf")
 
@@ -56,7 +55,9 @@ def _attr(name: str, weight: int, request: float, *, cap: float = INF, guarantee
         pytest.param([("a", 1, 1.0), ("b", 1, 1.0)], [1.0, 1.0], id="capped-by-request"),
     ],
 )
-def test_water_fill_hands_out_the_cluster_by_weight(queues: list[tuple[str, int, float]], deserved: list[float]) -> None:
+def test_water_fill_hands_out_the_cluster_by_weight(
+    queues: list[tuple[str, int, float]], deserved: list[float]
+) -> None:
     attrs = [_attr(*q) for q in queues]
     water_fill(np.array([8.0]), attrs, np.array([1e-4]))
     assert [float(a.deserved[0]) for a in attrs] == pytest.approx(deserved)

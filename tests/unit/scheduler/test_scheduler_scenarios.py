@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from scheduler_scenarios import check, load_scenario, scenario_files
 
 

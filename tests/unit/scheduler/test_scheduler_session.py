@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 from scheduler_builders import fake_session, node, pod, podgroup, snapshot
-
 from vc_scheduler.framework.interfaces import ALLOWED, Check, ExtensionPoint, NodeFailure, ValidateResult, Verdict, Vote
 from vc_scheduler.framework.model import JobInfo, TaskInfo
 
@@ -30,7 +29,9 @@ def vote(v: Vote) -> object:
 @pytest.mark.parametrize(
     ("a", "b", "c", "expected"),
     [
-        pytest.param(Vote.ABSTAIN, Vote.PERMIT, Vote.REJECT, Vote.PERMIT, id="permit-ends-its-tier-later-tiers-unasked"),
+        pytest.param(
+            Vote.ABSTAIN, Vote.PERMIT, Vote.REJECT, Vote.PERMIT, id="permit-ends-its-tier-later-tiers-unasked"
+        ),
         pytest.param(Vote.PERMIT, Vote.REJECT, Vote.PERMIT, Vote.REJECT, id="reject-in-the-same-tier-wins"),
         pytest.param(Vote.ABSTAIN, Vote.ABSTAIN, Vote.REJECT, Vote.REJECT, id="all-abstain-falls-through-to-a-reject"),
         pytest.param(Vote.ABSTAIN, Vote.ABSTAIN, Vote.ABSTAIN, Vote.PERMIT, id="nobody-votes-means-permit"),
@@ -101,7 +102,11 @@ def test_job_starving_first_tier_with_registrations_decides() -> None:
 def test_ready_is_an_and_overused_is_an_or_allocatable_gives_the_first_reason() -> None:
     fns = {
         "a": {P.JOB_READY: lambda _j: True, P.OVERUSED: lambda _q: False, P.ALLOCATABLE: lambda _q, _t: ALLOWED},
-        "b": {P.JOB_READY: lambda _j: True, P.OVERUSED: lambda _q: True, P.ALLOCATABLE: lambda _q, _t: Check(False, "b says no")},
+        "b": {
+            P.JOB_READY: lambda _j: True,
+            P.OVERUSED: lambda _q: True,
+            P.ALLOCATABLE: lambda _q, _t: Check(False, "b says no"),
+        },
         "c": {P.JOB_READY: lambda _j: False, P.ALLOCATABLE: lambda _q, _t: Check(False, "c says no")},
     }
     ssn = fake_session(TWO_TIERS, fns, SNAP)

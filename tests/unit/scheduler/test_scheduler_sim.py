@@ -18,8 +18,10 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
 
 def test_malformed_snapshot_exits_2_naming_document_and_field(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text("kind: Node\nmetadata: {name: n}\n---\nkind: Queue\nmetadata: {name: q}\n---\n"
-                   "kind: PodGroup\nmetadata: {name: pg}\nspec: {minMember: many}\n")
+    bad.write_text(
+        "kind: Node\nmetadata: {name: n}\n---\nkind: Queue\nmetadata: {name: q}\n---\n"
+        "kind: PodGroup\nmetadata: {name: pg}\nspec: {minMember: many}\n"
+    )
     code, out, err = _run(["-f", str(bad), "-o", "json"])
     assert code == 2 and out == ""
     assert "document 2" in err and "spec.minMember" in err

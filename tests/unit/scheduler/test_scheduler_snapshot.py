@@ -5,20 +5,45 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-
 from vc_scheduler.snapshot import SnapshotError, load_objects, load_snapshot
 
 
 @pytest.mark.parametrize(
     ("text", "index", "field"),
     [
-        pytest.param("kind: Node\nmetadata: {name: a}\n---\nkind: PodGroup\nmetadata: {name: b}\nspec: {minMember: lots}\n", 1, "spec.minMember", id="wrong-type"),
-        pytest.param("kind: Node\nmetadata: {name: a}\nstatus: {allocatable: {cpu: 2x}}\n", 0, "status.allocatable.cpu", id="bad-quantity"),
+        pytest.param(
+            "kind: Node\nmetadata: {name: a}\n---\nkind: PodGroup\nmetadata: {name: b}\nspec: {minMember: lots}\n",
+            1,
+            "spec.minMember",
+            id="wrong-type",
+        ),
+        pytest.param(
+            "kind: Node\nmetadata: {name: a}\nstatus: {allocatable: {cpu: 2x}}\n",
+            0,
+            "status.allocatable.cpu",
+            id="bad-quantity",
+        ),
         pytest.param("kind: Queue\nmetadata: {name: q}\nspec: {weight: 0}\n", 0, "spec.weight", id="weight-below-one"),
         pytest.param("kind: Pod\nmetadata: {namespace: x}\n", 0, "metadata.name", id="missing-name"),
-        pytest.param("---\nkind: Node\nmetadata: {name: a}\n---\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{resources: {requests: {memory: 1Qi}}}]}\n", 1, "spec.containers[0].resources.requests.memory", id="container-request"),
-        pytest.param("kind: Node\nmetadata: {name: a}\n---\n- just\n- a list\n---\nkind: Node\n", 1, "(document)", id="not-an-object"),
-        pytest.param("kind: Node\nmetadata: {name: a}\n---\nkind: Pod\nmetadata: {name: [unclosed\n", 1, "(document)", id="yaml-syntax"),
+        pytest.param(
+            "---\nkind: Node\nmetadata: {name: a}\n---\nkind: Pod\nmetadata: {name: p}\n"
+            "spec: {containers: [{resources: {requests: {memory: 1Qi}}}]}\n",
+            1,
+            "spec.containers[0].resources.requests.memory",
+            id="container-request",
+        ),
+        pytest.param(
+            "kind: Node\nmetadata: {name: a}\n---\n- just\n- a list\n---\nkind: Node\n",
+            1,
+            "(document)",
+            id="not-an-object",
+        ),
+        pytest.param(
+            "kind: Node\nmetadata: {name: a}\n---\nkind: Pod\nmetadata: {name: [unclosed\n",
+            1,
+            "(document)",
+            id="yaml-syntax",
+        ),
     ],
 )
 def test_malformed_document_names_index_and_field(text: str, index: int, field: str) -> None:
@@ -33,7 +58,16 @@ def test_unknown_kinds_and_fields_are_ignored_and_lists_expand() -> None:
     snap = load_objects(
         [
             {"kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "b"}},
-            {"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n", "extra": 1}, "status": {"allocatable": {"cpu": "500m", "pods": "10"}}}]},
+            {
+                "kind": "List",
+                "items": [
+                    {
+                        "kind": "Node",
+                        "metadata": {"name": "n", "extra": 1},
+                        "status": {"allocatable": {"cpu": "500m", "pods": "10"}},
+                    }
+                ],
+            },
         ]
     )
     assert [n.name for n in snap.nodes] == ["n"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 from scheduler_builders import node, pod, podgroup, real_session, snapshot
-
 from vc_scheduler.cycle import load_scheduler_conf
 from vc_scheduler.framework.decisions import Bind, Evict
 from vc_scheduler.framework.model import TaskStatus

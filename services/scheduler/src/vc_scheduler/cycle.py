@@ -81,17 +81,20 @@ def run_cycle(
     timer = _Timer(clock)
     start = clock()
     ssn, instances = open_session(
-        snapshot, conf, plugins=plugins, now=now, uid=session_uid,
-        scheduler_names=scheduler_names, timed=timer,
+        snapshot,
+        conf,
+        plugins=plugins,
+        now=now,
+        uid=session_uid,
+        scheduler_names=scheduler_names,
+        timed=timer,
     )
     pending = sum(job.count(TaskStatus.PENDING) for job in ssn.jobs.values())
     for name in conf.actions:
         action = actions[name](conf.action_arguments(name))
         timer(f"action:{name}", lambda a=action: a.execute(ssn))
     statuses, queues = close_session(ssn, instances, timed=timer)
-    pipelined = sorted(
-        t.key for job in ssn.jobs.values() for t in job.tasks_in(TaskStatus.PIPELINED)
-    )
+    pipelined = sorted(t.key for job in ssn.jobs.values() for t in job.tasks_in(TaskStatus.PIPELINED))
     stats = CycleStats(clock() - start, timer.durations, len(ssn.jobs), pending, len(ssn.nodes))
     return CycleResult(tuple(ssn.decisions), statuses, tuple(queues), tuple(pipelined), stats)
 

@@ -15,8 +15,8 @@ import numpy as np
 from vc_scheduler.actions.victims import fits_future_idle, victims_can_make_room, victims_queue
 from vc_scheduler.framework.interfaces import PluginArgs
 from vc_scheduler.framework.model import PREEMPTABLE_STATUSES, JobInfo, QueueInfo, TaskInfo, TaskStatus
-from vc_scheduler.framework.nodes import NodeInfo
 from vc_scheduler.framework.node_search import sort_nodes_by_score
+from vc_scheduler.framework.nodes import NodeInfo
 from vc_scheduler.framework.ordering import PriorityQueue
 from vc_scheduler.framework.session import Session
 from vc_scheduler.framework.statement import Statement
@@ -75,7 +75,7 @@ class PreemptAction:
         while not tasks.empty():
             preemptor = tasks.pop()
             stmt = Statement(ssn)
-            assigned = preempt(ssn, stmt, preemptor, lambda t: t.job == preemptor.job and _running(t))
+            assigned = preempt(ssn, stmt, preemptor, _same_job(preemptor))
             stmt.commit()
             if not assigned:
                 break
@@ -83,6 +83,10 @@ class PreemptAction:
 
 def _pending_tasks(ssn: Session, job: JobInfo) -> PriorityQueue[TaskInfo]:
     return PriorityQueue(ssn.task_order, sorted(job.tasks_in(TaskStatus.PENDING), key=lambda t: t.uid))
+
+
+def _same_job(preemptor: TaskInfo) -> Filter:
+    return lambda task: task.job == preemptor.job and _running(task)
 
 
 def _running(task: TaskInfo) -> bool:

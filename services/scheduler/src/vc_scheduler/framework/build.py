@@ -6,7 +6,6 @@ from collections.abc import Iterable, Mapping
 
 import msgspec
 import numpy as np
-
 from vc_scheduler.framework.model import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from vc_scheduler.framework.nodes import NodeTable
 from vc_scheduler.framework.resources import ResourceSpace, is_empty

@@ -35,5 +35,7 @@ def _resource_shortfalls(job: JobInfo) -> list[str]:
             )
         other = [r for r in errors.reasons if not r.startswith("Insufficient ")]
         if other and not errors.shortfalls:
-            out.append(f"{alike} pending task(s) like {task.name} are refused by every node ({', '.join(sorted(other))})")
+            out.append(
+                f"{alike} pending task(s) like {task.name} are refused by every node ({', '.join(sorted(other))})"
+            )
     return out

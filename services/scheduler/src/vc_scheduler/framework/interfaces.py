@@ -64,8 +64,15 @@ ENABLE_KEYS: Final[Mapping[ExtensionPoint, str]] = {
 # Keys Volcano accepts that switch points this project does not implement; accepted and ignored.
 OTHER_ENABLE_KEYS: Final = frozenset(
     {
-        "enableHierarchy", "enabledClusterOrder", "enableBestNode", "enableTargetJob", "enableReservedNodes",
-        "enabledHyperNodeOrder", "enabledSubJobReady", "enabledSubJobPipelined", "enabledSubJobOrder",
+        "enableHierarchy",
+        "enabledClusterOrder",
+        "enableBestNode",
+        "enableTargetJob",
+        "enableReservedNodes",
+        "enabledHyperNodeOrder",
+        "enabledSubJobReady",
+        "enabledSubJobPipelined",
+        "enabledSubJobOrder",
         "enabledHyperNodeGradient",
     }
 )

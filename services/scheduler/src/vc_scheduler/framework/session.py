@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-
 from vc_scheduler.framework.conf import SchedulerConf, Tier
 from vc_scheduler.framework.decisions import Bind, Evict
 from vc_scheduler.framework.interfaces import (
@@ -95,7 +94,9 @@ class Session:
         cached = self._tier_cache.get(point)
         if cached is None:
             table = self._fns[point]
-            cached = [[table[p.name] for p in tier.plugins if p.name in table and p.enabled(point)] for tier in self.tiers]
+            cached = [
+                [table[p.name] for p in tier.plugins if p.name in table and p.enabled(point)] for tier in self.tiers
+            ]
             self._tier_cache[point] = cached
         return cached
 

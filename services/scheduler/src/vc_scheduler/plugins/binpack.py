@@ -38,7 +38,9 @@ def resource_weights(args: PluginArgs) -> dict[str, float]:
     return {name: (1.0 if w < 0 else w) for name, w in weights.items()}
 
 
-def binpack_scores(nodes: NodeTable, rows: Rows, request: NDArray[np.float64], weights: NDArray[np.float64]) -> NDArray[np.float64]:
+def binpack_scores(
+    nodes: NodeTable, rows: Rows, request: NDArray[np.float64], weights: NDArray[np.float64]
+) -> NDArray[np.float64]:
     counted = (request > 0) & (weights > 0)
     if not counted.any():
         return np.zeros(len(rows))

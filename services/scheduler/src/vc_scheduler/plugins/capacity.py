@@ -134,10 +134,18 @@ class CapacityPlugin:
             held = held if reserved else np.zeros_like(held)
             over = (allocated + held + request > attr.real_capability + self.ledger.space.tolerance) & (request > 0)
             if over.any():
-                return Check(False, self.ledger.describe(
-                    name, over, allocated=allocated, reserved=held if reserved else None,
-                    request=request, limit=attr.real_capability, what=self.ledger.limit_names(attr, "capability"),
-                ))
+                return Check(
+                    False,
+                    self.ledger.describe(
+                        name,
+                        over,
+                        allocated=allocated,
+                        reserved=held if reserved else None,
+                        request=request,
+                        limit=attr.real_capability,
+                        what=self.ledger.limit_names(attr, "capability"),
+                    ),
+                )
         return ALLOWED
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Check:
@@ -152,7 +160,11 @@ class CapacityPlugin:
         if job.min_resources is None:
             return Verdict(Vote.PERMIT)
         check = self._quota(queue, np.where(job.min_resources_dims, job.min_resources, 0.0), reserved=True)
-        return Verdict(Vote.PERMIT) if check.ok else Verdict(Vote.REJECT, "queue resource quota insufficient: " + check.reason)
+        return (
+            Verdict(Vote.PERMIT)
+            if check.ok
+            else Verdict(Vote.REJECT, "queue resource quota insufficient: " + check.reason)
+        )
 
     def job_enqueued(self, job: JobInfo) -> None:
         if self.ledger is not None:
@@ -182,7 +194,9 @@ class CapacityPlugin:
             allocated = allocations.setdefault(attr.name, attr.allocated.copy())
             if np.any(allocated + tol < reclaimer.resreq):
                 continue
-            if less_equal(allocated, attr.deserved, tol) or not less_equal(attr.guarantee, allocated - task.resreq, tol):
+            if less_equal(allocated, attr.deserved, tol) or not less_equal(
+                attr.guarantee, allocated - task.resreq, tol
+            ):
                 continue
             allocated -= task.resreq
             victims.append(task)

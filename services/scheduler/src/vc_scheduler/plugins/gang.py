@@ -105,9 +105,7 @@ class GangPlugin:
 def unschedulable_message(job: JobInfo) -> str:
     """`<M>/<N> tasks in gang unschedulable: <FitError()>` with Volcano's M."""
     schedulable = sum(
-        1
-        for task in job.tasks_in(TaskStatus.PENDING)
-        if (task.last_tx_status or task.status) in ALLOCATED_STATUSES
+        1 for task in job.tasks_in(TaskStatus.PENDING) if (task.last_tx_status or task.status) in ALLOCATED_STATUSES
     )
     missing = job.min_available - (schedulable + job.ready_task_num())
     return f"{missing}/{len(job.tasks)} tasks in gang unschedulable: {fit_error(job)}"

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from vc_scheduler.snapshot.kube import NodeSelectorTerm, SelectorRequirement, Taint, Toleration
 from vc_scheduler.snapshot.cluster import NodeObj
+from vc_scheduler.snapshot.kube import NodeSelectorTerm, SelectorRequirement, Taint, Toleration
 
 HARD_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
@@ -90,7 +90,9 @@ def tolerates(toleration: Toleration, taint: Taint) -> bool:
     return bool(toleration.key) and toleration.value == taint.value
 
 
-def first_untolerated(taints: Sequence[Taint], tolerations: Sequence[Toleration], effects: frozenset[str]) -> Taint | None:
+def first_untolerated(
+    taints: Sequence[Taint], tolerations: Sequence[Toleration], effects: frozenset[str]
+) -> Taint | None:
     for taint in taints:
         if taint.effect in effects and not any(tolerates(t, taint) for t in tolerations):
             return taint

@@ -13,7 +13,7 @@ from typing import ClassVar, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from vc_scheduler.framework.interfaces import ExtensionPoint, PluginArgs
+from vc_scheduler.framework.interfaces import ExtensionPoint
 from vc_scheduler.framework.model import TaskInfo
 from vc_scheduler.framework.nodes import NodeTable
 from vc_scheduler.framework.session import Session

@@ -17,7 +17,13 @@ from vc_scheduler.framework.interfaces import ExtensionPoint, NodeFailure, Plugi
 from vc_scheduler.framework.model import TaskInfo
 from vc_scheduler.framework.nodes import NodeTable
 from vc_scheduler.framework.session import Session
-from vc_scheduler.plugins.node_filters import HARD_EFFECTS, UNSCHEDULABLE_TAINT, NodeLabels, first_untolerated, tolerates
+from vc_scheduler.plugins.node_filters import (
+    HARD_EFFECTS,
+    UNSCHEDULABLE_TAINT,
+    NodeLabels,
+    first_untolerated,
+    tolerates,
+)
 
 NAME: Final = "predicates"
 UNSCHEDULABLE_REASON: Final = "node(s) were unschedulable"

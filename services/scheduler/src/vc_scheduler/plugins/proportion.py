@@ -62,7 +62,9 @@ class ProportionPlugin:
         for name in sorted({job.queue for job in ssn.jobs.values()}):
             queue = ssn.queues[name]
             attr = ledger.new_attr(queue, ssn.space.zeros())
-            attr.real_capability = np.minimum(np.clip(total - total_guarantee, 0, None) + attr.guarantee, attr.capability)
+            attr.real_capability = np.minimum(
+                np.clip(total - total_guarantee, 0, None) + attr.guarantee, attr.capability
+            )
         ledger.add_jobs(ssn.jobs.values())
         water_fill(total, list(ledger.attrs.values()), ssn.space.tolerance)
         for attr in ledger.attrs.values():

@@ -55,9 +55,14 @@ class QueueLedger:
     def new_attr(self, queue: QueueInfo, real_capability: Vector, deserved: Vector | None = None) -> QueueAttr:
         space = self.space
         attr = QueueAttr(
-            queue=queue, allocated=space.zeros(), request=space.zeros(), reserved=space.zeros(),
-            capability=capability_vector(space, queue), guarantee=space.vector(queue.spec.guarantee),
-            deserved=space.zeros() if deserved is None else deserved, real_capability=real_capability,
+            queue=queue,
+            allocated=space.zeros(),
+            request=space.zeros(),
+            reserved=space.zeros(),
+            capability=capability_vector(space, queue),
+            guarantee=space.vector(queue.spec.guarantee),
+            deserved=space.zeros() if deserved is None else deserved,
+            real_capability=real_capability,
         )
         self.attrs[queue.name] = attr
         return attr
@@ -120,8 +125,18 @@ class QueueLedger:
         if not over.any():
             return ALLOWED
         limit_name = self.limit_names(attr, what)
-        return Check(False, self.describe(attr.name, over, allocated=attr.allocated, reserved=held if reserved else None,
-                                          request=request, limit=limit, what=limit_name))
+        return Check(
+            False,
+            self.describe(
+                attr.name,
+                over,
+                allocated=attr.allocated,
+                reserved=held if reserved else None,
+                request=request,
+                limit=limit,
+                what=limit_name,
+            ),
+        )
 
     def limit_names(self, attr: QueueAttr, what: str) -> list[str]:
         """Per resource, what the limit is: the queue's own capability, or (when the queue sets none)
@@ -145,10 +160,10 @@ class QueueLedger:
         names = [what] * self.space.size if isinstance(what, str) else what
         for dim in np.flatnonzero(over):
             name = self.space.names[dim]
-            held = "" if reserved is None else f" + reserved by admitted jobs {format_amount(name, float(reserved[dim]))}"
+            amount = lambda vec: format_amount(name, float(vec[dim]))  # noqa: E731
+            held = "" if reserved is None else f" + reserved by admitted jobs {amount(reserved)}"
             parts.append(
-                f"{name}: allocated {format_amount(name, float(allocated[dim]))}{held}"
-                f" + request {format_amount(name, float(request[dim]))} > {names[dim]} {format_amount(name, float(limit[dim]))}"
+                f"{name}: allocated {amount(allocated)}{held} + request {amount(request)} > {names[dim]} {amount(limit)}"
             )
         label = "capability" if isinstance(what, list) else what
         return f'queue "{queue}" {label} would be exceeded ({"; ".join(parts)})'
@@ -165,5 +180,7 @@ def _holds_reservation(job: JobInfo) -> bool:
 def share(allocated: Vector, deserved: Vector) -> float:
     """max_r allocated/deserved; Volcano's Share: 0/0 = 0, x/0 = 1."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = np.where(deserved > 0, allocated / np.where(deserved > 0, deserved, 1), np.where(allocated > 0, 1.0, 0.0))
+        ratios = np.where(
+            deserved > 0, allocated / np.where(deserved > 0, deserved, 1), np.where(allocated > 0, 1.0, 0.0)
+        )
     return float(ratios.max()) if ratios.size else 0.0

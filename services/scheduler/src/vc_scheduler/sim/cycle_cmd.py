@@ -47,16 +47,20 @@ def simulate(snapshot: ClusterSnapshot, conf: SchedulerConf, *, cycles: int, now
         binds.update(result.binds)
         evictions.extend(result.evictions)
         snapshot = apply_result(snapshot, result)
-    podgroups = {} if result is None else {
-        key: {
-            "phase": status.phase,
-            "conditions": [
-                {"type": c.type, "status": c.status, "reason": c.reason, "message": c.message}
-                for c in status.conditions
-            ],
+    podgroups = (
+        {}
+        if result is None
+        else {
+            key: {
+                "phase": status.phase,
+                "conditions": [
+                    {"type": c.type, "status": c.status, "reason": c.reason, "message": c.message}
+                    for c in status.conditions
+                ],
+            }
+            for key, status in result.podgroups.items()
         }
-        for key, status in result.podgroups.items()
-    }
+    )
     pipelined = [] if result is None else list(result.pipelined)
     return {"binds": binds, "evictions": evictions, "pipelined": pipelined, "podgroups": podgroups}
 
