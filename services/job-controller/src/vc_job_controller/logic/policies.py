@@ -115,24 +115,33 @@ def delays_cancelled_by(request: Request, delayed: Mapping[str, DelayedAction]) 
     return []
 
 
+_SCOPES: Final[dict[str, str]] = {
+    Action.RESTART_TASK: "task",
+    Action.RESTART_POD: "pod",
+    Action.RESTART_PARTITION: "partition",
+}
+
+
 def action_scope(action: str) -> str:
     """GetActionType: job, task, pod or partition."""
-    return {Action.RESTART_TASK: "task", Action.RESTART_POD: "pod", Action.RESTART_PARTITION: "partition"}.get(
-        action, "job"
-    )
+    return _SCOPES.get(action, "job")
+
+
+def _same_target(scope: str, delayed: DelayedAction, request: Request) -> bool:
+    if scope == "task":
+        return delayed.task_name == request.task_name
+    if scope == "pod":
+        return delayed.pod_name == request.pod_name
+    if scope == "partition":
+        return delayed.partition_id == request.partition_id
+    return True
 
 
 def delays_superseded_by(action: str, request: Request, delayed: Mapping[str, DelayedAction]) -> list[str]:
     """cleanupDelayActions: after an action ran, pending delays of the same scope are moot
     (job scope: all; task: same task; pod: same pod; partition: same partition)."""
     scope = action_scope(action)
-    same_target = {
-        "job": lambda d: True,
-        "task": lambda d: d.task_name == request.task_name,
-        "pod": lambda d: d.pod_name == request.pod_name,
-        "partition": lambda d: d.partition_id == request.partition_id,
-    }[scope]
-    return [key for key, d in delayed.items() if action_scope(d.action) == scope and same_target(d)]
+    return [key for key, d in delayed.items() if action_scope(d.action) == scope and _same_target(scope, d, request)]
 
 
 def new_delay(resolution: Resolution, request: Request, *, due_at: str) -> DelayedAction:

@@ -127,11 +127,12 @@ def request_pod_event(plan: PlanDraft) -> history.HistoryEvent | None:
     phase = pod_phase(pod)
     if phase == request.previous_phase or (request.previous_phase == "" and phase == PodPhase.PENDING):
         return None  # a new Pending pod was already reported as PodCreated
-    reason = {
+    reasons: dict[str, str] = {
         PodPhase.RUNNING: history.POD_STARTED,
         PodPhase.SUCCEEDED: history.POD_EXITED,
         PodPhase.FAILED: history.POD_EXITED,
-    }.get(phase, history.POD_PHASE_CHANGED)
+    }
+    reason = reasons.get(phase, history.POD_PHASE_CHANGED)
     event = pod_event(plan, pod, reason=reason, phase=phase, message=_pod_message(pod, request.event))
     return _with_previous(event, request.previous_phase)
 

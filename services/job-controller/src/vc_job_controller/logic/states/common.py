@@ -10,7 +10,7 @@ from vc_job_controller.logic.status import StatusDraft, UpdateStatus
 
 RESTART_TARGET_ACTIONS = frozenset({Action.RESTART_TASK, Action.RESTART_POD, Action.RESTART_PARTITION})
 # Actions that end or pause the job, and the phase each leads to.
-STOPPING_PHASE = {
+STOPPING_PHASE: dict[str, str] = {
     Action.ABORT_JOB: JobPhase.ABORTING,
     Action.COMPLETE_JOB: JobPhase.COMPLETING,
     Action.TERMINATE_JOB: JobPhase.TERMINATING,
