@@ -512,6 +512,22 @@ CASES = [
         id="container-quantity-unparsable",
     ),
     pytest.param(
+        job(
+            "bad-restart",
+            task(template=PodTemplateSpec(spec=PodSpec(containers=[container()], restart_policy="Sometimes"))),
+        ),
+        Expect("spec.tasks[0].template.spec.restartPolicy", "restart-policy", 'Unsupported value: "Sometimes"'),
+        id="restart-policy-unknown",
+    ),
+    pytest.param(
+        job(
+            "ok-restart",
+            task(template=PodTemplateSpec(spec=PodSpec(containers=[container()], restart_policy="OnFailure"))),
+        ),
+        None,
+        id="restart-policy-on-failure",
+    ),
+    pytest.param(
         job("bad-timeout", policies=[policy("RestartJob", event="PodPending", timeout="ten minutes")]),
         Expect("spec.policies[0].timeout", "policy-timeout", "invalid duration"),
         id="policy-timeout-not-a-duration",

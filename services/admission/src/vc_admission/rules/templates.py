@@ -22,6 +22,7 @@ from vc_admission.rules.names import dns1123_label_errors, format_errors
 from vc_admission.rules.verdict import Violation
 
 TOPOLOGY_POLICIES: Final = frozenset({"none", "best-effort", "restricted", "single-numa-node"})
+RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
 
 
 def validate_template(task: TaskSpec, path: str) -> Iterator[Violation]:
@@ -40,6 +41,12 @@ def validate_template(task: TaskSpec, path: str) -> Iterator[Violation]:
             f"may not have more than {MAX_CONTAINERS} containers",
         )
         return
+    if spec is not None and spec.restart_policy not in (None, *RESTART_POLICIES):
+        yield Violation(
+            f"{path}.template.spec.restartPolicy",
+            "restart-policy",
+            f'Unsupported value: "{spec.restart_policy[:64]}": supported values: "Always", "OnFailure", "Never"',
+        )
     yield from _validate_containers(containers, f"{path}.template.spec.containers", set())
     yield from _validate_containers(
         init_containers, f"{path}.template.spec.initContainers", {c.name for c in containers}
