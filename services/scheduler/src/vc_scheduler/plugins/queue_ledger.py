@@ -156,17 +156,21 @@ class QueueLedger:
         limit: Vector,
         what: str | list[str],
     ) -> str:
-        parts = []
         names = [what] * self.space.size if isinstance(what, str) else what
-        for dim in np.flatnonzero(over):
-            name = self.space.names[dim]
-            amount = lambda vec: format_amount(name, float(vec[dim]))  # noqa: E731
-            held = "" if reserved is None else f" + reserved by admitted jobs {amount(reserved)}"
-            parts.append(
-                f"{name}: allocated {amount(allocated)}{held} + request {amount(request)} > {names[dim]} {amount(limit)}"
-            )
+        parts = [
+            self._describe_dim(int(dim), allocated, reserved, request, limit, names[dim])
+            for dim in np.flatnonzero(over)
+        ]
         label = "capability" if isinstance(what, list) else what
         return f'queue "{queue}" {label} would be exceeded ({"; ".join(parts)})'
+
+    def _describe_dim(
+        self, dim: int, allocated: Vector, reserved: Vector | None, request: Vector, limit: Vector, limit_name: str
+    ) -> str:
+        name = self.space.names[dim]
+        used, asked, cap = (format_amount(name, float(vec[dim])) for vec in (allocated, request, limit))
+        held = "" if reserved is None else f" + reserved by admitted jobs {format_amount(name, float(reserved[dim]))}"
+        return f"{name}: allocated {used}{held} + request {asked} > {limit_name} {cap}"
 
 
 def _holds_reservation(job: JobInfo) -> bool:
