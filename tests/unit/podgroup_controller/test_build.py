@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from vc_podgroup_controller.logic.build import build_podgroup, min_member, pod_requests
 from vc_podgroup_controller.logic.selection import group_name, wants_podgroup
+from vc_proto.base import ResourceList
 from vc_proto.core import CORE_V1, Container, Pod, PodSpec, PodStatus, ResourceRequirements
 from vc_proto.meta import ObjectMeta, OwnerReference
 
@@ -18,8 +19,8 @@ def pod(
     annotations: dict[str, str] | None = None,
     labels: dict[str, str] | None = None,
     owners: list[OwnerReference] | None = None,
-    requests: dict[str, str] | None = None,
-    init: dict[str, str] | None = None,
+    requests: ResourceList | None = None,
+    init: ResourceList | None = None,
     phase: str | None = "Pending",
     priority_class: str | None = None,
 ) -> Pod:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from vc_proto.base import ResourceList
 from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import (
     SCHEDULING_V1BETA1,
@@ -26,7 +27,7 @@ def queue(
 
 
 def podgroup(
-    name: str, phase: str | None, *, queue: str | None = "q", min_resources: dict[str, str] | None = None
+    name: str, phase: str | None, *, queue: str | None = "q", min_resources: ResourceList | None = None
 ) -> PodGroup:
     return PodGroup(
         api_version=SCHEDULING_V1BETA1,

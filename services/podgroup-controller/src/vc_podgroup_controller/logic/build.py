@@ -7,6 +7,7 @@ from typing import Final
 
 from vc_core.errors import InvalidObject
 from vc_core.resources import Resources, add, format_resources, maximum, parse_resources, scale
+from vc_proto.base import ResourceList
 from vc_proto.batch import NetworkTopologySpec
 from vc_proto.core import Container, Pod
 from vc_proto.meta import ObjectMeta, OwnerReference
@@ -47,11 +48,12 @@ def pod_requests(pod: Pod) -> Resources:
 
 def build_podgroup(pod: Pod, *, owner_annotations: Mapping[str, str] | None = None) -> PodGroup:
     members = min_member(owner_annotations)
+    min_resources: ResourceList = {**format_resources(scale(pod_requests(pod), members))}
     spec = PodGroupSpec(
         min_member=members,
         queue=(pod.metadata.annotations or {}).get(QUEUE_NAME_ANNOTATION) or None,
         priority_class_name=pod.spec.priority_class_name if pod.spec else None,
-        min_resources=format_resources(scale(pod_requests(pod), members)) or None,
+        min_resources=min_resources or None,
         network_topology=_network_topology(pod),
     )
     meta = ObjectMeta(
