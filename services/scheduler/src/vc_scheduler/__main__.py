@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from vc_runtime.service import main_entry
 from vc_runtime.settings import parse
-
 from vc_scheduler.app import SchedulerApp, add_arguments
 
 

@@ -11,7 +11,6 @@ from vc_core.errors import ConfigError, InvalidObject
 from vc_runtime.aio import wait_or_stop
 from vc_runtime.service import FnWorker, ServiceContext, Worker
 from vc_runtime.settings import RuntimeSettings
-
 from vc_scheduler.cache import KINDS, SchedulerCache
 from vc_scheduler.cycle import load_scheduler_conf
 from vc_scheduler.dispatch import Dispatcher

@@ -15,13 +15,13 @@ from datetime import UTC, datetime
 import msgspec
 import structlog
 from prometheus_client import Counter
+
 from vc_core.errors import Conflict, NotFound, VcError
 from vc_core.store import ObjectStore
 from vc_proto import events as ev
 from vc_proto.core import Pod
 from vc_proto.events import DomainEvent
 from vc_proto.scheduling import PodGroup, PodGroupCondition, PodGroupStatus
-
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.framework.decisions import Bind, Evict, PodGroupStatusUpdate
 
@@ -108,12 +108,7 @@ class Dispatcher:
             EVICTS.labels("stale").inc()
             return
         EVICTS.labels("ok").inc()
-        await self._event(
-            pod,
-            ev.POD_EVICTED,
-            f"Pod is evicted, because of {evict.reason}",
-            node=pod.spec.node_name if pod.spec else None,
-        )
+        await self._event(pod, ev.POD_EVICTED, f"Pod is evicted, because of {evict.reason}", node=pod.spec.node_name if pod.spec else None)
 
     async def _podgroup_status(self, update: PodGroupStatusUpdate) -> None:
         namespace, name = update.podgroup.split("/", 1)
@@ -143,37 +138,19 @@ class Dispatcher:
                 continue
             reason = ev.UNSCHEDULABLE if cond.type == "Unschedulable" else ev.SCHEDULED
             job = self._cache.owner_job.get(f"{pg.metadata.namespace}/{pg.metadata.name}")
-            await self._publish_event(
-                kind="PodGroup",
-                namespace=pg.metadata.namespace,
-                name=pg.metadata.name or "",
-                reason=reason,
-                message=cond.message or cond.reason,
-                job=job,
-                phase=new.phase,
-                previous_phase=old.phase,
-                uid=pg.metadata.uid,
-            )
+            await self._publish_event(kind="PodGroup", namespace=pg.metadata.namespace, name=pg.metadata.name or "",
+                                      reason=reason, message=cond.message or cond.reason, job=job, phase=new.phase,
+                                      previous_phase=old.phase, uid=pg.metadata.uid)
 
     async def _event(self, pod: Pod, reason: str, message: str, *, node: str | None) -> None:
         labels = pod.metadata.labels or {}
-        await self._publish_event(
-            kind="Pod",
-            namespace=pod.metadata.namespace,
-            name=pod.metadata.name or "",
-            reason=reason,
-            message=message,
-            job=labels.get("volcano.sh/job-name"),
-            task=labels.get("volcano.sh/task-spec"),
-            uid=pod.metadata.uid,
-            node=node,
-        )
+        await self._publish_event(kind="Pod", namespace=pod.metadata.namespace, name=pod.metadata.name or "", reason=reason,
+                                  message=message, job=labels.get("volcano.sh/job-name"), task=labels.get("volcano.sh/task-spec"),
+                                  uid=pod.metadata.uid, node=node)
 
     async def _publish_event(self, **fields: object) -> None:
         identity = "/".join(str(fields.get(k)) for k in ("uid", "reason", "message", "phase", "node"))
-        event = DomainEvent(
-            id=uuid.uuid5(uuid.NAMESPACE_URL, identity).hex, occurred_at=_now(), source=self._source, **fields
-        )  # type: ignore[arg-type]
+        event = DomainEvent(id=uuid.uuid5(uuid.NAMESPACE_URL, identity).hex, occurred_at=_now(), source=self._source, **fields)  # type: ignore[arg-type]
         try:
             await self._publish(event)  # type: ignore[operator]
         except Exception as exc:  # history is best effort here; the state itself is in the store
@@ -187,28 +164,14 @@ def _merge_status(old: PodGroupStatus, update: PodGroupStatusUpdate) -> PodGroup
     conditions = []
     for cond in update.conditions:
         before = previous.get(cond.type)
-        same = before is not None and (before.status, before.reason or "", before.message or "") == (
-            cond.status,
-            cond.reason,
-            cond.message,
-        )
-        conditions.append(
-            PodGroupCondition(
-                type=cond.type,
-                status=cond.status,
-                reason=cond.reason or None,
-                message=cond.message or None,
-                transition_id=before.transition_id if same and before else cond.transition_id or None,
-                last_transition_time=(before.last_transition_time if same and before else now),
-            )
-        )
+        same = before is not None and (before.status, before.reason or "", before.message or "") == (cond.status, cond.reason, cond.message)
+        conditions.append(PodGroupCondition(
+            type=cond.type, status=cond.status, reason=cond.reason or None, message=cond.message or None,
+            transition_id=before.transition_id if same and before else cond.transition_id or None,
+            last_transition_time=(before.last_transition_time if same and before else now),
+        ))
     for kind, cond in previous.items():
         if kind not in {c.type for c in update.conditions}:
             conditions.append(cond)
-    return PodGroupStatus(
-        phase=update.phase,
-        conditions=conditions or None,
-        running=update.running or None,
-        succeeded=update.succeeded or None,
-        failed=update.failed or None,
-    )
+    return PodGroupStatus(phase=update.phase, conditions=conditions or None, running=update.running or None,
+                          succeeded=update.succeeded or None, failed=update.failed or None)

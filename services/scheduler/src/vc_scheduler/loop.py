@@ -19,25 +19,16 @@ from vc_scheduler.framework.conf import SchedulerConf
 from vc_scheduler.framework.decisions import Bind
 
 log = structlog.get_logger(__name__)
-E2E = Histogram(
-    "volcano_e2e_scheduling_latency_milliseconds",
-    "E2E scheduling latency (ms)",
-    buckets=(1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000),
-)
-ACTION = Histogram(
-    "volcano_action_scheduling_latency_milliseconds",
-    "Action latency (ms)",
-    ["action"],
-    buckets=(1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000),
-)
+E2E = Histogram("volcano_e2e_scheduling_latency_milliseconds", "E2E scheduling latency (ms)",
+                buckets=(1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000))
+ACTION = Histogram("volcano_action_scheduling_latency_milliseconds", "Action latency (ms)", ["action"],
+                   buckets=(1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000))
 ATTEMPTS = Counter("volcano_schedule_attempts_total", "Scheduling attempts by result", ["result"])
 MIN_GAP_S = 0.05
 
 
 class SchedulingLoop:
-    def __init__(
-        self, cache: SchedulerCache, dispatcher: Dispatcher, conf: SchedulerConf, *, period_s: float, instance: str
-    ) -> None:
+    def __init__(self, cache: SchedulerCache, dispatcher: Dispatcher, conf: SchedulerConf, *, period_s: float, instance: str) -> None:
         self.cache = cache
         self.dispatcher = dispatcher
         self.conf = conf
@@ -68,14 +59,8 @@ class SchedulingLoop:
         for update in result.podgroups.values():
             self.dispatcher.submit(update)
         if result.decisions:
-            log.info(
-                "cycle.finished",
-                cycle=cycle,
-                binds=len(result.binds),
-                evictions=len(result.evictions),
-                pending=result.stats.tasks_pending,
-                duration_ms=round(result.stats.duration_s * 1000, 1),
-            )
+            log.info("cycle.finished", cycle=cycle, binds=len(result.binds), evictions=len(result.evictions),
+                     pending=result.stats.tasks_pending, duration_ms=round(result.stats.duration_s * 1000, 1))
         return result
 
     def _record(self, result: CycleResult) -> None:
