@@ -38,9 +38,17 @@ class ApiError(Wire, frozen=True, kw_only=True):
     causes: list[Cause] | None = None
 
 
+NULL: Final = msgspec.Raw(b"null")
+
+
+def is_absent(raw: msgspec.Raw) -> bool:
+    return bytes(raw) in (b"", b"null")
+
+
+# msgspec cannot decode `Raw | None`, so an absent object is the JSON literal null.
 class WriteRequest(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, rename="camel"):
     operation: Operation
-    object: msgspec.Raw | None = None
+    object: msgspec.Raw = NULL
     # For delete (and to default the namespace of `object`).
     kind: str | None = None
     namespace: str | None = None
@@ -52,5 +60,5 @@ class WriteRequest(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
 
 
 class WriteReply(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, rename="camel"):
-    object: msgspec.Raw | None = None
+    object: msgspec.Raw = NULL
     error: ApiError | None = None

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 import yaml
 
-from vc_proto.api import WriteReply, WriteRequest
+from vc_proto.api import ApiError
 from vc_proto.events import DomainEvent
 from vc_proto.kinds import KINDS, Kind
 
@@ -51,7 +51,9 @@ PRINTER_COLUMNS: dict[str, list[dict[str, Any]]] = {
 def json_schemas() -> dict[str, str]:
     """File name -> JSON text of each top-level type's schema."""
     types: dict[str, Any] = {k.kind: k.type for k in KINDS.values()}
-    types |= {"DomainEvent": DomainEvent, "WriteRequest": WriteRequest, "WriteReply": WriteReply}
+    # The write API's envelopes carry the object as raw JSON (msgspec.Raw), which has no schema of its
+    # own; their other fields are documented in vc_proto/api.py.
+    types |= {"DomainEvent": DomainEvent, "ApiError": ApiError}
     return {f"{name}.json": json.dumps(msgspec.json.schema(t), indent=2, sort_keys=True) + "\n" for name, t in sorted(types.items())}
 
 

@@ -11,7 +11,6 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-import nats.errors
 import structlog
 from nats.aio.client import Client
 from nats.js import api
@@ -110,7 +109,7 @@ async def _consume(js: object, filter_subject: str, last: int, stop_when_caught_
         while True:
             try:
                 msgs = await psub.fetch(_BATCH, timeout=1.0)
-            except nats.errors.TimeoutError:
+            except TimeoutError:  # nats.errors.TimeoutError is a TimeoutError; fetch raises either
                 info = await psub.consumer_info()  # raises when the consumer vanished (server restart)
                 if stop_when_caught_up and info.num_pending == 0:
                     raise _CaughtUp from None

@@ -13,7 +13,6 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-import nats.errors
 import structlog
 from nats.aio.msg import Msg
 from nats.js import api
@@ -80,7 +79,7 @@ class _Feed:
             while True:
                 try:
                     msgs = await psub.fetch(WATCH_BATCH, timeout=WATCH_IDLE_S)
-                except nats.errors.TimeoutError:
+                except TimeoutError:  # nats.errors.TimeoutError is a TimeoutError; fetch raises either
                     # Idle: check the consumer still exists (it does not survive a server restart).
                     info = await psub.consumer_info()
                     if not self._synced and info.num_pending == 0:

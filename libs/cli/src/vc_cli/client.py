@@ -35,7 +35,7 @@ class Tephra:
         reply = _reply.decode(msg.data)
         if reply.error is not None:
             raise CliError(format_error(reply.error))
-        return None if reply.object is None else codec.decode_object(bytes(reply.object))
+        return None if api.is_absent(reply.object) else codec.decode_object(bytes(reply.object))
 
     async def submit(self, operation: api.Operation, document: dict[str, Any], *, namespace: str | None = None) -> KubeObject:
         obj = await self.write(api.WriteRequest(operation=operation, object=msgspec.Raw(msgspec.json.encode(document)), namespace=namespace))
@@ -54,8 +54,13 @@ def format_error(error: api.ApiError) -> str:
 @contextlib.asynccontextmanager
 async def connect(url: str) -> AsyncIterator[Tephra]:
     """Fail fast with a clear message when nothing listens at `url`."""
+    async def quiet(_: Exception) -> None:
+        """nats-py prints a traceback per failed attempt by default; vcctl says it once, plainly."""
+
     try:
-        nc = await nats.connect(servers=[url], name="vcctl", connect_timeout=3, max_reconnect_attempts=1, allow_reconnect=False)
+        nc = await nats.connect(
+            servers=[url], name="vcctl", connect_timeout=3, max_reconnect_attempts=1, allow_reconnect=False, error_cb=quiet
+        )
     except (OSError, nats.errors.NoServersError, TimeoutError) as exc:
         raise CliError(f"cannot reach Tephra at {url}: is it running? (`vcctl up` or `make run`; or set --server/VC_SERVER)") from exc
     try:

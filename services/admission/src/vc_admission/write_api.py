@@ -63,7 +63,7 @@ class WriteApi:
         if request.operation == "delete":
             await self._delete(request)
             return None
-        if request.object is None:
+        if api.is_absent(request.object):
             raise InvalidObject("object", "required", f"{request.operation} needs an object")
         obj = _with_namespace(decode_object(bytes(request.object)), request.namespace)
         if request.operation == "create":
