@@ -1,0 +1,111 @@
+"""vcctl against a running admission + store: clear errors and exit codes, nothing stored on rejection."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.services import ServiceProcess
+from vc_bus.server import NatsServer, free_port
+
+pytestmark = [pytest.mark.nats, pytest.mark.integration]
+VCCTL = str(Path(sys.executable).parent / "vcctl")
+SEEDS = Path(__file__).resolve().parents[1] / "fixtures" / "seeds"
+
+
+@pytest.fixture
+def admission(nats_server: NatsServer, tmp_path: Path) -> Iterator[ServiceProcess]:
+    service = ServiceProcess("vc-admission", nats_server.url, [], tmp_path / "admission.log").start()
+    yield service
+    service.stop_quietly()
+
+
+def vcctl(server: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "VC_SERVER": server}
+    return subprocess.run([VCCTL, *args], capture_output=True, text=True, env=env, input=stdin, timeout=60)
+
+
+async def ready(service: ServiceProcess) -> None:
+    await service.wait_ready()
+
+
+async def test_job_run_list_view_round_trip(nats_server: NatsServer, admission: ServiceProcess) -> None:
+    await ready(admission)
+    run = vcctl(nats_server.url, "job", "run", "-f", str(SEEDS / "tensorflow-benchmark.yaml"))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "run job tensorflow-benchmark successfully"
+    listed = vcctl(nats_server.url, "job", "list")
+    assert listed.returncode == 0 and "tensorflow-benchmark" in listed.stdout and "Tensorflow" in listed.stdout
+    view = vcctl(nats_server.url, "job", "view", "-N", "tensorflow-benchmark", "-o", "json")
+    job = json.loads(view.stdout)
+    assert job["kind"] == "Job" and job["spec"]["tasks"][1]["name"] == "worker"
+    assert job["metadata"]["uid"] and job["metadata"]["resourceVersion"]
+    again = vcctl(nats_server.url, "job", "run", "-f", str(SEEDS / "tensorflow-benchmark.yaml"))
+    assert again.returncode == 1 and "AlreadyExists" in again.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        pytest.param("kind: [unclosed", "not valid YAML", id="bad-yaml"),
+        pytest.param("- 1\n- 2\n", "document 0 is not an object", id="not-an-object"),
+        pytest.param("apiVersion: v1\nkind: Queue\nmetadata: {name: q}\n", "not a Job", id="wrong-kind"),
+    ],
+)
+async def test_malformed_files_fail_clearly(nats_server: NatsServer, admission: ServiceProcess, tmp_path: Path,
+                                            content: str, message: str) -> None:
+    await ready(admission)
+    path = tmp_path / "job.yaml"
+    path.write_text(content)
+    result = vcctl(nats_server.url, "job", "run", "-f", str(path))
+    assert result.returncode == 1
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+async def test_wrong_field_type_is_rejected_with_the_field_and_nothing_stored(
+    nats_server: NatsServer, admission: ServiceProcess, tmp_path: Path
+) -> None:
+    await ready(admission)
+    path = tmp_path / "job.yaml"
+    path.write_text("apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: bad}\n"
+                    "spec:\n  tasks:\n  - name: w\n    replicas: three\n")
+    result = vcctl(nats_server.url, "job", "run", "-f", str(path))
+    assert result.returncode == 1
+    assert "spec.tasks[0].replicas" in result.stderr
+    assert vcctl(nats_server.url, "job", "list").stdout.strip() == "No resources found"
+
+
+async def test_queue_create_checks_quantities_before_sending(nats_server: NatsServer, admission: ServiceProcess) -> None:
+    await ready(admission)
+    bad = vcctl(nats_server.url, "queue", "create", "-N", "q1", "--capability", "cpu=lots")
+    assert bad.returncode == 2 and "--capability" in bad.stderr and "not a quantity" in bad.stderr
+    good = vcctl(nats_server.url, "queue", "create", "-N", "q1", "--weight", "3", "--capability", "cpu=4,memory=8Gi")
+    assert good.returncode == 0, good.stderr
+    shown = json.loads(vcctl(nats_server.url, "queue", "get", "-N", "q1", "-o", "json").stdout)
+    assert shown["spec"] == {"weight": 3, "capability": {"cpu": "4", "memory": "8Gi"}}
+
+
+async def test_missing_objects_and_files(nats_server: NatsServer, admission: ServiceProcess) -> None:
+    await ready(admission)
+    view = vcctl(nats_server.url, "job", "view", "-N", "nope")
+    assert view.returncode == 1 and "job default/nope not found" in view.stderr
+    missing = vcctl(nats_server.url, "apply", "-f", "/does/not/exist.yaml")
+    assert missing.returncode == 1 and "no such file" in missing.stderr
+
+
+def test_no_server_is_a_clear_error() -> None:
+    result = vcctl(f"nats://127.0.0.1:{free_port()}", "job", "list")
+    assert result.returncode == 1
+    assert "cannot reach Tephra" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_sim_cycle_needs_a_subcommand() -> None:
+    result = vcctl("nats://127.0.0.1:1", "sim")
+    assert result.returncode == 2 and "usage: vcctl sim cycle" in result.stderr
