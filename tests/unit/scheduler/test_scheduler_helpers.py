@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import numpy as np
+from numpy.typing import NDArray
 import pytest
 from scheduler_builders import node, pod, podgroup, real_session, snapshot
 from vc_scheduler.cycle import load_scheduler_conf
@@ -43,7 +44,10 @@ def test_feasible_search_resumes_round_robin_where_the_last_one_stopped() -> Non
 
 def _attr(name: str, weight: int, request: float, *, cap: float = INF, guarantee: float = 0.0) -> QueueAttr:
     queue = QueueInfo(name, weight, QueueObj(name, weight=weight))
-    vec = lambda v: np.array([v])  # noqa: E731
+
+    def vec(value: float) -> NDArray[np.float64]:
+        return np.array([value])
+
     return QueueAttr(queue, vec(0.0), vec(request), vec(0.0), vec(cap), vec(guarantee), vec(0.0), vec(cap))
 
 

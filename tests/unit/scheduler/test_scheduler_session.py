@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pytest
 from numpy.typing import NDArray
@@ -10,6 +13,8 @@ from vc_scheduler.framework.interfaces import ALLOWED, Check, ExtensionPoint, No
 from vc_scheduler.framework.model import JobInfo, TaskInfo
 
 P = ExtensionPoint
+Fn = Callable[..., Any]
+Fns = dict[str, dict[ExtensionPoint, Fn]]
 TWO_TIERS = """
 actions: "allocate"
 tiers:
@@ -22,7 +27,7 @@ tiers:
 SNAP = snapshot(node("n1"), podgroup("j1"), podgroup("j2"), pod("j1-0", "j1"), pod("j2-0", "j2"), pod("j2-1", "j2"))
 
 
-def vote(v: Vote) -> object:
+def vote(v: Vote) -> Fn:
     return lambda _job: Verdict(v, f"voted {v.name}")
 
 
@@ -38,13 +43,13 @@ def vote(v: Vote) -> object:
     ],
 )
 def test_job_enqueueable_votes_combine_like_volcano(a: Vote, b: Vote, c: Vote, expected: Vote) -> None:
-    fns = {"a": {P.JOB_ENQUEUEABLE: vote(a)}, "b": {P.JOB_ENQUEUEABLE: vote(b)}, "c": {P.JOB_ENQUEUEABLE: vote(c)}}
+    fns: Fns = {"a": {P.JOB_ENQUEUEABLE: vote(a)}, "b": {P.JOB_ENQUEUEABLE: vote(b)}, "c": {P.JOB_ENQUEUEABLE: vote(c)}}
     ssn = fake_session(TWO_TIERS, fns, SNAP)
     assert ssn.job_enqueueable(ssn.jobs["default/j1"]).vote == expected
 
 
 def test_reject_carries_the_plugin_reason() -> None:
-    fns = {"a": {P.JOB_PIPELINED: vote(Vote.REJECT)}, "b": {}, "c": {}}
+    fns: Fns = {"a": {P.JOB_PIPELINED: vote(Vote.REJECT)}, "b": {}, "c": {}}
     ssn = fake_session(TWO_TIERS, fns, SNAP)
     assert ssn.job_enqueueable(ssn.jobs["default/j1"]).vote == Vote.PERMIT  # a registered no enqueueable fn
     assert ssn.job_pipelined(ssn.jobs["default/j1"]) is False
@@ -52,7 +57,7 @@ def test_reject_carries_the_plugin_reason() -> None:
 
 def test_disabled_point_is_skipped_for_that_plugin_only() -> None:
     conf = TWO_TIERS.replace("  - name: b\n", "  - name: b\n    enableJobEnqueued: false\n")
-    fns = {"a": {}, "b": {P.JOB_ENQUEUEABLE: vote(Vote.REJECT)}, "c": {P.JOB_ENQUEUEABLE: vote(Vote.REJECT)}}
+    fns: Fns = {"a": {}, "b": {P.JOB_ENQUEUEABLE: vote(Vote.REJECT)}, "c": {P.JOB_ENQUEUEABLE: vote(Vote.REJECT)}}
     ssn = fake_session(conf, fns, SNAP)
     assert ssn.job_enqueueable(ssn.jobs["default/j1"]).vote == Vote.REJECT  # c still rejects
     conf_all = conf.replace("  - name: c\n", "  - name: c\n    enableJobEnqueued: false\n")
@@ -62,7 +67,11 @@ def test_disabled_point_is_skipped_for_that_plugin_only() -> None:
 
 def test_job_order_first_non_zero_comparator_wins_then_uid() -> None:
     by_tasks = lambda left, right: len(right.tasks) - len(left.tasks)  # noqa: E731  more tasks first
-    fns = {"a": {P.JOB_ORDER: lambda _l, _r: 0}, "b": {P.JOB_ORDER: by_tasks}, "c": {P.JOB_ORDER: lambda _l, _r: -1}}
+    fns: Fns = {
+        "a": {P.JOB_ORDER: lambda _l, _r: 0},
+        "b": {P.JOB_ORDER: by_tasks},
+        "c": {P.JOB_ORDER: lambda _l, _r: -1},
+    }
     ssn = fake_session(TWO_TIERS, fns, SNAP)
     j1, j2 = ssn.jobs["default/j1"], ssn.jobs["default/j2"]
     assert ssn.job_order(j2, j1) and not ssn.job_order(j1, j2)
@@ -74,11 +83,11 @@ def test_victims_intersect_within_a_tier_and_the_first_deciding_tier_wins() -> N
     ssn0 = fake_session(TWO_TIERS, {"a": {}, "b": {}, "c": {}}, SNAP)
     t1, t2, t3 = (*ssn0.jobs["default/j2"].tasks.values(), *ssn0.jobs["default/j1"].tasks.values())
 
-    def pick(*chosen: TaskInfo) -> object:
+    def pick(*chosen: TaskInfo) -> Fn:
         return lambda _actor, candidates: [t for t in candidates if t in chosen]
 
     cands = [t1, t2, t3]
-    fns = {"a": {P.PREEMPTABLE: pick(t1, t2)}, "b": {P.PREEMPTABLE: pick(t2, t3)}, "c": {P.PREEMPTABLE: pick(t1)}}
+    fns: Fns = {"a": {P.PREEMPTABLE: pick(t1, t2)}, "b": {P.PREEMPTABLE: pick(t2, t3)}, "c": {P.PREEMPTABLE: pick(t1)}}
     ssn = fake_session(TWO_TIERS, fns, SNAP)
     assert ssn.preemptable(t1, cands) == [t2]
     fns["b"] = {P.PREEMPTABLE: pick()}  # an empty answer voids tier 1: tier 2 decides
@@ -100,7 +109,7 @@ def test_job_starving_first_tier_with_registrations_decides() -> None:
 
 
 def test_ready_is_an_and_overused_is_an_or_allocatable_gives_the_first_reason() -> None:
-    fns = {
+    fns: Fns = {
         "a": {P.JOB_READY: lambda _j: True, P.OVERUSED: lambda _q: False, P.ALLOCATABLE: lambda _q, _t: ALLOWED},
         "b": {
             P.JOB_READY: lambda _j: True,

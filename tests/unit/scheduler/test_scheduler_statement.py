@@ -6,9 +6,14 @@ import numpy as np
 from scheduler_builders import node, pod, podgroup, real_session, snapshot
 from vc_scheduler.cycle import load_scheduler_conf
 from vc_scheduler.framework.decisions import Bind, Evict
-from vc_scheduler.framework.model import TaskStatus
+from vc_scheduler.framework.model import TaskInfo, TaskStatus
 from vc_scheduler.framework.session import Session
 from vc_scheduler.framework.statement import Statement
+
+
+def status_of(task: TaskInfo) -> TaskStatus:
+    """Read the status afresh (a helper, so type narrowing does not carry over between steps)."""
+    return task.status
 
 
 def _session() -> Session:
@@ -34,7 +39,7 @@ def test_allocate_then_discard_restores_node_job_and_queue_books() -> None:
     assert ssn.nodes.idle[n1.row][0] == idle_before[0] - 1
     assert job.allocated[0] == 1
     stmt.discard()
-    assert task.status == TaskStatus.PENDING and task.node_name == ""
+    assert status_of(task) == TaskStatus.PENDING and task.node_name == ""
     assert np.array_equal(ssn.nodes.idle[n1.row], idle_before)
     assert job.allocated[0] == 0
     assert task.last_tx_status == TaskStatus.ALLOCATED
@@ -60,7 +65,7 @@ def test_evict_then_discard_brings_the_task_back_running() -> None:
     assert victim.status == TaskStatus.RELEASING
     assert ssn.nodes.releasing[row][0] == 2
     stmt.discard()
-    assert victim.status == TaskStatus.RUNNING
+    assert status_of(victim) == TaskStatus.RUNNING
     assert ssn.nodes.releasing[row][0] == 0 and ssn.nodes.used[row][0] == 2
 
 

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import partial
 
 from vc_scheduler.actions import in_tree_actions
 from vc_scheduler.framework.conf import SchedulerConf, default_conf, load_conf
@@ -92,7 +93,7 @@ def run_cycle(
     pending = sum(job.count(TaskStatus.PENDING) for job in ssn.jobs.values())
     for name in conf.actions:
         action = actions[name](conf.action_arguments(name))
-        timer(f"action:{name}", lambda a=action: a.execute(ssn))
+        timer(f"action:{name}", partial(action.execute, ssn))
     statuses, queues = close_session(ssn, instances, timed=timer)
     pipelined = sorted(t.key for job in ssn.jobs.values() for t in job.tasks_in(TaskStatus.PIPELINED))
     stats = CycleStats(clock() - start, timer.durations, len(ssn.jobs), pending, len(ssn.nodes))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
+from functools import partial
 
 from vc_scheduler.framework.build import build_jobs_and_tasks, build_queues, resource_space
 from vc_scheduler.framework.conf import SchedulerConf
@@ -31,7 +32,7 @@ def open_session(
     conf: SchedulerConf,
     *,
     plugins: Registry[PluginFactory],
-    now: datetime,
+    now: datetime | None,
     uid: str,
     scheduler_names: Iterable[str] = ("volcano",),
     timed: Callable[[str, Callable[[], None]], None] = lambda _name, fn: fn(),
@@ -51,7 +52,7 @@ def open_session(
         for option in tier.plugins:
             # Plugins get their `arguments` plus the option's own flags (capacity reads enableHierarchy).
             plugin = plugins[option.name]({**option.arguments, **option.flags})
-            timed(f"plugin:{option.name}:open", lambda p=plugin: p.on_session_open(ssn))
+            timed(f"plugin:{option.name}:open", partial(plugin.on_session_open, ssn))
             instances.append(plugin)
     _drop_invalid_jobs(ssn)
     return ssn, instances
@@ -75,7 +76,7 @@ def close_session(
     timed: Callable[[str, Callable[[], None]], None] = lambda _name, fn: fn(),
 ) -> tuple[dict[str, PodGroupStatusUpdate], list[QueueStatusUpdate]]:
     for plugin in plugins:
-        timed(f"plugin:{plugin.name}:close", lambda p=plugin: p.on_session_close(ssn))
+        timed(f"plugin:{plugin.name}:close", partial(plugin.on_session_close, ssn))
     jobs = {**ssn.jobs, **ssn.invalid_jobs}
     statuses = {uid: podgroup_status(ssn, job) for uid, job in sorted(jobs.items())}
     return statuses, queue_statuses(ssn)

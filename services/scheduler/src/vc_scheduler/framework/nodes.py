@@ -91,4 +91,4 @@ def _fits(avail: NDArray[np.float64], req: Vector, tol: Vector) -> NDArray[np.bo
     need = req > 0
     if not need.any():
         return np.ones(avail.shape[0], dtype=bool)
-    return np.all(avail[:, need] >= req[need] - tol[need], axis=1)
+    return np.asarray(np.all(avail[:, need] >= req[need] - tol[need], axis=1), dtype=bool)

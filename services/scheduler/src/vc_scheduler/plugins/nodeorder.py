@@ -13,7 +13,7 @@ from typing import ClassVar, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from vc_scheduler.framework.interfaces import ExtensionPoint
+from vc_scheduler.framework.interfaces import ExtensionPoint, PluginArgs
 from vc_scheduler.framework.model import TaskInfo
 from vc_scheduler.framework.nodes import NodeTable
 from vc_scheduler.framework.session import Session
@@ -26,7 +26,7 @@ Rows = NDArray[np.intp]
 Scores = NDArray[np.float64]
 
 
-def _weight(args: dict[str, object], key: str, default: int) -> float:
+def _weight(args: PluginArgs, key: str, default: int) -> float:
     value = args.get(key, default)
     try:
         return float(value)  # type: ignore[arg-type]
@@ -72,7 +72,7 @@ def normalize(raw: Scores, *, reverse: bool = False) -> Scores:
 class NodeOrderPlugin:
     name: ClassVar[str] = NAME
 
-    def __init__(self, args: dict[str, object] | None = None) -> None:
+    def __init__(self, args: PluginArgs | None = None) -> None:
         args = dict(args or {})
         self.least_weight = _weight(args, "leastrequested.weight", 1)
         self.most_weight = _weight(args, "mostrequested.weight", 0)
