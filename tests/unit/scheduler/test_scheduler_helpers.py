@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import numpy as np
-from numpy.typing import NDArray
 import pytest
+from numpy.typing import NDArray
 from scheduler_builders import node, pod, podgroup, real_session, snapshot
 from vc_scheduler.cycle import load_scheduler_conf
 from vc_scheduler.framework.model import QueueInfo
