@@ -166,3 +166,31 @@ def phase_after(plan: Plan, before: Job) -> str:
 
 def to_builtins(obj: object) -> Any:
     return msgspec.to_builtins(obj)
+
+
+def spec_of(j: Job) -> JobSpec:
+    assert j.spec is not None
+    return j.spec
+
+
+def tasks_of(j: Job) -> list[TaskSpec]:
+    return list(spec_of(j).tasks or [])
+
+
+def with_spec(j: Job, **changes: Any) -> Job:
+    return replace(j, spec=replace(spec_of(j), **changes))
+
+
+def pod_spec_of(t: TaskSpec) -> PodSpec:
+    assert t.template is not None and t.template.spec is not None
+    return t.template.spec
+
+
+def with_pod_spec(t: TaskSpec, **changes: Any) -> TaskSpec:
+    assert t.template is not None
+    return replace(t, template=replace(t.template, spec=replace(pod_spec_of(t), **changes)))
+
+
+def with_phase(j: Job, phase: str) -> Job:
+    status = j.status or JobStatus()
+    return replace(j, status=replace(status, state=replace(status.state or JobState(), phase=phase)))

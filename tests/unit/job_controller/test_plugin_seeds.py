@@ -5,11 +5,11 @@ from __future__ import annotations
 import base64
 import json
 
-from jc_builders import FAKE_KEYS, load_seed, podgroup, run, view
+from jc_builders import FAKE_KEYS, load_seed, podgroup, run, view, with_phase, with_spec
 from msgspec.structs import replace
 from vc_job_controller.logic import Request
 from vc_job_controller.logic.plan import Plan
-from vc_proto.batch import Job, JobStatus
+from vc_proto.batch import Job
 from vc_proto.core import ConfigMap, Container, NetworkPolicy, Pod, Secret, Service
 
 TF = "tensorflow-benchmark"
@@ -19,7 +19,7 @@ MPI = "lm-mpi-job"
 def admitted(job: Job, plugins: dict[str, list[str]] | None = None) -> tuple[Plan, Plan]:
     """(the plan that initiates the job, the plan that creates its pods once its PodGroup is Inqueue)."""
     if plugins is not None:
-        job = replace(job, spec=replace(job.spec, plugins=plugins))  # type: ignore[arg-type]
+        job = with_spec(job, plugins=plugins)
     init = run(view(job, {}, None), Request(event="OutOfSync"))
     assert init.status is not None
     started = replace(job, status=init.status)
@@ -83,7 +83,7 @@ def test_tensorflow_seed_worker_pod_env_hostname_and_mount() -> None:
 
 
 def test_tensorflow_plugin_on_the_seed_builds_tf_config() -> None:
-    plugins = {"env": [], "svc": [], "tensorflow": []}
+    plugins: dict[str, list[str]] = {"env": [], "svc": [], "tensorflow": []}
     _, pods_plan = admitted(load_seed("tensorflow-benchmark.yaml"), plugins)
     config = json.loads(str(env_of(created(pods_plan, f"{TF}-worker-1"))["TF_CONFIG"]))
     assert config == {
@@ -142,8 +142,7 @@ def test_mpi_plugin_on_the_seed_sets_mpi_host_on_the_master_only() -> None:
 
 def test_every_kill_removes_plugin_objects_and_markers() -> None:
     init, _ = admitted(load_seed("lm-mpi-job.yaml"))
-    job = replace(load_seed("lm-mpi-job.yaml"), status=replace(init.status or JobStatus()))
-    running = replace(job, status=replace(job.status, state=replace(job.status.state, phase="Running")))  # type: ignore[arg-type, union-attr]
+    running = with_phase(replace(load_seed("lm-mpi-job.yaml"), status=init.status), "Running")
     plan = run(view(running, {}, podgroup(running, "Running")), Request(action="RestartJob"))
     assert {(r.kind, r.name) for r in plan.objects_to_delete} == {
         ("Secret", f"{MPI}-ssh"),

@@ -6,36 +6,44 @@ import base64
 import json
 
 import pytest
-from jc_builders import DEPS, job, task
+from jc_builders import DEPS, job, pod_spec_of, task, tasks_of, with_pod_spec, with_spec
 from msgspec.structs import replace
 from vc_job_controller.logic.pods import build_job_pod
 from vc_job_controller.plugins import in_tree_plugins, load_plugins
-from vc_job_controller.plugins.interface import PluginError
+from vc_job_controller.plugins.interface import JobPlugin, PluginError
 from vc_job_controller.plugins.keys import generate_rsa_key_pair
 from vc_proto.batch import Job
-from vc_proto.core import Container, ContainerPort, Pod, Secret, Service
+from vc_proto.core import ConfigMap, Container, ContainerPort, Pod, PodSpec, Secret, Service
 
 
-def plugin(name: str, args: list[str] | None = None):  # type: ignore[no-untyped-def]
+def plugin(name: str, args: list[str] | None = None) -> JobPlugin:
     return in_tree_plugins()[name](args or [], DEPS)
 
 
 def make_pod(j: Job, task_index: int, index: int) -> Pod:
-    return build_job_pod(j, (j.spec.tasks or [])[task_index], index)  # type: ignore[union-attr]
+    return build_job_pod(j, tasks_of(j)[task_index], index)
+
+
+def spec_of_pod(pod: Pod) -> PodSpec:
+    assert pod.spec is not None
+    return pod.spec
+
+
+def containers(pod: Pod) -> list[Container]:
+    return spec_of_pod(pod).containers or []
+
+
+def init_containers(pod: Pod) -> list[Container]:
+    return spec_of_pod(pod).init_containers or []
 
 
 def env_of(pod: Pod, container: int = 0) -> dict[str, str | None]:
-    containers = pod.spec.containers if pod.spec and pod.spec.containers else []
-    return {e.name: e.value for e in containers[container].env or []}
+    return {e.name: e.value for e in containers(pod)[container].env or []}
 
 
 def with_init_container(j: Job) -> Job:
-    tasks = []
-    for t in j.spec.tasks or []:  # type: ignore[union-attr]
-        spec = t.template.spec  # type: ignore[union-attr]
-        spec = replace(spec, init_containers=[Container(name="init", image="busybox")])  # type: ignore[arg-type]
-        tasks.append(replace(t, template=replace(t.template, spec=spec)))  # type: ignore[arg-type]
-    return replace(j, spec=replace(j.spec, tasks=tasks))  # type: ignore[arg-type]
+    init = [Container(name="init", image="busybox")]
+    return with_spec(j, tasks=[with_pod_spec(t, init_containers=init) for t in tasks_of(j)])
 
 
 # --- env ---------------------------------------------------------------------------------------------
@@ -45,7 +53,7 @@ def test_env_sets_both_index_variables_in_containers_and_init_containers() -> No
     j = with_init_container(job([task("w", 3)]))
     pod = plugin("env").on_pod_create(make_pod(j, 0, 2), j)
     assert env_of(pod) == {"VK_TASK_INDEX": "2", "VC_TASK_INDEX": "2"}
-    init = pod.spec.init_containers[0]  # type: ignore[union-attr, index]
+    init = init_containers(pod)[0]
     assert {e.name: e.value for e in init.env or []} == {"VK_TASK_INDEX": "2", "VC_TASK_INDEX": "2"}
 
 
@@ -59,11 +67,10 @@ def test_env_refuses_arguments() -> None:
 
 def test_svc_pinned_hostname_yields_one_host_and_dashes_become_underscores() -> None:
     j = job([task("param-server", 3)])
-    t = j.spec.tasks[0]  # type: ignore[union-attr, index]
-    spec = replace(t.template.spec, hostname="ps", subdomain="cluster")  # type: ignore[arg-type, union-attr]
-    j = replace(j, spec=replace(j.spec, tasks=[replace(t, template=replace(t.template, spec=spec))]))  # type: ignore[arg-type]
-    effects = plugin("svc").on_job_add(j, {})
-    data = effects.writes[0].obj.data  # type: ignore[union-attr]
+    j = with_spec(j, tasks=[with_pod_spec(tasks_of(j)[0], hostname="ps", subdomain="cluster")])
+    configmap = plugin("svc").on_job_add(j, {}).writes[0].obj
+    assert isinstance(configmap, ConfigMap)
+    data = configmap.data
     assert data == {
         "param_server.host": "ps.cluster",
         "VC_PARAM_SERVER_HOSTS": "ps.cluster",
@@ -104,14 +111,14 @@ def test_svc_port_list_and_container_port_defaults() -> None:
     j = job([task("w", 1)])
     listed = plugin("svc", ["--service-type=LoadBalancer", "--ports=80,9090:30090"]).on_job_add(j, {})
     lb = [w.obj for w in listed.writes if isinstance(w.obj, Service)][1]
-    assert [(p.port, p.node_port) for p in lb.spec.ports or []] == [(80, None), (9090, 30090)]  # type: ignore[union-attr]
-    t = j.spec.tasks[0]  # type: ignore[union-attr, index]
-    container = replace(t.template.spec.containers[0], ports=[ContainerPort(container_port=2222)])  # type: ignore[union-attr, index]
-    spec = replace(t.template.spec, containers=[container])  # type: ignore[union-attr]
-    j2 = replace(j, spec=replace(j.spec, tasks=[replace(t, template=replace(t.template, spec=spec))]))  # type: ignore[arg-type]
+    assert lb.spec is not None
+    assert [(p.port, p.node_port) for p in lb.spec.ports or []] == [(80, None), (9090, 30090)]
+    t = tasks_of(j)[0]
+    container = replace((pod_spec_of(t).containers or [])[0], ports=[ContainerPort(container_port=2222)])
+    j2 = with_spec(j, tasks=[with_pod_spec(t, containers=[container])])
     defaulted = plugin("svc", ["--service-type=ClusterIP"]).on_job_add(j2, {})
     cluster = [w.obj for w in defaulted.writes if isinstance(w.obj, Service)][1]
-    assert [p.port for p in cluster.spec.ports or []] == [2222]  # type: ignore[union-attr]
+    assert cluster.spec is not None and [p.port for p in cluster.spec.ports or []] == [2222]
 
 
 def test_svc_service_type_without_any_port_is_an_error_at_job_add() -> None:
@@ -156,14 +163,15 @@ def test_ssh_custom_path_port_and_user_keys() -> None:
     assert base64.b64decode(secret.data["id_rsa.pub"]) == b"ssh-rsa K"
     assert "  Port 2022\n" in base64.b64decode(secret.data["config"]).decode()
     pod = ssh.on_pod_create(make_pod(j, 0, 0), j)
-    volume = pod.spec.volumes[-1]  # type: ignore[union-attr, index]
+    volume = (spec_of_pod(pod).volumes or [])[-1]
     assert volume.secret is not None and volume.secret.default_mode == 0o644
-    assert pod.spec.containers[0].volume_mounts[-1].mount_path == "/home/u/.ssh"  # type: ignore[union-attr, index]
+    assert (containers(pod)[0].volume_mounts or [])[-1].mount_path == "/home/u/.ssh"
 
 
 def test_ssh_invalid_port_falls_back_to_22_like_volcano() -> None:
     secret = plugin("ssh", ["--ssh-port=99999"]).on_job_add(job([task("w", 1)]), {}).writes[0].obj
-    assert "  Port 22\n" in base64.b64decode(secret.data["config"]).decode()  # type: ignore[union-attr, index]
+    assert isinstance(secret, Secret) and secret.data is not None
+    assert "  Port 22\n" in base64.b64decode(secret.data["config"]).decode()
 
 
 def test_ssh_is_added_once_and_never_rewritten() -> None:
@@ -220,11 +228,11 @@ def test_pytorch_env_ranks_ports_and_wait_container() -> None:
     worker = torch.on_pod_create(make_pod(j, 1, 2), j)
     assert env_of(master) == {"MASTER_ADDR": "job-master-0.job", "MASTER_PORT": "29500", "WORLD_SIZE": "4", "RANK": "0"}
     assert env_of(worker)["RANK"] == "3"
-    assert [(p.name, p.container_port) for p in worker.spec.containers[0].ports or []] == [("pytorchjob-port", 29500)]  # type: ignore[union-attr, index]
-    waiter = worker.spec.init_containers[0]  # type: ignore[union-attr, index]
+    assert [(p.name, p.container_port) for p in containers(worker)[0].ports or []] == [("pytorchjob-port", 29500)]
+    waiter = init_containers(worker)[0]
     assert waiter.name == "wait-for-master" and waiter.image == "busybox:1.36.1"
     assert "nc -z job-master-0.job 29500" in (waiter.command or [])[2]
-    assert master.spec.init_containers is None  # type: ignore[union-attr]
+    assert spec_of_pod(master).init_containers is None
 
 
 def test_pytorch_without_master_task_does_nothing() -> None:
@@ -242,7 +250,7 @@ def test_mpi_ports_on_init_containers_and_missing_worker_task() -> None:
     j = with_init_container(job([task("master", 1), task("worker", 2)]))
     mpi = plugin("mpi", ["--port=2222"])
     worker = mpi.on_pod_create(make_pod(j, 1, 0), j)
-    init = worker.spec.init_containers[0]  # type: ignore[union-attr, index]
+    init = init_containers(worker)[0]
     assert [(p.name, p.container_port) for p in init.ports or []] == [("mpijob-port", 2222)]
     lonely = job([task("master", 1)])
     pod = make_pod(lonely, 0, 0)
@@ -270,3 +278,9 @@ def test_unknown_plugin_is_an_error_naming_the_known_ones() -> None:
 def test_plugins_load_in_the_order_written() -> None:
     loaded = load_plugins({"svc": [], "env": [], "ssh": []}, registry=in_tree_plugins(), deps=DEPS)
     assert [p.name for p in loaded] == ["svc", "env", "ssh"]
+
+
+def test_svc_service_task_must_exist() -> None:
+    svc = plugin("svc", ["--service-type=NodePort", "--port=80", "--service-task=ghost"])
+    with pytest.raises(PluginError, match="-service-task=ghost names no task"):
+        svc.on_job_add(job([task("w", 1)]), {})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from jc_builders import SEEDS, job, load_seed, task
+from jc_builders import SEEDS, job, load_seed, task, tasks_of, with_spec
 from msgspec.structs import replace
 from vc_job_controller.logic.podgroup import build_podgroup, min_resources, updated_podgroup
 from vc_job_controller.logic.quota import format_resource_list, pod_quota_usage
@@ -98,8 +98,7 @@ def test_quota_usage_of_extended_resources_init_containers_and_overhead() -> Non
 def test_partition_policy_sets_min_task_member_and_sub_groups() -> None:
     partition = PartitionPolicySpec(total_partitions=4, partition_size=2, min_partitions=3)
     j = job([task("w", 8, partition_policy=partition)], min_available=6)
-    spec = replace(j.spec, tasks=[replace(j.spec.tasks[0], min_available=None)])  # type: ignore[union-attr, index]
-    pg = build_podgroup(replace(j, spec=spec), {})
+    pg = build_podgroup(with_spec(j, tasks=[replace(tasks_of(j)[0], min_available=None)]), {})
     assert pg.spec is not None and pg.spec.min_task_member == {"w": 6}
     assert pg.spec.sub_group_policy is not None
     sub = pg.spec.sub_group_policy[0]
@@ -116,7 +115,7 @@ def test_update_only_when_an_updatable_field_differs() -> None:
     j = job([task("a", 2)])
     pg = build_podgroup(j, {})
     assert updated_podgroup(pg, j, {}) is None
-    bigger = replace(j, spec=replace(j.spec, min_available=1, priority_class_name="high"))  # type: ignore[arg-type]
+    bigger = with_spec(j, min_available=1, priority_class_name="high")
     update = updated_podgroup(pg, bigger, {})
     assert update is not None and update.spec is not None
     assert (update.spec.min_member, update.spec.priority_class_name) == (1, "high")

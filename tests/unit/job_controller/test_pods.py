@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jc_builders import UID, job, load_seed, task
+from jc_builders import UID, job, load_seed, task, tasks_of, with_spec
 from msgspec.structs import replace
 from vc_job_controller.logic.pods import build_job_pod
 from vc_proto.batch import PartitionPolicySpec, VolumeSpec
@@ -11,8 +11,8 @@ from vc_proto.meta import ObjectMeta
 
 def test_seed_mpi_master_pod_labels_and_annotations_are_volcanos() -> None:
     j = load_seed("lm-mpi-job.yaml")
-    j = replace(j, spec=replace(j.spec, queue="default"), status=None)  # type: ignore[arg-type]
-    master = j.spec.tasks[0]  # type: ignore[union-attr, index]
+    j = replace(with_spec(j, queue="default"), status=None)
+    master = tasks_of(j)[0]
     p = build_job_pod(j, master, 0)
     assert p.metadata.name == "lm-mpi-job-mpimaster-0"
     assert p.metadata.namespace == "default"
@@ -69,9 +69,9 @@ def test_pod_carries_job_version_retry_count_and_copied_job_metadata() -> None:
 
 def test_template_metadata_is_kept_and_volcano_keys_win() -> None:
     t = task("w", 1)
-    template = replace(
-        t.template, metadata=ObjectMeta(labels={"app": "x", "volcano.sh/task-index": "9"}, annotations={"a": "b"})
-    )  # type: ignore[arg-type]
+    assert t.template is not None
+    meta = ObjectMeta(labels={"app": "x", "volcano.sh/task-index": "9"}, annotations={"a": "b"})
+    template = replace(t.template, metadata=meta)
     j = job([replace(t, template=template)])
     p = build_job_pod(j, j.spec.tasks[0], 0)  # type: ignore[union-attr, index]
     assert (p.metadata.labels or {})["app"] == "x" and (p.metadata.labels or {})["volcano.sh/task-index"] == "0"

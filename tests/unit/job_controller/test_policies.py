@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from jc_builders import UID, job, pod, podgroup, pods, run, task, view
+from jc_builders import UID, job, pod, podgroup, pods, run, spec_of, task, view
 from vc_job_controller.logic import DelayedAction, Request, request_for_fired
 from vc_job_controller.logic.policies import (
     apply_policies,
@@ -94,7 +94,10 @@ def test_pod_pending_matches_only_a_policy_with_timeout(level: str) -> None:
     untimed = [policy(Action.RESTART_JOB, event=Event.POD_PENDING)]
     timed = [policy(Action.RESTART_JOB, event=Event.POD_PENDING, timeout="10m")]
     any_event = [policy(Action.ABORT_JOB, event=Event.ANY)]
-    make = (lambda p: policy_job(p)) if level == "job" else (lambda p: policy_job(None, p))
+
+    def make(policies: list[LifecyclePolicy]) -> Job:
+        return policy_job(policies) if level == "job" else policy_job(None, policies)
+
     assert resolve(make(untimed), event=Event.POD_PENDING, task_name="worker")[0] == Action.SYNC_JOB
     assert resolve(make(any_event), event=Event.POD_PENDING, task_name="worker")[0] == Action.SYNC_JOB
     assert resolve(make(timed), event=Event.POD_PENDING, task_name="worker") == (
@@ -135,10 +138,10 @@ def test_events_of_pods_from_an_older_version_only_sync() -> None:
 def test_invalid_timeout_is_reported() -> None:
     j = policy_job(None, [policy(Action.RESTART_JOB, event=Event.POD_FAILED, timeout="ten minutes")])
     assert (
-        invalid_policy(j.spec)
+        invalid_policy(spec_of(j))
         == "task worker policy 0: timeout: invalid duration 'ten minutes' (expected e.g. '30s', '10m', '1h30m')"
-    )  # type: ignore[arg-type]
-    assert invalid_policy(policy_job(EVICT_RESTARTS).spec) is None  # type: ignore[arg-type]
+    )
+    assert invalid_policy(spec_of(policy_job(EVICT_RESTARTS))) is None
 
 
 # --- delayed actions ------------------------------------------------------------------------------------

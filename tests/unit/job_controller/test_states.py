@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from jc_builders import job, phase_after, pod, podgroup, pods, run, task, view, with_status
+from jc_builders import job, phase_after, pod, podgroup, pods, run, task, view, with_phase, with_status
 from msgspec.structs import replace
 from vc_job_controller.logic import Request
 from vc_job_controller.logic.plan import Plan
@@ -324,7 +324,7 @@ def test_finished_job_with_nothing_to_kill_plans_nothing() -> None:
 @pytest.mark.parametrize("phase", ["", "Bogus"])
 def test_empty_or_unknown_phase_behaves_as_pending(phase: str) -> None:
     j = two_task_job(JobPhase.PENDING)
-    j = with_status(j, state=replace(j.status.state, phase=phase))  # type: ignore[union-attr]
+    j = with_phase(j, phase)
     plan = act(j, Action.ABORT_JOB)
     assert phase_after(plan, j) == JobPhase.ABORTING
 

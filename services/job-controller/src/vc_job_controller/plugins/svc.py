@@ -155,6 +155,8 @@ def container_ports(job: Job, task: str) -> tuple[PortPair, ...]:
 
 
 def exposed_service(job: Job, exposure: Exposure) -> Service:
+    if exposure.task and find_task(job.spec or JobSpec(), exposure.task) is None:
+        raise PluginError(NAME, f"-service-task={exposure.task} names no task of the job")
     pairs = exposure.ports or container_ports(job, exposure.task)
     if not pairs:
         raise PluginError(
