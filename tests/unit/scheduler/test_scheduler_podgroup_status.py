@@ -1,0 +1,72 @@
+"""PodGroup phase at session close (Volcano jobStatus) and the shuffle action's victim eviction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from scheduler_builders import FakePlugin, node, pod, podgroup, real_session, snapshot
+from vc_scheduler.actions.shuffle import ShuffleAction
+from vc_scheduler.cycle import load_scheduler_conf
+from vc_scheduler.framework.decisions import Evict
+from vc_scheduler.framework.framework import podgroup_phase
+from vc_scheduler.framework.interfaces import ExtensionPoint
+from vc_scheduler.framework.model import TaskInfo
+from vc_scheduler.snapshot.cluster import PodGroupCondition
+
+
+@pytest.mark.parametrize(
+    ("phases", "pg_phase", "min_member", "expected"),
+    [
+        pytest.param(["Running", "Running"], "Inqueue", 2, "Running", id="min-member-running"),
+        pytest.param(["Running", "Pending"], "Inqueue", 2, "Inqueue", id="short-of-min-stays-inqueue"),
+        pytest.param(["Pending", "Pending"], "Pending", 2, "Pending", id="pending-stays-pending"),
+        pytest.param(["Succeeded", "Succeeded"], "Running", 2, "Completed", id="all-finished-completed"),
+        pytest.param(["Succeeded", "Running"], "Running", 2, "Running", id="some-finished-running"),
+        pytest.param(["Running", "Pending"], "Running", 2, "Pending", id="lost-pods-falls-back-to-pending"),
+    ],
+)
+def test_podgroup_phase_follows_scheduled_task_counts(
+    phases: list[str], pg_phase: str, min_member: int, expected: str
+) -> None:
+    pods = [
+        pod(f"j-{i}", "j", node_name="n1" if phase != "Pending" else "", phase=phase) for i, phase in enumerate(phases)
+    ]
+    ssn = real_session(
+        snapshot(node("n1"), podgroup("j", min_member=min_member, phase=pg_phase), *pods), load_scheduler_conf()
+    )
+    assert podgroup_phase(ssn, ssn.jobs["default/j"]) == expected
+
+
+def test_running_job_unschedulable_in_this_session_is_unknown() -> None:
+    snap = snapshot(
+        node("n1"),
+        podgroup("j", min_member=2, phase="Running"),
+        pod("j-0", "j", node_name="n1", phase="Running"),
+        pod("j-1", "j"),
+    )
+    ssn = real_session(snap, load_scheduler_conf())
+    job = ssn.jobs["default/j"]
+    ssn.update_podgroup_condition(
+        job, PodGroupCondition("Unschedulable", "True", "NotEnoughResources", "", "old-session")
+    )
+    assert podgroup_phase(ssn, job) == "Pending"  # a condition from an earlier session does not count
+    ssn.update_podgroup_condition(job, PodGroupCondition("Unschedulable", "True", "NotEnoughResources", "", ssn.uid))
+    assert podgroup_phase(ssn, job) == "Unknown"
+
+
+def test_shuffle_evicts_what_victim_tasks_plugins_choose() -> None:
+    snap = snapshot(
+        node("n1"),
+        podgroup("j", min_member=0, phase="Running"),
+        pod("j-0", "j", node_name="n1", phase="Running"),
+        pod("j-1", "j", node_name="n1", phase="Running"),
+    )
+    ssn = real_session(snap, load_scheduler_conf())
+
+    def pick_first(tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
+        return [t for t in tasks if t.name == "j-0"]
+
+    FakePlugin("gang", {ExtensionPoint.VICTIM_TASKS: pick_first}).on_session_open(ssn)
+    ShuffleAction().execute(ssn)
+    assert ssn.decisions == [Evict("default/j-0", "default/j-0", "shuffle")]
