@@ -164,3 +164,11 @@ def test_task_transitions_are_reported_with_pod_counts() -> None:
     task_event = next(e for e in plan.events if e.kind == "Task")
     assert (task_event.name, task_event.previous_phase, task_event.phase) == ("w", "Inactive", "Completed")
     assert task_event.message == "2 Succeeded"
+
+
+def test_a_template_quantity_that_is_not_one_fails_the_job() -> None:
+    j = job([task("w", 1, cpu="lots")])
+    plan = run(view(j, {}, None))
+    assert phase_after(plan, j) == JobPhase.FAILED
+    reason, message = reason_and_message(plan)
+    assert reason == "InvalidJob" and "'lots' is not a quantity" in (message or "")

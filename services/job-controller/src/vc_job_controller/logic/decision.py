@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from msgspec.structs import replace
+from vc_core.errors import InvalidObject
 from vc_proto.batch import JobStatus
 from vc_proto.vocabulary import Action, Event, JobPhase
 
@@ -37,6 +38,7 @@ from vc_job_controller.plugins.keys import generate_rsa_key_pair
 
 PLUGIN_ERROR = "PluginError"
 INVALID_POLICY = "InvalidPolicy"
+INVALID_JOB = "InvalidJob"
 
 
 def decide(
@@ -61,6 +63,10 @@ def decide(
     except PluginError as error:
         plan = _new_draft(view, request, resolution, now)
         _fail(plan, PLUGIN_ERROR, str(error))
+    except InvalidObject as error:
+        # e.g. a template quantity that is not one: admission should have refused it; fail, don't crash.
+        plan = _new_draft(view, request, resolution, now)
+        _fail(plan, INVALID_JOB, str(error))
     return _freeze(plan)
 
 
