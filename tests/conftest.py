@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -10,6 +11,12 @@ from nats.aio.client import Client
 from vc_bus.connection import connect
 from vc_bus.server import NatsServer
 from vc_bus.store import NatsStore
+
+# Test modules are imported with --import-mode=importlib (so equal basenames in different folders never
+# clash); the per-area builder modules (jc_builders, queue_builders...) are imported by plain name.
+for _area in sorted((Path(__file__).parent / "unit").iterdir()):
+    if _area.is_dir() and str(_area) not in sys.path:
+        sys.path.append(str(_area))
 
 
 @pytest.fixture
