@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 import msgspec
-import numpy as np
 from vc_scheduler.framework.model import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from vc_scheduler.framework.nodes import NodeTable
 from vc_scheduler.framework.resources import ResourceSpace, is_empty
@@ -163,10 +162,3 @@ def build_jobs_and_tasks(
         elif job is not None and task.node_name and node is None:
             task.node_name = ""  # its node is gone from the snapshot
     return jobs
-
-
-def total_guarantee(queues: Iterable[QueueInfo], space: ResourceSpace) -> np.ndarray:
-    total = space.zeros()
-    for queue in queues:
-        total += space.vector(queue.spec.guarantee)
-    return total

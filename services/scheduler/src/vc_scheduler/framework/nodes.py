@@ -66,8 +66,7 @@ class NodeTable:
         if status == TaskStatus.RELEASING:
             self.idle[row] -= delta
             self.releasing[row] += delta
-            self.used[row] += delta
-            self.future_idle[row] += 0.0  # idle-, releasing+: future idle unchanged
+            self.used[row] += delta  # idle down, releasing up by as much: future idle unchanged
         elif status == TaskStatus.PIPELINED:
             self.pipelined[row] += delta
             self.future_idle[row] -= delta

@@ -191,7 +191,11 @@ class Session:
                 if not chosen:
                     victims = None
                     break
-                victims = chosen if victims is None else [v for v in victims if v in set(chosen)]
+                if victims is None:
+                    victims = chosen
+                else:
+                    keep = {id(task) for task in chosen}
+                    victims = [v for v in victims if id(v) in keep]
             if victims is not None:
                 return victims
         return []

@@ -33,14 +33,7 @@ class CapacityPlugin:
     # -- session wiring ------------------------------------------------------------------------
 
     def on_session_open(self, ssn: Session) -> None:
-        self.ledger = QueueLedger(ssn)
-        names = set(ssn.queues) if self.hierarchical else {job.queue for job in ssn.jobs.values()}
-        self._build_tree(ssn, names)
-        for name in self._top_down(ssn, names):
-            self._new_attr(ssn, ssn.queues[name])
-        self.ledger.add_jobs(ssn.jobs.values())
-        for attr in self.ledger.attrs.values():
-            attr.share = self._share(attr)
+        self._build(ssn)
         P = ExtensionPoint
         ssn.add_fn(P.QUEUE_ORDER, NAME, self.queue_order)
         ssn.add_fn(P.RECLAIMABLE, NAME, self.reclaimable)
@@ -49,6 +42,17 @@ class CapacityPlugin:
         ssn.add_fn(P.JOB_ENQUEUEABLE, NAME, self.job_enqueueable)
         ssn.add_fn(P.JOB_ENQUEUED, NAME, self.job_enqueued)
         ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
+
+    def _build(self, ssn: Session) -> None:
+        """The queue tree (when hierarchical) and per-queue attributes, parents before children."""
+        self.ledger = QueueLedger(ssn)
+        names = set(ssn.queues) if self.hierarchical else {job.queue for job in ssn.jobs.values()}
+        self._build_tree(ssn, names)
+        for name in self._top_down(ssn, names):
+            self._new_attr(ssn, ssn.queues[name])
+        self.ledger.add_jobs(ssn.jobs.values())
+        for attr in self.ledger.attrs.values():
+            attr.share = self._share(attr)
 
     def on_session_close(self, ssn: Session) -> None:
         self.ledger = None

@@ -36,6 +36,12 @@ class DrfPlugin:
         self.shares: dict[str, float] = {}
 
     def on_session_open(self, ssn: Session) -> None:
+        self._build_shares(ssn)
+        ssn.add_fn(ExtensionPoint.JOB_ORDER, NAME, self.job_order)
+        ssn.add_fn(ExtensionPoint.PREEMPTABLE, NAME, self.preemptable)
+        ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
+
+    def _build_shares(self, ssn: Session) -> None:
         self.total = ssn.total_resource
         for job in ssn.jobs.values():
             placed = ssn.space.zeros()
@@ -44,9 +50,6 @@ class DrfPlugin:
                     placed += task.resreq
             self.allocated[job.uid] = placed
             self.shares[job.uid] = dominant_share(placed, self.total)
-        ssn.add_fn(ExtensionPoint.JOB_ORDER, NAME, self.job_order)
-        ssn.add_fn(ExtensionPoint.PREEMPTABLE, NAME, self.preemptable)
-        ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
 
     def on_session_close(self, ssn: Session) -> None:
         self.allocated, self.shares = {}, {}

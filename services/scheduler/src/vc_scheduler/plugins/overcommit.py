@@ -49,6 +49,11 @@ class OvercommitPlugin:
         self.inqueue: Vector = np.zeros(0)
 
     def on_session_open(self, ssn: Session) -> None:
+        self._build(ssn)
+        ssn.add_fn(ExtensionPoint.JOB_ENQUEUEABLE, NAME, self.job_enqueueable)
+        ssn.add_fn(ExtensionPoint.JOB_ENQUEUED, NAME, self.job_enqueued)
+
+    def _build(self, ssn: Session) -> None:
         self.space = ssn.space
         self.idle = ssn.total_resource * self.factor - ssn.nodes.used.sum(axis=0)
         self.inqueue = ssn.space.zeros()
@@ -56,8 +61,6 @@ class OvercommitPlugin:
             reserved = unplaced_min_resources(job)
             if reserved is not None:
                 self.inqueue += reserved
-        ssn.add_fn(ExtensionPoint.JOB_ENQUEUEABLE, NAME, self.job_enqueueable)
-        ssn.add_fn(ExtensionPoint.JOB_ENQUEUED, NAME, self.job_enqueued)
 
     def on_session_close(self, ssn: Session) -> None:
         self.space = None

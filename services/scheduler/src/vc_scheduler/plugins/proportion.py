@@ -55,7 +55,13 @@ class ProportionPlugin:
         self.ledger: QueueLedger | None = None
 
     def on_session_open(self, ssn: Session) -> None:
-        ledger = self.ledger = QueueLedger(ssn)
+        self.ledger = self.build_ledger(ssn)
+        self._register(ssn)
+
+    @staticmethod
+    def build_ledger(ssn: Session) -> QueueLedger:
+        """Queue attributes for queues with jobs, and their deserved shares by water-filling."""
+        ledger = QueueLedger(ssn)
         total = ssn.total_resource
         guarantees = [ssn.space.vector(q.spec.guarantee) for q in ssn.queues.values()]
         total_guarantee = np.sum(guarantees, axis=0) if guarantees else ssn.space.zeros()
@@ -69,7 +75,7 @@ class ProportionPlugin:
         water_fill(total, list(ledger.attrs.values()), ssn.space.tolerance)
         for attr in ledger.attrs.values():
             attr.share = share(attr.allocated, attr.deserved)
-        self._register(ssn)
+        return ledger
 
     def _register(self, ssn: Session) -> None:
         P = ExtensionPoint
