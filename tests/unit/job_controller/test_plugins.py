@@ -267,7 +267,7 @@ def test_framework_plugins_refuse_a_bad_port(name: str) -> None:
 
 
 def test_registry_has_volcanos_names() -> None:
-    assert set(in_tree_plugins()) == {"env", "svc", "ssh", "tensorflow", "pytorch", "mpi"}
+    assert set(in_tree_plugins()) == {"env", "svc", "ssh", "tensorflow", "pytorch", "mpi", "hcclrank"}
 
 
 def test_unknown_plugin_is_an_error_naming_the_known_ones() -> None:
@@ -284,3 +284,18 @@ def test_svc_service_task_must_exist() -> None:
     svc = plugin("svc", ["--service-type=NodePort", "--port=80", "--service-task=ghost"])
     with pytest.raises(PluginError, match="-service-task=ghost names no task"):
         svc.on_job_add(job([task("w", 1)]), {})
+
+
+def test_hcclrank_ranks_master_then_workers_or_follows_rank_env() -> None:
+    j = job([task("master", 2), task("worker", 3), task("other", 1)])
+    hccl = plugin("hcclrank")
+    ranks = [
+        (hccl.on_pod_create(make_pod(j, t, i), j).metadata.annotations or {}).get("hccl/rankIndex")
+        for t, i in ((0, 1), (1, 0), (1, 2), (2, 0))
+    ]
+    assert ranks == ["1", "2", "4", None]
+    torch_then_hccl = load_plugins({"pytorch": [], "hcclrank": []}, registry=in_tree_plugins(), deps=DEPS)
+    pod = make_pod(j, 1, 0)
+    for p in torch_then_hccl:
+        pod = p.on_pod_create(pod, j)
+    assert (pod.metadata.annotations or {})["hccl/rankIndex"] == "1"  # pytorch wrote RANK = index + 1
