@@ -108,3 +108,33 @@ def test_go_durations_parse() -> None:
     assert parse_go_duration("1h30m") == timedelta(hours=1, minutes=30)
     assert parse_go_duration("250ms") == timedelta(milliseconds=250)
     assert parse_go_duration("soon") is None
+
+
+def test_tasks_of_one_template_share_the_static_predicate_verdict() -> None:
+    from vc_scheduler.plugins.predicates import PredicatesPlugin
+
+    selector = {"spec": {"nodeSelector": {"zone": "a"}}}
+    objs = [node("n1"), node("n2"), podgroup("j"), pod("j-0", "j"), pod("j-1", "j"), pod("j-2", "j")]
+    objs[-1] = {**objs[-1], "spec": {**objs[-1]["spec"], **selector["spec"]}}
+    ssn = real_session(snapshot(*objs), load_scheduler_conf())
+    plugin = PredicatesPlugin()
+    plugin.on_session_open(ssn)
+    same_a, same_b, other = sorted(ssn.jobs["default/j"].tasks.values(), key=lambda t: t.name)
+    assert plugin.static_verdict(same_a) is plugin.static_verdict(same_b)
+    assert plugin.static_verdict(other) is not plugin.static_verdict(same_a)
+    assert list(plugin.static_verdict(other).codes) == [1, 1]  # no node has zone=a
+
+
+def test_benchmark_cluster_schedules_every_gang_at_small_scale() -> None:
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "scheduler_session.py"
+    spec = importlib.util.spec_from_file_location("scheduler_session_bench", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    from vc_scheduler.snapshot import load_objects
+
+    _, bound = bench.run(load_objects(bench.cluster_objects(20, 5, 4)))
+    assert bound == 20

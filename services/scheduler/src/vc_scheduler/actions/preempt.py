@@ -109,7 +109,7 @@ def _other_jobs_in_queue(ssn: Session, preemptor: TaskInfo) -> Filter:
 
 def preempt(ssn: Session, stmt: Statement, preemptor: TaskInfo, candidate: Filter) -> bool:
     """Free one node for `preemptor` by evicting victims there, then pipeline it onto that node."""
-    if preemptor.pod.preemption_policy == PREEMPT_NEVER or ssn.pre_predicate(preemptor):
+    if preemptor.preemption_policy == PREEMPT_NEVER or ssn.pre_predicate(preemptor):
         return False
     queue = ssn.queues[ssn.jobs[preemptor.job].queue]
     rows = ssn.predicate(preemptor, np.arange(len(ssn.nodes)), resolvable_pass=True).rows

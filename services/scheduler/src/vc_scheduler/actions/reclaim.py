@@ -63,7 +63,7 @@ class ReclaimAction:
         assigned = False
         while ssn.job_starving(job) and not tasks.empty():
             task = tasks.pop()
-            if task.pod.preemption_policy == "Never" or not ssn.preemptive(queue, task):
+            if task.preemption_policy == "Never" or not ssn.preemptive(queue, task):
                 continue
             if ssn.pre_predicate(task):
                 continue

@@ -133,7 +133,13 @@ def build_task(pod: PodObj, job_uid: str, space: ResourceSpace, classes: Mapping
         class_key=_class_keys.encode(placement),
         index=_name_index(pod.name),
         node_name=pod.node_name,
+        preemption_policy=pod.preemption_policy or _class_policy(pod, classes),
     )
+
+
+def _class_policy(pod: PodObj, classes: Mapping[str, PriorityClassObj]) -> str:
+    pc = classes.get(pod.priority_class_name)
+    return pc.preemption_policy if pc is not None else ""
 
 
 def build_jobs_and_tasks(

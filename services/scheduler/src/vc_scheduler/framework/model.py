@@ -60,6 +60,7 @@ class TaskInfo:
     class_key: bytes  # tasks with equal keys share predicate and score work
     index: int | None  # the integer after the last "-" of the pod name (Volcano's default task order)
     node_name: str = ""
+    preemption_policy: str = ""  # "Never": this task never evicts others (pod, else its PriorityClass)
     last_tx_status: TaskStatus | None = None  # status before the last discard (Volcano LastTransaction)
 
     @property
