@@ -23,7 +23,7 @@ def test_unknown_plugin_fails_the_job_with_a_condition_saying_why() -> None:
     assert reason == "PluginError"
     assert (
         message
-        == "plugin horovod: failed to get plugin horovod (known: env, hcclrank, mpi, pytorch, ssh, svc, tensorflow)"
+        == "plugin horovod: failed to get plugin horovod (known: env, hcclrank, mpi, pytorch, ray, ssh, svc, tensorflow)"
     )
     assert plan.status is not None and plan.status.conditions is not None
     assert plan.status.conditions[-1].reason == "PluginError"

@@ -267,12 +267,12 @@ def test_framework_plugins_refuse_a_bad_port(name: str) -> None:
 
 
 def test_registry_has_volcanos_names() -> None:
-    assert set(in_tree_plugins()) == {"env", "svc", "ssh", "tensorflow", "pytorch", "mpi", "hcclrank"}
+    assert set(in_tree_plugins()) == {"env", "svc", "ssh", "tensorflow", "pytorch", "mpi", "hcclrank", "ray"}
 
 
 def test_unknown_plugin_is_an_error_naming_the_known_ones() -> None:
-    with pytest.raises(PluginError, match="failed to get plugin ray"):
-        load_plugins({"ray": []}, registry=in_tree_plugins(), deps=DEPS)
+    with pytest.raises(PluginError, match="failed to get plugin horovod"):
+        load_plugins({"horovod": []}, registry=in_tree_plugins(), deps=DEPS)
 
 
 def test_plugins_load_in_the_order_written() -> None:
@@ -299,3 +299,35 @@ def test_hcclrank_ranks_master_then_workers_or_follows_rank_env() -> None:
     for p in torch_then_hccl:
         pod = p.on_pod_create(pod, j)
     assert (pod.metadata.annotations or {})["hccl/rankIndex"] == "1"  # pytorch wrote RANK = index + 1
+
+
+def test_ray_head_and_worker_commands_ports_and_head_service() -> None:
+    j = job([task("head", 1), task("worker", 2)])
+    ray = plugin("ray", ["--port=7000"])
+    head = ray.on_pod_create(make_pod(j, 0, 0), j)
+    worker = ray.on_pod_create(make_pod(j, 1, 1), j)
+    head_command = (containers(head)[0].command or [])[2]
+    assert head_command == (
+        "ray start --head --block --dashboard-host=0.0.0.0 --port=7000 --dashboard-port=8265"
+        " --ray-client-server-port=10001"
+    )
+    assert [(p.name, p.container_port) for p in containers(head)[0].ports or []] == [
+        ("gcs", 7000),
+        ("dashboard", 8265),
+        ("client-server", 10001),
+    ]
+    assert containers(worker)[0].command == ["sh", "-c", "ray start --block --address=job-head-0.job:7000"]
+    service = ray.on_job_add(j, {}).writes[0].obj
+    assert isinstance(service, Service) and service.metadata.name == "job-head-svc" and service.spec is not None
+    assert service.spec.selector == {
+        "volcano.sh/job-name": "job",
+        "volcano.sh/job-namespace": "ns",
+        "volcano.sh/task-spec": "head",
+    }
+    assert [r.name for r in ray.on_job_delete(j, {"plugin-ray": "ray"}).deletes] == ["job-head-svc"]
+
+
+def test_ray_without_head_task_is_an_error() -> None:
+    j = job([task("worker", 1)])
+    with pytest.raises(PluginError, match="doesn't have head task head"):
+        plugin("ray").on_pod_create(make_pod(j, 0, 0), j)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from vc_job_controller.plugins import env, hcclrank, mpi, pytorch, ssh, svc, tensorflow
+from vc_job_controller.plugins import env, hcclrank, mpi, pytorch, ray, ssh, svc, tensorflow
 from vc_job_controller.plugins.interface import (
     JobPlugin,
     PluginDeps,
@@ -23,7 +23,7 @@ PluginRegistry = Mapping[str, PluginFactory]
 
 
 def in_tree_plugins() -> dict[str, PluginFactory]:
-    """Volcano's plugin names. (ray is not ported: asking for it fails the job with a PluginError.)"""
+    """Volcano's plugin names (pkg/controllers/job/plugins/factory.go)."""
     return {
         env.NAME: env.build,
         svc.NAME: svc.build,
@@ -32,6 +32,7 @@ def in_tree_plugins() -> dict[str, PluginFactory]:
         pytorch.NAME: pytorch.build,
         mpi.NAME: mpi.build,
         hcclrank.NAME: hcclrank.build,
+        ray.NAME: ray.build,
     }
 
 
