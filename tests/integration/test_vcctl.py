@@ -6,13 +6,14 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from tests.support.services import ServiceProcess
 from vc_bus.server import NatsServer, free_port
+from vc_cli.up import ensure_default_queues
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration]
 VCCTL = str(Path(sys.executable).parent / "vcctl")
@@ -20,7 +21,8 @@ SEEDS = Path(__file__).resolve().parents[1] / "fixtures" / "seeds"
 
 
 @pytest.fixture
-def admission(nats_server: NatsServer, tmp_path: Path) -> Iterator[ServiceProcess]:
+async def admission(nats_server: NatsServer, tmp_path: Path) -> AsyncIterator[ServiceProcess]:
+    await ensure_default_queues(nats_server.url)  # what `vcctl up` and the queue-controller do
     service = ServiceProcess("vc-admission", nats_server.url, [], tmp_path / "admission.log").start()
     yield service
     service.stop_quietly()
@@ -89,7 +91,7 @@ async def test_queue_create_checks_quantities_before_sending(nats_server: NatsSe
     good = vcctl(nats_server.url, "queue", "create", "-N", "q1", "--weight", "3", "--capability", "cpu=4,memory=8Gi")
     assert good.returncode == 0, good.stderr
     shown = json.loads(vcctl(nats_server.url, "queue", "get", "-N", "q1", "-o", "json").stdout)
-    assert shown["spec"] == {"weight": 3, "capability": {"cpu": "4", "memory": "8Gi"}}
+    assert shown["spec"] == {"weight": 3, "capability": {"cpu": "4", "memory": "8Gi"}, "reclaimable": True}
 
 
 async def test_missing_objects_and_files(nats_server: NatsServer, admission: ServiceProcess) -> None:
@@ -109,3 +111,34 @@ def test_no_server_is_a_clear_error() -> None:
 def test_sim_cycle_needs_a_subcommand() -> None:
     result = vcctl("nats://127.0.0.1:1", "sim")
     assert result.returncode == 2 and "usage: vcctl sim cycle" in result.stderr
+
+
+async def test_invalid_job_is_rejected_by_the_rules_and_nothing_appears(
+    nats_server: NatsServer, admission: ServiceProcess, tmp_path: Path
+) -> None:
+    await ready(admission)
+    path = tmp_path / "job.yaml"
+    path.write_text("apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: greedy}\n"
+                    "spec:\n  minAvailable: 5\n  tasks:\n  - {name: w, replicas: 2, template: {spec: {containers: [{name: c}]}}}\n"
+                    "  policies:\n  - {event: PodFailed, exitCode: 3, action: RestartJob}\n")
+    result = vcctl(nats_server.url, "job", "run", "-f", str(path))
+    assert result.returncode == 1
+    assert "minAvailable" in result.stderr and "must not specify event and exitCode simultaneously" in result.stderr
+    assert vcctl(nats_server.url, "job", "list").stdout.strip() == "No resources found"
+    assert vcctl(nats_server.url, "pod", "list").stdout.strip() == "No resources found"
+
+
+async def test_rejected_update_leaves_the_stored_object_untouched(
+    nats_server: NatsServer, admission: ServiceProcess, tmp_path: Path
+) -> None:
+    await ready(admission)
+    assert vcctl(nats_server.url, "job", "run", "-f", str(SEEDS / "lm-mpi-job.yaml")).returncode == 0
+    before = json.loads(vcctl(nats_server.url, "job", "view", "-N", "lm-mpi-job", "-o", "json").stdout)
+    changed = json.loads(json.dumps(before))
+    changed["spec"]["queue"] = "elsewhere"  # only replicas/minAvailable/priorityClassName may change
+    path = tmp_path / "update.json"
+    path.write_text(json.dumps(changed))
+    result = vcctl(nats_server.url, "apply", "-f", str(path))
+    assert result.returncode == 1 and "may not change fields" in result.stderr
+    after = json.loads(vcctl(nats_server.url, "job", "view", "-N", "lm-mpi-job", "-o", "json").stdout)
+    assert after == before

@@ -9,9 +9,11 @@ import structlog
 from nats.aio.msg import Msg
 from prometheus_client import Counter, Histogram
 
+from vc_admission.context import CacheContext
 from vc_admission.review import Admitter
 from vc_admission.write_api import WriteApi
 from vc_proto import subjects
+from vc_runtime.aio import wait_or_stop
 from vc_runtime.service import FnWorker, ServiceContext, Worker
 from vc_runtime.settings import RuntimeSettings
 
@@ -28,7 +30,10 @@ class AdmissionApp:
         self.settings = settings
 
     async def open(self, ctx: ServiceContext) -> Sequence[Worker]:
-        api = WriteApi(ctx.store, Admitter())
+        context = CacheContext(ctx.store)
+        api = WriteApi(ctx.store, Admitter(context))
+        informers = (context.queue_informer, context.jobs, context.podgroups)
+        ctx.probes.require("caches-synced")
         inbox: asyncio.Queue[Msg] = asyncio.Queue(maxsize=WORKERS * 4)
 
         async def enqueue(msg: Msg) -> None:
@@ -42,7 +47,14 @@ class AdmissionApp:
                 for i in range(WORKERS):
                     tg.create_task(_worker(api, inbox, shutdown), name=f"write-api:{i}")
 
-        return [FnWorker("write-api", serve)]
+        async def synced(shutdown: asyncio.Event) -> None:
+            for informer in informers:
+                if not await wait_or_stop(informer.synced, shutdown):
+                    return
+            ctx.probes.set("caches-synced")
+
+        return [*(FnWorker(f"informer:{i.kind.__name__}", i.run) for i in informers), FnWorker("synced", synced),
+                FnWorker("write-api", serve)]
 
 
 async def _worker(api: WriteApi, inbox: asyncio.Queue[Msg], shutdown: asyncio.Event) -> None:

@@ -11,7 +11,7 @@ import msgspec
 import structlog
 
 from vc_admission.decoding import decode_object
-from vc_admission.review import Admitter
+from vc_admission.review import Admitter, Rejected
 from vc_core.errors import AlreadyExists, Conflict, InvalidObject, NotFound, PolicyViolation, VcError
 from vc_core.store import ObjectStore
 from vc_proto import api, codec
@@ -83,7 +83,7 @@ class WriteApi:
             return None
 
     async def _create(self, obj: KubeObject) -> KubeObject:
-        admitted = self._admit.create(msgspec.structs.replace(obj, status=None) if hasattr(obj, "status") else obj)
+        admitted = await self._admit.create(msgspec.structs.replace(obj, status=None) if hasattr(obj, "status") else obj)
         return await self._store.create(admitted)
 
     async def _update(self, obj: KubeObject, old: KubeObject) -> KubeObject:
@@ -96,7 +96,7 @@ class WriteApi:
         candidate = msgspec.structs.replace(obj, metadata=meta)
         if hasattr(old, "status"):
             candidate = msgspec.structs.replace(candidate, status=old.status)  # type: ignore[arg-type]
-        admitted = self._admit.update(candidate, old)
+        admitted = await self._admit.update(candidate, old)
         return await self._store.update(admitted)
 
     async def _delete(self, request: api.WriteRequest) -> None:
@@ -105,21 +105,8 @@ class WriteApi:
             raise InvalidObject("kind", "required", "delete needs a supported kind and a name")
         namespace = (request.namespace or "default") if row.namespaced else None
         old = await self._store.get(row.type, namespace, request.name)
-        self._admit.delete(old)
+        await self._admit.delete(old)
         await self._store.delete(row.type, namespace, request.name, resource_version=request.resource_version, uid=request.uid)
-
-
-class Rejected(VcError):
-    """Admission refused the object; every violation is a cause."""
-
-    def __init__(self, causes: list[api.Cause]) -> None:
-        super().__init__("; ".join(f"{c.field}: {c.message}" for c in causes))
-        self.causes = causes
-
-    def summary(self) -> str:
-        return "admission denied the request: " + "; ".join(
-            f"{c.field}: {c.message}" if c.field else c.message for c in self.causes
-        )
 
 
 def _with_namespace(obj: KubeObject, namespace: str | None) -> KubeObject:
