@@ -59,10 +59,16 @@ def _pod(gang: int, index: int) -> dict[str, Any]:
 
 
 def run(snapshot: ClusterSnapshot) -> tuple[float, int]:
+    seconds, bound, _ = run_detailed(snapshot)
+    return seconds, bound
+
+
+def run_detailed(snapshot: ClusterSnapshot) -> tuple[float, int, dict[str, float]]:
+    """Session seconds, pods bound, and the per-action / per-plugin durations the cycle recorded."""
     conf = load_scheduler_conf()
     start = time.perf_counter()
     result = run_cycle(snapshot, conf)
-    return time.perf_counter() - start, len(result.binds)
+    return time.perf_counter() - start, len(result.binds), result.stats.durations_s
 
 
 def main() -> None:
@@ -78,7 +84,7 @@ def main() -> None:
     if args.profile:
         profiler = cProfile.Profile()
         profiler.enable()
-    seconds, bound = run(snapshot)
+    seconds, bound, durations = run_detailed(snapshot)
     if args.profile:
         profiler.disable()
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
@@ -87,6 +93,8 @@ def main() -> None:
     print(f"  snapshot load     {load_s:8.3f} s")
     print(f"  session           {seconds:8.3f} s  ({bound} pods bound)")
     print(f"  pods decided/s    {pods / seconds:8.0f}")
+    for name, spent in sorted(durations.items(), key=lambda item: -item[1])[:6]:
+        print(f"    {name:<28} {spent:8.3f} s")
 
 
 if __name__ == "__main__":

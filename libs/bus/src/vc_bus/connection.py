@@ -25,8 +25,11 @@ async def connect(url: str, *, name: str, connect_timeout: float = 5.0) -> Async
     async def on_error(exc: Exception) -> None:
         log.warning("nats.error", error=str(exc))
 
+    closing = False
+
     async def on_disconnect() -> None:
-        log.warning("nats.disconnected")
+        if not closing:
+            log.warning("nats.disconnected")
 
     async def on_reconnect() -> None:
         log.info("nats.reconnected")
@@ -35,6 +38,7 @@ async def connect(url: str, *, name: str, connect_timeout: float = 5.0) -> Async
     try:
         yield nc
     finally:
+        closing = True
         if nc.is_connected:
             with contextlib.suppress(Exception):
                 await nc.drain()

@@ -1,0 +1,33 @@
+"""`make bench`: every benchmark, each printing its figures (tests check behaviour, never time).
+
+    .venv/bin/python -m benchmarks [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def run(script: str, *args: str) -> int:
+    print(f"== {script} {' '.join(args)}", flush=True)
+    return subprocess.call([sys.executable, str(HERE / script), *args])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    quick = parser.parse_args().quick
+    failures = 0
+    failures += run("store_throughput.py", "--writes", "5000" if quick else "20000") != 0
+    failures += run("node_sim_capacity.py", *(["--nodes", "1000", "--pods", "5000"] if quick else [])) != 0
+    failures += run("scheduler_session.py", *(["--nodes", "1000", "--gangs", "100"] if quick else [])) != 0
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
