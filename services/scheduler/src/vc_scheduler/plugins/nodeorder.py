@@ -112,10 +112,12 @@ class NodeOrderPlugin:
 
     def batch_node_order(self, task: TaskInfo, rows: Rows) -> Scores:
         affinity_raw, taint_raw = self._template_scores(task)
-        scores = np.zeros(len(rows), dtype=np.float64)
-        if self.affinity_weight:
+        # An all-zero raw score normalises to a constant (0, or 100 for taints): no per-row work.
+        constant = self.taint_weight * MAX_SCORE if not taint_raw.any() else 0.0
+        scores = np.full(len(rows), constant, dtype=np.float64)
+        if self.affinity_weight and affinity_raw.any():
             scores += self.affinity_weight * normalize(affinity_raw[rows])
-        if self.taint_weight:
+        if self.taint_weight and taint_raw.any():
             scores += self.taint_weight * normalize(taint_raw[rows], reverse=True)
         return scores
 

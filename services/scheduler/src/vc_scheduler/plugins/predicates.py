@@ -38,6 +38,7 @@ class StaticVerdict:
 
     codes: NDArray[np.int32]
     reasons: tuple[str, ...]
+    all_pass: bool = False  # no node fails: the per-call work is the pod count only
 
 
 def _flag(args: PluginArgs, key: str) -> bool:
@@ -69,6 +70,9 @@ class PredicatesPlugin:
         if self.nodes is None:
             return []
         verdict = self.static_verdict(task)
+        if verdict.all_pass:
+            full = self.nodes.free_pods(rows) < 1
+            return [NodeFailure(full, POD_NUMBER_REASON, resolvable=True)] if full.any() else []
         codes = verdict.codes[rows]
         failures = [
             NodeFailure(codes == code, reason, resolvable=False)
@@ -103,7 +107,7 @@ class PredicatesPlugin:
             reasons.append(AFFINITY_REASON)
         if self.taint_toleration:
             self._mark_taints(task, codes, reasons)
-        return StaticVerdict(codes, tuple(reasons))
+        return StaticVerdict(codes, tuple(reasons), all_pass=not codes.any())
 
     def _affinity_matches(self, task: TaskInfo) -> NDArray[np.bool_]:
         labels = self.labels
