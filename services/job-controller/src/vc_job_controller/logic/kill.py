@@ -4,8 +4,9 @@ A full kill (no target) bumps `status.version` so events of the killed pods only
 and deletes the PodGroup; a targeted kill (task, pod, partition) keeps it. Deleted pods are first
 marked out of sync. Volcano does not count the pods it keeps; Tephra does (they are Succeeded or
 Failed, or outside the target, so no phase rule changes, and the job keeps an honest count).
-Tephra also skips the version bump when a full kill finds nothing to kill: Volcano bumps on every
-event of a finished job, which with a status-driven watch would be a write loop.
+Tephra also skips the version bump when a full kill finds nothing left to delete (pods already
+terminating were deleted, and counted, by the kill that bumped it): Volcano bumps on every event of
+a finished or stopping job, which with a status-driven watch would be a write loop.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def _kill_pods(plan: PlanDraft, *, retain: frozenset[str], target: Target | None
     draft = StatusDraft.of(view.status)
     plan.status, plan.killed = draft, True
     draft.reset_counts()
-    if target is None and (victims or any(pod_is_terminating(p) for p in view.pods.values())):
+    if target is None and victims:
         draft.version += 1
     for name, pod in sorted(view.pods.items()):
         if name in victims or pod_is_terminating(pod):
