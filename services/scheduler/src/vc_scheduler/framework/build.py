@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 import msgspec
+
 from vc_scheduler.framework.model import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from vc_scheduler.framework.nodes import NodeTable
 from vc_scheduler.framework.resources import ResourceSpace, is_empty

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 import numpy as np
+
 from vc_scheduler.framework.fit_errors import FitErrors
 from vc_scheduler.framework.resources import Vector
 from vc_scheduler.snapshot.cluster import PodGroupCondition, PodGroupObj, PodObj, QueueObj

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
+
 from vc_scheduler.framework.fit_errors import FitErrors, insufficient
 from vc_scheduler.framework.model import TaskInfo
 from vc_scheduler.framework.nodes import NodeInfo

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
+
 from vc_scheduler.framework.model import TaskInfo, TaskStatus
 from vc_scheduler.framework.resources import ResourceSpace, Vector
 from vc_scheduler.snapshot.cluster import NodeObj

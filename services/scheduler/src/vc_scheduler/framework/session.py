@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
 from vc_scheduler.framework.conf import SchedulerConf, Tier
 from vc_scheduler.framework.decisions import Bind, Evict
 from vc_scheduler.framework.interfaces import (
