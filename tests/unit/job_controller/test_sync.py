@@ -78,8 +78,8 @@ def test_scale_down_deletes_surplus_pods_and_counts_them_terminating() -> None:
     j = job([task("worker", 1)], phase=JobPhase.RUNNING, min_available=1)
     plan = run(view(j, pods(pod(j, "worker", 0), pod(j, "worker", 1), pod(j, "worker", 2)), podgroup(j, "Running")))
     assert [(d.name, d.reason, d.mark_out_of_sync) for d in plan.pods_to_delete] == [
-        ("job-worker-1", "ScaleDown", False),
-        ("job-worker-2", "ScaleDown", False),
+        ("job-worker-1", "ScaleDown", True),
+        ("job-worker-2", "ScaleDown", True),
     ]
     assert plan.status is not None and (plan.status.running, plan.status.terminating) == (1, 2)
 
@@ -88,7 +88,7 @@ def test_out_of_sync_pods_are_deleted_and_still_counted() -> None:
     j = job([task("worker", 2)], phase=JobPhase.RUNNING, min_available=2)
     pod_map = pods(pod(j, "worker", 0), pod(j, "worker", 1, out_of_sync=True))
     plan = run(view(j, pod_map, podgroup(j, "Running")))
-    assert [d.name for d in plan.pods_to_delete] == ["job-worker-1"]
+    assert [(d.name, d.mark_out_of_sync) for d in plan.pods_to_delete] == [("job-worker-1", False)]
     assert plan.status is not None and (plan.status.running, plan.status.terminating) == (2, 1)
 
 

@@ -116,9 +116,19 @@ def _create_pod(plan: PlanDraft, draft: StatusDraft, task: TaskSpec, index: int)
 
 
 def _delete(plan: PlanDraft, draft: StatusDraft, pod: Pod, *, reason: str, message: str) -> None:
-    """syncJob deletes without the out-of-sync patch; a deleted pod counts as terminating."""
+    """A deleted pod counts as terminating.
+
+    Volcano's syncJob deletes surplus pods without the out-of-sync mark, so a scale-down raises
+    PodEvicted and a `PodEvicted -> RestartJob` policy restarts the whole job; Tephra marks them.
+    """
     draft.terminating += 1
     if pod_is_terminating(pod):
         return
-    plan.pods_to_delete.append(PodDeletion(name=pod.metadata.name or "", uid=pod.metadata.uid or "", reason=reason))
+    deletion = PodDeletion(
+        name=pod.metadata.name or "",
+        uid=pod.metadata.uid or "",
+        mark_out_of_sync=not is_out_of_sync(pod),
+        reason=reason,
+    )
+    plan.pods_to_delete.append(deletion)
     plan.events.append(pod_event(plan, pod, reason=history.POD_DELETED, phase=None, message=f"{reason}: {message}"))
