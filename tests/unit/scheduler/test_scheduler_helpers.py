@@ -138,3 +138,13 @@ def test_benchmark_cluster_schedules_every_gang_at_small_scale() -> None:
 
     _, bound = bench.run(load_objects(bench.cluster_objects(20, 5, 4)))
     assert bound == 20
+
+
+@pytest.mark.parametrize("stamp", ["2024-01-01T00:00:00Z", "2024-01-01T00:00:00", "2024-01-01T01:00:00+01:00"])
+def test_sla_timestamps_compare_whatever_their_zone(stamp: str) -> None:
+    from datetime import UTC, datetime
+
+    from vc_scheduler.plugins.sla import parse_timestamp
+
+    parsed = parse_timestamp(stamp)
+    assert parsed == datetime(2024, 1, 1, tzinfo=UTC)

@@ -36,6 +36,9 @@ class NodeTable:
         self.allocatable = np.zeros(shape, dtype=np.float64)
         for node in self.nodes:
             self.allocatable[node.row] = space.vector(node.obj.allocatable)
+        # Fixed for the session: scoring multiplies by the inverse instead of dividing per call.
+        self.offered = self.allocatable > 0
+        self.inverse_allocatable = np.where(self.offered, 1.0 / np.where(self.offered, self.allocatable, 1.0), 0.0)
         self.idle = self.allocatable.copy()
         self.used = np.zeros(shape, dtype=np.float64)
         self.releasing = np.zeros(shape, dtype=np.float64)

@@ -36,10 +36,7 @@ def _weight(args: PluginArgs, key: str, default: int) -> float:
 
 def requested_fraction(nodes: NodeTable, rows: Rows, request: NDArray[np.float64]) -> Scores:
     """(used + request) / allocatable per row and resource; 0 where nothing is allocatable."""
-    alloc = nodes.allocatable[rows]
-    used = nodes.used[rows] + request
-    safe = np.where(alloc > 0, alloc, 1.0)
-    return np.asarray(np.where(alloc > 0, used / safe, 0.0), dtype=np.float64)
+    return np.asarray((nodes.used[rows] + request) * nodes.inverse_allocatable[rows], dtype=np.float64)
 
 
 def least_requested(fraction: Scores) -> Scores:
@@ -106,7 +103,7 @@ class NodeOrderPlugin:
             scores += self.most_weight * most_requested(fraction)
         if self.balanced_weight:
             dims = self.balanced_dims
-            offered = self.nodes.allocatable[rows][:, dims] > 0
+            offered = self.nodes.offered[rows][:, dims]
             scores += self.balanced_weight * balanced_allocation(fraction[:, dims], offered)
         return scores
 

@@ -7,7 +7,7 @@ The waiting time comes from the PodGroup annotation `volcano.sh/sla-waiting-time
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import ClassVar, Final
 
 from vc_scheduler.framework.interfaces import ExtensionPoint, PluginArgs, Verdict, Vote
@@ -28,10 +28,12 @@ def parse_go_duration(text: str) -> timedelta | None:
 
 
 def parse_timestamp(text: str) -> datetime | None:
+    """RFC 3339 as Kubernetes writes it; a timestamp without zone is taken as UTC."""
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 class SlaPlugin:
@@ -70,6 +72,9 @@ class SlaPlugin:
 
     def permit_overdue(self, job: JobInfo) -> Verdict:
         deadline = self.deadline(job)
-        if deadline is None or self.now is None or self.now < deadline:
+        now = self.now
+        if now is not None and now.tzinfo is None:
+            now = now.replace(tzinfo=UTC)
+        if deadline is None or now is None or now < deadline:
             return Verdict(Vote.ABSTAIN)
         return Verdict(Vote.PERMIT)
