@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from jc_builders import job, load_seed, phase_after, pod, podgroup, pods, run, task, view, with_status
 from msgspec.structs import replace
-from vc_job_controller.logic import Request
+from vc_job_controller.logic import DelayedAction, Request
 from vc_job_controller.logic.plan import Plan
 from vc_proto.batch import Job, JobState, LifecyclePolicy
+from vc_proto.codec import decode, encode
 from vc_proto.vocabulary import Action, Event, JobPhase
 
 
@@ -173,3 +176,11 @@ def test_a_template_quantity_that_is_not_one_fails_the_job() -> None:
     assert phase_after(plan, j) == JobPhase.FAILED
     reason, message = reason_and_message(plan)
     assert reason == "InvalidJob" and "'lots' is not a quantity" in (message or "")
+
+
+def test_plans_round_trip_through_json() -> None:
+    j = load_seed("lm-mpi-job.yaml")
+    plan = run(view(j, {}, None))
+    assert decode(encode(plan), Plan) == plan
+    waiting = DelayedAction(key="p", action="RestartJob", delay=timedelta(seconds=90))
+    assert decode(encode(waiting), DelayedAction) == waiting
