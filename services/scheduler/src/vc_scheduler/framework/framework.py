@@ -59,8 +59,16 @@ def open_session(
 
 
 def _drop_invalid_jobs(ssn: Session) -> None:
-    """Jobs failing JobValid leave the session with an Unschedulable condition (Volcano OpenSession)."""
+    """Jobs failing JobValid leave the session with an Unschedulable condition.
+
+    A PodGroup that has not been enqueued yet stays: a vcjob's pods are only created once its
+    PodGroup is Inqueue, so gang validity cannot hold before then. Volcano's allocate, backfill,
+    preempt and reclaim all skip pending jobs before they ask JobValid, and its OpenSession check runs
+    before any plugin registers, so enqueue sees every pending job.
+    """
     for job in list(ssn.jobs.values()):
+        if job.phase == PodGroupPhase.PENDING:
+            continue
         result = ssn.job_valid(job)
         if result is None:
             continue
