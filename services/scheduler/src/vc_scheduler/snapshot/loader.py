@@ -169,8 +169,7 @@ def _podgroup(pg: kube.PodGroup, index: int) -> PodGroupObj:
         raise InvalidObject("spec.minMember", "minimum", "must be >= 0")
     min_resources = None
     if pg.spec.min_resources is not None:
-        min_resources = parse_resources(pg.spec.min_resources, field="spec.minResources")
-        min_resources.pop("pods", None)
+        min_resources = schedulable_resources(parse_resources(pg.spec.min_resources, field="spec.minResources"))
     conditions = tuple(
         PodGroupCondition(c.type, c.status, c.reason, c.message, c.transition_id) for c in pg.status.conditions
     )
@@ -189,6 +188,21 @@ def _podgroup(pg: kube.PodGroup, index: int) -> PodGroupObj:
         creation=meta.creation_timestamp or "",
         order=index,
     )
+
+
+def schedulable_resources(resources: Resources) -> Resources:
+    """The resources a node offers, from a quota-style list such as a vcjob PodGroup's minResources.
+
+    The job controller writes Kubernetes quota usage (`requests.cpu`, `limits.cpu`, `count/pods`,
+    `pods`); Volcano's NewResource keeps only cpu, memory and scalar resources, so `limits.*` and
+    `count/*` never constrain scheduling and `requests.<r>` stands for `<r>` when `<r>` is absent.
+    """
+    out: Resources = {}
+    for name, value in resources.items():
+        if name == "pods" or name.startswith(("limits.", "count/")):
+            continue
+        out[name.removeprefix("requests.")] = out.get(name.removeprefix("requests."), value) if name.startswith("requests.") else value
+    return out
 
 
 def _queue(queue: kube.Queue, index: int) -> QueueObj:
