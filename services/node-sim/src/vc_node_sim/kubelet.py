@@ -212,6 +212,8 @@ class Kubelet:
 
     async def _event(self, pod: Pod, reason: str, message: str | None, *, phase: str | None, exit_code: int | None = None) -> None:
         labels = pod.metadata.labels or {}
+        if "volcano.sh/job-name" in labels and reason != ev.POD_EVICTED:
+            return  # the job controller reports its pods' transitions, with their job context
         event = DomainEvent(
             id=f"{pod.metadata.uid}-{reason}-{phase}",
             occurred_at=format_time(time.time()),
