@@ -10,7 +10,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from vc_scheduler.cycle import CycleResult, load_scheduler_conf, run_cycle
+from vc_scheduler.cycle import CycleResult, apply_result, load_scheduler_conf, run_cycle
 from vc_scheduler.snapshot import ClusterSnapshot, load_objects
 
 RESOURCES = ("cpu", "nvidia.com/gpu")
@@ -250,3 +250,17 @@ def test_preempt_and_reclaim_never_evict_protected_pods_nor_overcommit(
     for i, cpu in enumerate(nodes):
         assert load[f"n{i}"] <= cpu, f"n{i} overcommitted"
     assert sum(load.values()) + pipelined_load["any"] <= total
+    _assert_cycles_keep_nodes_within_capacity(snapshot, result, nodes)
+
+
+def _assert_cycles_keep_nodes_within_capacity(snapshot: ClusterSnapshot, result: CycleResult, nodes: list[int]) -> None:
+    """Apply the decisions and run two more cycles: running pods never exceed a node."""
+    conf = load_scheduler_conf(EVICTING_CONF)
+    for cycle in range(2):
+        snapshot = apply_result(snapshot, result)
+        load: dict[str, Fraction] = defaultdict(Fraction)
+        for pod in snapshot.pods:
+            if pod.node_name:
+                load[pod.node_name] += pod.requests.get("cpu", Fraction(0))
+        assert all(load[f"n{i}"] <= cpu for i, cpu in enumerate(nodes)), f"overcommitted after cycle {cycle + 1}"
+        result = run_cycle(snapshot, conf, session_uid=f"cycle-{cycle + 2}")
