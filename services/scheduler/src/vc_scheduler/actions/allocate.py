@@ -106,8 +106,8 @@ class AllocateAction:
     ) -> bool:
         check = ssn.allocatable(queue, task)
         if not check.ok:
-            if check.reason and check.reason not in job.why:
-                job.why.append(check.reason)
+            if check.reason:
+                job.why[f"allocate:{queue.name}"] = check.reason
             return False
         # Predicate error cache: a sibling of the same template already found no node.
         if self.predicate_error_cache and task.class_key in failed_classes:

@@ -44,8 +44,8 @@ class EnqueueAction:
         if job.min_resources is not None:
             verdict = ssn.job_enqueueable(job)
             if verdict.vote == Vote.REJECT:
-                if verdict.reason and verdict.reason not in job.why:
-                    job.why.append(verdict.reason)
+                if verdict.reason:
+                    job.why["enqueue"] = verdict.reason
                 return
         ssn.job_enqueued(job)
         job.phase = PodGroupPhase.INQUEUE

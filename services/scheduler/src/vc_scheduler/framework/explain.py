@@ -11,7 +11,7 @@ from vc_scheduler.framework.session import Session
 
 
 def explain_job(ssn: Session, job: JobInfo) -> str:
-    sentences = list(job.why)
+    sentences = list(job.why.values())
     sentences.extend(_resource_shortfalls(job))
     if not sentences:
         return ""

@@ -89,7 +89,9 @@ class JobInfo:
     by_status: dict[TaskStatus, dict[str, TaskInfo]] = field(default_factory=dict)
     nodes_fit_errors: dict[str, FitErrors] = field(default_factory=dict)
     job_fit_errors: str = ""
-    why: list[str] = field(default_factory=list)  # actionable sentences beyond Volcano's message
+    # Actionable sentences beyond Volcano's message, by source ("enqueue", "allocate:<queue>"):
+    # the latest check of a source replaces the earlier one, so numbers are never stale or repeated.
+    why: dict[str, str] = field(default_factory=dict)
     # Kept up to date on every status change: job ordering asks for them thousands of times a cycle.
     _ready: int = 0
     _pending_best_effort: int = 0

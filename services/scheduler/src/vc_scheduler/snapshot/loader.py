@@ -201,7 +201,9 @@ def schedulable_resources(resources: Resources) -> Resources:
     for name, value in resources.items():
         if name == "pods" or name.startswith(("limits.", "count/")):
             continue
-        out[name.removeprefix("requests.")] = out.get(name.removeprefix("requests."), value) if name.startswith("requests.") else value
+        out[name.removeprefix("requests.")] = (
+            out.get(name.removeprefix("requests."), value) if name.startswith("requests.") else value
+        )
     return out
 
 
