@@ -13,10 +13,10 @@ from vc_scheduler.framework.model import QueueInfo
 from vc_scheduler.framework.node_search import find_feasible_nodes, num_feasible_nodes_to_find
 from vc_scheduler.framework.resources import ResourceSpace
 from vc_scheduler.plugins.binpack import binpack_scores, resource_weights
-from vc_scheduler.plugins.drf import dominant_share
 from vc_scheduler.plugins.node_filters import tolerates
 from vc_scheduler.plugins.proportion import water_fill
 from vc_scheduler.plugins.queue_ledger import QueueAttr
+from vc_scheduler.plugins.shares import dominant_share
 from vc_scheduler.plugins.sla import parse_go_duration
 from vc_scheduler.snapshot.cluster import QueueObj
 from vc_scheduler.snapshot.kube import Taint, Toleration
