@@ -12,8 +12,8 @@ from collections.abc import Callable
 from vc_core.store import ObjectStore
 from vc_proto.batch import Job
 from vc_proto.kinds import KINDS, KubeObject
+from vc_runtime.informer import Informer
 
-from vc_gc.informer import Informer
 from vc_gc.logic.owners import DEPENDENT_KINDS, OwnerKey, owner_key
 
 DependentKey = tuple[str, str, str]  # (kind, namespace, name)

@@ -10,14 +10,11 @@ from __future__ import annotations
 import asyncio
 from typing import Protocol, TypeVar
 
-from vc_core.errors import TemporaryError
+from vc_core.errors import Fenced
 from vc_core.store import ObjectStore
 from vc_proto.kinds import KubeObject
 
 ObjT = TypeVar("ObjT", bound=KubeObject)
-
-# How long a fenced write waits before its retry: about one lease renewal.
-FENCE_RETRY_S = 1.0
 
 
 class Ownership(Protocol):
@@ -41,13 +38,6 @@ class SoleOwner:
         await asyncio.Event().wait()
 
 
-class Fenced(TemporaryError):
-    """This instance may not write now (its lease lapsed); the work is retried once it may."""
-
-    def __init__(self) -> None:
-        super().__init__("write fenced: this instance's membership lease has lapsed", delay=FENCE_RETRY_S)
-
-
 class FencedStore:
     """Reads pass through; each write first checks the fence."""
 
@@ -55,19 +45,19 @@ class FencedStore:
         self._store = store
         self._ownership = ownership
 
-    def _check(self) -> None:
+    def _check(self, kind: str, name: str | None) -> None:
         if not self._ownership.can_write():
-            raise Fenced()
+            raise Fenced(f"{kind} {name}")
 
     async def get(self, kind: type[ObjT], namespace: str | None, name: str) -> ObjT:
         return await self._store.get(kind, namespace, name)
 
     async def create(self, obj: ObjT) -> ObjT:
-        self._check()
+        self._check(type(obj).__name__, obj.metadata.name)
         return await self._store.create(obj)
 
     async def update(self, obj: ObjT) -> ObjT:
-        self._check()
+        self._check(type(obj).__name__, obj.metadata.name)
         return await self._store.update(obj)
 
     async def delete(
@@ -80,5 +70,5 @@ class FencedStore:
         uid: str | None = None,
         grace: bool = True,
     ) -> None:
-        self._check()
+        self._check(kind.__name__, name)
         await self._store.delete(kind, namespace, name, resource_version=resource_version, uid=uid, grace=grace)
