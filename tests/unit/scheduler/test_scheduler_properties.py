@@ -102,8 +102,8 @@ def test_random_clusters_keep_node_queue_and_gang_invariants(cluster: tuple[Any,
     snapshot = load_objects(_objects(nodes, caps, jobs))
     result = run_cycle(snapshot, load_scheduler_conf())
     for node in snapshot.nodes:
-        for name, used in _usage(snapshot, result, "node")[node.name].items():
-            assert used <= node.allocatable.get(name, 0), f"{node.name} overcommitted on {name}"
+        for name, on_node in _usage(snapshot, result, "node")[node.name].items():
+            assert on_node <= node.allocatable.get(name, 0), f"{node.name} overcommitted on {name}"
     for q, cap in enumerate(caps):
         if cap is None:
             continue
