@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pytest
 from scheduler_builders import FakePlugin, node, pod, podgroup, real_session, snapshot
 from vc_scheduler.actions.shuffle import ShuffleAction
-from vc_scheduler.cycle import load_scheduler_conf
+from vc_scheduler.cycle import load_scheduler_conf, run_cycle
 from vc_scheduler.framework.decisions import Evict
 from vc_scheduler.framework.framework import podgroup_phase
 from vc_scheduler.framework.interfaces import ExtensionPoint
@@ -70,3 +70,18 @@ def test_shuffle_evicts_what_victim_tasks_plugins_choose() -> None:
     FakePlugin("gang", {ExtensionPoint.VICTIM_TASKS: pick_first}).on_session_open(ssn)
     ShuffleAction().execute(ssn)
     assert ssn.decisions == [Evict("default/j-0", "default/j-0", "shuffle")]
+
+
+def test_queue_allocated_adds_up_through_parents_to_root() -> None:
+    snap = snapshot(
+        node("n1", cpu="8"),
+        {"kind": "Queue", "metadata": {"name": "eng"}, "spec": {"weight": 1}},
+        {"kind": "Queue", "metadata": {"name": "eng-a"}, "spec": {"weight": 1, "parent": "eng"}},
+        podgroup("a", phase="Running", queue="eng-a"),
+        podgroup("e", phase="Running", queue="eng"),
+        pod("a-0", "a", cpu="2", node_name="n1", phase="Running"),
+        pod("e-0", "e", cpu="1", node_name="n1", phase="Running"),
+    )
+    result = run_cycle(snap, load_scheduler_conf())
+    allocated = {q.queue: q.allocated["cpu"] for q in result.queues}
+    assert allocated == {"default": "0", "eng": "3", "eng-a": "2", "root": "3"}

@@ -22,7 +22,7 @@ from vc_scheduler.framework.nodes import NodeTable
 from vc_scheduler.framework.registry import Registry
 from vc_scheduler.framework.resources import format_amount
 from vc_scheduler.framework.session import Session
-from vc_scheduler.snapshot.cluster import ClusterSnapshot, PodGroupCondition
+from vc_scheduler.snapshot.cluster import ROOT_QUEUE, ClusterSnapshot, PodGroupCondition
 
 UNSCHEDULABLE = "Unschedulable"
 
@@ -130,10 +130,11 @@ def queue_statuses(ssn: Session) -> list[QueueStatusUpdate]:
 
 
 def _lineage(ssn: Session, name: str) -> list[str]:
-    chain, seen = [name], {name}
-    while (parent := ssn.queues[chain[-1]].spec.parent or ("root" if chain[-1] != "root" else "")) and (
-        parent in ssn.queues and parent not in seen
-    ):
+    """The queue, its ancestors through `spec.parent`, and `root` (cycles and unknown parents stop)."""
+    chain = [name]
+    while chain[-1] != ROOT_QUEUE:
+        parent = ssn.queues[chain[-1]].spec.parent or ROOT_QUEUE
+        if parent not in ssn.queues or parent in chain:
+            break
         chain.append(parent)
-        seen.add(parent)
     return chain
