@@ -17,6 +17,7 @@ from vc_bus.server import NatsServer
 from vc_bus.store import NatsStore
 from vc_core.errors import Conflict, NotFound
 from vc_core.store import ObjectStore
+from vc_node_sim.app import NodeSimApp
 from vc_podgroup_controller.app import PodGroupControllerApp
 from vc_podgroup_controller.logic.build import build_podgroup
 from vc_proto.core import CORE_V1, Container, Pod, PodSpec, ResourceRequirements
@@ -24,13 +25,16 @@ from vc_proto.kinds import KubeObject
 from vc_proto.meta import ObjectMeta, OwnerReference
 from vc_proto.scheduling import PodGroup
 from vc_proto.vocabulary import GROUP_NAME_ANNOTATION
+from vc_queue_controller.app import QueueControllerApp
 from vc_runtime.probes import Probes
-from vc_runtime.service import ServiceContext
+from vc_runtime.service import App, ServiceContext
 from vc_runtime.settings import RuntimeSettings
+from vc_scheduler.app import SchedulerApp
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration]
 ObjT = TypeVar("ObjT", bound=KubeObject)
 T = TypeVar("T")
+AppT = TypeVar("AppT", bound=App)
 
 
 # -- harness: the real app in-process, its store wrapped to count writes per key ---------------------
@@ -83,14 +87,22 @@ class CountingStore:
 
 @contextlib.asynccontextmanager
 async def running(url: str, instance: str, log: WriteLog | None = None) -> AsyncIterator[PodGroupControllerApp]:
-    settings = RuntimeSettings(service="podgroup-controller", nats_url=url, instance=instance)
+    async with running_app(PodGroupControllerApp, url, instance, log) as app:
+        yield app
+
+
+@contextlib.asynccontextmanager
+async def running_app(
+    factory: Callable[[RuntimeSettings], AppT], url: str, instance: str, log: WriteLog | None = None, **extra: object
+) -> AsyncIterator[AppT]:
+    settings = RuntimeSettings(service=instance, nats_url=url, instance=instance, extra=dict(extra))
     async with contextlib.AsyncExitStack() as resources:
         nc = await resources.enter_async_context(connect(url, name=instance))
         await ensure_events_stream(nc)
         store = NatsStore(nc)
         await store.ensure()
         wrapped = CountingStore(store, instance, log or WriteLog())
-        app = PodGroupControllerApp(settings)
+        app = factory(settings)
         ctx = ServiceContext(settings, nc, wrapped, EventPublisher(nc), Probes(), resources)  # type: ignore[arg-type]
         workers = await app.open(ctx)
         shutdown = asyncio.Event()
@@ -194,6 +206,27 @@ async def test_two_instances_one_writer_per_group(nats_server: NatsServer, nats_
     assert all(len(who) == 1 for who in by_group.values()), by_group
     assert {w for who in by_group.values() for w in who} == {"pg-a", "pg-b"}
     assert log.conflicts == 0
+
+
+async def test_plain_pod_runs_end_to_end(nats_server: NatsServer, nats_store: NatsStore) -> None:
+    """podgroup-controller + queue-controller + scheduler + node-sim: the plain pod is bound and runs."""
+    url = nats_server.url
+    async with (
+        running_app(NodeSimApp, url, "node-sim", nodes=1, start_delay=0.05, heartbeat_period=60.0),
+        running_app(QueueControllerApp, url, "queue-controller"),
+        running_app(SchedulerApp, url, "scheduler", schedule_period=0.2),
+        running(url, "pg-a"),
+    ):
+        created = await nats_store.create(pod("plain"))
+        await eventually(lambda: grouped(nats_store, "plain", f"podgroup-{created.metadata.uid}"))
+        await eventually(lambda: _phase_in(nats_store, "plain", ("Running", "Succeeded")), within_s=20)
+        bound = await nats_store.get(Pod, "default", "plain")
+        assert bound.spec is not None and bound.spec.node_name == "node-0"
+
+
+async def _phase_in(store: NatsStore, name: str, phases: tuple[str, ...]) -> bool:
+    current = await store.get(Pod, "default", name)
+    return current.status is not None and current.status.phase in phases
 
 
 async def _settled(*apps: PodGroupControllerApp) -> None:
