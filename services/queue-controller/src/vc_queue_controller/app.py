@@ -12,9 +12,9 @@ from vc_runtime.membership import Membership
 from vc_runtime.service import FnWorker, ServiceContext, Worker
 from vc_runtime.settings import RuntimeSettings
 
-from vc_queue_controller.caches import QueueCaches, targets_queue
-from vc_queue_controller.controller import Key, QueueController, command_key, queue_key
-from vc_queue_controller.logic.defaults import ALWAYS_PRESENT
+from vc_queue_controller.caches import QueueCaches
+from vc_queue_controller.controller import QueueController
+from vc_queue_controller.keys import Key, command_key, queue_key
 from vc_queue_controller.resync import resync_forever, wait_synced
 from vc_queue_controller.sharding import FencedStore
 
@@ -34,44 +34,32 @@ class QueueControllerApp:
         self.lease_ttl_s = float(settings.extra.get("lease_ttl", 5.0))  # type: ignore[arg-type]
         self.membership: Membership | None = None
         self.dispatcher: KeyedDispatcher[Key] | None = None
+        self.caches: QueueCaches
+        self.controller: QueueController
 
     async def open(self, ctx: ServiceContext) -> Sequence[Worker]:
         membership = Membership(ctx.nc, group=self.name, instance=ctx.settings.instance, ttl_s=self.lease_ttl_s)
-        controller: QueueController | None = None
-
-        async def handle(key: Key) -> None:
-            assert controller is not None
-            await controller.handle(key)
-
-        dispatcher: KeyedDispatcher[Key] = KeyedDispatcher(handle, workers=self.workers, name=self.name)
+        dispatcher: KeyedDispatcher[Key] = KeyedDispatcher(self._handle, workers=self.workers, name=self.name)
         caches = QueueCaches(
             ctx.store,
             submit_queue=lambda name: dispatcher.submit(queue_key(name)),
             submit_command=lambda key: dispatcher.submit(command_key(*key)),
         )
-        controller = QueueController(
+        self.controller = QueueController(
             caches=caches,
             writer=FencedStore(ctx.store, membership),
             ownership=membership,
             publish=ctx.events.publish,
             submit=dispatcher.submit,
         )
-        self.membership, self.dispatcher = membership, dispatcher
+        self.membership, self.dispatcher, self.caches = membership, dispatcher, caches
         ctx.probes.require("caches-synced")
 
-        def submit_all() -> None:
-            for name in {*ALWAYS_PRESENT, *(q.metadata.name or "" for q in caches.queues.items.values())}:
-                dispatcher.submit(queue_key(name))
-            for (namespace, name), command in list(caches.commands.items.items()):
-                if targets_queue(command):
-                    dispatcher.submit(command_key(namespace, name))
-
         async def resync(shutdown: asyncio.Event) -> None:
-            if not await wait_synced(caches.synced, shutdown):
-                return
-            ctx.probes.set("caches-synced")
-            log.info("caches.synced", queues=len(caches.queues.items), podgroups=len(caches.podgroups.items))
-            await resync_forever(submit_all, membership, shutdown)
+            if await wait_synced(caches.synced, shutdown):
+                ctx.probes.set("caches-synced")
+                log.info("caches.synced", queues=len(caches.queues.items), podgroups=len(caches.podgroups.items))
+                await resync_forever(self._submit_all, membership, shutdown)
 
         return [
             FnWorker("membership", membership.run),
@@ -79,3 +67,11 @@ class QueueControllerApp:
             FnWorker("dispatcher", dispatcher.run),
             FnWorker("resync", resync),
         ]
+
+    async def _handle(self, key: Key) -> None:
+        await self.controller.handle(key)
+
+    def _submit_all(self) -> None:
+        assert self.dispatcher is not None
+        for key in self.caches.keys():
+            self.dispatcher.submit(key)

@@ -13,6 +13,8 @@ from vc_proto.bus import Command
 from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, Queue
 from vc_runtime.informer import Informer, ObjectKey
 
+from vc_queue_controller.keys import Key, command_key, queue_key
+from vc_queue_controller.logic.defaults import ALWAYS_PRESENT
 from vc_queue_controller.logic.hierarchy import parent_name, state_of
 from vc_queue_controller.logic.status import phase_of, queue_of
 
@@ -50,6 +52,12 @@ class QueueCaches:
 
     def synced(self) -> bool:
         return all(informer.synced.is_set() for informer in self.informers)
+
+    def keys(self) -> list[Key]:
+        """Every dispatcher key: each queue (and the ones that must exist), each queue Command."""
+        names = {*ALWAYS_PRESENT, *(q.metadata.name or "" for q in self.queues.items.values())}
+        commands = [command_key(ns, name) for (ns, name), c in self.commands.items.items() if targets_queue(c)]
+        return [*(queue_key(n) for n in sorted(names)), *commands]
 
     def queue(self, name: str | None) -> Queue | None:
         return self.queues.get(None, name) if name else None

@@ -1,6 +1,6 @@
 """The shell around `decide`: one queue (or one queue Command) per dispatcher key, one writer per queue.
 
-Keys are `("Queue", name)` and `("Command", "<ns>/<name>")`. A queue is handled only by the instance
+Keys are queues and queue Commands (`keys.py`). A queue is handled only by the instance
 that owns its name; a Command only by the owner of its target queue, which deletes it *before* acting
 (at-most-once, as Volcano). Nothing runs before every cache has synced: a Closing queue must not be
 declared empty because its PodGroups were not loaded yet.
@@ -22,6 +22,7 @@ from vc_proto.vocabulary import Action
 
 from vc_queue_controller import metrics
 from vc_queue_controller.caches import QueueCaches
+from vc_queue_controller.keys import COMMAND, Key, queue_key, split_command
 from vc_queue_controller.logic.decide import QueuePlan, QueueView, decide
 from vc_queue_controller.logic.defaults import ALWAYS_PRESENT, default_queue
 from vc_queue_controller.logic.hierarchy import parent_name, with_default_parent
@@ -29,21 +30,12 @@ from vc_queue_controller.logic.status import count_phases, inqueue_resources
 from vc_queue_controller.sharding import FencedStore, Ownership
 
 log = structlog.get_logger(__name__)
-Key = tuple[str, str]
 Publish = Callable[[DomainEvent], Awaitable[object]]
 
 QUEUE_ACTIONS = (Action.OPEN_QUEUE, Action.CLOSE_QUEUE)
 SOURCE = "queue-controller"
 # A lost compare-and-set (the scheduler writes `allocated`) is re-read and retried this often in place.
 WRITE_ATTEMPTS = 3
-
-
-def queue_key(name: str) -> Key:
-    return ("Queue", name)
-
-
-def command_key(namespace: str | None, name: str) -> Key:
-    return ("Command", f"{namespace or ''}/{name}")
 
 
 class QueueController:
@@ -69,12 +61,10 @@ class QueueController:
     async def handle(self, key: Key) -> None:
         if not self._caches.synced():
             return  # every key is submitted again once the caches have synced
-        kind, name = key
-        if kind == "Command":
-            namespace, _, command = name.partition("/")
-            await self._take_command(namespace or None, command)
+        if key[0] == COMMAND:
+            await self._take_command(*split_command(key))
         else:
-            await self._sync_queue(name)
+            await self._sync_queue(key[1])
 
     # -- commands ----------------------------------------------------------------------------------
     async def _take_command(self, namespace: str | None, name: str) -> None:
