@@ -10,8 +10,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+import msgspec
 import pytest
 from nats.js.errors import BadRequestError
+from prometheus_client import REGISTRY
 from vc_bus.connection import connect
 from vc_bus.events import EventPublisher, ensure_events_stream
 from vc_bus.server import NatsServer
@@ -180,6 +182,7 @@ async def test_close_with_podgroups_drains_then_reopens(nats_server: NatsServer,
     await nats_store.create(podgroup("pg1", "q1"))
     async with running(nats_server.url, "qc-a"):
         await eventually(lambda: _counts(nats_store, "q1", running=1))
+        assert REGISTRY.get_sample_value("volcano_queue_pod_group_running_count", {"queue_name": "q1"}) == 1
         stored = await nats_store.get(Queue, None, "q1")
         assert stored.spec is not None and stored.spec.parent == "root"
         await nats_store.create(command("CloseQueue", q))
@@ -190,6 +193,24 @@ async def test_close_with_podgroups_drains_then_reopens(nats_server: NatsServer,
         await nats_store.create(command("OpenQueue", q))
         await eventually(lambda: _is(nats_store, "q1", "Open"))
         await eventually(lambda: no_commands(nats_store))
+
+
+async def test_inqueue_figures_are_counted_and_exported(nats_server: NatsServer, nats_store: NatsStore) -> None:
+    await nats_store.create(queue("qi"))
+    inqueue = podgroup("pg-in", "qi", phase="Inqueue")
+    spec = msgspec.structs.replace(inqueue.spec or PodGroupSpec(), min_resources={"cpu": "2", "memory": "1Gi"})
+    await nats_store.create(msgspec.structs.replace(inqueue, spec=spec))
+    async with running(nats_server.url, "qc-a"):
+        await eventually(lambda: _inqueue(nats_store, "qi", 1))
+        labels = {"queue_name": "qi"}
+        assert REGISTRY.get_sample_value("volcano_queue_pod_group_inqueue_count", labels) == 1
+        assert REGISTRY.get_sample_value("volcano_queue_inqueue_milli_cpu", labels) == 2000
+        assert REGISTRY.get_sample_value("volcano_queue_inqueue_memory_bytes", labels) == 2**30
+
+
+async def _inqueue(store: NatsStore, name: str, count: int) -> bool:
+    q = await store.get(Queue, None, name)
+    return q.status is not None and q.status.inqueue == count
 
 
 async def test_parent_closes_and_reopens_its_children(nats_server: NatsServer, nats_store: NatsStore) -> None:
