@@ -1,1 +1,4 @@
-"""Tephra on a real kube-apiserver: the store adapter and the relay into the NATS cache (B6: the only kubernetes_asyncio user)."""
+"""Tephra on a real kube-apiserver: the store adapter and the relay into the NATS cache.
+
+Style B6: this is the only package that imports kubernetes_asyncio.
+"""

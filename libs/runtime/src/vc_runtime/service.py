@@ -73,8 +73,14 @@ class _Stop(Exception):
 
 
 async def open_store(settings: RuntimeSettings, nc: Client) -> ObjectStore:
+    if settings.backend == "kube":
+        # Writes go to the apiserver, reads stay on the NATS mirror that vc-kube-relay fills.
+        # Imported here: only the kube backend needs vc_kube (and kubernetes-asyncio).
+        from vc_kube.mirrored import open_mirrored_store
+
+        return await open_mirrored_store(settings.kubeconfig, nc)
     if settings.backend != "nats":
-        raise ConfigError(f"--backend {settings.backend}: the kube backend is not available in this build")
+        raise ConfigError(f"--backend {settings.backend}: unknown backend")
     store = NatsStore(nc)
     await store.ensure()
     return store

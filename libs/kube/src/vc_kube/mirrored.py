@@ -1,0 +1,103 @@
+"""The store services get with `--backend kube`: writes to the apiserver, reads from the NATS mirror.
+
+Design rule: every service reads the shared NATS cache, whatever the backend; only writes differ.
+- create/update/delete/evict and `get` go to the apiserver (KubeStore). `get` is there because it is
+  the read half of a CAS loop ("re-read and retry" after a Conflict must see the newest version).
+- list/watch read the KV buckets the relay fills. The values carry the apiserver's resourceVersion,
+  and unlike NatsStore this reader keeps it (NatsStore overwrites it with the KV revision), so an
+  object from the cache can be written back with a correct precondition. `WatchEvent.revision` is
+  the KV revision: it is what a watch resumes from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TypeVar
+
+from nats.aio.client import Client
+from vc_bus.kvwatch import watch_bucket
+from vc_bus.store import NatsStore
+from vc_core.store import WatchEvent, WatchOp
+from vc_proto import codec, subjects
+from vc_proto.kinds import KubeObject
+
+from vc_kube.store import KubeStore
+
+O = TypeVar("O", bound=KubeObject)  # noqa: E741
+
+
+class MirroredStore:
+    def __init__(self, kube_store: KubeStore, nc: Client) -> None:
+        self.kube = kube_store
+        self._nc = nc
+        self._js = nc.jetstream()
+
+    async def ensure(self) -> None:
+        """The buckets exist even before the relay's first pass (same config as the NATS backend)."""
+        await NatsStore(self._nc).ensure()
+
+    async def get(self, kind: type[O], namespace: str | None, name: str) -> O:
+        return await self.kube.get(kind, namespace, name)
+
+    async def create(self, obj: O) -> O:
+        return await self.kube.create(obj)
+
+    async def update(self, obj: O) -> O:
+        return await self.kube.update(obj)
+
+    async def delete(
+        self,
+        kind: type[O],
+        namespace: str | None,
+        name: str,
+        *,
+        resource_version: str | None = None,
+        uid: str | None = None,
+        grace: bool = True,
+    ) -> None:
+        await self.kube.delete(kind, namespace, name, resource_version=resource_version, uid=uid, grace=grace)
+
+    async def evict(self, namespace: str, name: str, *, uid: str | None = None) -> None:
+        await self.kube.evict(namespace, name, uid=uid)
+
+    async def list(self, kind: type[O], namespace: str | None = None) -> tuple[list[O], int]:
+        items: dict[tuple[str | None, str], O] = {}
+        async for event in self.watch(kind, namespace=namespace):
+            if event.op is WatchOp.SYNCED:
+                return list(items.values()), event.revision
+            if event.op is WatchOp.PUT and isinstance(event.obj, kind):
+                items[(event.namespace, event.name)] = event.obj
+            else:
+                items.pop((event.namespace, event.name), None)
+        raise RuntimeError("watch ended before it synced")
+
+    async def watch(
+        self, kind: type[O], *, namespace: str | None = None, from_revision: int = 0
+    ) -> AsyncIterator[WatchEvent]:
+        bucket = subjects.bucket(kind.__name__)
+        async for entry in watch_bucket(self._js, bucket, subjects.namespace_filter(namespace), from_revision):
+            if entry.op is WatchOp.SYNCED:
+                yield WatchEvent(WatchOp.SYNCED, entry.revision)
+                continue
+            namespace_, name = subjects.split_key(entry.key)
+            if entry.op is WatchOp.PUT:
+                yield WatchEvent(WatchOp.PUT, entry.revision, namespace_, name, codec.decode_object(entry.value))
+            else:
+                yield WatchEvent(WatchOp.DELETE, entry.revision, namespace_, name)
+
+
+async def open_mirrored_store(kubeconfig: str | None, nc: Client) -> MirroredStore:
+    """What `open_store` returns for `--backend kube`: kubeconfig file, else in-cluster credentials."""
+    from vc_core.errors import ConfigError
+
+    from vc_kube.client import KubeClient
+
+    try:
+        kube = await KubeClient.connect(kubeconfig)
+    except Exception as exc:  # kubeconfig/in-cluster loading raises assorted types; all mean bad config
+        raise ConfigError(
+            f"--backend kube: cannot load kube credentials ({kubeconfig or 'in-cluster'}): {exc}"
+        ) from exc
+    store = MirroredStore(KubeStore(kube), nc)
+    await store.ensure()
+    return store

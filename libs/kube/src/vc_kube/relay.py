@@ -1,0 +1,157 @@
+"""The relay: one list+watch per kind on the apiserver, mirrored into the shared NATS KV cache.
+
+Every service reads the KV buckets (`vc_proto.subjects.bucket(kind)`, key `object_key(ns, name)`)
+whatever the backend; with `--backend kube` this process is what fills them. Values are the objects
+as Kubernetes JSON *with the apiserver's resourceVersion* inside, so a service can hand an object
+from its cache straight to a CAS write (vc_kube.mirrored reads them back without overriding it).
+
+Correctness:
+- start: list, put what differs from the bucket, then delete bucket keys the list does not have
+  (objects deleted while no relay ran);
+- then follow the watch (vc_kube.watching: re-list on 410 with a diff, bookmarks, retry forever);
+- a kind's loop that fails for any other reason is logged and restarted from a fresh list after a
+  backoff; it never stops while the relay runs. A KV write that fails is retried (puts are idempotent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Iterable
+
+import msgspec
+import structlog
+from nats.aio.client import Client
+from nats.js.errors import KeyNotFoundError
+from nats.js.kv import KeyValue
+from vc_bus.kvwatch import watch_bucket
+from vc_bus.store import NatsStore
+from vc_core.errors import VcError
+from vc_core.store import WatchOp
+from vc_proto import codec, subjects
+from vc_proto.kinds import KINDS, Kind
+
+from vc_kube.client import KubeApiError, KubeClient
+from vc_kube.store import decode
+from vc_kube.watching import watch_kind
+
+log = structlog.get_logger(__name__)
+
+MAX_BACKOFF_S = 10.0
+
+
+class _Meta(msgspec.Struct):
+    resourceVersion: str | None = None
+
+
+class _Head(msgspec.Struct):
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
+
+
+_head = msgspec.json.Decoder(_Head)
+
+
+class Relay:
+    """Mirror `kinds` (default: every kind Tephra stores) from `kube` into NATS KV on `nc`."""
+
+    def __init__(self, kube: KubeClient, nc: Client, kinds: Iterable[str] = tuple(KINDS)) -> None:
+        self._kube = kube
+        self._nc = nc
+        self._js = nc.jetstream()
+        self._kinds = [KINDS[k] for k in kinds]
+        self.synced: dict[str, asyncio.Event] = {k.kind: asyncio.Event() for k in self._kinds}
+        # Count of changes applied, per kind (tests and metrics).
+        self.applied: dict[str, int] = dict.fromkeys(self.synced, 0)
+
+    async def run(self, shutdown: asyncio.Event | None = None) -> None:
+        await NatsStore(self._nc).ensure(k.kind for k in self._kinds)
+        async with asyncio.TaskGroup() as tg:
+            tasks = [tg.create_task(self._supervise(row), name=f"relay:{row.kind}") for row in self._kinds]
+            if shutdown is not None:
+                await shutdown.wait()
+                for task in tasks:
+                    task.cancel()
+
+    async def wait_synced(self) -> None:
+        await asyncio.gather(*(e.wait() for e in self.synced.values()))
+
+    async def _supervise(self, row: Kind) -> None:
+        failures = 0
+        while True:
+            try:
+                await self._mirror(row)
+            except asyncio.CancelledError:
+                raise
+            except (VcError, KubeApiError, OSError, msgspec.MsgspecError) as exc:
+                failures += 1
+                delay = min(MAX_BACKOFF_S, 0.2 * 2**failures)
+                log.error("relay.kind_failed", kind=row.kind, error=str(exc), restart_in_s=delay)
+                await asyncio.sleep(delay)
+            else:
+                failures = 0
+
+    async def _mirror(self, row: Kind) -> None:
+        bucket = subjects.bucket(row.kind)
+        kv = await self._js.key_value(bucket)
+        stored = await self._stored_versions(bucket)
+        seen: set[str] = set()
+        synced = False
+        async for change in watch_kind(self._kube, row):
+            if change.op is WatchOp.SYNCED:
+                # Objects deleted while nobody watched: the list no longer has them.
+                for key in stored.keys() - seen:
+                    await self._delete(kv, key)
+                stored.clear()
+                synced = True
+                self.synced[row.kind].set()
+                log.info("relay.synced", kind=row.kind, revision=change.revision, objects=len(seen))
+                continue
+            key = subjects.object_key(change.namespace, change.name)
+            if change.op is WatchOp.PUT:
+                assert change.raw is not None
+                if not synced:
+                    seen.add(key)
+                    if stored.get(key) == str(change.revision):
+                        continue  # already mirrored by an earlier run
+                await self._put(kv, key, codec.encode(decode(row, change.raw)))
+            else:
+                await self._delete(kv, key)
+            self.applied[row.kind] += 1
+
+    async def _stored_versions(self, bucket: str) -> dict[str, str | None]:
+        """Key -> the kube resourceVersion currently mirrored for it."""
+        out: dict[str, str | None] = {}
+        async for entry in watch_bucket(self._js, bucket):
+            if entry.op is WatchOp.SYNCED:
+                return out
+            if entry.op is WatchOp.PUT:
+                try:
+                    out[entry.key] = _head.decode(entry.value).metadata.resourceVersion
+                except msgspec.DecodeError:
+                    out[entry.key] = None
+            else:
+                out.pop(entry.key, None)
+        return out
+
+    async def _put(self, kv: KeyValue, key: str, value: bytes) -> None:
+        await _retrying(lambda: kv.put(key, value), what=f"put {key}")
+
+    async def _delete(self, kv: KeyValue, key: str) -> None:
+        async def delete() -> None:
+            with contextlib.suppress(KeyNotFoundError):
+                await kv.delete(key)
+
+        await _retrying(delete, what=f"delete {key}")
+
+
+async def _retrying(op: Callable[[], Awaitable[object]], *, what: str) -> None:
+    failures = 0
+    while True:
+        try:
+            await op()
+            return
+        except Exception as exc:  # nats-py errors share no transport base class: retry all, logged
+            failures += 1
+            delay = min(MAX_BACKOFF_S, 0.1 * 2**failures)
+            log.warning("relay.kv_retry", what=what, error=repr(exc), delay_s=delay)
+            await asyncio.sleep(delay)

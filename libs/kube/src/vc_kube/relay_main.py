@@ -1,0 +1,41 @@
+"""vc-kube-relay: the one process that mirrors the apiserver into the NATS cache (`--backend kube`).
+
+Run exactly one per cluster (two are harmless, only wasteful: both write the same values). Ready once
+every kind has been listed and mirrored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from vc_runtime.service import FnWorker, ServiceContext, Worker, main_entry
+from vc_runtime.settings import RuntimeSettings, parse
+
+from vc_kube.client import KubeClient
+from vc_kube.relay import Relay
+
+
+class RelayApp:
+    name = "kube-relay"
+
+    def __init__(self, settings: RuntimeSettings) -> None:
+        self.settings = settings
+
+    async def open(self, ctx: ServiceContext) -> Sequence[Worker]:
+        kube = await ctx.resources.enter_async_context(await KubeClient.connect(self.settings.kubeconfig))
+        relay = Relay(kube, ctx.nc)
+        ctx.probes.require("relay-synced")
+
+        async def synced(_: object) -> None:
+            await relay.wait_synced()
+            ctx.probes.set("relay-synced")
+
+        return [FnWorker("relay", relay.run), FnWorker("relay-synced", synced)]
+
+
+def main() -> None:
+    main_entry(RelayApp, lambda: parse("kube-relay"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,281 @@
+"""The `kube` store adapter: the ObjectStore port on a real kube-apiserver.
+
+Writes keep the port's compare-and-set promise with the apiserver's own preconditions:
+- update sends a JSON merge patch of what changed, carrying `metadata.resourceVersion`; the apiserver
+  refuses it with 409 if the object moved on (-> Conflict). A merge patch, not a PUT, so fields Tephra's
+  types do not model (server defaults, other controllers' fields) are never wiped.
+- status goes to the `/status` subresource where the kind has one (a write to the main resource
+  silently ignores status there), also with a resourceVersion precondition.
+- a pod gaining `spec.nodeName` is bound through `pods/binding` with uid and resourceVersion
+  preconditions: nodeName is immutable on the pod itself, and binding refuses an already bound pod.
+- delete carries uid/resourceVersion preconditions; graceful pod deletion is the apiserver's own.
+
+Reads here go to the apiserver. Services read the NATS mirror instead (vc_kube.mirrored); this class
+is the port's reference implementation against kube and what the contract suite checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, TypeVar
+
+import msgspec
+import structlog
+from vc_bus.objects import check_identity, identity
+from vc_core.errors import AlreadyExists, Conflict, TemporaryError
+from vc_core.store import WatchEvent, WatchOp
+from vc_proto import codec
+from vc_proto.kinds import KINDS, Kind, KubeObject, kind_of
+
+from vc_kube.client import MERGE_PATCH, Json, KubeApiError, KubeClient, map_error, resource_path
+from vc_kube.watching import list_raw, watch_kind
+
+O = TypeVar("O", bound=KubeObject)  # noqa: E741
+log = structlog.get_logger(__name__)
+
+# Kinds whose status lives behind the /status subresource (built-ins, and the CRDs in deploy/k8s/crds).
+STATUS_SUBRESOURCE = frozenset({"Pod", "Node", "Service", "Job", "PodGroup", "Queue"})
+_GENERATE_NAME_ATTEMPTS = 8
+
+
+def decode(kind: Kind, raw: Json) -> KubeObject:
+    """Raw apiserver JSON -> typed object. List items lack kind/apiVersion; managedFields is noise."""
+    raw = {**raw, "kind": kind.kind, "apiVersion": kind.api_version}
+    meta = raw.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        raw["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
+    obj: KubeObject = msgspec.convert(raw, kind.type, strict=False)
+    return obj
+
+
+def encode(obj: KubeObject) -> Json:
+    return codec.to_dict(obj)
+
+
+def merge_diff(old: Any, new: Any) -> Any:
+    """RFC 7386 merge patch turning `old` into `new` (None when equal). Lists are replaced whole."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        patch: Json = {}
+        for key in old.keys() | new.keys():
+            if key not in new:
+                patch[key] = None
+            elif key not in old:
+                patch[key] = new[key]
+            else:
+                sub = merge_diff(old[key], new[key])
+                if sub is not None:
+                    patch[key] = sub
+        return patch or None
+    return None if old == new else new
+
+
+def _display(namespace: str | None, name: str) -> str:
+    return f"{namespace}/{name}" if namespace else name
+
+
+class KubeStore:
+    """ObjectStore over a kube-apiserver. `auto_namespaces` creates a missing namespace on first use,
+    so Tephra behaves like its NATS backend, where namespaces need no object of their own."""
+
+    def __init__(self, kube: KubeClient, *, auto_namespaces: bool = True) -> None:
+        self.kube = kube
+        self._auto_namespaces = auto_namespaces
+        self._namespaces: set[str] = set()
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    async def get(self, kind: type[O], namespace: str | None, name: str) -> O:
+        row = kind_of(kind)
+        obj = await self._get(row, namespace, name)
+        assert isinstance(obj, kind)
+        return obj
+
+    async def _get(self, row: Kind, namespace: str | None, name: str) -> KubeObject:
+        try:
+            raw = await self.kube.request("GET", resource_path(row, namespace, name))
+        except KubeApiError as exc:
+            raise map_error(exc, row.kind, _display(namespace, name)) from exc
+        return decode(row, raw)
+
+    async def list(self, kind: type[O], namespace: str | None = None) -> tuple[list[O], int]:
+        row = kind_of(kind)
+        items, revision = await list_raw(self.kube, row, namespace)
+        out = [decode(row, raw) for raw in items]
+        return [o for o in out if isinstance(o, kind)], revision
+
+    def watch(
+        self, kind: type[O], *, namespace: str | None = None, from_revision: int = 0
+    ) -> AsyncIterator[WatchEvent]:
+        return self._watch(kind_of(kind), namespace, from_revision)
+
+    async def _watch(self, row: Kind, namespace: str | None, from_revision: int) -> AsyncIterator[WatchEvent]:
+        async for change in watch_kind(self.kube, row, namespace=namespace, from_revision=from_revision):
+            if change.op is WatchOp.SYNCED:
+                yield WatchEvent(WatchOp.SYNCED, change.revision)
+                continue
+            ns, name = change.namespace, change.name
+            obj = decode(row, change.raw) if change.op is WatchOp.PUT else None
+            yield WatchEvent(change.op, change.revision, ns, name, obj)
+
+    # --- writes --------------------------------------------------------------------------------
+
+    async def create(self, obj: O) -> O:
+        kind, namespace, name = identity(obj)
+        row = KINDS[kind]
+        if row.namespaced and not namespace:
+            namespace = "default"
+        if name:
+            check_identity(kind, namespace, name)
+        elif namespace is not None:
+            check_identity(kind, namespace, "x")  # the namespace alone; the server generates the name
+        body = encode(obj)
+        meta = body.setdefault("metadata", {})
+        for key in ("resourceVersion", "uid", "creationTimestamp", "deletionTimestamp", "generation", "managedFields"):
+            meta.pop(key, None)
+        if row.namespaced:
+            meta["namespace"] = namespace
+            await self._ensure_namespace(namespace)
+        for _ in range(_GENERATE_NAME_ATTEMPTS):
+            try:
+                raw = await self.kube.request("POST", resource_path(row, namespace), body=body)
+            except KubeApiError as exc:
+                # A generateName collision is a 409 too; the apiserver draws a new suffix on retry.
+                if exc.status == 409 and not name and meta.get("generateName"):
+                    continue
+                raise map_error(exc, kind, _display(namespace, name)) from exc
+            created = decode(row, raw)
+            assert isinstance(created, type(obj))
+            return created
+        raise AlreadyExists(kind, _display(namespace, name))
+
+    async def _ensure_namespace(self, namespace: str | None) -> None:
+        if not self._auto_namespaces or not namespace or namespace in self._namespaces:
+            return
+        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+        try:
+            await self.kube.request("POST", "/api/v1/namespaces", body=body)
+        except KubeApiError as exc:
+            if exc.status != 409:
+                raise map_error(exc, "Namespace", namespace) from exc
+        self._namespaces.add(namespace)
+
+    async def update(self, obj: O) -> O:
+        kind, namespace, name = identity(obj)
+        check_identity(kind, namespace, name)
+        row = KINDS[kind]
+        display = _display(namespace, name)
+        expected = obj.metadata.resource_version
+        if not expected:
+            raise Conflict(kind, display, expected=None)
+        current = await self._get(row, namespace, name)
+        if current.metadata.resource_version != expected:
+            raise Conflict(kind, display, expected=int(expected))
+        new = encode(obj)
+        old = encode(current)
+        if kind == "Pod" and _node(new) and not _node(old):
+            current = await self._bind(current, _node(new) or "")
+            old = encode(current)
+        new_status, old_status = new.pop("status", None), old.pop("status", None)
+        if kind not in STATUS_SUBRESOURCE:
+            new["status"], old["status"] = new_status, old_status
+            new_status = old_status = None
+        for doc in (new, old):
+            doc.get("metadata", {}).pop("resourceVersion", None)
+        result = current
+        patch = merge_diff(old, new)
+        if patch:
+            result = await self._patch(row, namespace, name, patch, result.metadata.resource_version, sub=None)
+        status_patch = merge_diff(old_status, new_status)
+        if status_patch is not None:
+            body = {"status": status_patch if isinstance(status_patch, dict) else new_status}
+            result = await self._patch(row, namespace, name, body, result.metadata.resource_version, sub="status")
+        assert isinstance(result, type(obj))
+        return result
+
+    async def _patch(
+        self, row: Kind, namespace: str | None, name: str, patch: Json, rv: str | None, *, sub: str | None
+    ) -> KubeObject:
+        # The resourceVersion inside a merge patch is a precondition: 409 if the object moved on.
+        patch = {**patch, "metadata": {**(patch.get("metadata") or {}), "resourceVersion": rv}}
+        try:
+            raw = await self.kube.request(
+                "PATCH", resource_path(row, namespace, name, sub), body=patch, content_type=MERGE_PATCH
+            )
+        except KubeApiError as exc:
+            raise map_error(exc, row.kind, _display(namespace, name), expected=int(rv or 0)) from exc
+        return decode(row, raw)
+
+    async def _bind(self, pod: KubeObject, node: str) -> KubeObject:
+        """pods/binding with uid + resourceVersion preconditions; returns the bound pod."""
+        meta = pod.metadata
+        row = KINDS["Pod"]
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {
+                "name": meta.name,
+                "namespace": meta.namespace,
+                "uid": meta.uid,
+                "resourceVersion": meta.resource_version,
+            },
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        try:
+            await self.kube.request("POST", resource_path(row, meta.namespace, meta.name, "binding"), body=body)
+        except KubeApiError as exc:
+            raise map_error(
+                exc, "Pod", _display(meta.namespace, meta.name or ""), expected=int(meta.resource_version or 0)
+            ) from exc
+        return await self._get(row, meta.namespace, meta.name or "")
+
+    async def evict(self, namespace: str, name: str, *, uid: str | None = None) -> None:
+        """The eviction subresource (honours PodDisruptionBudgets); 429 means a budget blocks it for now."""
+        body: Json = {
+            "apiVersion": "policy/v1beta1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        if uid:
+            body["deleteOptions"] = {"preconditions": {"uid": uid}}
+        try:
+            await self.kube.request("POST", resource_path(KINDS["Pod"], namespace, name, "eviction"), body=body)
+        except KubeApiError as exc:
+            if exc.status == 429:
+                raise TemporaryError(
+                    f"eviction of {namespace}/{name} blocked: {exc.body.get('message', '')}", delay=5.0
+                ) from exc
+            raise map_error(exc, "Pod", f"{namespace}/{name}") from exc
+
+    async def delete(
+        self,
+        kind: type[O],
+        namespace: str | None,
+        name: str,
+        *,
+        resource_version: str | None = None,
+        uid: str | None = None,
+        grace: bool = True,
+    ) -> None:
+        row = kind_of(kind)
+        options: Json = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        preconditions = {k: v for k, v in (("resourceVersion", resource_version), ("uid", uid)) if v}
+        if preconditions:
+            options["preconditions"] = preconditions
+        if not grace:
+            options["gracePeriodSeconds"] = 0
+        # With grace, the apiserver itself defers a running pod on a node (deletionTimestamp + grace
+        # period, the node finishes it) and removes unscheduled or finished pods at once, as NATS does.
+        try:
+            await self.kube.request("DELETE", resource_path(row, namespace, name), body=options)
+        except KubeApiError as exc:
+            expected = int(resource_version) if resource_version else None
+            raise map_error(exc, row.kind, _display(namespace, name), expected=expected) from exc
+
+
+def _node(doc: Json) -> str | None:
+    spec = doc.get("spec") or {}
+    node = spec.get("nodeName")
+    return node if isinstance(node, str) and node else None
+
+
+__all__ = ["STATUS_SUBRESOURCE", "KubeStore", "decode", "encode", "merge_diff"]
