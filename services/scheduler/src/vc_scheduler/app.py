@@ -1,4 +1,8 @@
-"""Wiring of the scheduler service: cache watches, the loop, the dispatcher."""
+"""Wiring of the scheduler service: membership, cache watches, the placement ledger, the loop, the dispatcher.
+
+Any number of instances run at once (`vcctl up --scheduler-replicas N`): each owns the PodGroups
+rendezvous hashing gives it among the live members, and every placement goes through the ledger.
+"""
 
 from __future__ import annotations
 
@@ -9,17 +13,21 @@ from pathlib import Path
 
 from vc_core.errors import ConfigError, InvalidObject
 from vc_runtime.aio import wait_or_stop
+from vc_runtime.membership import Membership
 from vc_runtime.service import FnWorker, ServiceContext, Worker
 from vc_runtime.settings import RuntimeSettings
+
 from vc_scheduler.cache import KINDS, SchedulerCache
 from vc_scheduler.cycle import load_scheduler_conf
 from vc_scheduler.dispatch import Dispatcher
+from vc_scheduler.ledger_kv import Ledger
 from vc_scheduler.loop import SchedulingLoop
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler-conf", help="Volcano scheduler configuration YAML (default: Volcano's default)")
     parser.add_argument("--schedule-period", type=float, default=1.0, help="seconds between cycles")
+    parser.add_argument("--lease-ttl", type=float, default=5.0, help="seconds before a silent instance's PodGroups move")
 
 
 class SchedulerApp:
@@ -33,24 +41,44 @@ class SchedulerApp:
         except (OSError, InvalidObject, ValueError) as exc:
             raise ConfigError(f"--scheduler-conf: {exc}") from exc
         self.period_s = float(settings.extra.get("schedule_period", 1.0))  # type: ignore[arg-type]
+        self.lease_ttl_s = float(settings.extra.get("lease_ttl", 5.0))  # type: ignore[arg-type]
 
     async def open(self, ctx: ServiceContext) -> Sequence[Worker]:
         cache = SchedulerCache()
         source = f"scheduler/{self.settings.instance}"
-        dispatcher = Dispatcher(ctx.store, cache, ctx.events.publish, source=source)
-        loop = SchedulingLoop(cache, dispatcher, self.conf, period_s=self.period_s, instance=self.settings.instance)
+        membership = Membership(ctx.nc, group="scheduler", instance=self.settings.instance, ttl_s=self.lease_ttl_s)
         js = ctx.nc.jetstream()
-        ctx.probes.require("cache-synced")
+        ledger = Ledger(js, instance=membership.instance, can_write=membership.can_write)
+        dispatcher = Dispatcher(ctx.store, cache, ctx.events.publish, source=source, ownership=membership, ledger_kv=ledger)
+        loop = SchedulingLoop(cache, dispatcher, self.conf, period_s=self.period_s, instance=membership.instance,
+                              members=membership, ledger_kv=ledger)
+        ctx.probes.require("cache-synced", "membership")
 
         async def schedule(shutdown: asyncio.Event) -> None:
-            for kind in KINDS:
-                if not await wait_or_stop(cache.synced[kind], shutdown):
+            for synced in (*(cache.synced[kind] for kind in KINDS), ledger.synced):
+                if not await wait_or_stop(synced, shutdown):
                     return
             ctx.probes.set("cache-synced")
+            await membership.wait_settled()
+            ctx.probes.set("membership")
             await loop.run(shutdown)
 
+        async def follow_membership(shutdown: asyncio.Event) -> None:
+            # Ownership moved (a join, a leave, a crash): plan at once instead of at the next period.
+            while not shutdown.is_set():
+                changed = asyncio.create_task(membership.wait_changed())
+                stop = asyncio.create_task(shutdown.wait())
+                await asyncio.wait({changed, stop}, return_when=asyncio.FIRST_COMPLETED)
+                changed.cancel()
+                stop.cancel()
+                cache.changed.set()
+
         return [
+            FnWorker("membership", membership.run),
             *(FnWorker(f"cache:{kind}", lambda s, k=kind: cache.follow(js, k, s)) for kind in KINDS),
+            FnWorker("ledger", ledger.follow),
             FnWorker("loop", schedule),
+            FnWorker("ledger-sweep", loop.sweep),
+            FnWorker("membership-follow", follow_membership),
             FnWorker("dispatcher", dispatcher.run),
         ]

@@ -4,25 +4,31 @@ Objects are kept as the core's snapshot views (decoded by the same loader `vcctl
 `assume()` marks a pod bound the moment a cycle decides it, so the next cycle never places it twice
 while the write is in flight (Volcano's AddBindTask / kube-scheduler's assume); the watch then
 confirms or corrects it.
+
+With several instances the cache also remembers the uids of pods it saw deleted (tombstones): the
+placement ledger drops their reservations (see ledger.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
+from collections import OrderedDict
 from dataclasses import replace
 from typing import Any
 
 import msgspec
-
 from vc_bus.kvwatch import watch_bucket
 from vc_core.store import WatchOp
 from vc_proto import subjects
 from vc_runtime.aio import until
+
 from vc_scheduler.snapshot.cluster import ClusterSnapshot, NodeObj, PodGroupObj, PodObj, PriorityClassObj, QueueObj
 from vc_scheduler.snapshot.loader import SnapshotError, load_objects
 
 KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")
 _any = msgspec.json.Decoder(dict[str, Any])
+MAX_TOMBSTONES = 200_000
 
 
 class SchedulerCache:
@@ -38,6 +44,8 @@ class SchedulerCache:
         self.changed = asyncio.Event()
         self._order = 0
         self.decode_errors = 0
+        self._gone: OrderedDict[str, float] = OrderedDict()  # uid -> when the pod was seen deleted
+        self._assumed: dict[str, tuple[PodObj, float]] = {}  # pod key -> the assumed object, when
 
     def snapshot(self) -> ClusterSnapshot:
         return ClusterSnapshot(
@@ -48,15 +56,28 @@ class SchedulerCache:
             priority_classes=tuple(self.priority_classes.values()),
         )
 
+    def gone(self) -> frozenset[str]:
+        return frozenset(self._gone)
+
     def assume(self, pod_key: str, node: str) -> None:
         pod = self.pods.get(pod_key)
         if pod is not None and not pod.node_name:
-            self.pods[pod_key] = replace(pod, node_name=node)
+            assumed = replace(pod, node_name=node)
+            self.pods[pod_key] = assumed
+            self._assumed[pod_key] = (assumed, time.monotonic())
 
     def forget_assumed(self, pod_key: str) -> None:
-        pod = self.pods.get(pod_key)
-        if pod is not None and pod.phase == "Pending":
-            self.pods[pod_key] = replace(pod, node_name="")
+        """Undo an assume whose bind did not happen. Only while the cache still holds the assumed
+        object: once the watch delivered the stored pod (maybe bound elsewhere) that is the truth."""
+        held = self._assumed.pop(pod_key, None)
+        if held is not None and self.pods.get(pod_key) is held[0]:
+            self.pods[pod_key] = replace(held[0], node_name="")
+        self.changed.set()
+
+    def bound(self, pod_key: str) -> float | None:
+        """The bind was written: stop tracking the assume; the monotonic time it was assumed."""
+        held = self._assumed.pop(pod_key, None)
+        return held[1] if held else None
 
     async def follow(self, js: Any, kind: str, shutdown: asyncio.Event) -> None:
         table = self._table(kind)
@@ -68,11 +89,18 @@ class SchedulerCache:
             namespace, name = subjects.split_key(entry.key)
             key = f"{namespace}/{name}" if namespace else name
             if entry.op is WatchOp.DELETE:
-                table.pop(key, None)
+                old = table.pop(key, None)
                 self.owner_job.pop(key, None)
+                if kind == "Pod" and old is not None:
+                    self._tombstone(old.uid)
             else:
                 self._put(kind, key, entry.value, table)
             self.changed.set()
+
+    def _tombstone(self, uid: str) -> None:
+        self._gone[uid] = time.monotonic()
+        while len(self._gone) > MAX_TOMBSTONES:
+            self._gone.popitem(last=False)
 
     def _put(self, kind: str, key: str, data: bytes, table: dict[str, Any]) -> None:
         doc = _any.decode(data)
@@ -89,6 +117,10 @@ class SchedulerCache:
         obj = parts[0]
         if hasattr(obj, "order"):
             obj = replace(obj, order=self._order)
+        if kind == "Pod":
+            old = table.get(key)
+            if old is not None and old.uid != obj.uid:
+                self._tombstone(old.uid)  # deleted and re-created under the same name
         table[key] = obj
         if kind == "PodGroup":
             owners = (doc.get("metadata") or {}).get("ownerReferences") or []

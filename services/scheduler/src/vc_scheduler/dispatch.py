@@ -1,8 +1,12 @@
 """SHELL: carry out a cycle's decisions through the store without blocking the next cycle.
 
-Binds are compare-and-set on the pod (only an unbound, undeleted pod of the same uid is bound, the
-fence the binding subresource gives in Kubernetes); evictions delete gracefully; PodGroup statuses
-are written only when they changed. Each decision is one task under a bounded semaphore.
+Binds come as gangs (one PodGroup's binds of one cycle). A gang is first reserved in the placement
+ledger (ledger_kv.py): on its capped queue, then on each of its nodes, all or nothing (a refused
+node rolls back the reservations already made). Only then are its pods bound, each a compare-and-set
+on the pod (only an unbound, undeleted pod of the same uid is bound, the fence the binding
+subresource gives in Kubernetes). Evictions delete gracefully; PodGroup statuses are written only
+for owned PodGroups and only when they changed. Every write first checks the membership fence, so an
+instance whose lease lapsed (paused, partitioned) writes nothing.
 """
 
 from __future__ import annotations
@@ -10,26 +14,72 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from fractions import Fraction
+from typing import Protocol
 
 import msgspec
 import structlog
-from prometheus_client import Counter
-
-from vc_core.errors import Conflict, NotFound, VcError
+from vc_core.errors import Conflict, Fenced, NotFound, VcError
+from vc_core.resources import Resources
 from vc_core.store import ObjectStore
 from vc_proto import events as ev
 from vc_proto.core import Pod
 from vc_proto.events import DomainEvent
 from vc_proto.scheduling import PodGroup, PodGroupCondition, PodGroupStatus
+
+from vc_scheduler import ledger
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.framework.decisions import Bind, Evict, PodGroupStatusUpdate
+from vc_scheduler.ledger import View
+from vc_scheduler.ledger_kv import Ledger, node_key, queue_key
+from vc_scheduler.metrics import BINDS, EVICTS, FENCED, GANGS, PG_WRITES, TASK_LATENCY
 
 log = structlog.get_logger(__name__)
-BINDS = Counter("tephra_scheduler_binds_total", "Binds written", ["outcome"])
-EVICTS = Counter("tephra_scheduler_evictions_total", "Evictions written", ["outcome"])
-PG_WRITES = Counter("tephra_scheduler_podgroup_status_writes_total", "PodGroup status writes", ["outcome"])
 MAX_IN_FLIGHT = 256
+BOUND_BY = "scheduling.tephra.dev/bound-by"  # "<instance>/<epoch>": which scheduler life bound the pod
+
+
+class Ownership(Protocol):
+    instance: str
+    epoch: int
+
+    def owns(self, key: str) -> bool: ...
+
+    def can_write(self) -> bool: ...
+
+
+class SoleOwner:
+    """A single instance without membership (tests): owns everything, always may write."""
+
+    def __init__(self, instance: str = "scheduler") -> None:
+        self.instance = instance
+        self.epoch = 1
+
+    def owns(self, key: str) -> bool:
+        return True
+
+    def can_write(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class Gang:
+    """One PodGroup's binds from one cycle, committed all or nothing in the ledger."""
+
+    podgroup: str | None  # None: pods of no PodGroup, each on its own
+    binds: tuple[Bind, ...]
+    requests: Mapping[str, Resources]  # by pod uid (without `pods`)
+    capacities: Mapping[str, Mapping[str, Fraction]]  # by node
+    view: View
+    queue: str = ""  # set only when the queue has a capability
+    queue_capability: Mapping[str, Fraction] = field(default_factory=dict)
+
+
+Work = Gang | Evict | PodGroupStatusUpdate
 
 
 def _now() -> str:
@@ -37,80 +87,177 @@ def _now() -> str:
 
 
 class Dispatcher:
-    def __init__(self, store: ObjectStore, cache: SchedulerCache, publish: object, *, source: str) -> None:
+    def __init__(self, store: ObjectStore, cache: SchedulerCache, publish: object, *, source: str,
+                 ownership: Ownership | None = None, ledger_kv: Ledger | None = None) -> None:
         self._store = store
         self._cache = cache
         self._publish = publish
         self._source = source
+        self._own = ownership or SoleOwner()
+        self._ledger = ledger_kv
         self._gate = asyncio.Semaphore(MAX_IN_FLIGHT)
-        self._queue: asyncio.Queue[Bind | Evict | PodGroupStatusUpdate] = asyncio.Queue()
+        self._queue: asyncio.Queue[Work] = asyncio.Queue()
+        self.in_flight = 0
 
-    def submit(self, decision: Bind | Evict | PodGroupStatusUpdate) -> None:
-        self._queue.put_nowait(decision)
+    @property
+    def instance(self) -> str:
+        return self._own.instance
+
+    def submit(self, work: Work) -> None:
+        self._queue.put_nowait(work)
 
     @property
     def backlog(self) -> int:
-        return self._queue.qsize()
+        return self._queue.qsize() + self.in_flight
 
     async def run(self, shutdown: asyncio.Event) -> None:
         async with asyncio.TaskGroup() as tg:
             while not (shutdown.is_set() and self._queue.empty()):
                 try:
                     async with asyncio.timeout(0.5):
-                        decision = await self._queue.get()
+                        work = await self._queue.get()
                 except TimeoutError:
                     continue
                 await self._gate.acquire()
-                tg.create_task(self._carry_out(decision), name=f"decision:{type(decision).__name__}")
+                self.in_flight += 1
+                tg.create_task(self._carry_out(work), name=f"decision:{type(work).__name__}")
 
-    async def _carry_out(self, decision: Bind | Evict | PodGroupStatusUpdate) -> None:
+    async def _carry_out(self, work: Work) -> None:
         try:
-            if isinstance(decision, Bind):
-                await self._bind(decision)
-            elif isinstance(decision, Evict):
-                await self._evict(decision)
+            if isinstance(work, Gang):
+                await self._gang(work)
+            elif isinstance(work, Evict):
+                await self._evict(work)
             else:
-                await self._podgroup_status(decision)
+                await self._podgroup_status(work)
+        except Fenced as exc:
+            FENCED.labels(self.instance).inc()
+            log.info("decision.fenced", decision=type(work).__name__, error=str(exc))
+            if isinstance(work, Gang):
+                self._forget(work.binds)
         except VcError as exc:
-            log.info("decision.failed", decision=type(decision).__name__, error=str(exc))
+            log.info("decision.failed", decision=type(work).__name__, error=str(exc))
+            if isinstance(work, Gang):
+                self._forget(work.binds)
         finally:
+            self.in_flight -= 1
             self._gate.release()
 
-    async def _bind(self, bind: Bind) -> None:
+    def _fence(self, what: str) -> None:
+        if not self._own.can_write():
+            raise Fenced(what)
+
+    def _forget(self, binds: tuple[Bind, ...]) -> None:
+        for bind in binds:
+            self._cache.forget_assumed(bind.pod)
+
+    # -- gangs -------------------------------------------------------------------------------------
+    async def _gang(self, gang: Gang) -> None:
+        if gang.podgroup is not None and not self._own.owns(gang.podgroup):
+            # Ownership moved since the cycle planned it: the new owner places it.
+            GANGS.labels(self.instance, "moved").inc()
+            self._forget(gang.binds)
+            return
+        held: list[tuple[str, list[str]]] = []
+        if self._ledger is not None and not await self._reserve(gang, held):
+            GANGS.labels(self.instance, "conflict").inc()
+            await self._release(held)
+            self._forget(gang.binds)
+            return
+        outcomes = await asyncio.gather(*(self._bind(b) for b in gang.binds), return_exceptions=True)
+        failed = {b.uid for b, ok in zip(gang.binds, outcomes, strict=True) if ok is not True}
+        if failed:
+            self._forget(tuple(b for b in gang.binds if b.uid in failed))
+            await self._release([(key, [u for u in uids if u in failed]) for key, uids in held])
+        for b, ok in zip(gang.binds, outcomes, strict=True):
+            if isinstance(ok, Fenced):
+                raise ok
+        GANGS.labels(self.instance, "ok" if not failed else "partial").inc()
+
+    async def _reserve(self, gang: Gang, held: list[tuple[str, list[str]]]) -> bool:
+        """All of the gang's reservations, queue first then node by node; False on the first refusal."""
+        assert self._ledger is not None
+        stamp = time.time()
+
+        def reservations(binds: list[Bind]) -> dict[str, ledger.Reservation]:
+            return {b.uid: ledger.reservation(b.pod, gang.requests.get(b.uid, {}), instance=self.instance,
+                                              epoch=self._own.epoch, at=stamp) for b in binds}
+
+        if gang.queue:
+            self._fence("ledger queue")
+            outcome = await self._ledger.reserve(queue_key(gang.queue), reservations(list(gang.binds)), gang.queue_capability,
+                                                 gang.view.occupying_queue(gang.queue), gang.view, node=None)
+            if outcome.record is None:
+                log.info("gang.queue_full", podgroup=gang.podgroup, queue=gang.queue, over=outcome.over)
+                return False
+            held.append((queue_key(gang.queue), [b.uid for b in gang.binds]))
+        by_node: dict[str, list[Bind]] = defaultdict(list)
+        for b in gang.binds:
+            by_node[b.node].append(b)
+        for node in sorted(by_node):  # one order everywhere: fewer interleaved half-reserved gangs
+            self._fence("ledger node")
+            capacity = gang.capacities.get(node, {})
+            outcome = await self._ledger.reserve(node_key(node), reservations(by_node[node]), capacity,
+                                                 gang.view.occupying_node(node), gang.view, node=node)
+            if outcome.record is None:
+                log.info("gang.node_full", podgroup=gang.podgroup, node=node, over=outcome.over)
+                return False
+            held.append((node_key(node), [b.uid for b in by_node[node]]))
+        return True
+
+    async def _release(self, held: list[tuple[str, list[str]]]) -> None:
+        assert self._ledger is not None or not held
+        for key, uids in held:
+            if uids and self._ledger is not None and self._own.can_write():
+                try:
+                    await self._ledger.release(key, uids)
+                except VcError as exc:  # left for pruning: it reclaims unbound reservations
+                    log.info("ledger.release_failed", key=key, error=str(exc))
+
+    async def _bind(self, bind: Bind) -> bool:
         namespace, name = bind.pod.split("/", 1)
         for _ in range(5):
             try:
                 pod = await self._store.get(Pod, namespace, name)
             except NotFound:
-                BINDS.labels("gone").inc()
-                return
+                BINDS.labels(self.instance, "gone").inc()
+                return False
             if pod.metadata.uid != bind.uid or pod.metadata.deletion_timestamp or (pod.spec and pod.spec.node_name):
-                BINDS.labels("stale").inc()
-                self._cache.forget_assumed(bind.pod)
-                return
+                BINDS.labels(self.instance, "stale").inc()
+                # Bound already (by a previous owner) is not a failure of the gang if it is our node.
+                return bool(pod.spec and pod.spec.node_name == bind.node and pod.metadata.uid == bind.uid)
             spec = msgspec.structs.replace(pod.spec, node_name=bind.node) if pod.spec else None
+            annotations = {**(pod.metadata.annotations or {}), BOUND_BY: f"{self.instance}/{self._own.epoch}"}
+            meta = msgspec.structs.replace(pod.metadata, annotations=annotations)
+            self._fence(f"bind {bind.pod}")
             try:
-                await self._store.update(msgspec.structs.replace(pod, spec=spec))
+                await self._store.update(msgspec.structs.replace(pod, spec=spec, metadata=meta))
             except Conflict:
                 continue  # e.g. a label write in between: re-read and retry
-            BINDS.labels("ok").inc()
+            BINDS.labels(self.instance, "ok").inc()
+            assumed = self._cache.bound(bind.pod)
+            if assumed is not None:
+                TASK_LATENCY.labels("Bound").observe((time.monotonic() - assumed) * 1000)
             await self._event(pod, ev.POD_BOUND, f"Successfully assigned {bind.pod} to {bind.node}", node=bind.node)
-            return
-        self._cache.forget_assumed(bind.pod)
-        BINDS.labels("conflict").inc()
+            return True
+        BINDS.labels(self.instance, "conflict").inc()
+        return False
 
     async def _evict(self, evict: Evict) -> None:
         namespace, name = evict.pod.split("/", 1)
         try:
             pod = await self._store.get(Pod, namespace, name)
+            self._fence(f"evict {evict.pod}")
             await self._store.delete(Pod, namespace, name, uid=evict.uid)
         except (NotFound, Conflict):
-            EVICTS.labels("stale").inc()
+            EVICTS.labels(self.instance, "stale").inc()
             return
-        EVICTS.labels("ok").inc()
+        EVICTS.labels(self.instance, "ok").inc()
         await self._event(pod, ev.POD_EVICTED, f"Pod is evicted, because of {evict.reason}", node=pod.spec.node_name if pod.spec else None)
 
     async def _podgroup_status(self, update: PodGroupStatusUpdate) -> None:
+        if not self._own.owns(update.podgroup):
+            return  # another instance's PodGroup: its owner writes its status
         namespace, name = update.podgroup.split("/", 1)
         for _ in range(5):
             try:
@@ -121,14 +268,15 @@ class Dispatcher:
             status = _merge_status(old, update)
             if status == old:
                 return
+            self._fence(f"podgroup status {update.podgroup}")
             try:
                 await self._store.update(msgspec.structs.replace(pg, status=status))
             except Conflict:
                 continue
-            PG_WRITES.labels("ok").inc()
+            PG_WRITES.labels(self.instance, "ok").inc()
             await self._verdict(pg, old, status)
             return
-        PG_WRITES.labels("conflict").inc()
+        PG_WRITES.labels(self.instance, "conflict").inc()
 
     async def _verdict(self, pg: PodGroup, old: PodGroupStatus, new: PodGroupStatus) -> None:
         """Publish 'why is my job pending' on the job's history when the verdict changes."""

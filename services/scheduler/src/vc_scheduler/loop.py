@@ -1,76 +1,218 @@
 """SHELL: the scheduling loop. Every --schedule-period, or early when work arrives, snapshot the
-cache, run one cycle in a worker thread (the core is pure and the snapshot immutable), assume its
-binds and hand every decision to the dispatcher."""
+cache, cut it down to this instance's share (sharding.py), run one cycle in a worker thread (the core
+is pure and the snapshot immutable), assume its binds and hand them to the dispatcher as gangs.
+
+Also sweeps the ledger keys this instance owns, so reservations of finished pods and of crashed
+instances are reclaimed even on nodes nobody reserves on right now.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from fractions import Fraction
+from typing import Protocol
 
 import structlog
-from prometheus_client import Counter, Histogram
+from vc_core.errors import VcError
+from vc_core.resources import parse_resources
+from vc_proto.subjects import unescape_token
 
+from vc_scheduler import metrics
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.cycle import CycleResult, run_cycle
-from vc_scheduler.dispatch import Dispatcher
+from vc_scheduler.dispatch import Dispatcher, Gang
 from vc_scheduler.framework.conf import SchedulerConf
-from vc_scheduler.framework.decisions import Bind
+from vc_scheduler.framework.decisions import Bind, Evict
+from vc_scheduler.ledger import Record, View
+from vc_scheduler.ledger import prune as prune_record
+from vc_scheduler.ledger_kv import Ledger
+from vc_scheduler.sharding import (
+    ledger_view,
+    live_reservations,
+    node_capacity,
+    owner_filter,
+    podgroup_key,
+    shard_snapshot,
+)
+from vc_scheduler.snapshot.cluster import ClusterSnapshot
 
 log = structlog.get_logger(__name__)
-E2E = Histogram("volcano_e2e_scheduling_latency_milliseconds", "E2E scheduling latency (ms)",
-                buckets=(1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000))
-ACTION = Histogram("volcano_action_scheduling_latency_milliseconds", "Action latency (ms)", ["action"],
-                   buckets=(1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000))
-ATTEMPTS = Counter("volcano_schedule_attempts_total", "Scheduling attempts by result", ["result"])
 MIN_GAP_S = 0.05
+SWEEP_EVERY_S = 2.0
+
+
+class Members(Protocol):
+    instance: str
+    epoch: int
+    members: tuple[str, ...]
+
+    def can_write(self) -> bool: ...
+
+    def owns(self, key: str) -> bool: ...
+
+
+class Solo:
+    """The only instance (no membership): owns every key."""
+
+    def __init__(self, instance: str = "scheduler") -> None:
+        self.instance = instance
+        self.epoch = 1
+        self.members = (instance,)
+
+    def can_write(self) -> bool:
+        return True
+
+    def owns(self, key: str) -> bool:
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What one cycle produced, with the views the dispatcher checks its reservations against."""
+
+    result: CycleResult
+    snapshot: ClusterSnapshot
+    view: View
+    owned: int
+    shard_s: float
+
+
+def plan_cycle(
+    full: ClusterSnapshot,
+    conf: SchedulerConf,
+    *,
+    instance: str,
+    epoch: int,
+    members: tuple[str, ...],
+    gone: frozenset[str],
+    ledger_records: list[tuple[str, Record]],
+    session_uid: str,
+    sharded: bool,
+) -> Plan:
+    """PURE (runs in a worker thread): view, shard, one scheduling cycle."""
+    started = time.perf_counter()
+    view = ledger_view(full, gone=gone, live=frozenset(members), instance=instance, epoch=epoch)
+    if sharded:
+        owns = owner_filter(instance, members)
+        reserved = live_reservations(ledger_records, view, time.time())
+        snapshot = shard_snapshot(full, owns, reserved)
+        owned = sum(1 for pg in full.podgroups if owns(pg.key))
+    else:
+        snapshot, owned = full, len(full.podgroups)
+    shard_s = time.perf_counter() - started
+    result = run_cycle(snapshot, conf, now=datetime.now(UTC), session_uid=session_uid)
+    return Plan(result, snapshot, view, owned, shard_s)
 
 
 class SchedulingLoop:
-    def __init__(self, cache: SchedulerCache, dispatcher: Dispatcher, conf: SchedulerConf, *, period_s: float, instance: str) -> None:
+    def __init__(
+        self,
+        cache: SchedulerCache,
+        dispatcher: Dispatcher,
+        conf: SchedulerConf,
+        *,
+        period_s: float,
+        instance: str,
+        members: Members | None = None,
+        ledger_kv: Ledger | None = None,
+    ) -> None:
         self.cache = cache
         self.dispatcher = dispatcher
         self.conf = conf
         self.period_s = period_s
         self.instance = instance
+        self.members: Members = members or Solo(instance)
+        self.ledger = ledger_kv
         self.cycles = itertools.count(1)
         self.last: CycleResult | None = None
+        self._last_view: View | None = None
 
     async def run(self, shutdown: asyncio.Event) -> None:
         while not shutdown.is_set():
             started = time.monotonic()
             self.cache.changed.clear()
-            await self.run_once()
+            if self.members.can_write():
+                await self.run_once()
             await self._wait_for_work(shutdown, started)
 
     async def run_once(self) -> CycleResult:
-        snapshot = self.cache.snapshot()
         cycle = next(self.cycles)
-        result = await asyncio.to_thread(
-            run_cycle, snapshot, self.conf, now=datetime.now(UTC), session_uid=f"{self.instance}-{cycle}"
+        members = self.members
+        plan = await asyncio.to_thread(
+            plan_cycle, self.cache.snapshot(), self.conf, instance=members.instance, epoch=members.epoch,
+            members=members.members, gone=self.cache.gone(),
+            ledger_records=self.ledger.records() if self.ledger else [], session_uid=f"{self.instance}-{cycle}",
+            sharded=self.ledger is not None,
         )
+        result = plan.result
         self.last = result
-        self._record(result)
+        self._last_view = plan.view
+        self._record(plan)
+        if not members.can_write():
+            return result  # the lease lapsed while we planned: another instance may own these now
+        for gang in self._gangs(plan):
+            for bind in gang.binds:
+                self.cache.assume(bind.pod, bind.node)
+            self.dispatcher.submit(gang)
         for decision in result.decisions:
-            if isinstance(decision, Bind):
-                self.cache.assume(decision.pod, decision.node)
-            self.dispatcher.submit(decision)
+            if isinstance(decision, Evict):
+                self.dispatcher.submit(decision)
         for update in result.podgroups.values():
             self.dispatcher.submit(update)
         if result.decisions:
             log.info("cycle.finished", cycle=cycle, binds=len(result.binds), evictions=len(result.evictions),
-                     pending=result.stats.tasks_pending, duration_ms=round(result.stats.duration_s * 1000, 1))
+                     pending=result.stats.tasks_pending, owned=plan.owned, members=len(members.members),
+                     duration_ms=round(result.stats.duration_s * 1000, 1), shard_ms=round(plan.shard_s * 1000, 1))
         return result
 
-    def _record(self, result: CycleResult) -> None:
-        E2E.observe(result.stats.duration_s * 1000)
+    def _gangs(self, plan: Plan) -> list[Gang]:
+        """The cycle's binds grouped by PodGroup, each with what its ledger reservations need."""
+        snapshot = plan.snapshot
+        pods = {p.key: p for p in snapshot.pods}
+        groups = {pg.key: pg for pg in snapshot.podgroups}
+        queues = {q.name: q for q in snapshot.queues}
+        nodes = {n.name: n for n in snapshot.nodes}
+        by_group: dict[str | None, list[Bind]] = defaultdict(list)
+        for decision in plan.result.decisions:
+            if isinstance(decision, Bind):
+                pod = pods.get(decision.pod)
+                by_group[podgroup_key(pod) if pod else None].append(decision)
+        gangs = []
+        for key, binds in by_group.items():
+            requests = {b.uid: dict(pods[b.pod].requests) for b in binds if b.pod in pods}
+            capacities = {b.node: node_capacity(nodes[b.node]) for b in binds if b.node in nodes}
+            pg = groups.get(key) if key else None
+            queue = queues.get(pg.queue) if pg else None
+            capped = queue is not None and bool(queue.capability)
+            gangs.append(Gang(key, tuple(binds), requests, capacities, plan.view,
+                              queue=queue.name if capped and queue else "",
+                              queue_capability=dict(queue.capability) if capped and queue else {}))
+        return gangs
+
+    def _record(self, plan: Plan) -> None:
+        result = plan.result
+        metrics.E2E.observe(result.stats.duration_s * 1000)
         for name, seconds in result.stats.durations_s.items():
             if name.startswith("action:"):
-                ACTION.labels(name.removeprefix("action:")).observe(seconds * 1000)
+                metrics.ACTION.labels(name.removeprefix("action:")).observe(seconds * 1000)
         binds = len(result.binds)
-        ATTEMPTS.labels("scheduled").inc(binds)
-        ATTEMPTS.labels("unschedulable").inc(max(0, result.stats.tasks_pending - binds))
+        metrics.ATTEMPTS.labels("scheduled").inc(binds)
+        metrics.ATTEMPTS.labels("unschedulable").inc(max(0, result.stats.tasks_pending - binds))
+        metrics.OWNED.labels(self.instance).set(plan.owned)
+        metrics.MEMBERS.labels(self.instance).set(len(self.members.members))
+        allocated: dict[str, dict[str, Fraction]] = {}
+        for update in result.queues:
+            try:
+                allocated[update.queue] = parse_resources(update.allocated)
+            except VcError:
+                continue
+        metrics.record_queues(plan.snapshot.queues, allocated)
 
     async def _wait_for_work(self, shutdown: asyncio.Event, started: float) -> None:
         """Sleep until the period is over, or earlier (but not busier than MIN_GAP_S) when objects change."""
@@ -84,3 +226,28 @@ class SchedulingLoop:
                     await self.cache.changed.wait()
             except TimeoutError:
                 return
+
+    # -- ledger sweeping ---------------------------------------------------------------------------
+    async def sweep(self, shutdown: asyncio.Event, *, every_s: float = SWEEP_EVERY_S, clock: Callable[[], float] = time.time) -> None:
+        """Prune the ledger keys this instance owns (rendezvous on the key) of dead reservations."""
+        while not shutdown.is_set():
+            try:
+                async with asyncio.timeout(every_s):
+                    await shutdown.wait()
+                return
+            except TimeoutError:
+                pass
+            view, ledger_kv = self._last_view, self.ledger
+            if view is None or ledger_kv is None or not self.members.can_write():
+                continue
+            now = clock()
+            for key, record in ledger_kv.records():
+                if not self.members.owns(f"ledger:{key}"):
+                    continue
+                node = unescape_token(key.removeprefix("node.")) if key.startswith("node.") else None
+                if prune_record(record, view, now, node=node) is record:
+                    continue
+                try:
+                    await ledger_kv.prune(key, view, node=node)
+                except VcError as exc:
+                    log.info("ledger.sweep_failed", key=key, error=str(exc))

@@ -1,0 +1,190 @@
+"""PURE: the optimistic placement ledger shared by scheduler instances (Omega-style).
+
+Kubernetes' bind fence only stops a pod being bound twice; nothing stops two schedulers binding
+*different* pods onto the same full node. So before binding, an instance reserves each pod in a
+ledger record per node (and per capped queue) with compare-and-set; the record lists every live
+reservation and the reservation fits only if the node's (queue's) usage plus it stays within capacity.
+
+Usage is the union, by pod uid, of the record's reservations and the pods the instance's cache sees
+occupying the node (queue). The union matters: a reservation covers a bind the cache has not seen
+yet, the cache covers pods bound without a reservation (or whose reservation was pruned). Both only
+err on the conservative side, so a lagging cache costs a conflict, never an overcommit.
+
+A reservation lives until its pod is terminal or gone. It carries the reserving instance and epoch,
+so reservations of an instance that died before binding (or of an earlier life of it) are reclaimed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Final
+
+import msgspec
+from vc_core.resources import PODS, Resources, add, less_equal
+
+# A reservation of a dead instance whose pod is still unbound is reclaimed after this long: by then
+# the dead instance was fenced (its lease expired before peers saw it go) and any bind it sent landed.
+RECLAIM_DEAD_AFTER_S: Final = 3.0
+# Any reservation whose pod is still unbound after this long is abandoned (a bind never takes that
+# long); covers a restarted instance of the same name whose old-epoch reservations nobody else knows.
+ABANDONED_AFTER_S: Final = 30.0
+# A reservation whose pod this instance has never seen is kept this long (its cache may lag).
+UNSEEN_AFTER_S: Final = 60.0
+
+
+class Reservation(msgspec.Struct, frozen=True, array_like=True):
+    pod: str  # "<namespace>/<name>"
+    instance: str
+    epoch: int
+    at: float  # wall-clock seconds; only compared against thresholds of many seconds
+    requests: dict[str, str]  # exact Fractions as text, e.g. "1/2"
+
+    def resources(self) -> Resources:
+        return {name: Fraction(value) for name, value in self.requests.items()}
+
+
+class Record(msgspec.Struct, frozen=True):
+    """One ledger key's value: the reservations by pod uid."""
+
+    reservations: dict[str, Reservation] = msgspec.field(default_factory=dict, name="r")
+
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(Record)
+
+
+def encode(record: Record) -> bytes:
+    return _encoder.encode(record)
+
+
+def decode(data: bytes | None) -> Record:
+    return _decoder.decode(data) if data else Record()
+
+
+def reservation(pod: str, requests: Mapping[str, Fraction], *, instance: str, epoch: int, at: float) -> Reservation:
+    """A pod's reservation; every pod also takes one of the node's `pods` slots."""
+    reqs = {**requests, PODS: Fraction(1)}
+    return Reservation(pod, instance, epoch, at, {name: str(value) for name, value in sorted(reqs.items())})
+
+
+@dataclass(frozen=True, slots=True)
+class PodState:
+    """What the cache knows of a pod, by uid."""
+
+    node: str  # "" while unbound
+    terminal: bool  # Succeeded, Failed
+    requests: Resources  # including pods: 1
+    queue: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """The instance's view of the cluster used to prune and count (built once per cycle)."""
+
+    pods: Mapping[str, PodState] = field(default_factory=dict)  # by uid
+    gone: frozenset[str] = frozenset()  # uids seen deleted
+    live: frozenset[str] = frozenset()  # live scheduler instances
+    instance: str = ""
+    epoch: int = 0
+    # Occupying (bound, not terminal) pods' requests by node and by queue, indexed once per cycle.
+    by_node: Mapping[str, Mapping[str, Resources]] = field(default_factory=dict)
+    by_queue: Mapping[str, Mapping[str, Resources]] = field(default_factory=dict)
+
+    @staticmethod
+    def of(pods: Mapping[str, PodState], **kwargs: object) -> View:
+        by_node: dict[str, dict[str, Resources]] = {}
+        by_queue: dict[str, dict[str, Resources]] = {}
+        for uid, p in pods.items():
+            if p.node and not p.terminal:
+                by_node.setdefault(p.node, {})[uid] = p.requests
+                if p.queue:
+                    by_queue.setdefault(p.queue, {})[uid] = p.requests
+        return View(pods=pods, by_node=by_node, by_queue=by_queue, **kwargs)  # type: ignore[arg-type]
+
+    def occupying_node(self, node: str) -> Mapping[str, Resources]:
+        return self.by_node.get(node, {})
+
+    def occupying_queue(self, queue: str) -> Mapping[str, Resources]:
+        return self.by_queue.get(queue, {})
+
+
+def keep(uid: str, res: Reservation, view: View, now: float, *, node: str | None) -> bool:
+    """Whether a reservation still holds resources (`node` is None for a queue record)."""
+    if uid in view.gone:
+        return False
+    state = view.pods.get(uid)
+    age = now - res.at
+    if state is None:
+        return age < UNSEEN_AFTER_S
+    if state.terminal:
+        return False
+    if state.node:
+        # Bound: it occupies its node, and only that one.
+        return node is None or state.node == node
+    # Unbound: a bind may still be in flight, unless its reserver is gone or it is far too old.
+    if res.instance == view.instance and res.epoch != view.epoch and age >= RECLAIM_DEAD_AFTER_S:
+        return False  # an earlier life of this very instance
+    if res.instance not in view.live and age >= RECLAIM_DEAD_AFTER_S:
+        return False
+    return age < ABANDONED_AFTER_S
+
+
+def prune(record: Record, view: View, now: float, *, node: str | None) -> Record:
+    kept = {uid: r for uid, r in record.reservations.items() if keep(uid, r, view, now, node=node)}
+    return record if len(kept) == len(record.reservations) else Record(kept)
+
+
+def usage(record: Record, occupying: Mapping[str, Resources]) -> Resources:
+    """Union by pod uid of the record's reservations and the pods the view sees occupying."""
+    parts: list[Mapping[str, Fraction]] = [r.resources() for r in record.reservations.values()]
+    parts.extend(req for uid, req in occupying.items() if uid not in record.reservations)
+    return add(*parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    record: Record | None  # the record to write, None when the reservations do not fit
+    pruned: int
+    over: tuple[str, ...] = ()  # the resources that would be exceeded
+
+
+def try_reserve(
+    record: Record,
+    new: Mapping[str, Reservation],
+    capacity: Mapping[str, Fraction],
+    occupying: Mapping[str, Resources],
+    view: View,
+    now: float,
+    *,
+    node: str | None,
+    unlimited_missing: bool = False,
+) -> Outcome:
+    """Add `new` (by uid) to the record if usage plus them fits `capacity`; prune dead entries on the way.
+
+    Reservations already in the record under the same uid are not counted twice (an idempotent
+    retry). A node's capacity lists every resource it has (a missing one is zero); a queue's
+    capability only the capped ones (`unlimited_missing`).
+    """
+    pruned = prune(record, view, now, node=node)
+    dropped = len(record.reservations) - len(pruned.reservations)
+    fresh = {uid: r for uid, r in new.items() if uid not in pruned.reservations}
+    if not fresh:
+        return Outcome(pruned, dropped)
+    total = usage(pruned, {uid: req for uid, req in occupying.items() if uid not in fresh})
+    wanted = add(total, *(r.resources() for r in fresh.values()))
+    # Only the resources the reservations ask for matter: a node already past capacity in something
+    # they do not request (e.g. a pod bound outside the ledger) must not block them.
+    asked = {name for r in fresh.values() for name, v in r.resources().items() if v > 0}
+    check = {name: wanted[name] for name in asked if name in wanted}
+    if not less_equal(check, capacity, missing_is_infinite=unlimited_missing):
+        over = tuple(sorted(n for n in check if (n in capacity or not unlimited_missing) and check[n] > capacity.get(n, Fraction(0))))
+        return Outcome(None, dropped, over)
+    return Outcome(Record({**pruned.reservations, **fresh}), dropped)
+
+
+def release(record: Record, uids: Iterable[str]) -> Record:
+    """The record without these reservations (a gang's rollback, a failed bind)."""
+    drop = set(uids)
+    return Record({uid: r for uid, r in record.reservations.items() if uid not in drop})

@@ -1,0 +1,177 @@
+"""SHELL: the placement ledger in a JetStream KV bucket, one key per node and per capped queue.
+
+Every instance follows the bucket (to plan around other instances' in-flight reservations and to
+start each compare-and-set from a fresh copy) and writes it only with `update(last=revision)`.
+A lost race re-reads and re-checks (a retry); a reservation that no longer fits is a conflict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Final
+
+import structlog
+from nats.js import api
+from nats.js.errors import BucketNotFoundError, KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.kv import KeyValue
+from vc_bus.kvwatch import watch_bucket
+from vc_core.errors import Fenced
+from vc_core.resources import Resources
+from vc_core.store import WatchOp
+from vc_proto import subjects
+from vc_runtime.aio import until
+
+from vc_scheduler import ledger
+from vc_scheduler.ledger import Outcome, Record, Reservation, View
+from vc_scheduler.metrics import LEDGER_CONFLICTS, LEDGER_RETRIES, LEDGER_WRITES
+
+log = structlog.get_logger(__name__)
+BUCKET: Final = "vc-sched-ledger"
+MAX_ATTEMPTS: Final = 16
+
+
+def node_key(node: str) -> str:
+    return f"node.{subjects.escape_token(node)}"
+
+
+def queue_key(queue: str) -> str:
+    return f"queue.{subjects.escape_token(queue)}"
+
+
+@dataclass(slots=True)
+class _Copy:
+    record: Record
+    revision: int  # 0: the key does not exist
+
+
+class Ledger:
+    def __init__(self, js: Any, *, instance: str, can_write: Callable[[], bool], clock: Callable[[], float] = time.time) -> None:
+        self._js = js
+        self.instance = instance
+        self._can_write = can_write
+        self._clock = clock
+        self._kv: KeyValue | None = None
+        self._copies: dict[str, _Copy] = {}
+        self.synced = asyncio.Event()
+        self.changed = asyncio.Event()
+
+    async def open(self) -> KeyValue:
+        if self._kv is None:
+            try:
+                self._kv = await self._js.key_value(BUCKET)
+            except BucketNotFoundError:
+                try:
+                    self._kv = await self._js.create_key_value(bucket=BUCKET, history=1, storage=api.StorageType.FILE)
+                except Exception:  # another instance created it in between
+                    self._kv = await self._js.key_value(BUCKET)
+        return self._kv
+
+    # -- the followed copy -------------------------------------------------------------------------
+    async def follow(self, shutdown: asyncio.Event) -> None:
+        await self.open()
+        async for entry in until(shutdown, watch_bucket(self._js, BUCKET)):
+            if entry.op is WatchOp.SYNCED:
+                self.synced.set()
+                continue
+            known = self._copies.get(entry.key)
+            if known is not None and known.revision >= entry.revision:
+                continue  # our own write, already applied
+            if entry.op is WatchOp.DELETE:
+                self._copies.pop(entry.key, None)
+            else:
+                self._copies[entry.key] = _Copy(ledger.decode(entry.value), entry.revision)
+            self.changed.set()
+
+    def records(self) -> list[tuple[str, Record]]:
+        """(key, record) of every ledger key in the followed copy."""
+        return [(key, copy.record) for key, copy in self._copies.items()]
+
+    def record(self, key: str) -> Record:
+        copy = self._copies.get(key)
+        return copy.record if copy else Record()
+
+    # -- compare-and-set ---------------------------------------------------------------------------
+    async def reserve(
+        self,
+        key: str,
+        new: Mapping[str, Reservation],
+        capacity: Mapping[str, Fraction],
+        occupying: Mapping[str, Resources],
+        view: View,
+        *,
+        node: str | None,
+    ) -> Outcome:
+        """Add the reservations if they fit; Outcome.record is None on a conflict."""
+
+        def change(record: Record) -> Outcome:
+            return ledger.try_reserve(record, new, capacity, occupying, view, self._clock(), node=node,
+                                      unlimited_missing=node is None)
+
+        outcome = await self._cas(key, change, fresh_on_reject=True)
+        if outcome.record is None:
+            LEDGER_CONFLICTS.labels(self.instance, "node" if node is not None else "queue").inc()
+        return outcome
+
+    async def release(self, key: str, uids: Iterable[str]) -> None:
+        drop = frozenset(uids)
+
+        def change(record: Record) -> Outcome:
+            return Outcome(ledger.release(record, drop), 0)
+
+        await self._cas(key, change, fresh_on_reject=False)
+
+    async def prune(self, key: str, view: View, *, node: str | None) -> int:
+        def change(record: Record) -> Outcome:
+            pruned = ledger.prune(record, view, self._clock(), node=node)
+            return Outcome(pruned, len(record.reservations) - len(pruned.reservations))
+
+        return (await self._cas(key, change, fresh_on_reject=False)).pruned
+
+    async def _cas(self, key: str, change: Callable[[Record], Outcome], *, fresh_on_reject: bool) -> Outcome:
+        kv = await self.open()
+        copy = self._copies.get(key) or _Copy(Record(), -1)  # -1: unknown, read it
+        reread, fresh = copy.revision < 0, False
+        for _ in range(MAX_ATTEMPTS):
+            if reread:
+                copy, reread, fresh = await self._read(kv, key), False, True
+            outcome = change(copy.record)
+            if outcome.record is None:
+                if fresh_on_reject and not fresh:
+                    reread = True  # the followed copy may lag (entries since pruned): decide on a fresh read
+                    continue
+                return outcome
+            if outcome.record == copy.record:
+                return outcome  # nothing to write
+            if not self._can_write():
+                raise Fenced(f"ledger {key}")
+            data = ledger.encode(outcome.record)
+            try:
+                if copy.revision == 0:
+                    revision = await kv.create(key, data)
+                else:
+                    revision = await kv.update(key, data, last=copy.revision)
+            except KeyWrongLastSequenceError:
+                LEDGER_RETRIES.labels(self.instance).inc()
+                reread = True
+                continue
+            LEDGER_WRITES.labels(self.instance).inc()
+            known = self._copies.get(key)
+            if known is None or known.revision < revision:
+                self._copies[key] = _Copy(outcome.record, revision)
+            return outcome
+        raise Fenced(f"ledger {key}: too many lost races")  # a temporary error: the gang is retried
+
+    async def _read(self, kv: KeyValue, key: str) -> _Copy:
+        try:
+            entry = await kv.get(key)
+        except KeyNotFoundError:
+            return _Copy(Record(), 0)
+        copy = _Copy(ledger.decode(entry.value), entry.revision or 0)
+        known = self._copies.get(key)
+        if known is None or known.revision < copy.revision:
+            self._copies[key] = copy
+        return copy
