@@ -56,3 +56,21 @@ check-schemas: deps ## fail when the generated schemas drift from the types
 
 clean: ## remove .venv and tool caches (keeps .data)
 	rm -rf $(VENV) .tools .pytest_cache
+
+# --- a real kube-apiserver (issue 8; ../shared/spec/interfaces.md section 6) -----------------------
+# The binaries build once from Debian's kubernetes source package and are cached outside the tree
+# (~/.cache/tephra/kube/<version>/bin); state, logs and the kubeconfig live in .kube/ (git-ignored).
+
+.PHONY: kube-up kube-down test-kube bench-kube
+
+kube-up: deps ## build (once) and start etcd + kube-apiserver on 127.0.0.1; writes .kube/config
+	scripts/kube/up.sh
+
+kube-down: ## stop the kube-apiserver and etcd started by kube-up (KUBE_WIPE=1 also drops their data)
+	scripts/kube/down.sh
+
+test-kube: deps ## the tests against the real kube-apiserver (run make kube-up first)
+	$(BIN)/pytest -q -m kube
+
+bench-kube: deps ## the gang benchmark on the real kube-apiserver (run make kube-up first)
+	$(BIN)/python -m vc_kube.bench

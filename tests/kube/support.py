@@ -1,0 +1,121 @@
+"""Helpers for tests against the real kube-apiserver that `make kube-up` starts.
+
+Every kube test is skipped, with the reason, unless .kube/config exists and the apiserver answers
+/readyz. So `make test` stays green and fast on a machine without the build.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import ssl
+import subprocess
+import urllib.request
+from functools import cache
+from pathlib import Path
+
+import yaml
+from vc_kube.client import KubeApiError, KubeClient
+from vc_kube.crds import ensure_crds
+from vc_proto.kinds import KINDS
+
+ROOT = Path(__file__).resolve().parents[2]
+KUBECONFIG = Path(os.environ.get("TEPHRA_KUBECONFIG", ROOT / ".kube" / "config"))
+RUN = KUBECONFIG.parent / "run"
+SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease"})
+
+
+@cache
+def unavailable_reason() -> str | None:
+    """None when a kube-apiserver is up; else why the kube tests skip."""
+    if not KUBECONFIG.exists():
+        return f"no kube-apiserver: {KUBECONFIG} is missing (run `make kube-up`)"
+    try:
+        cfg = yaml.safe_load(KUBECONFIG.read_text())
+        cluster = cfg["clusters"][0]["cluster"]
+        token = cfg["users"][0]["user"]["token"]
+        ctx = ssl.create_default_context(cafile=cluster.get("certificate-authority"))
+        if "certificate-authority-data" in cluster:
+            ctx = ssl.create_default_context(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+        req = urllib.request.Request(cluster["server"] + "/readyz", headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(req, timeout=3, context=ctx) as resp:
+            if resp.status == 200:
+                return None
+            return f"kube-apiserver not ready ({resp.status}); run `make kube-up`"
+    except (OSError, KeyError, IndexError, TypeError, yaml.YAMLError) as exc:
+        return f"kube-apiserver at {KUBECONFIG} does not answer ({exc}); run `make kube-up`"
+
+
+_crds_done = False
+
+
+async def connect() -> KubeClient:
+    global _crds_done
+    kube = await KubeClient.connect(str(KUBECONFIG))
+    if not _crds_done:
+        await ensure_crds(kube)
+        _crds_done = True
+    return kube
+
+
+def _protected(kind: str, namespace: str | None, name: str) -> bool:
+    if namespace in SYSTEM_NAMESPACES:
+        return True
+    if kind == "Service" and namespace == "default" and name == "kubernetes":
+        return True
+    return kind == "PriorityClass" and name.startswith("system-")
+
+
+async def wipe(kube: KubeClient) -> None:
+    """Remove every object of Tephra's kinds a test may have left (namespaces stay: without a
+    controller-manager nothing would finalize their deletion)."""
+    from vc_kube.client import resource_path
+    from vc_kube.watching import list_raw
+
+    for row in KINDS.values():
+        items, _ = await list_raw(kube, row, None)
+        for raw in items:
+            meta = raw["metadata"]
+            if _protected(row.kind, meta.get("namespace"), meta["name"]):
+                continue
+            body = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
+            if meta.get("finalizers"):
+                patch = {"metadata": {"finalizers": None}}
+                try:
+                    await kube.request(
+                        "PATCH",
+                        resource_path(row, meta.get("namespace"), meta["name"]),
+                        body=patch,
+                        content_type="application/merge-patch+json",
+                    )
+                except KubeApiError:
+                    pass
+            try:
+                await kube.request("DELETE", resource_path(row, meta.get("namespace"), meta["name"]), body=body)
+            except KubeApiError as exc:
+                if exc.status != 404:
+                    raise
+
+
+def restart_apiserver() -> None:
+    """Kill the kube-apiserver (etcd keeps running) and start it again through the kube-up script."""
+    pid = int((RUN / "apiserver.pid").read_text())
+    os.kill(pid, 15)
+    subprocess.run([str(ROOT / "scripts" / "kube" / "up.sh")], check=True, capture_output=True, timeout=180)
+
+
+def stop_apiserver() -> None:
+    pid = int((RUN / "apiserver.pid").read_text())
+    os.kill(pid, 15)
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        import time
+
+        time.sleep(0.1)
+
+
+def start_apiserver() -> None:
+    subprocess.run([str(ROOT / "scripts" / "kube" / "up.sh")], check=True, capture_output=True, timeout=180)
