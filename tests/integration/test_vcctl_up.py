@@ -19,8 +19,10 @@ SERVICES = ("admission", "queue-controller", "podgroup-controller", "job-control
 
 
 def start_up(data: Path, port: int) -> subprocess.Popen[str]:
+    data.mkdir(parents=True, exist_ok=True)
+    log = (data / "up.log").open("a")
     return subprocess.Popen([str(BIN / "vcctl"), "up", "--data", str(data), "--nats-port", str(port), "--nodes", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                            stdout=subprocess.PIPE, stderr=log, text=True)
 
 
 def wait_ready(proc: subprocess.Popen[str], timeout: float = 90) -> list[str]:
@@ -30,7 +32,9 @@ def wait_ready(proc: subprocess.Popen[str], timeout: float = 90) -> list[str]:
     while time.monotonic() < deadline:
         line = proc.stdout.readline()
         if not line:
-            raise AssertionError(f"vcctl up exited ({proc.poll()}) before ready: {lines}")
+            log = Path(proc.args[3]) / "up.log"  # type: ignore[index]
+            tail = [x for x in log.read_text().splitlines() if not x.startswith("{")][-10:] if log.exists() else []
+            raise AssertionError(f"vcctl up exited ({proc.wait()}) before ready: {lines} {tail}")
         lines.append(line.strip())
         if line.strip() == "ready":
             return lines
