@@ -14,6 +14,7 @@ from vc_runtime.settings import RuntimeSettings
 
 from vc_queue_controller.caches import QueueCaches
 from vc_queue_controller.controller import QueueController
+from vc_queue_controller.debounce import Debouncer
 from vc_queue_controller.keys import Key, command_key, queue_key
 from vc_queue_controller.resync import resync_forever, wait_synced
 from vc_queue_controller.sharding import FencedStore
@@ -40,10 +41,12 @@ class QueueControllerApp:
     async def open(self, ctx: ServiceContext) -> Sequence[Worker]:
         membership = Membership(ctx.nc, group=self.name, instance=ctx.settings.instance, ttl_s=self.lease_ttl_s)
         dispatcher: KeyedDispatcher[Key] = KeyedDispatcher(self._handle, workers=self.workers, name=self.name)
+        debouncer: Debouncer[Key] = Debouncer(dispatcher.submit_after)
         caches = QueueCaches(
             ctx.store,
             submit_queue=lambda name: dispatcher.submit(queue_key(name)),
             submit_command=lambda key: dispatcher.submit(command_key(*key)),
+            hint_queue=lambda name: debouncer.hint(queue_key(name)),
         )
         self.controller = QueueController(
             caches=caches,
@@ -51,6 +54,7 @@ class QueueControllerApp:
             ownership=membership,
             publish=ctx.events.publish,
             submit=dispatcher.submit,
+            on_pass=debouncer.passing,
         )
         self.membership, self.dispatcher, self.caches = membership, dispatcher, caches
         ctx.probes.require("caches-synced")

@@ -38,8 +38,11 @@ class QueueCaches:
         *,
         submit_queue: Callable[[str], None],
         submit_command: Callable[[ObjectKey], None],
+        hint_queue: Callable[[str], None] | None = None,
     ) -> None:
         self._submit_queue = submit_queue
+        # PodGroup churn only hints (batched); queue and Command changes are handled at once.
+        self._hint_queue = hint_queue or submit_queue
         self._submit_command = submit_command
         self.queues = Informer(store, Queue, on_change=self._queue_changed)
         self.podgroups = Informer(store, PodGroup, on_change=self._podgroup_changed)
@@ -90,7 +93,7 @@ class QueueCaches:
                 members.add(key)
             else:
                 members.discard(key)
-            self._submit_queue(queue_of(podgroup))
+            self._hint_queue(queue_of(podgroup))
 
     def _command_changed(self, old: Command | None, new: Command | None) -> None:
         if new is not None and targets_queue(new):

@@ -47,12 +47,14 @@ class QueueController:
         ownership: Ownership,
         publish: Publish,
         submit: Callable[[Key], None],
+        on_pass: Callable[[Key], None] | None = None,
     ) -> None:
         self._caches = caches
         self._writer = writer
         self._ownership = ownership
         self._publish = publish
         self._submit = submit
+        self._on_pass = on_pass
         self._metrics = metrics.QueueMetrics()
         # Actions taken from Commands, waiting for their queue's next pass (at most one per queue:
         # the newest command wins, as two queued requests would in Volcano's work queue).
@@ -89,6 +91,8 @@ class QueueController:
 
     # -- queues ------------------------------------------------------------------------------------
     async def _sync_queue(self, name: str) -> None:
+        if self._on_pass is not None:
+            self._on_pass(queue_key(name))
         if not self._ownership.owns(name):
             self._metrics.forget(name)
             return
