@@ -17,7 +17,8 @@ log() { echo "[kube-up] $*" >&2; }
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
-BIN="$("$ROOT/scripts/kube/build.sh")"
+# kube-up needs only the apiserver; bench-kube builds kube-scheduler too.
+BIN="$(KUBE_WHAT="${KUBE_WHAT:-cmd/kube-apiserver}" "$ROOT/scripts/kube/build.sh")"
 mkdir -p "$RUN" "$RUN/etcd"
 chmod 700 "$KUBE_DIR"
 

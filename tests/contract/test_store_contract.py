@@ -136,7 +136,8 @@ async def test_update_of_missing_object_is_not_found(store: ObjectStore) -> None
 
 async def test_delete_with_stale_revision_or_uid_is_conflict(store: ObjectStore) -> None:
     created = await store.create(queue("q1"))
-    await store.update(created)
+    # A real change: an apiserver does not bump resourceVersion for a no-op write.
+    await store.update(msgspec.structs.replace(created, spec=QueueSpec(weight=2)))
     with pytest.raises(Conflict):
         await store.delete(Queue, None, "q1", resource_version=created.metadata.resource_version)
     with pytest.raises(Conflict):
