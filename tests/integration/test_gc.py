@@ -140,8 +140,12 @@ def job(name: str, phase: str, *, ttl: int | None, finished: datetime | None) ->
 def owned_by(owner: KubeObject, name: str) -> ObjectMeta:
     kind = type(owner).__name__
     ref = OwnerReference(
-        api_version=owner.api_version, kind=kind, name=owner.metadata.name or "", uid=owner.metadata.uid or "",
-        controller=True, block_owner_deletion=True,
+        api_version=owner.api_version,
+        kind=kind,
+        name=owner.metadata.name or "",
+        uid=owner.metadata.uid or "",
+        controller=True,
+        block_owner_deletion=True,
     )
     return ObjectMeta(name=name, namespace=NS, owner_references=[ref])
 
@@ -150,15 +154,22 @@ def dependents(owner: Job) -> list[KubeObject]:
     """What a job and its plugins create: pods (one finished on a node), PodGroup, Service, ConfigMap..."""
     name = owner.metadata.name or ""
     return [
-        Pod(api_version=CORE_V1, metadata=owned_by(owner, f"{name}-task-0"), spec=PodSpec(node_name="node-0"),
-            status=PodStatus(phase="Succeeded")),
+        Pod(
+            api_version=CORE_V1,
+            metadata=owned_by(owner, f"{name}-task-0"),
+            spec=PodSpec(node_name="node-0"),
+            status=PodStatus(phase="Succeeded"),
+        ),
         Pod(api_version=CORE_V1, metadata=owned_by(owner, f"{name}-task-1"), status=PodStatus(phase="Pending")),
         PodGroup(api_version=SCHEDULING_V1BETA1, metadata=owned_by(owner, f"{name}-pg")),
         Service(api_version=CORE_V1, metadata=owned_by(owner, f"{name}-svc")),
         ConfigMap(api_version=CORE_V1, metadata=owned_by(owner, f"{name}-svc-cm"), data={"hosts": "x"}),
         Secret(api_version=CORE_V1, metadata=owned_by(owner, f"{name}-ssh")),
-        NetworkPolicy(api_version=NETWORKING_V1, metadata=owned_by(owner, f"{name}-np"),
-                      spec=NetworkPolicySpec(pod_selector=LabelSelector())),
+        NetworkPolicy(
+            api_version=NETWORKING_V1,
+            metadata=owned_by(owner, f"{name}-np"),
+            spec=NetworkPolicySpec(pod_selector=LabelSelector()),
+        ),
     ]
 
 

@@ -132,8 +132,11 @@ def command(action: str, target: Queue) -> Command:
         metadata=ObjectMeta(generate_name=f"{target.metadata.name}-{action.lower()}-", namespace="default"),
         action=action,
         target=OwnerReference(
-            api_version=SCHEDULING_V1BETA1, kind="Queue", name=target.metadata.name or "",
-            uid=target.metadata.uid or "", controller=True,
+            api_version=SCHEDULING_V1BETA1,
+            kind="Queue",
+            name=target.metadata.name or "",
+            uid=target.metadata.uid or "",
+            controller=True,
         ),
     )
 

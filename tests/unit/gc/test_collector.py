@@ -52,8 +52,12 @@ async def rig(*, now: datetime) -> AsyncIterator[Rig]:
         events.append(event)
 
     collector = Collector(
-        caches=caches, writer=FencedStore(store, SoleOwner()), ownership=SoleOwner(),
-        arm=lambda key, delay: armed.append((key, delay)), publish=publish, clock=lambda: clock[0],
+        caches=caches,
+        writer=FencedStore(store, SoleOwner()),
+        ownership=SoleOwner(),
+        arm=lambda key, delay: armed.append((key, delay)),
+        publish=publish,
+        clock=lambda: clock[0],
     )
     r = Rig(store, caches, collector, clock, armed, events)
     shutdown = asyncio.Event()
@@ -156,7 +160,13 @@ async def test_nothing_happens_before_every_cache_synced() -> None:
     async def publish(event: DomainEvent) -> None:
         raise AssertionError("nothing may be deleted")
 
-    collector = Collector(caches=caches, writer=FencedStore(store, SoleOwner()), ownership=SoleOwner(),
-                          arm=lambda key, delay: None, publish=publish, clock=lambda: T0 + timedelta(days=1))
+    collector = Collector(
+        caches=caches,
+        writer=FencedStore(store, SoleOwner()),
+        ownership=SoleOwner(),
+        arm=lambda key, delay: None,
+        publish=publish,
+        clock=lambda: T0 + timedelta(days=1),
+    )
     await collector.handle(JOB_KEY)
     assert await present(store, Job, "j")

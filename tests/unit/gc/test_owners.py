@@ -31,8 +31,10 @@ def test_owner_key_only_for_controller_refs_of_stored_kinds() -> None:
     assert owner_key(pod([ref("ReplicaSet", "apps/v1")])) is None  # not stored: its absence proves nothing
     assert owner_key(pod([ref("Job", "batch/v1")])) is None  # Kubernetes' Job, not Volcano's
     assert owner_key(pod(None)) is None
-    pg = PodGroup(api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(name="g", namespace="ns",
-                                                                       owner_references=[ref("Pod", CORE_V1)]))
+    pg = PodGroup(
+        api_version=SCHEDULING_V1BETA1,
+        metadata=ObjectMeta(name="g", namespace="ns", owner_references=[ref("Pod", CORE_V1)]),
+    )
     assert owner_key(pg) == ("Pod", "ns", "owner")
 
 

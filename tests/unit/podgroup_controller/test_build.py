@@ -26,8 +26,9 @@ def pod(
 ) -> Pod:
     return Pod(
         api_version=CORE_V1,
-        metadata=ObjectMeta(name="p", namespace="ns", uid="pod-uid", annotations=annotations, labels=labels,
-                            owner_references=owners),
+        metadata=ObjectMeta(
+            name="p", namespace="ns", uid="pod-uid", annotations=annotations, labels=labels, owner_references=owners
+        ),
         spec=PodSpec(
             scheduler_name=scheduler,
             priority_class_name=priority_class,
@@ -60,8 +61,13 @@ def test_group_name_uses_controller_owner_uid_else_pod_uid() -> None:
 
 @pytest.mark.parametrize(
     ("annotations", "expected"),
-    [(None, 1), ({}, 1), ({"scheduling.volcano.sh/group-min-member": "3"}, 3),
-     ({"scheduling.volcano.sh/group-min-member": "x"}, 1), ({"scheduling.volcano.sh/group-min-member": "0"}, 1)],
+    [
+        (None, 1),
+        ({}, 1),
+        ({"scheduling.volcano.sh/group-min-member": "3"}, 3),
+        ({"scheduling.volcano.sh/group-min-member": "x"}, 1),
+        ({"scheduling.volcano.sh/group-min-member": "0"}, 1),
+    ],
 )
 def test_min_member_from_owner_annotation(annotations: dict[str, str] | None, expected: int) -> None:
     assert min_member(annotations) == expected
@@ -91,8 +97,10 @@ def test_workload_pod_group_takes_the_workload_refs_and_min_member() -> None:
 
 
 def test_copies_scheduler_hints_from_the_pod() -> None:
-    p = pod(annotations={"volcano.sh/preemptable": "false", "volcano.sh/network-topology-highest-tier": "2"},
-            labels={"volcano.sh/cooldown-time": "600s", "app": "web"})
+    p = pod(
+        annotations={"volcano.sh/preemptable": "false", "volcano.sh/network-topology-highest-tier": "2"},
+        labels={"volcano.sh/cooldown-time": "600s", "app": "web"},
+    )
     pg = build_podgroup(p)
     assert pg.metadata.annotations == {"volcano.sh/preemptable": "false"}
     assert pg.metadata.labels == {"volcano.sh/cooldown-time": "600s"}

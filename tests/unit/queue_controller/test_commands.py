@@ -26,8 +26,13 @@ async def controller(store: MemoryStore, events: list[DomainEvent]) -> AsyncIter
     async def publish(event: DomainEvent) -> None:
         events.append(event)
 
-    qc = QueueController(caches=caches, writer=FencedStore(store, SoleOwner()), ownership=SoleOwner(),
-                         publish=publish, submit=submitted.append)
+    qc = QueueController(
+        caches=caches,
+        writer=FencedStore(store, SoleOwner()),
+        ownership=SoleOwner(),
+        publish=publish,
+        submit=submitted.append,
+    )
     shutdown = asyncio.Event()
     async with asyncio.TaskGroup() as tg:
         for informer in caches.informers:
@@ -41,8 +46,12 @@ async def controller(store: MemoryStore, events: list[DomainEvent]) -> AsyncIter
 
 def close_command(target: Queue) -> Command:
     ref = OwnerReference(api_version=SCHEDULING_V1BETA1, kind="Queue", name="q", uid=target.metadata.uid or "")
-    return Command(api_version=BUS_V1ALPHA1, metadata=ObjectMeta(name="q-closequeue-x", namespace="default"),
-                   action="CloseQueue", target=ref)
+    return Command(
+        api_version=BUS_V1ALPHA1,
+        metadata=ObjectMeta(name="q-closequeue-x", namespace="default"),
+        action="CloseQueue",
+        target=ref,
+    )
 
 
 async def test_two_instances_take_a_command_once() -> None:

@@ -25,8 +25,15 @@ def test_root_gets_no_parent() -> None:
 
 
 def test_sync_counts_podgroups_per_phase() -> None:
-    pgs = [podgroup("a", "Pending"), podgroup("b", "Running"), podgroup("c", "Running"), podgroup("d", "Inqueue"),
-           podgroup("e", "Unknown"), podgroup("f", "Completed"), podgroup("g", None)]
+    pgs = [
+        podgroup("a", "Pending"),
+        podgroup("b", "Running"),
+        podgroup("c", "Running"),
+        podgroup("d", "Inqueue"),
+        podgroup("e", "Unknown"),
+        podgroup("f", "Completed"),
+        podgroup("g", None),
+    ]
     status = decide(QueueView(queue("q"), ROOT, pgs)).queue.status
     assert status is not None
     assert (status.pending, status.running, status.inqueue, status.unknown, status.completed) == (1, 2, 1, 1, 1)

@@ -28,8 +28,7 @@ class GcCaches:
         self._submit = submit
         self.jobs: Informer[Job] = Informer(store, Job, on_change=self._job_changed)
         self.dependents: dict[str, Informer[KubeObject]] = {
-            kind: Informer(store, KINDS[kind].type, on_change=self._dependent_changed)
-            for kind in DEPENDENT_KINDS
+            kind: Informer(store, KINDS[kind].type, on_change=self._dependent_changed) for kind in DEPENDENT_KINDS
         }
         self._by_owner: dict[OwnerKey, set[DependentKey]] = {}
 

@@ -90,8 +90,13 @@ class Collector:
         DELETED.labels("Job", "ttl").inc()
         for event in ("job.finish_time_missing", "job.finished_in_future"):
             self._warned.discard((fresh.metadata.uid or "", event))
-        log.info("job.collected", namespace=key[1], job=key[2], phase=phase_of(fresh),
-                 ttl_s=fresh.spec.ttl_seconds_after_finished if fresh.spec else None)
+        log.info(
+            "job.collected",
+            namespace=key[1],
+            job=key[2],
+            phase=phase_of(fresh),
+            ttl_s=fresh.spec.ttl_seconds_after_finished if fresh.spec else None,
+        )
         await self._emit(fresh)
 
     def _due(self, job: Job) -> bool:

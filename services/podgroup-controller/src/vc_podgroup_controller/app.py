@@ -23,7 +23,9 @@ log = structlog.get_logger(__name__)
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=5, help="groups handled concurrently (Volcano: 5)")
     parser.add_argument(
-        "--scheduler-name", action="append", default=None,
+        "--scheduler-name",
+        action="append",
+        default=None,
         help=f"a Volcano scheduler name; repeatable (default {DEFAULT_SCHEDULER_NAME})",
     )
     parser.add_argument("--lease-ttl", type=float, default=5.0, help="membership lease, seconds")

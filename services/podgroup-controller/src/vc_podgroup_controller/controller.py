@@ -92,8 +92,13 @@ class PodGroupController:
         except AlreadyExists:
             return
         CREATED.inc()
-        log.info("podgroup.created", namespace=namespace, podgroup=name, pod=pod.metadata.name,
-                 min_member=podgroup.spec.min_member if podgroup.spec else None)
+        log.info(
+            "podgroup.created",
+            namespace=namespace,
+            podgroup=name,
+            pod=pod.metadata.name,
+            min_member=podgroup.spec.min_member if podgroup.spec else None,
+        )
 
     async def _owner_annotations(self, pod: Pod) -> Mapping[str, str] | None:
         """The owner's annotations when Tephra stores its kind (else unknown: minMember stays 1)."""

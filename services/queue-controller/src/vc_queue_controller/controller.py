@@ -56,8 +56,8 @@ class QueueController:
         self._submit = submit
         self._on_pass = on_pass
         self._metrics = metrics.QueueMetrics()
-        # Actions taken from Commands, waiting for their queue's next pass (at most one per queue:
-        # the newest command wins, as two queued requests would in Volcano's work queue).
+        # Actions taken from Commands, waiting for their queue's next pass. At most one per queue: the
+        # newest wins, which ends where running both in order would (Open/Close only set the state).
         self._requested: dict[str, Action] = {}
 
     async def handle(self, key: Key) -> None:
@@ -84,8 +84,11 @@ class QueueController:
             log.warning("command.unsupported", command=name, action=command.action, queue=target)
             return
         log.info("command.taken", command=name, action=action.value, queue=target)
-        await self._emit(target, ev.COMMAND_ISSUED, f"Start to execute command {action.value}, and clean it up "
-                         "to make sure executed not more than once.")
+        await self._emit(
+            target,
+            ev.COMMAND_ISSUED,
+            f"Start to execute command {action.value}, and clean it up to make sure executed not more than once.",
+        )
         self._requested[target] = action
         self._submit(queue_key(target))
 
@@ -140,8 +143,13 @@ class QueueController:
         self._caches.queues.remember(stored)
         metrics.STATUS_WRITES.inc()
         name = stored.metadata.name or ""
-        log.info("queue.synced", queue=name, action=plan.action.value, state=plan.state.value,
-                 previous_state=plan.previous_state)
+        log.info(
+            "queue.synced",
+            queue=name,
+            action=plan.action.value,
+            state=plan.state.value,
+            previous_state=plan.previous_state,
+        )
         if plan.state_changed:
             message = f"{plan.action.value}: queue is {plan.state.value} (was {plan.previous_state or 'Open'})"
             await self._emit(name, ev.PHASE_CHANGED, message, plan=plan, revision=stored.metadata.resource_version)

@@ -23,8 +23,13 @@ JDB_MAX_UNAVAILABLE_KEY: Final = "volcano.sh/jdb-max-unavailable"
 TOPOLOGY_MODE_KEY: Final = "volcano.sh/network-topology-mode"
 TOPOLOGY_TIER_KEY: Final = "volcano.sh/network-topology-highest-tier"
 # Pod annotations (and, for the first two, labels) the PodGroup carries over for the scheduler's plugins.
-COPIED_ANNOTATIONS: Final = (PREEMPTABLE_KEY, COOLDOWN_TIME_KEY, REVOCABLE_ZONE_KEY, JDB_MIN_AVAILABLE_KEY,
-                             JDB_MAX_UNAVAILABLE_KEY)
+COPIED_ANNOTATIONS: Final = (
+    PREEMPTABLE_KEY,
+    COOLDOWN_TIME_KEY,
+    REVOCABLE_ZONE_KEY,
+    JDB_MIN_AVAILABLE_KEY,
+    JDB_MAX_UNAVAILABLE_KEY,
+)
 COPIED_LABELS: Final = (PREEMPTABLE_KEY, COOLDOWN_TIME_KEY)
 INHERITED_PREFIX: Final = "volcano.sh/"
 
@@ -71,8 +76,15 @@ def _owner_references(pod: Pod) -> list[OwnerReference]:
     """The workload's refs when a controller owns the pod, else a controller ref to the pod itself."""
     if controller_ref(pod) is not None:
         return list(pod.metadata.owner_references or ())
-    return [OwnerReference(api_version=pod.api_version, kind="Pod", name=pod.metadata.name or "",
-                           uid=pod.metadata.uid or "", controller=True)]
+    return [
+        OwnerReference(
+            api_version=pod.api_version,
+            kind="Pod",
+            name=pod.metadata.name or "",
+            uid=pod.metadata.uid or "",
+            controller=True,
+        )
+    ]
 
 
 def _annotations(pod: Pod, owner_annotations: Mapping[str, str] | None) -> dict[str, str]:
