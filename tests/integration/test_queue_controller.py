@@ -198,6 +198,19 @@ async def test_close_with_podgroups_drains_then_reopens(nats_server: NatsServer,
         await eventually(lambda: no_commands(nats_store))
 
 
+async def test_closing_queue_drained_while_controller_was_down_closes_after_restart(
+    nats_server: NatsServer, nats_store: NatsStore
+) -> None:
+    q = await nats_store.create(queue("q2"))
+    await nats_store.create(podgroup("pg2", "q2"))
+    async with running(nats_server.url, "qc-a"):
+        await nats_store.create(command("CloseQueue", q))
+        await eventually(lambda: _is(nats_store, "q2", "Closing"))
+    await nats_store.delete(PodGroup, "default", "pg2")  # no controller is running now
+    async with running(nats_server.url, "qc-a"):
+        await eventually(lambda: _is(nats_store, "q2", "Closed"))
+
+
 async def test_inqueue_figures_are_counted_and_exported(nats_server: NatsServer, nats_store: NatsStore) -> None:
     await nats_store.create(queue("qi"))
     inqueue = podgroup("pg-in", "qi", phase="Inqueue")
