@@ -27,10 +27,6 @@ class Timers(Generic[K]):
         self._armed[key] = at
         self._submit_after(key, delay_s)
 
-    def __len__(self) -> int:
-        now = asyncio.get_running_loop().time()
-        return sum(1 for at in self._armed.values() if at > now)
-
     def prune(self) -> None:
         """Forget fired timers (called from the resync loop, so the map stays bounded)."""
         now = asyncio.get_running_loop().time()
