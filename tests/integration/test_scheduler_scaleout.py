@@ -1,0 +1,230 @@
+"""Three scheduler instances active-active under a steady stream of gang jobs (every service a real
+process, real NATS): one is killed -9 mid-run, another is paused past its lease. A sampler reads the
+store continuously and checks the scheduling invariants at every moment:
+
+- no node's allocatable is exceeded (cpu and pod slots);
+- no queue's capability is exceeded;
+- no pod is bound twice (a bound pod never moves to another node);
+- no gang stays partially bound below minMember (a gang being committed, or completed by a new owner
+  after a crash, may be partial for a few seconds);
+- every job eventually completes;
+- the paused instance, once awake, writes nothing under its old epoch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+import urllib.request
+from collections import Counter, defaultdict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.services import ServiceProcess
+from tests.support.system import System, start_system
+from vc_bus.connection import connect
+from vc_bus.store import NatsStore
+from vc_cli.client import Tephra
+from vc_core.quantity import parse_quantity
+from vc_proto.batch import Job
+from vc_proto.core import Pod
+from vc_proto.scheduling import PodGroup
+from vc_scheduler.dispatch import BOUND_BY
+
+pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
+
+NODES, NODE_CPU = 6, 8
+CAPPED_QUEUE, CAPPED_CPU = "capped", 10
+GANG = 4
+LEASE_TTL = "2"
+SCHEDULERS = ("scheduler", "scheduler-b", "scheduler-c")
+STREAM_S = 36.0
+KILL_AT_S, PAUSE_AT_S, PAUSE_FOR_S = 10.0, 20.0, 5.0
+PARTIAL_TOLERANCE_S = 12.0  # a crashed owner's half-bound gang waits for its lease and the reclaim grace
+
+
+def gang_job(name: str, queue: str, duration_s: float) -> dict[str, Any]:
+    template = {
+        "metadata": {"annotations": {"sim.tephra.dev/duration": f"{duration_s}s"}},
+        "spec": {"restartPolicy": "Never", "containers": [
+            {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]},
+    }
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name},
+            "spec": {"schedulerName": "volcano", "minAvailable": GANG, "queue": queue,
+                     "tasks": [{"name": "worker", "replicas": GANG, "template": template}]}}
+
+
+@dataclass
+class Invariants:
+    violations: list[str] = field(default_factory=list)
+    first_node: dict[str, str] = field(default_factory=dict)  # pod uid -> node it was first seen bound to
+    first_seen_bound_at: dict[str, float] = field(default_factory=dict)  # pod uid -> when first seen bound
+    bound_by: dict[str, str] = field(default_factory=dict)  # pod uid -> "<instance>/<epoch>"
+    partial_since: dict[str, float] = field(default_factory=dict)
+    samples: int = 0
+    max_node_cpu: Fraction = Fraction(0)
+    max_queue_cpu: Fraction = Fraction(0)
+
+    def check(self, pods: list[Pod], groups: list[PodGroup], now: float) -> None:
+        self.samples += 1
+        queue_of = {f"{g.metadata.namespace}/{g.metadata.name}": g.spec.queue if g.spec else "" for g in groups}
+        min_member = {f"{g.metadata.namespace}/{g.metadata.name}": (g.spec.min_member or 0) if g.spec else 0 for g in groups}
+        node_cpu: dict[str, Fraction] = defaultdict(Fraction)
+        node_pods: Counter[str] = Counter()
+        queue_cpu: dict[str, Fraction] = defaultdict(Fraction)
+        gang_bound: Counter[str] = Counter()
+        gang_finished: set[str] = set()
+        for pod in pods:
+            uid, node = pod.metadata.uid or "", pod.spec.node_name if pod.spec else None
+            phase = pod.status.phase if pod.status else "Pending"
+            group = (pod.metadata.annotations or {}).get("scheduling.k8s.io/group-name")
+            gkey = f"{pod.metadata.namespace}/{group}"
+            if phase in ("Succeeded", "Failed") or pod.metadata.deletion_timestamp:
+                gang_finished.add(gkey)
+            if not node:
+                continue
+            if self.first_node.setdefault(uid, node) != node:
+                self.violations.append(f"pod {pod.metadata.name} bound twice: {self.first_node[uid]} then {node}")
+            self.first_seen_bound_at.setdefault(uid, now)
+            self.bound_by.setdefault(uid, (pod.metadata.annotations or {}).get(BOUND_BY, ""))
+            gang_bound[gkey] += 1
+            if phase in ("Succeeded", "Failed"):
+                continue
+            cpu = sum((parse_quantity((c.resources.requests or {}).get("cpu", "0")) for c in pod.spec.containers
+                       if c.resources), Fraction(0)) if pod.spec else Fraction(0)
+            node_cpu[node] += cpu
+            node_pods[node] += 1
+            queue_cpu[queue_of.get(gkey, "")] += cpu
+        for node, cpu in node_cpu.items():
+            self.max_node_cpu = max(self.max_node_cpu, cpu)
+            if cpu > NODE_CPU:
+                self.violations.append(f"node {node} overcommitted: cpu {cpu} > {NODE_CPU}")
+        self.max_queue_cpu = max(self.max_queue_cpu, queue_cpu.get(CAPPED_QUEUE, Fraction(0)))
+        if queue_cpu.get(CAPPED_QUEUE, 0) > CAPPED_CPU:
+            self.violations.append(f"queue {CAPPED_QUEUE} over capability: cpu {queue_cpu[CAPPED_QUEUE]} > {CAPPED_CPU}")
+        for gkey, bound in gang_bound.items():
+            partial = 0 < bound < min_member.get(gkey, 0) and gkey not in gang_finished
+            if not partial:
+                self.partial_since.pop(gkey, None)
+                continue
+            since = self.partial_since.setdefault(gkey, now)
+            if now - since > PARTIAL_TOLERANCE_S:
+                self.violations.append(f"gang {gkey} partially bound ({bound}/{min_member[gkey]}) for {now - since:.1f}s")
+                self.partial_since[gkey] = now  # report once per window
+
+
+async def sample(url: str, inv: Invariants, stop: asyncio.Event) -> None:
+    async with connect(url, name="sampler") as nc:
+        store = NatsStore(nc)
+        while not stop.is_set():
+            pods, _ = await store.list(Pod)
+            groups, _ = await store.list(PodGroup)
+            inv.check(pods, groups, time.monotonic())
+            await asyncio.sleep(0.1)
+
+
+async def lease_epoch(url: str, instance: str) -> int:
+    async with connect(url, name="lease-reader") as nc:
+        kv = await nc.jetstream().key_value("vc-leases")
+        entry = await kv.get(f"scheduler.{instance}")
+        return int(json.loads(entry.value or b"{}")["epoch"])
+
+
+def scrape(service: ServiceProcess) -> dict[str, float]:
+    """Sum of each tephra_scheduler_* counter over its labels."""
+    out: dict[str, float] = defaultdict(float)
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{service.health_port}/metrics", timeout=2) as response:
+            text = response.read().decode()
+    except OSError:
+        return {}
+    for line in text.splitlines():
+        m = re.match(r"^(tephra_scheduler_\w+?)(?:_total)?(\{[^}]*\})? ([0-9.e+-]+)$", line)
+        if m and not m.group(1).endswith("_created"):
+            labels = m.group(2) or ""
+            outcome = re.search(r'outcome="(\w+)"', labels)
+            name = m.group(1) + (f":{outcome.group(1)}" if outcome else "")
+            out[name] += float(m.group(3))
+    return out
+
+
+@pytest.fixture
+async def system(tmp_path: Path) -> AsyncIterator[System]:
+    extra = {"node-sim": ["--node-cpu", str(NODE_CPU)], "scheduler": ["--lease-ttl", LEASE_TTL]}
+    running = await start_system(tmp_path, nodes=NODES, extra=extra)
+    try:
+        for name in SCHEDULERS[1:]:
+            service = running.service(name, "vc-scheduler", ["--schedule-period", "0.5", "--lease-ttl", LEASE_TTL]).start()
+            running.services[name] = service
+        for name in SCHEDULERS[1:]:
+            await running.services[name].wait_ready(timeout=60)
+        yield running
+    finally:
+        running.stop()
+
+
+async def test_three_schedulers_keep_every_invariant_through_a_crash_and_a_pause(system: System) -> None:
+    inv = Invariants()
+    stop = asyncio.Event()
+    async with connect(system.url, name="submitter") as nc:
+        tephra = Tephra(nc)
+        await tephra.submit("create", {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                                       "metadata": {"name": CAPPED_QUEUE},
+                                       "spec": {"weight": 1, "capability": {"cpu": str(CAPPED_CPU)}}})
+        sampler = asyncio.create_task(sample(system.url, inv, stop))
+        killed, paused = system.services[SCHEDULERS[0]], system.services[SCHEDULERS[1]]
+        paused_epoch, resumed_at = 0, float("inf")
+        names: list[str] = []
+        started = time.monotonic()
+        i = 0
+        while (elapsed := time.monotonic() - started) < STREAM_S:
+            name = f"gang-{i:04d}"
+            queue = CAPPED_QUEUE if i % 6 == 0 else "default"
+            # About as much work as the nodes hold: instances compete for the last free slots.
+            await tephra.submit("create", gang_job(name, queue, duration_s=2.0 + (i % 4) * 0.5), namespace="default")
+            names.append(name)
+            i += 1
+            if killed.proc and killed.proc.poll() is None and elapsed >= KILL_AT_S:
+                killed.kill()  # kill -9 mid-run: its PodGroups move to the others
+            if paused_epoch == 0 and elapsed >= PAUSE_AT_S:
+                paused_epoch = await lease_epoch(system.url, SCHEDULERS[1])
+                paused.pause()
+                await asyncio.sleep(PAUSE_FOR_S)  # past its 2 s lease: the last live instance takes everything
+                paused.resume()
+                resumed_at = time.monotonic()
+            await asyncio.sleep(0.15)
+
+        async def all_completed() -> list[str]:
+            jobs, _ = await tephra.store.list(Job, "default")
+            phases = {j.metadata.name: (j.status.state.phase if j.status and j.status.state else "") for j in jobs}
+            return [n for n in names if phases.get(n) != "Completed"]
+
+        deadline = time.monotonic() + 60
+        while (left := await all_completed()) and time.monotonic() < deadline:
+            await asyncio.sleep(0.5)
+        stop.set()
+        await sampler
+
+    stats = {name: scrape(system.services[name]) for name in SCHEDULERS[1:]}
+    print(f"\njobs={len(names)} samples={inv.samples} max node cpu={inv.max_node_cpu} max capped queue cpu={inv.max_queue_cpu}")
+    for name, s in stats.items():
+        print(name, {k: v for k, v in sorted(s.items()) if v})
+    by_instance = Counter(b.split("/")[0] for b in inv.bound_by.values())
+    print("binds by instance:", dict(by_instance))
+
+    assert not left, f"{len(left)} jobs never completed, e.g. {left[:5]}\n{system.logs()}"
+    assert not inv.violations, "\n".join(inv.violations[:20])
+    # Every instance did some of the work (the crashed one before its crash, the paused one after it woke).
+    assert set(by_instance) >= set(SCHEDULERS), by_instance
+    # The paused instance wrote nothing under its old epoch once it woke (a sample sees each bind first).
+    stale = [uid for uid, by in inv.bound_by.items()
+             if by == f"{SCHEDULERS[1]}/{paused_epoch}" and inv.first_seen_bound_at[uid] > resumed_at + 0.5]
+    assert not stale, f"{len(stale)} binds by {SCHEDULERS[1]} under its old epoch {paused_epoch} after it woke"
+    assert inv.samples > 50
