@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import base64
 import os
+import signal
 import ssl
 import subprocess
+import time
 import urllib.request
 from functools import cache
 from pathlib import Path
@@ -97,25 +99,18 @@ async def wipe(kube: KubeClient) -> None:
                     raise
 
 
-def restart_apiserver() -> None:
-    """Kill the kube-apiserver (etcd keeps running) and start it again through the kube-up script."""
-    pid = int((RUN / "apiserver.pid").read_text())
-    os.kill(pid, 15)
-    subprocess.run([str(ROOT / "scripts" / "kube" / "up.sh")], check=True, capture_output=True, timeout=180)
-
-
 def stop_apiserver() -> None:
+    """SIGKILL the kube-apiserver (a crash; etcd keeps running). SIGTERM would drain watches for a minute."""
     pid = int((RUN / "apiserver.pid").read_text())
-    os.kill(pid, 15)
-    for _ in range(100):
+    os.kill(pid, signal.SIGKILL)
+    while True:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
             return
-        import time
-
-        time.sleep(0.1)
+        time.sleep(0.05)
 
 
 def start_apiserver() -> None:
+    """Start it again through the kube-up script (idempotent: only what is down is started)."""
     subprocess.run([str(ROOT / "scripts" / "kube" / "up.sh")], check=True, capture_output=True, timeout=180)

@@ -1,0 +1,168 @@
+"""The relay mirrors the real apiserver into the NATS KV cache, and survives an apiserver restart."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import msgspec
+import pytest
+from nats.aio.client import Client
+from vc_bus.connection import connect
+from vc_bus.server import NatsServer
+from vc_core.errors import AlreadyExists, TemporaryError
+from vc_core.store import WatchOp
+from vc_kube.client import KubeClient
+from vc_kube.mirrored import MirroredStore
+from vc_kube.relay import Relay
+from vc_kube.store import KubeStore
+from vc_proto.meta import ObjectMeta
+from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec
+
+from tests.kube.support import start_apiserver, stop_apiserver
+
+pytestmark = pytest.mark.kube
+
+
+def queue(name: str, weight: int = 1) -> Queue:
+    return Queue(api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(name=name), spec=QueueSpec(weight=weight))
+
+
+@pytest.fixture
+async def nats(tmp_path: Path) -> AsyncIterator[Client]:
+    server = NatsServer(tmp_path / "nats")
+    server.start()
+    try:
+        async with connect(server.url, name="relay-test") as nc:
+            yield nc
+    finally:
+        server.stop()
+
+
+@contextlib.asynccontextmanager
+async def running(relay: Relay) -> AsyncIterator[asyncio.Task[None]]:
+    task = asyncio.create_task(relay.run())
+    try:
+        async with asyncio.timeout(30):
+            await relay.wait_synced()
+        yield task
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def mirrored_queues(store: MirroredStore) -> dict[str, tuple[str | None, int | None]]:
+    items, _ = await store.list(Queue)
+    return {q.metadata.name or "": (q.metadata.resource_version, q.spec.weight if q.spec else None) for q in items}
+
+
+async def kube_queues(store: KubeStore) -> dict[str, tuple[str | None, int | None]]:
+    items, _ = await store.list(Queue)
+    return {q.metadata.name or "": (q.metadata.resource_version, q.spec.weight if q.spec else None) for q in items}
+
+
+async def converge(kube_store: KubeStore, mirror: MirroredStore, timeout: float = 20.0) -> None:
+    async with asyncio.timeout(timeout):
+        while (want := await kube_queues(kube_store)) != await mirrored_queues(mirror):
+            del want
+            await asyncio.sleep(0.1)
+
+
+async def test_relay_mirrors_puts_and_deletes_with_the_apiservers_resource_version(
+    kube: KubeClient, nats: Client
+) -> None:
+    store = KubeStore(kube)
+    before = await store.create(queue("before"))
+    relay = Relay(kube, nats, kinds=["Queue", "Pod"])
+    mirror = MirroredStore(store, nats)
+    async with running(relay):
+        await converge(store, mirror)
+        created = await store.create(queue("live", 3))
+        await store.update(msgspec.structs.replace(before, spec=QueueSpec(weight=7)))
+        await store.delete(Queue, None, "live", uid=created.metadata.uid)
+        await converge(store, mirror)
+        mirrored = await mirrored_queues(mirror)
+        assert mirrored["before"][1] == 7 and "live" not in mirrored
+        # A cached object carries the apiserver's resourceVersion, so it can go straight into a CAS write.
+        cached, _ = await mirror.list(Queue)
+        (q,) = [q for q in cached if q.metadata.name == "before"]
+        await mirror.update(msgspec.structs.replace(q, spec=QueueSpec(weight=8)))
+        await converge(store, mirror)
+
+
+async def test_a_restarted_relay_drops_objects_deleted_while_it_was_away(kube: KubeClient, nats: Client) -> None:
+    store = KubeStore(kube)
+    mirror = MirroredStore(store, nats)
+    await store.create(queue("stays"))
+    await store.create(queue("goes"))
+    async with running(Relay(kube, nats, kinds=["Queue"])):
+        await converge(store, mirror)
+    await store.delete(Queue, None, "goes")
+    await store.create(queue("new"))
+    async with running(Relay(kube, nats, kinds=["Queue"])):
+        await converge(store, mirror)
+    assert sorted(await mirrored_queues(mirror)) == ["new", "stays"]
+
+
+async def write_through(store: KubeStore, names: list[str]) -> list[str]:
+    done = []
+    for name in names:
+        while True:
+            try:
+                await store.create(queue(name))
+                break
+            except AlreadyExists:
+                break  # the create landed but its answer was lost in the crash
+            except TemporaryError:
+                await asyncio.sleep(0.2)
+        done.append(name)
+        await asyncio.sleep(0.05)
+    return done
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+async def test_relay_resumes_after_an_apiserver_restart_without_missing_an_event(
+    kube: KubeClient, nats: Client
+) -> None:
+    store = KubeStore(kube)
+    mirror = MirroredStore(store, nats)
+    for i in range(5):
+        await store.create(queue(f"q{i}"))
+    relay = Relay(kube, nats, kinds=["Queue"])
+    # Every change the mirror's change feed shows, in order: nothing may be skipped.
+    feed: list[tuple[WatchOp, str]] = []
+
+    async def follow() -> None:
+        async for event in mirror.watch(Queue):
+            if event.op is not WatchOp.SYNCED:
+                feed.append((event.op, event.name))
+
+    follower = asyncio.create_task(follow())
+    try:
+        async with running(relay):
+            await converge(store, mirror)
+            # A writer keeps creating queues through the restart (retrying while the apiserver is down).
+            writer = asyncio.create_task(write_through(store, [f"w{i}" for i in range(40)]))
+            await asyncio.sleep(0.5)
+            await asyncio.to_thread(stop_apiserver)
+            await asyncio.sleep(2)  # the relay is now retrying against a dead apiserver
+            await asyncio.to_thread(start_apiserver)
+            store2 = store
+            await store2.create(queue("after-restart", 2))
+            q1 = await store2.get(Queue, None, "q1")
+            await store2.update(msgspec.structs.replace(q1, spec=QueueSpec(weight=9)))
+            await store2.delete(Queue, None, "q2")
+            written = await writer
+            await converge(store2, mirror, timeout=60)
+            assert set(written) <= set(await mirrored_queues(mirror))
+            mirrored = await mirrored_queues(mirror)
+            assert mirrored["q1"][1] == 9 and "q2" not in mirrored and "after-restart" in mirrored
+            assert (WatchOp.DELETE, "q2") in feed and (WatchOp.PUT, "after-restart") in feed
+    finally:
+        follower.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await follower
