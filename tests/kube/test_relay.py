@@ -64,8 +64,8 @@ async def kube_queues(store: KubeStore) -> dict[str, tuple[str | None, int | Non
     return {q.metadata.name or "": (q.metadata.resource_version, q.spec.weight if q.spec else None) for q in items}
 
 
-async def converge(kube_store: KubeStore, mirror: MirroredStore, timeout: float = 20.0) -> None:
-    async with asyncio.timeout(timeout):
+async def converge(kube_store: KubeStore, mirror: MirroredStore, within_s: float = 20.0) -> None:
+    async with asyncio.timeout(within_s):
         while (want := await kube_queues(kube_store)) != await mirrored_queues(mirror):
             del want
             await asyncio.sleep(0.1)
@@ -157,7 +157,7 @@ async def test_relay_resumes_after_an_apiserver_restart_without_missing_an_event
             await store2.update(msgspec.structs.replace(q1, spec=QueueSpec(weight=9)))
             await store2.delete(Queue, None, "q2")
             written = await writer
-            await converge(store2, mirror, timeout=60)
+            await converge(store2, mirror, within_s=60)
             assert set(written) <= set(await mirrored_queues(mirror))
             mirrored = await mirrored_queues(mirror)
             assert mirrored["q1"][1] == 9 and "q2" not in mirrored and "after-restart" in mirrored
