@@ -229,22 +229,26 @@ class KubeStore:
         return await self._get(row, meta.namespace, meta.name or "")
 
     async def evict(self, namespace: str, name: str, *, uid: str | None = None) -> None:
-        """The eviction subresource (honours PodDisruptionBudgets); 429 means a budget blocks it for now."""
-        body: Json = {
-            "apiVersion": "policy/v1beta1",
-            "kind": "Eviction",
-            "metadata": {"name": name, "namespace": namespace},
-        }
-        if uid:
-            body["deleteOptions"] = {"preconditions": {"uid": uid}}
-        try:
-            await self.kube.request("POST", resource_path(KINDS["Pod"], namespace, name, "eviction"), body=body)
-        except KubeApiError as exc:
-            if exc.status == 429:
-                raise TemporaryError(
-                    f"eviction of {namespace}/{name} blocked: {exc.body.get('message', '')}", delay=5.0
-                ) from exc
-            raise map_error(exc, "Pod", f"{namespace}/{name}") from exc
+        """The eviction subresource (honours PodDisruptionBudgets); 429 means a budget blocks it for now.
+
+        policy/v1 first (the only one from Kubernetes 1.25), policy/v1beta1 where v1 is unknown (< 1.22).
+        """
+        path = resource_path(KINDS["Pod"], namespace, name, "eviction")
+        for version in ("policy/v1", "policy/v1beta1"):
+            body: Json = {"apiVersion": version, "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
+            if uid:
+                body["deleteOptions"] = {"preconditions": {"uid": uid}}
+            try:
+                await self.kube.request("POST", path, body=body)
+                return
+            except KubeApiError as exc:
+                if exc.status == 400 and version == "policy/v1":
+                    continue
+                if exc.status == 429:
+                    raise TemporaryError(
+                        f"eviction of {namespace}/{name} blocked: {exc.body.get('message', '')}", delay=5.0
+                    ) from exc
+                raise map_error(exc, "Pod", f"{namespace}/{name}") from exc
 
     async def delete(
         self,
