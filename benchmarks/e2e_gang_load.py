@@ -1,0 +1,292 @@
+"""End to end gang load: N simulated nodes, M pods in vcjobs of 10 (minAvailable 10) submitted through
+admission, every service a real process on one nats-server, for 1 and 2 scheduler instances.
+
+    .venv/bin/python benchmarks/e2e_gang_load.py [--nodes 200] [--pods 2000] [--schedulers 1,2] [--profile DIR]
+    .venv/bin/python benchmarks/e2e_gang_load.py --nodes 10000 --pods 100000     # the issue's full size
+
+Reports the time from the first submit to the last pod Running, as pods/s, and where each job's time
+goes, per stage (medians and p95 over jobs, from the store's change streams as this process sees them):
+
+- admission:   submit request -> reply (the Job is stored);
+- controller:  Job stored -> PodGroup created, plus PodGroup Inqueue -> the job's last pod created;
+- scheduler:   PodGroup created -> Inqueue (enqueue), plus last pod created -> last pod bound (allocate + bind);
+- bind:        from the scheduler's own metric: a cycle's decision (assume) -> the bind written;
+- node-sim:    last pod bound -> last pod Running.
+
+With --profile DIR each scheduler runs under cProfile and its top functions are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import pstats
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vc_bus.connection import connect
+from vc_bus.server import NatsServer, free_port
+from vc_bus.store import NatsStore
+from vc_cli.client import Tephra
+from vc_cli.up import ensure_default_queues
+from vc_core.store import WatchOp
+from vc_proto.batch import Job
+from vc_proto.core import Pod
+from vc_proto.scheduling import PodGroup
+
+BIN = Path(sys.executable).parent
+GANG = 10
+
+
+def ready(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+def scrape(port: int) -> str:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            return str(r.read().decode())
+    except OSError:
+        return ""
+
+
+def metric_sum(text: str, name: str) -> float:
+    return sum(float(m.group(1)) for m in re.finditer(rf"^{re.escape(name)}(?:\{{[^}}]*\}})? ([0-9.e+-]+)$", text, re.M))
+
+
+@dataclass
+class Proc:
+    name: str
+    argv: list[str]
+    port: int
+    proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, log_dir: Path) -> None:
+        log = open(log_dir / f"{self.name}.log", "ab")  # noqa: SIM115
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=log, stdin=subprocess.DEVNULL)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@dataclass
+class Timeline:
+    submitted: dict[str, float] = field(default_factory=dict)
+    admitted: dict[str, float] = field(default_factory=dict)
+    job_seen: dict[str, float] = field(default_factory=dict)
+    pg_seen: dict[str, float] = field(default_factory=dict)
+    pg_inqueue: dict[str, float] = field(default_factory=dict)
+    pod_created: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
+    pod_bound: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
+    pod_running: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
+    running: int = 0
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def job_of_pod(pod: Pod) -> str:
+    return (pod.metadata.labels or {}).get("volcano.sh/job-name", "")
+
+
+def job_of_group(pg: PodGroup) -> str:
+    owners = pg.metadata.owner_references or []
+    return next((o.name for o in owners if o.kind == "Job"), "") or ""
+
+
+async def follow(store: NatsStore, tl: Timeline, total: int) -> None:
+    async def pods() -> None:
+        async for ev in store.watch(Pod, namespace="bench"):
+            if ev.op is not WatchOp.PUT or ev.obj is None:
+                continue
+            pod, now = ev.obj, time.perf_counter()
+            job, name = job_of_pod(pod), ev.name  # type: ignore[arg-type]
+            tl.pod_created[job].setdefault(name, now)
+            if pod.spec and pod.spec.node_name:
+                tl.pod_bound[job].setdefault(name, now)
+            if pod.status and pod.status.phase == "Running" and name not in tl.pod_running[job]:
+                tl.pod_running[job][name] = now
+                tl.running += 1
+                if tl.running >= total:
+                    tl.done.set()
+                    return
+
+    async def groups() -> None:
+        async for ev in store.watch(PodGroup, namespace="bench"):
+            if ev.op is not WatchOp.PUT or ev.obj is None:
+                continue
+            pg, now = ev.obj, time.perf_counter()
+            job = job_of_group(pg)  # type: ignore[arg-type]
+            tl.pg_seen.setdefault(job, now)
+            if pg.status and pg.status.phase in ("Inqueue", "Running"):  # type: ignore[union-attr]
+                tl.pg_inqueue.setdefault(job, now)
+
+    async def jobs() -> None:
+        async for ev in store.watch(Job, namespace="bench"):
+            if ev.op is WatchOp.PUT:
+                tl.job_seen.setdefault(ev.name, time.perf_counter())
+
+    async with asyncio.TaskGroup() as tg:
+        tasks = [tg.create_task(pods()), tg.create_task(groups()), tg.create_task(jobs())]
+        await tl.done.wait()
+        for t in tasks:
+            t.cancel()
+
+
+def vcjob(name: str) -> dict[str, Any]:
+    template = {
+        "metadata": {"annotations": {"sim.tephra.dev/duration": "1h"}},
+        "spec": {"restartPolicy": "Never", "containers": [
+            {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}}}]},
+    }
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name, "namespace": "bench"},
+            "spec": {"schedulerName": "volcano", "minAvailable": GANG, "queue": "default",
+                     "tasks": [{"name": "w", "replicas": GANG, "template": template}]}}
+
+
+async def submit_all(url: str, tl: Timeline, jobs: int, concurrency: int) -> None:
+    async with connect(url, name="bench-submit") as nc:
+        tephra = Tephra(nc)
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(i: int) -> None:
+            name = f"g{i:06d}"
+            async with gate:
+                tl.submitted[name] = time.perf_counter()
+                await tephra.submit("create", vcjob(name), namespace="bench")
+                tl.admitted[name] = time.perf_counter()
+
+        await asyncio.gather(*(one(i) for i in range(jobs)))
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def stage_report(tl: Timeline) -> list[tuple[str, list[float]]]:
+    admission, controller, enqueue, allocate, nodesim = [], [], [], [], []
+    for job, admitted in tl.admitted.items():
+        created, bound, running = tl.pod_created.get(job, {}), tl.pod_bound.get(job, {}), tl.pod_running.get(job, {})
+        if job not in tl.pg_seen or job not in tl.pg_inqueue or len(running) < GANG:
+            continue
+        admission.append(admitted - tl.submitted[job])
+        last_created, last_bound, last_running = max(created.values()), max(bound.values()), max(running.values())
+        controller.append(max(0.0, tl.pg_seen[job] - admitted) + max(0.0, last_created - tl.pg_inqueue[job]))
+        enqueue.append(max(0.0, tl.pg_inqueue[job] - tl.pg_seen[job]))
+        allocate.append(max(0.0, last_bound - last_created))
+        nodesim.append(max(0.0, last_running - last_bound))
+    return [("admission", admission), ("controller", controller), ("scheduler:enqueue", enqueue),
+            ("scheduler:allocate+bind", allocate), ("node-sim", nodesim)]
+
+
+async def run_once(nodes: int, pods: int, schedulers: int, concurrency: int, profile: Path | None) -> dict[str, float]:
+    jobs = pods // GANG
+    with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "nats") as server:
+        logs = Path(tmp)
+        await ensure_default_queues(server.url)
+        common = ["--nats", server.url]
+
+        def proc(name: str, binary: str, extra: list[str], prefix: list[str] | None = None) -> Proc:
+            port = free_port()
+            argv = [*(prefix or [str(BIN / binary)]), *common, "--health-port", str(port), "--instance", name, *extra]
+            return Proc(name, argv, port)
+
+        procs = [proc("admission", "vc-admission", []), proc("queue-controller", "vc-queue-controller", []),
+                 proc("podgroup-controller", "vc-podgroup-controller", []), proc("job-controller", "vc-job-controller", [])]
+        sched_procs = []
+        for i in range(schedulers):
+            prefix = [sys.executable, "-m", "cProfile", "-o", str(profile / f"scheduler-{schedulers}-{i}.prof"), "-m", "vc_scheduler"] \
+                if profile else None
+            sched_procs.append(proc(f"scheduler-{i}", "vc-scheduler", ["--schedule-period", "1"], prefix))
+        procs += sched_procs
+        procs.append(proc("node-sim", "vc-node-sim", ["--nodes", str(nodes), "--start-delay", "0", "--heartbeat-period", "600"]))
+        try:
+            for p in procs:
+                p.start(logs)
+            deadline = time.monotonic() + 300
+            for p in procs:
+                while not await asyncio.to_thread(ready, p.port):
+                    if p.proc and p.proc.poll() is not None:
+                        raise SystemExit(f"{p.name} exited: {(logs / f'{p.name}.log').read_text()[-2000:]}")
+                    if time.monotonic() > deadline:
+                        raise SystemExit(f"{p.name} not ready")
+                    await asyncio.sleep(0.2)
+            tl = Timeline()
+            async with connect(server.url, name="bench-watch") as nc:
+                store = NatsStore(nc)
+                watcher = asyncio.create_task(follow(store, tl, pods))
+                await asyncio.sleep(0.5)
+                start = time.perf_counter()
+                await submit_all(server.url, tl, jobs, concurrency)
+                submit_s = time.perf_counter() - start
+                try:
+                    await asyncio.wait_for(tl.done.wait(), timeout=max(600.0, pods / 20))
+                except TimeoutError:
+                    print(f"  timed out: {tl.running}/{pods} pods Running", flush=True)
+                total_s = time.perf_counter() - start
+                watcher.cancel()
+            texts = [scrape(p.port) for p in sched_procs]
+        finally:
+            for p in reversed(procs):
+                p.stop()
+    bind_sum = sum(metric_sum(t, "volcano_task_scheduling_latency_milliseconds_sum") for t in texts)
+    bind_count = sum(metric_sum(t, "volcano_task_scheduling_latency_milliseconds_count") for t in texts)
+    cycle_sum = sum(metric_sum(t, "volcano_e2e_scheduling_latency_milliseconds_sum") for t in texts)
+    cycles = sum(metric_sum(t, "volcano_e2e_scheduling_latency_milliseconds_count") for t in texts)
+    gangs_ok = sum(metric_sum(t, "tephra_scheduler_gang_commits_total") for t in texts)
+    conflicts = sum(metric_sum(t, "tephra_scheduler_ledger_conflicts_total") for t in texts)
+    retries = sum(metric_sum(t, "tephra_scheduler_ledger_retries_total") for t in texts)
+    print(f"e2e gang load [{nodes:,} nodes, {pods:,} pods in {jobs:,} gangs of {GANG}, {schedulers} scheduler(s)]: "
+          f"{tl.running:,} pods Running after {total_s:.1f}s -> {tl.running / total_s:,.0f} pods/s "
+          f"(submit {submit_s:.1f}s = {jobs / submit_s:,.0f} jobs/s)", flush=True)
+    for name, values in stage_report(tl):
+        print(f"  {name:<26} median {statistics.median(values) if values else float('nan'):7.2f}s  p95 {pct(values, 0.95):7.2f}s")
+    print(f"  {'bind (assume -> written)':<26} mean {bind_sum / max(1, bind_count):7.0f}ms over {bind_count:,.0f} binds; "
+          f"{cycles:,.0f} cycles, mean {cycle_sum / max(1, cycles):,.0f}ms", flush=True)
+    print(f"  ledger: {gangs_ok:,.0f} gang commits, {conflicts:,.0f} conflicts ({100 * conflicts / max(1, gangs_ok):.1f}%), "
+          f"{retries:,.0f} CAS retries", flush=True)
+    if profile:
+        for i in range(schedulers):
+            path = profile / f"scheduler-{schedulers}-{i}.prof"
+            if path.exists():
+                print(f"  -- profile of scheduler-{i} (cumulative, top 25)")
+                pstats.Stats(str(path)).sort_stats("cumulative").print_stats(25)
+    return {"pods_per_s": tl.running / total_s, "total_s": total_s}
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--nodes", type=int, default=200)
+    parser.add_argument("--pods", type=int, default=2000)
+    parser.add_argument("--schedulers", default="1,2", help="comma-separated instance counts to run")
+    parser.add_argument("--concurrency", type=int, default=32, help="submits in flight")
+    parser.add_argument("--profile", type=Path, help="run schedulers under cProfile, keep profiles here")
+    args = parser.parse_args()
+    if args.profile:
+        args.profile.mkdir(parents=True, exist_ok=True)
+    for count in (int(c) for c in args.schedulers.split(",")):
+        await run_once(args.nodes, args.pods, count, args.concurrency, args.profile)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
