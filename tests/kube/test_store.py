@@ -81,3 +81,18 @@ async def test_eviction_removes_an_unscheduled_pod_and_reports_a_missing_one(kub
         await kube_store.get(Pod, "kt", "ev")
     with pytest.raises(NotFound):
         await kube_store.evict("kt", "ev")
+
+
+async def test_status_given_on_create_is_kept_like_the_nats_backend(kube_store: KubeStore) -> None:
+    from vc_proto.scheduling import Queue, QueueSpec, QueueStatus
+
+    created = await kube_store.create(
+        Queue(
+            api_version=SCHEDULING_V1BETA1,
+            metadata=ObjectMeta(name="open-q"),
+            spec=QueueSpec(weight=1),
+            status=QueueStatus(state="Open"),
+        )
+    )
+    assert created.status is not None and created.status.state == "Open"
+    assert await kube_store.get(Queue, None, "open-q") == created

@@ -144,6 +144,14 @@ class KubeStore:
                     continue
                 raise map_error(exc, kind, _display(namespace, name)) from exc
             created = decode(row, raw)
+            wanted_status = body.get("status")
+            if kind in STATUS_SUBRESOURCE and wanted_status and encode(created).get("status") != wanted_status:
+                # The apiserver drops status on create where status is a subresource; the NATS backend
+                # keeps it, and services rely on that (a queue created Open): write it right after.
+                meta_c = created.metadata
+                created = await self._patch(
+                    row, namespace, meta_c.name or "", {"status": wanted_status}, meta_c.resource_version, sub="status"
+                )
             assert isinstance(created, type(obj))
             return created
         raise AlreadyExists(kind, _display(namespace, name))

@@ -70,6 +70,10 @@ class Kubelet:
                 stored = await (self.store.update(node) if existing else self.store.create(node))
             except Conflict:
                 continue
+            if is_ready and _not_ready_tainted(stored):
+                # A real apiserver (TaintNodesByCondition admission) taints every new Node not-ready;
+                # with no node lifecycle controller, the hollow kubelet lifts it itself: go round again.
+                continue
             self.nodes[name] = NodeState(name, host_ip, capacity, _not_ready_since(stored))
             NODES.set(len(self.nodes))
             return
@@ -248,3 +252,8 @@ def _keep_transition_time(node: Node, existing: Node) -> Node:
         for c in node.status.conditions or []
     ]
     return msgspec.structs.replace(node, status=msgspec.structs.replace(node.status, conditions=conditions))
+
+
+def _not_ready_tainted(node: Node) -> bool:
+    taints = (node.spec.taints if node.spec else None) or []
+    return any(t.key == "node.kubernetes.io/not-ready" for t in taints)
