@@ -1,0 +1,90 @@
+"""The whole system with `--backend kube`: every service on the real apiserver, reading the NATS
+mirror the relay fills; the seeds' TensorFlow job runs to Completed with node-sim as hollow kubelet."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from vc_core.errors import AlreadyExists
+from vc_kube.client import KubeClient
+from vc_kube.store import KubeStore
+from vc_proto.batch import Job
+from vc_proto.core import Node
+from vc_proto.meta import ObjectMeta
+from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec, QueueStatus
+
+import tests.support.system as base
+from tests.kube.support import KUBECONFIG
+from tests.support.services import ServiceProcess, eventually
+from tests.support.system import System, seed
+
+pytestmark = [pytest.mark.kube, pytest.mark.integration, pytest.mark.slow]
+
+
+class KubeSystem(System):
+    """System with every service on `--backend kube` and vc-kube-relay mirroring into NATS."""
+
+    def __init__(self, root: Path, **kwargs: Any) -> None:
+        super().__init__(root, **kwargs)
+        self.kube_args = ["--backend", "kube", "--kubeconfig", str(KUBECONFIG)]
+
+    def service(self, name: str, binary: str, args: list[str]) -> ServiceProcess:
+        return super().service(name, binary, [*args, *self.kube_args])
+
+    async def start(self) -> None:
+        # System.start seeds the default queues into NATS; here they go to the apiserver instead, and
+        # the relay starts before any service so their caches fill from the apiserver.
+        original = base.ensure_default_queues
+        base.ensure_default_queues = self._bootstrap
+        try:
+            await super().start()
+        finally:
+            base.ensure_default_queues = original
+
+    async def _bootstrap(self, url: str) -> None:
+        async with await KubeClient.connect(str(KUBECONFIG)) as kube:
+            store = KubeStore(kube)
+            for name, reclaimable in (("root", False), ("default", True)):
+                spec = QueueSpec(weight=1, reclaimable=reclaimable, parent=None if name == "root" else "root")
+                queue = Queue(
+                    api_version=SCHEDULING_V1BETA1,
+                    metadata=ObjectMeta(name=name),
+                    spec=spec,
+                    status=QueueStatus(state="Open"),
+                )
+                try:
+                    await store.create(queue)
+                except AlreadyExists:
+                    pass
+        relay = self.services["kube-relay"] = self.service("kube-relay", "vc-kube-relay", []).start()
+        await relay.wait_ready(timeout=60)
+
+    async def store_call(self, fn: Callable[[Any], Awaitable[Any]]) -> Any:
+        async with await KubeClient.connect(str(KUBECONFIG)) as kube:
+            return await fn(KubeStore(kube))
+
+
+@pytest.fixture
+async def kube_system(kube: KubeClient, tmp_path: Path) -> AsyncIterator[KubeSystem]:
+    system = KubeSystem(tmp_path, nodes=4)
+    try:
+        await system.start()
+        yield system
+    finally:
+        system.stop()
+
+
+@pytest.mark.timeout(180)
+async def test_tensorflow_seed_completes_on_the_real_apiserver(kube_system: KubeSystem) -> None:
+    async def nodes_ready() -> bool:
+        items, _ = await kube_system.store_call(lambda s: s.list(Node))
+        return len(items) == 4 and all(not (n.spec and n.spec.taints) for n in items)
+
+    await eventually(nodes_ready, timeout=30, interval=0.3)
+    kube_system.submit(seed("tensorflow-benchmark.yaml", durations={"ps": "1h", "worker": "3s"}))
+    await kube_system.wait_phase("tensorflow-benchmark", "Completed", timeout=120)
+    job: Job = await kube_system.job("tensorflow-benchmark")
+    assert job.status is not None and job.status.state is not None
