@@ -207,3 +207,13 @@ async def test_watch_from_revision_sees_only_newer_changes(store: ObjectStore) -
     seen = await take(events, 2)
     assert [(e.op, e.name) for e in seen] == [(WatchOp.PUT, "q2"), (WatchOp.DELETE, "q1")]
     await events.aclose()
+
+
+async def test_racing_deletes_one_wins_the_others_conflict_or_find_nothing(store: ObjectStore) -> None:
+    created = await store.create(queue("q1"))
+    results = await asyncio.gather(
+        *(store.delete(Queue, None, "q1", resource_version=created.metadata.resource_version) for _ in range(5)),
+        return_exceptions=True,
+    )
+    assert sum(r is None for r in results) == 1
+    assert all(isinstance(r, Conflict | NotFound) for r in results if r is not None)

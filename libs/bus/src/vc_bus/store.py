@@ -15,6 +15,7 @@ from nats.js.kv import KeyValue
 from nats.aio.client import Client
 from nats.js import api
 from nats.js.errors import (
+    APIError,
     BucketNotFoundError,
     KeyDeletedError,
     KeyNotFoundError,
@@ -32,6 +33,7 @@ O = TypeVar("O", bound=KubeObject)
 log = structlog.get_logger(__name__)
 
 _GENERATE_NAME_ATTEMPTS = 8
+_WRONG_LAST = (10071, 10164)  # JetStream: wrong last sequence (per subject / per stream)
 
 
 class NatsStore:
@@ -129,7 +131,11 @@ class NatsStore:
         kv = await self._bucket(kind.__name__)
         try:
             await kv.delete(subjects.object_key(namespace, name), last=revision)
-        except KeyWrongLastSequenceError as exc:
+        except (KeyWrongLastSequenceError, APIError) as exc:
+            # nats-py translates a lost compare-and-set into KeyWrongLastSequenceError on update only;
+            # on delete it surfaces as a bare API error with JetStream's "wrong last sequence" codes.
+            if isinstance(exc, APIError) and not isinstance(exc, KeyWrongLastSequenceError) and exc.err_code not in _WRONG_LAST:
+                raise
             raise Conflict(kind.__name__, display, expected=revision) from exc
 
     async def list(self, kind: type[O], namespace: str | None = None) -> tuple[list[O], int]:
