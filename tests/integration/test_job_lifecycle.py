@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from vc_proto.core import ConfigMap, Pod, Secret
 
 from tests.support.services import eventually
 from tests.support.system import System, seed, start_system
-from vc_proto.core import ConfigMap, Pod, Secret
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(180)]
 

@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-
-from tests.support.services import ServiceProcess
 from vc_bus.server import NatsServer, free_port
 from vc_cli.up import ensure_default_queues
+
+from tests.support.services import ServiceProcess
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration]
 VCCTL = str(Path(sys.executable).parent / "vcctl")

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from vc_bus.server import free_port
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow]

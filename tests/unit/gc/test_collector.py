@@ -16,12 +16,12 @@ from vc_core.errors import NotFound
 from vc_gc.caches import GcCaches
 from vc_gc.collector import Collector
 from vc_gc.logic.owners import OwnerKey
-from vc_gc.sharding import FencedStore, SoleOwner
 from vc_proto.batch import BATCH_V1ALPHA1, Job, JobSpec, JobState, JobStatus
 from vc_proto.core import CORE_V1, ConfigMap, Pod, PodStatus
 from vc_proto.events import DomainEvent
 from vc_proto.kinds import KubeObject
 from vc_proto.meta import ObjectMeta, OwnerReference
+from vc_runtime.sharding import FencedStore, SoleOwner
 
 T0 = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 JOB_KEY: OwnerKey = ("Job", "ns", "j")

@@ -15,7 +15,7 @@ from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec
 from vc_queue_controller.caches import QueueCaches
 from vc_queue_controller.controller import QueueController
 from vc_queue_controller.keys import Key, command_key, queue_key
-from vc_queue_controller.sharding import FencedStore, SoleOwner
+from vc_runtime.sharding import FencedStore, SoleOwner
 
 
 @asynccontextmanager

@@ -7,7 +7,7 @@ from vc_bus.testing import MemoryStore
 from vc_core.errors import Fenced, TemporaryError
 from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue
-from vc_queue_controller.sharding import FencedStore, SoleOwner
+from vc_runtime.sharding import FencedStore, SoleOwner
 
 
 class LapsedLease(SoleOwner):

@@ -19,6 +19,7 @@ from vc_proto.bus import Command
 from vc_proto.events import DomainEvent
 from vc_proto.scheduling import Queue
 from vc_proto.vocabulary import Action
+from vc_runtime.sharding import FencedStore, Ownership
 
 from vc_queue_controller import metrics
 from vc_queue_controller.caches import QueueCaches
@@ -27,7 +28,6 @@ from vc_queue_controller.logic.decide import QueuePlan, QueueView, decide
 from vc_queue_controller.logic.defaults import ALWAYS_PRESENT, default_queue
 from vc_queue_controller.logic.hierarchy import parent_name, with_default_parent
 from vc_queue_controller.logic.status import count_phases, inqueue_resources
-from vc_queue_controller.sharding import FencedStore, Ownership
 
 log = structlog.get_logger(__name__)
 Publish = Callable[[DomainEvent], Awaitable[object]]

@@ -8,8 +8,7 @@ import asyncio
 from collections.abc import Callable
 
 from vc_runtime.aio import sleep_or_stop
-
-from vc_gc.sharding import Ownership
+from vc_runtime.sharding import Ownership
 
 FIRST_PERIOD_S = 0.5
 MAX_PERIOD_S = 30.0
