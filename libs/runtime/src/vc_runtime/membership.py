@@ -73,6 +73,7 @@ class Membership:
         self.epoch = 0
         self._deadline = 0.0
         self._settled_at = float("inf")
+        self._settle_announced = False
         self._seen: dict[str, float] = {}
         self.members: tuple[str, ...] = ()
         self._changed = asyncio.Event()
@@ -133,6 +134,7 @@ class Membership:
         self._deadline = sent + self.ttl_s
         # Peers must see us before we claim keys that were theirs: wait for one watch round trip.
         self._settled_at = self._clock() + min(1.0, self.ttl_s / 2)
+        self._settle_announced = False
         self._seen[self.instance] = self._clock()
         self._recompute()
         self._changed.set()  # a new epoch: owners must re-claim their keys once settled
@@ -160,6 +162,10 @@ class Membership:
         except Exception as exc:  # NATS unavailable: keep trying; the fence stops writes meanwhile
             log.warning("membership.renew_failed", group=self.group, error=repr(exc))
         self._recompute()
+        if not self._settle_announced and self.can_write() and self._clock() >= self._settled_at:
+            # Owners wait for the settle period before claiming keys; tell them it is over.
+            self._settle_announced = True
+            self._changed.set()
 
     async def _watch_loop(self, shutdown: asyncio.Event) -> None:
         js = self._nc.jetstream()
