@@ -28,7 +28,7 @@ from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.cycle import CycleResult, run_cycle
 from vc_scheduler.dispatch import Dispatcher, Gang
 from vc_scheduler.framework.conf import SchedulerConf
-from vc_scheduler.framework.decisions import Bind, Evict
+from vc_scheduler.framework.decisions import Bind, Evict, PodGroupStatusUpdate
 from vc_scheduler.ledger import Record, View
 from vc_scheduler.ledger import prune as prune_record
 from vc_scheduler.ledger_kv import Ledger
@@ -40,7 +40,7 @@ from vc_scheduler.sharding import (
     podgroup_key,
     shard_snapshot,
 )
-from vc_scheduler.snapshot.cluster import ClusterSnapshot
+from vc_scheduler.snapshot.cluster import ClusterSnapshot, PodGroupCondition
 
 log = structlog.get_logger(__name__)
 MIN_GAP_S = 0.05
@@ -110,6 +110,10 @@ def plan_cycle(
     return Plan(result, snapshot, view, owned, shard_s)
 
 
+def _conditions(conditions: tuple[PodGroupCondition, ...]) -> tuple[tuple[str, str, str, str], ...]:
+    return tuple((c.type, c.status, c.reason, c.message) for c in conditions)
+
+
 class SchedulingLoop:
     def __init__(
         self,
@@ -132,6 +136,7 @@ class SchedulingLoop:
         self.cycles = itertools.count(1)
         self.last: CycleResult | None = None
         self._last_view: View | None = None
+        self._statuses: dict[str, PodGroupStatusUpdate] = {}  # the last status submitted per PodGroup
 
     async def run(self, shutdown: asyncio.Event) -> None:
         while not shutdown.is_set():
@@ -163,13 +168,29 @@ class SchedulingLoop:
         for decision in result.decisions:
             if isinstance(decision, Evict):
                 self.dispatcher.submit(decision)
-        for update in result.podgroups.values():
-            self.dispatcher.submit(update)
+        for key, update in result.podgroups.items():
+            if self._status_changed(key, update):
+                self.dispatcher.submit(update)
         if result.decisions:
             log.info("cycle.finished", cycle=cycle, binds=len(result.binds), evictions=len(result.evictions),
                      pending=result.stats.tasks_pending, owned=plan.owned, members=len(members.members),
                      duration_ms=round(result.stats.duration_s * 1000, 1), shard_ms=round(plan.shard_s * 1000, 1))
         return result
+
+    def _status_changed(self, key: str, update: PodGroupStatusUpdate) -> bool:
+        """Every cycle reports every PodGroup's status; a write (a read and a compare-and-set) is
+        only worth it when it differs from what the store already holds or what we last sent."""
+        if not self.members.owns(key):
+            return False
+        cached = self.cache.podgroups.get(key)
+        same_stored = cached is not None and cached.phase == update.phase and _conditions(cached.conditions) == _conditions(update.conditions)
+        if same_stored and self._statuses.get(key) == update:
+            return False
+        self._statuses[key] = update
+        if len(self._statuses) > 4 * max(1, len(self.cache.podgroups)):
+            live = self.cache.podgroups
+            self._statuses = {k: v for k, v in self._statuses.items() if k in live}
+        return True
 
     def _gangs(self, plan: Plan) -> list[Gang]:
         """The cycle's binds grouped by PodGroup, each with what its ledger reservations need."""
