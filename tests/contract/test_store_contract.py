@@ -28,20 +28,14 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         return
     if request.param == "kube":
         # A real kube-apiserver from `make kube-up`; skipped (with the reason) when there is none.
+        from tests.kube.support import exclusive_kube, unavailable_reason
         from vc_kube.store import KubeStore
-
-        from tests.kube.support import connect as kube_connect
-        from tests.kube.support import unavailable_reason, wipe
 
         reason = unavailable_reason()
         if reason:
             pytest.skip(reason)
-        kube = await kube_connect()
-        await wipe(kube)
-        try:
+        async with exclusive_kube() as kube:
             yield KubeStore(kube)
-        finally:
-            await kube.close()
         return
     server = NatsServer(tmp_path / "nats")
     server.start()

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
+
+from tests.kube.support import exclusive_kube, unavailable_reason
 from vc_kube.client import KubeClient
 from vc_kube.store import KubeStore
-
-from tests.kube.support import connect, unavailable_reason, wipe
 
 
 @pytest.fixture
@@ -16,12 +16,8 @@ async def kube() -> AsyncIterator[KubeClient]:
     reason = unavailable_reason()
     if reason:
         pytest.skip(reason)
-    client = await connect()
-    await wipe(client)
-    try:
+    async with exclusive_kube() as client:
         yield client
-    finally:
-        await client.close()
 
 
 @pytest.fixture

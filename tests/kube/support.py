@@ -6,17 +6,22 @@ Every kube test is skipped, with the reason, unless .kube/config exists and the 
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
+import fcntl
 import os
 import signal
 import ssl
 import subprocess
 import time
 import urllib.request
+from collections.abc import AsyncIterator
 from functools import cache
 from pathlib import Path
 
 import yaml
+
 from vc_kube.client import KubeApiError, KubeClient
 from vc_kube.crds import ensure_crds
 from vc_proto.kinds import KINDS
@@ -49,6 +54,39 @@ def unavailable_reason() -> str | None:
 
 
 _crds_done = False
+LOCK_WAIT_S = 30.0
+
+
+@contextlib.asynccontextmanager
+async def exclusive_kube() -> AsyncIterator[KubeClient]:
+    """A client on a wiped apiserver, held by this test alone.
+
+    The apiserver is one per machine while several test runs may share it (other checkouts, other
+    engineers' `make test`): tests wipe it and one restarts it, so they take a file lock across
+    processes. A test that cannot get it in time is skipped, saying why, rather than failing.
+    """
+    import pytest
+
+    RUN.mkdir(parents=True, exist_ok=True)
+    with open(RUN / "tests.lock", "w") as lock:  # noqa: ASYNC230 (a lock file: opening it never blocks)
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    pytest.skip(f"the kube-apiserver is busy with another test run for over {LOCK_WAIT_S:.0f}s")
+                await asyncio.sleep(0.2)
+        try:
+            kube = await connect()
+            try:
+                await wipe(kube)
+                yield kube
+            finally:
+                await kube.close()
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 async def connect() -> KubeClient:

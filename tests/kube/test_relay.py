@@ -10,6 +10,8 @@ from pathlib import Path
 import msgspec
 import pytest
 from nats.aio.client import Client
+
+from tests.kube.support import start_apiserver, stop_apiserver
 from vc_bus.connection import connect
 from vc_bus.server import NatsServer
 from vc_core.errors import AlreadyExists, TemporaryError
@@ -20,8 +22,6 @@ from vc_kube.relay import Relay
 from vc_kube.store import KubeStore
 from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec
-
-from tests.kube.support import start_apiserver, stop_apiserver
 
 pytestmark = pytest.mark.kube
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import msgspec
 import pytest
+
 from vc_core.errors import Conflict, NotFound
 from vc_kube.client import KubeClient, resource_path
 from vc_kube.store import KubeStore

@@ -8,6 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+import tests.support.system as base
+from tests.kube.support import KUBECONFIG
+from tests.support.services import ServiceProcess, eventually
+from tests.support.system import System, seed
 from vc_core.errors import AlreadyExists
 from vc_kube.client import KubeClient
 from vc_kube.store import KubeStore
@@ -15,11 +20,6 @@ from vc_proto.batch import Job
 from vc_proto.core import Node
 from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec, QueueStatus
-
-import tests.support.system as base
-from tests.kube.support import KUBECONFIG
-from tests.support.services import ServiceProcess, eventually
-from tests.support.system import System, seed
 
 pytestmark = [pytest.mark.kube, pytest.mark.integration, pytest.mark.slow]
 

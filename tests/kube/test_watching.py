@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+
 from vc_core.errors import TemporaryError
 from vc_core.store import WatchOp
 from vc_kube.client import KubeApiError
