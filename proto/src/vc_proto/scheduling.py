@@ -106,6 +106,9 @@ class QueueStatus(Wire, frozen=True, kw_only=True):
     completed: int | None = None
     reservation: Reservation | None = None
     allocated: ResourceList | None = None
+    # Tephra: resources of admitted (Inqueue) PodGroups not placed yet, the figure enqueue compares
+    # against the queue's capability (Volcano issue 5242 asked to see it). Written by the queue-controller.
+    inqueue_resources: ResourceList | None = None
 
 
 class Queue(Wire, frozen=True, kw_only=True, tag_field="kind", tag="Queue"):

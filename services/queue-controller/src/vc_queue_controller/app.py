@@ -7,17 +7,17 @@ import asyncio
 from collections.abc import Sequence
 
 import structlog
+
 from vc_bus.dispatch import KeyedDispatcher
+from vc_queue_controller.caches import QueueCaches
+from vc_queue_controller.controller import QueueController
+from vc_queue_controller.debounce import Debouncer
+from vc_queue_controller.keys import Key, command_key, queue_key
 from vc_runtime.membership import Membership
 from vc_runtime.resync import resync_forever, wait_synced
 from vc_runtime.service import FnWorker, ServiceContext, Worker
 from vc_runtime.settings import RuntimeSettings
 from vc_runtime.sharding import FencedStore
-
-from vc_queue_controller.caches import QueueCaches
-from vc_queue_controller.controller import QueueController
-from vc_queue_controller.debounce import Debouncer
-from vc_queue_controller.keys import Key, command_key, queue_key
 
 log = structlog.get_logger(__name__)
 

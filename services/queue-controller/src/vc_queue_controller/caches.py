@@ -11,12 +11,11 @@ from collections.abc import Callable
 from vc_core.store import ObjectStore
 from vc_proto.bus import Command
 from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, Queue
-from vc_runtime.informer import Informer, ObjectKey
-
 from vc_queue_controller.keys import Key, command_key, queue_key
 from vc_queue_controller.logic.defaults import ALWAYS_PRESENT
 from vc_queue_controller.logic.hierarchy import parent_name, state_of
 from vc_queue_controller.logic.status import phase_of, queue_of
+from vc_runtime.informer import Informer, ObjectKey
 
 QUEUE_KIND = "Queue"
 

@@ -13,14 +13,13 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 import structlog
+
 from vc_core.errors import AlreadyExists, Conflict, NotFound
 from vc_proto import events as ev
 from vc_proto.bus import Command
 from vc_proto.events import DomainEvent
 from vc_proto.scheduling import Queue
 from vc_proto.vocabulary import Action
-from vc_runtime.sharding import FencedStore, Ownership
-
 from vc_queue_controller import metrics
 from vc_queue_controller.caches import QueueCaches
 from vc_queue_controller.keys import COMMAND, Key, queue_key, split_command
@@ -28,6 +27,7 @@ from vc_queue_controller.logic.decide import QueuePlan, QueueView, decide
 from vc_queue_controller.logic.defaults import ALWAYS_PRESENT, default_queue
 from vc_queue_controller.logic.hierarchy import parent_name, with_default_parent
 from vc_queue_controller.logic.status import count_phases, inqueue_resources
+from vc_runtime.sharding import FencedStore, Ownership
 
 log = structlog.get_logger(__name__)
 Publish = Callable[[DomainEvent], Awaitable[object]]

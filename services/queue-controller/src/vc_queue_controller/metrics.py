@@ -6,8 +6,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 from prometheus_client import Counter, Gauge
-from vc_core.resources import CPU, MEMORY, Resources
 
+from vc_core.resources import CPU, MEMORY, Resources
 from vc_queue_controller.logic.status import PodGroupCounts
 
 _LABEL = ["queue_name"]

@@ -11,12 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import msgspec
+
+from vc_core.resources import Resources, format_resources
 from vc_proto.scheduling import PodGroup, Queue, QueueStatus
 from vc_proto.vocabulary import CLOSED_BY_PARENT_KEY, Action, QueueState
-
 from vc_queue_controller.logic.hierarchy import imposed_action, refusal, state_of, with_default_parent
 from vc_queue_controller.logic.states import next_state
-from vc_queue_controller.logic.status import PodGroupCounts, count_phases
+from vc_queue_controller.logic.status import PodGroupCounts, count_phases, inqueue_resources
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +51,7 @@ def decide(view: QueueView, action: Action = Action.SYNC_QUEUE) -> QueuePlan:
         effective = Action.SYNC_QUEUE
     state = next_state(state_of(queue), effective, has_podgroups=bool(view.podgroups))
     queue = _annotate(queue, effective, imposed=imposed is not None)
-    queue = _with_status(queue, state, count_phases(view.podgroups))
+    queue = _with_status(queue, state, count_phases(view.podgroups), inqueue_resources(view.podgroups))
     return QueuePlan(
         queue=queue,
         changed=queue != view.queue,
@@ -73,7 +74,7 @@ def _annotate(queue: Queue, action: Action, *, imposed: bool) -> Queue:
     return msgspec.structs.replace(queue, metadata=msgspec.structs.replace(queue.metadata, annotations=annotations))
 
 
-def _with_status(queue: Queue, state: QueueState, counts: PodGroupCounts) -> Queue:
+def _with_status(queue: Queue, state: QueueState, counts: PodGroupCounts, inqueue: Resources) -> Queue:
     """Our fields of the status; `allocated` and `reservation` belong to the scheduler and stay."""
     status = msgspec.structs.replace(
         queue.status or QueueStatus(),
@@ -83,5 +84,6 @@ def _with_status(queue: Queue, state: QueueState, counts: PodGroupCounts) -> Que
         running=counts.running,
         unknown=counts.unknown,
         completed=counts.completed,
+        inqueue_resources=format_resources(inqueue) or None,
     )
     return msgspec.structs.replace(queue, status=status)

@@ -4,9 +4,9 @@ open children and marks them; reopening the parent reopens exactly the children 
 from __future__ import annotations
 
 import msgspec
+
 from vc_proto.scheduling import Queue, QueueSpec
 from vc_proto.vocabulary import CLOSED_BY_PARENT_KEY, ROOT_QUEUE, Action, QueueState
-
 from vc_queue_controller.logic.states import closed_or_closing, parse_state
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from vc_proto.vocabulary import Action, QueueState
-
 from vc_queue_controller.logic.states import closed, closing, opened, unknown
 
 _STATES: dict[QueueState, Callable[..., QueueState]] = {

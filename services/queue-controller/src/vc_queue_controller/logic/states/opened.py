@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from vc_proto.vocabulary import Action, QueueState
-
 from vc_queue_controller.logic.states.closing import drained
 
 
