@@ -194,16 +194,26 @@ class Dispatcher:
         by_node: dict[str, list[Bind]] = defaultdict(list)
         for b in gang.binds:
             by_node[b.node].append(b)
-        for node in sorted(by_node):  # one order everywhere: fewer interleaved half-reserved gangs
+        ledger_kv = self._ledger
+
+        async def one(node: str) -> bool:
             self._fence("ledger node")
-            capacity = gang.capacities.get(node, {})
-            outcome = await self._ledger.reserve(node_key(node), reservations(by_node[node]), capacity,
-                                                 gang.view.occupying_node(node), gang.view, node=node)
+            outcome = await ledger_kv.reserve(node_key(node), reservations(by_node[node]), gang.capacities.get(node, {}),
+                                              gang.view.occupying_node(node), gang.view, node=node)
             if outcome.record is None:
                 log.info("gang.node_full", podgroup=gang.podgroup, node=node, over=outcome.over)
                 return False
             held.append((node_key(node), [b.uid for b in by_node[node]]))
-        return True
+            return True
+
+        # The nodes are independent keys: reserve on all at once (one round trip, not one per node);
+        # the caller rolls back whatever was taken if any node refused.
+        nodes = sorted(by_node)
+        results = await asyncio.gather(*(one(node) for node in nodes), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return all(results)
 
     async def _release(self, held: list[tuple[str, list[str]]]) -> None:
         assert self._ledger is not None or not held
