@@ -8,17 +8,15 @@ import asyncio
 import contextlib
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 import pytest
-from vc_bus.connection import connect
-from vc_bus.events import EventPublisher, ensure_events_stream
+
+from tests.support.inprocess import WriteLog, run_app
 from vc_bus.server import NatsServer
 from vc_bus.store import NatsStore
-from vc_core.errors import Conflict, NotFound
-from vc_core.store import ObjectStore
+from vc_core.errors import NotFound
 from vc_gc.app import GcApp
 from vc_proto.batch import BATCH_V1ALPHA1, Job, JobSpec, JobState, JobStatus
 from vc_proto.core import (
@@ -36,9 +34,6 @@ from vc_proto.core import (
 from vc_proto.kinds import KubeObject
 from vc_proto.meta import LabelSelector, ObjectMeta, OwnerReference
 from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup
-from vc_runtime.probes import Probes
-from vc_runtime.service import ServiceContext
-from vc_runtime.settings import RuntimeSettings
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration]
 ObjT = TypeVar("ObjT", bound=KubeObject)
@@ -47,73 +42,10 @@ NS = "default"
 
 
 # -- harness: the real app in-process, its store wrapped to count writes per key ---------------------
-@dataclass
-class WriteLog:
-    writers: dict[tuple[str, str], set[str]] = field(default_factory=lambda: defaultdict(set))
-    conflicts: int = 0
-    # Set before the instances stop: a leaving member hands its keys over, and the heir's first pass
-    # may run on a cache that lags the leaver's last writes (its compare-and-set then loses, harmlessly).
-    closed: bool = False
-
-
-class CountingStore:
-    def __init__(self, store: ObjectStore, instance: str, log: WriteLog) -> None:
-        self._store, self._instance, self._log = store, instance, log
-
-    def _record(self, kind: str, name: str) -> None:
-        if self._log.closed:
-            return
-        self._log.writers[(kind, name)].add(self._instance)
-
-    async def _counted(self, op: Awaitable[T]) -> T:
-        try:
-            return await op
-        except Conflict:
-            self._log.conflicts += 0 if self._log.closed else 1
-            raise
-
-    async def get(self, kind: type[ObjT], namespace: str | None, name: str) -> ObjT:
-        return await self._store.get(kind, namespace, name)
-
-    async def create(self, obj: ObjT) -> ObjT:
-        self._record(type(obj).__name__, obj.metadata.name or "")
-        return await self._counted(self._store.create(obj))
-
-    async def update(self, obj: ObjT) -> ObjT:
-        self._record(type(obj).__name__, obj.metadata.name or "")
-        return await self._counted(self._store.update(obj))
-
-    async def delete(self, kind: type[ObjT], namespace: str | None, name: str, **kw: object) -> None:
-        self._record(kind.__name__, name)
-        await self._counted(self._store.delete(kind, namespace, name, **kw))  # type: ignore[arg-type]
-
-    async def list(self, kind: type[ObjT], namespace: str | None = None) -> tuple[list[ObjT], int]:
-        return await self._store.list(kind, namespace)
-
-    def watch(self, kind: type[ObjT], **kw: object) -> AsyncIterator[object]:
-        return self._store.watch(kind, **kw)  # type: ignore[arg-type]
-
-
 @contextlib.asynccontextmanager
 async def running(url: str, instance: str, log: WriteLog | None = None, **extra: object) -> AsyncIterator[GcApp]:
-    settings = RuntimeSettings(service="gc", nats_url=url, instance=instance, extra=dict(extra))
-    async with contextlib.AsyncExitStack() as resources:
-        nc = await resources.enter_async_context(connect(url, name=instance))
-        await ensure_events_stream(nc)
-        store = NatsStore(nc)
-        await store.ensure()
-        wrapped = CountingStore(store, instance, log or WriteLog())
-        app = GcApp(settings)
-        ctx = ServiceContext(settings, nc, wrapped, EventPublisher(nc), Probes(), resources)  # type: ignore[arg-type]
-        workers = await app.open(ctx)
-        shutdown = asyncio.Event()
-        async with asyncio.TaskGroup() as tg:
-            for worker in workers:
-                tg.create_task(worker.run(shutdown), name=worker.name)
-            try:
-                yield app
-            finally:
-                shutdown.set()
+    async with run_app(GcApp, "gc", url, instance, log, **extra) as app:
+        yield app
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], *, within_s: float = 15.0) -> None:

@@ -7,16 +7,16 @@ import asyncio
 import contextlib
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import TypeVar
 
 import pytest
+
+from tests.support.inprocess import CountingStore, WriteLog, run_app
 from vc_bus.connection import connect
 from vc_bus.events import EventPublisher, ensure_events_stream
 from vc_bus.server import NatsServer
 from vc_bus.store import NatsStore
-from vc_core.errors import Conflict, NotFound
-from vc_core.store import ObjectStore
+from vc_core.errors import NotFound
 from vc_podgroup_controller.app import PodGroupControllerApp
 from vc_podgroup_controller.logic.build import build_podgroup
 from vc_proto.core import CORE_V1, Container, Pod, PodSpec, ResourceRequirements
@@ -35,56 +35,9 @@ AppT = TypeVar("AppT", bound=App)
 
 
 # -- harness: the real app in-process, its store wrapped to count writes per key ---------------------
-@dataclass
-class WriteLog:
-    writers: dict[tuple[str, str], set[str]] = field(default_factory=lambda: defaultdict(set))
-    conflicts: int = 0
-    # Set before the instances stop: a leaving member hands its keys over, and the heir's first pass
-    # may run on a cache that lags the leaver's last writes (its compare-and-set then loses, harmlessly).
-    closed: bool = False
-
-
-class CountingStore:
-    def __init__(self, store: ObjectStore, instance: str, log: WriteLog) -> None:
-        self._store, self._instance, self._log = store, instance, log
-
-    def _record(self, kind: str, name: str) -> None:
-        if self._log.closed:
-            return
-        self._log.writers[(kind, name)].add(self._instance)
-
-    async def _counted(self, op: Awaitable[T]) -> T:
-        try:
-            return await op
-        except Conflict:
-            self._log.conflicts += 0 if self._log.closed else 1
-            raise
-
-    async def get(self, kind: type[ObjT], namespace: str | None, name: str) -> ObjT:
-        return await self._store.get(kind, namespace, name)
-
-    async def create(self, obj: ObjT) -> ObjT:
-        self._record(type(obj).__name__, obj.metadata.name or "")
-        return await self._counted(self._store.create(obj))
-
-    async def update(self, obj: ObjT) -> ObjT:
-        self._record(type(obj).__name__, obj.metadata.name or "")
-        return await self._counted(self._store.update(obj))
-
-    async def delete(self, kind: type[ObjT], namespace: str | None, name: str, **kw: object) -> None:
-        self._record(kind.__name__, name)
-        await self._counted(self._store.delete(kind, namespace, name, **kw))  # type: ignore[arg-type]
-
-    async def list(self, kind: type[ObjT], namespace: str | None = None) -> tuple[list[ObjT], int]:
-        return await self._store.list(kind, namespace)
-
-    def watch(self, kind: type[ObjT], **kw: object) -> AsyncIterator[object]:
-        return self._store.watch(kind, **kw)  # type: ignore[arg-type]
-
-
 @contextlib.asynccontextmanager
 async def running(url: str, instance: str, log: WriteLog | None = None) -> AsyncIterator[PodGroupControllerApp]:
-    async with running_app(PodGroupControllerApp, url, instance, log) as app:
+    async with run_app(PodGroupControllerApp, "podgroup-controller", url, instance, log) as app:
         yield app
 
 

@@ -5,29 +5,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import TypeVar
 
 import msgspec
 import pytest
 from nats.js.errors import BadRequestError
 from prometheus_client import REGISTRY
-from vc_bus.connection import connect
-from vc_bus.events import EventPublisher, ensure_events_stream
+
+from tests.support.inprocess import WriteLog, run_app
 from vc_bus.server import NatsServer
 from vc_bus.store import NatsStore
 from vc_core.errors import Conflict, NotFound
-from vc_core.store import ObjectStore
 from vc_proto.bus import BUS_V1ALPHA1, Command
 from vc_proto.kinds import KubeObject
 from vc_proto.meta import ObjectMeta, OwnerReference
 from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, PodGroupSpec, PodGroupStatus, Queue, QueueSpec
 from vc_queue_controller.app import QueueControllerApp
-from vc_runtime.probes import Probes
-from vc_runtime.service import ServiceContext
-from vc_runtime.settings import RuntimeSettings
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration]
 ObjT = TypeVar("ObjT", bound=KubeObject)
@@ -35,73 +29,10 @@ T = TypeVar("T")
 
 
 # -- harness: the real app in-process, its store wrapped to count writes per key ---------------------
-@dataclass
-class WriteLog:
-    writers: dict[tuple[str, str], set[str]] = field(default_factory=lambda: defaultdict(set))
-    conflicts: int = 0
-    # Set before the instances stop: a leaving member hands its keys over, and the heir's first pass
-    # may run on a cache that lags the leaver's last writes (its compare-and-set then loses, harmlessly).
-    closed: bool = False
-
-
-class CountingStore:
-    def __init__(self, store: ObjectStore, instance: str, log: WriteLog) -> None:
-        self._store, self._instance, self._log = store, instance, log
-
-    def _record(self, kind: str, name: str) -> None:
-        if self._log.closed:
-            return
-        self._log.writers[(kind, name)].add(self._instance)
-
-    async def _counted(self, op: Awaitable[T]) -> T:
-        try:
-            return await op
-        except Conflict:
-            self._log.conflicts += 0 if self._log.closed else 1
-            raise
-
-    async def get(self, kind: type[ObjT], namespace: str | None, name: str) -> ObjT:
-        return await self._store.get(kind, namespace, name)
-
-    async def create(self, obj: ObjT) -> ObjT:
-        self._record(type(obj).__name__, obj.metadata.name or "")
-        return await self._counted(self._store.create(obj))
-
-    async def update(self, obj: ObjT) -> ObjT:
-        self._record(type(obj).__name__, obj.metadata.name or "")
-        return await self._counted(self._store.update(obj))
-
-    async def delete(self, kind: type[ObjT], namespace: str | None, name: str, **kw: object) -> None:
-        self._record(kind.__name__, name)
-        await self._counted(self._store.delete(kind, namespace, name, **kw))  # type: ignore[arg-type]
-
-    async def list(self, kind: type[ObjT], namespace: str | None = None) -> tuple[list[ObjT], int]:
-        return await self._store.list(kind, namespace)
-
-    def watch(self, kind: type[ObjT], **kw: object) -> AsyncIterator[object]:
-        return self._store.watch(kind, **kw)  # type: ignore[arg-type]
-
-
 @contextlib.asynccontextmanager
 async def running(url: str, instance: str, log: WriteLog | None = None) -> AsyncIterator[QueueControllerApp]:
-    settings = RuntimeSettings(service="queue-controller", nats_url=url, instance=instance)
-    async with contextlib.AsyncExitStack() as resources:
-        nc = await resources.enter_async_context(connect(url, name=instance))
-        await ensure_events_stream(nc)
-        store = NatsStore(nc)
-        await store.ensure()
-        wrapped = CountingStore(store, instance, log or WriteLog())
-        app = QueueControllerApp(settings)
-        ctx = ServiceContext(settings, nc, wrapped, EventPublisher(nc), Probes(), resources)  # type: ignore[arg-type]
-        workers = await app.open(ctx)
-        shutdown = asyncio.Event()
-        async with asyncio.TaskGroup() as tg:
-            for worker in workers:
-                tg.create_task(worker.run(shutdown), name=worker.name)
-            try:
-                yield app
-            finally:
-                shutdown.set()
+    async with run_app(QueueControllerApp, "queue-controller", url, instance, log) as app:
+        yield app
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], *, within_s: float = 15.0) -> None:
