@@ -11,13 +11,13 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 from msgspec.structs import replace
-from vc_proto.batch import Job, JobSpec, VolumeSpec
-from vc_proto.codec import to_dict
 
 from vc_admission.rules.job_tasks import validate_network_topology, validate_task_counts
 from vc_admission.rules.limits import MAX_TASKS, MAX_TOTAL_REPLICAS
 from vc_admission.rules.names import validate_metadata_bounds
 from vc_admission.rules.verdict import Violation
+from vc_proto.batch import Job, JobSpec, VolumeSpec
+from vc_proto.codec import to_dict
 
 IMMUTABLE_MESSAGE: Final = (
     "job updates may not change fields other than `minAvailable`, "

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from vc_proto.batch import Job, JobSpec
-from vc_proto.vocabulary import DEFAULT_QUEUE
-
 from vc_admission.rules.context import AdmissionContext
 from vc_admission.rules.dependencies import validate_depends_on
 from vc_admission.rules.job_tasks import validate_network_topology, validate_tasks
@@ -27,6 +24,8 @@ from vc_admission.rules.policies import validate_policies
 from vc_admission.rules.submission import validate_submission
 from vc_admission.rules.verdict import Violation
 from vc_admission.rules.volumes import validate_volumes
+from vc_proto.batch import Job, JobSpec
+from vc_proto.vocabulary import DEFAULT_QUEUE
 
 DEFAULT_NAMESPACE = "default"
 

@@ -6,8 +6,6 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Final
 
-from vc_proto.meta import ObjectMeta
-
 from vc_admission.rules.limits import (
     MAX_ANNOTATIONS_BYTES,
     MAX_LABEL_KEY_LENGTH,
@@ -17,6 +15,7 @@ from vc_admission.rules.limits import (
     MAX_SUBDOMAIN_LENGTH,
 )
 from vc_admission.rules.verdict import Violation
+from vc_proto.meta import ObjectMeta
 
 _DNS1123_LABEL: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")

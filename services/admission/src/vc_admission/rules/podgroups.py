@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from msgspec.structs import replace
-from vc_proto.scheduling import PodGroup, PodGroupSpec
-from vc_proto.vocabulary import DEFAULT_QUEUE, QUEUE_NAME_ANNOTATION
 
 from vc_admission.rules.context import AdmissionContext
 from vc_admission.rules.job_tasks import TOPOLOGY_BOTH_MESSAGE, validate_network_topology
@@ -21,6 +19,8 @@ from vc_admission.rules.names import dns1123_subdomain_errors, format_errors, va
 from vc_admission.rules.queue_resources import safe_resources
 from vc_admission.rules.submission import validate_submission
 from vc_admission.rules.verdict import Violation
+from vc_proto.scheduling import PodGroup, PodGroupSpec
+from vc_proto.vocabulary import DEFAULT_QUEUE, QUEUE_NAME_ANNOTATION
 
 DEFAULT_NAMESPACE = "default"
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Final
 
-from vc_proto.core import Pod
-
 from vc_admission.rules.names import validate_metadata_bounds
 from vc_admission.rules.verdict import Violation
+from vc_proto.core import Pod
 
 JDB_MIN_AVAILABLE: Final = "volcano.sh/jdb-min-available"
 JDB_MAX_UNAVAILABLE: Final = "volcano.sh/jdb-max-unavailable"

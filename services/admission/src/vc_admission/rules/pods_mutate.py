@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from msgspec.structs import replace
+
 from vc_proto.base import Raw
 from vc_proto.core import Pod, PodSpec, Toleration
 

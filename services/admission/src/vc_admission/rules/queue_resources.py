@@ -3,17 +3,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from fractions import Fraction
 
+from vc_admission.rules.resource_lists import parse_resource_list
+from vc_admission.rules.verdict import Violation
 from vc_core.errors import InvalidObject
-from vc_core.quantity import format_quantity, parse_quantity
+from vc_core.quantity import format_quantity
 from vc_core.resources import Resources, parse_resources
 from vc_proto.base import ResourceList
 from vc_proto.scheduling import QueueSpec
-
-from vc_admission.rules.limits import MAX_RESOURCE_NAMES
-from vc_admission.rules.verdict import Violation
 
 _BINARY = frozenset({"memory", "ephemeral-storage", "hugepages-2Mi", "hugepages-1Gi"})
 
@@ -40,9 +39,9 @@ def guarantee_of(spec: QueueSpec | None) -> ResourceList | None:
 
 
 def validate_queue_resources(spec: QueueSpec) -> Iterator[Violation]:
-    capability = yield from _parse_list(spec.capability, "spec.capability")
-    deserved = yield from _parse_list(spec.deserved, "spec.deserved")
-    guarantee = yield from _parse_list(guarantee_of(spec), "spec.guarantee.resource")
+    capability = yield from parse_resource_list(spec.capability, "spec.capability")
+    deserved = yield from parse_resource_list(spec.deserved, "spec.deserved")
+    guarantee = yield from parse_resource_list(guarantee_of(spec), "spec.guarantee.resource")
     for name, floor in guarantee.items():
         if name not in deserved:
             yield Violation(
@@ -63,27 +62,3 @@ def validate_queue_resources(spec: QueueSpec) -> Iterator[Violation]:
                 "queue-deserved-capability",
                 f"deserved[{name}]={show(name, amount)} must be <= capability[{name}]={show(name, capability[name])}",
             )
-
-
-def _parse_list(raw: ResourceList | None, path: str) -> Generator[Violation, None, dict[str, Fraction]]:
-    parsed: dict[str, Fraction] = {}
-    if not raw:
-        return parsed
-    if len(raw) > MAX_RESOURCE_NAMES:
-        yield Violation(path, "resources-count", f"may not have more than {MAX_RESOURCE_NAMES} resources")
-        return parsed
-    for name, value in raw.items():
-        try:
-            amount = parse_quantity(value, field=f"{path}.{name}")
-        except InvalidObject as error:
-            yield Violation(error.field, "quantity", error.message)
-            continue
-        if amount < 0:
-            yield Violation(
-                f"{path}.{name}",
-                "quantity-non-negative",
-                f'Invalid value: "{value}": must be greater than or equal to 0',
-            )
-            continue
-        parsed[name] = amount
-    return parsed

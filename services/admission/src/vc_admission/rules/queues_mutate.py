@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Final
 
 from msgspec.structs import replace
+
 from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import Queue, QueueSpec
 

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from vc_proto.scheduling import Queue, QueueSpec
-from vc_proto.vocabulary import DEFAULT_QUEUE, ROOT_QUEUE, QueueState
-
 from vc_admission.rules.context import AdmissionContext
 from vc_admission.rules.limits import MAX_LABEL_NAME_LENGTH, MAX_QUEUE_WEIGHT
 from vc_admission.rules.names import dns1123_subdomain_errors, format_errors, validate_metadata_bounds
@@ -21,6 +18,8 @@ from vc_admission.rules.queue_resources import guarantee_of, validate_queue_reso
 from vc_admission.rules.queues_mutate import HIERARCHY_ANNOTATION, HIERARCHY_WEIGHTS_ANNOTATION
 from vc_admission.rules.tenancy import validate_allowed_namespaces
 from vc_admission.rules.verdict import Violation
+from vc_proto.scheduling import Queue, QueueSpec
+from vc_proto.vocabulary import DEFAULT_QUEUE, ROOT_QUEUE, QueueState
 
 DEQUEUE_STRATEGIES = frozenset({"fifo", "traverse"})
 

@@ -11,11 +11,6 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from vc_proto.batch import Job
-from vc_proto.core import Pod
-from vc_proto.scheduling import PodGroup, Queue
-from vc_proto.vocabulary import DEFAULT_SCHEDULER_NAME
-
 from vc_admission.rules.context import AdmissionContext
 from vc_admission.rules.jobs_mutate import mutate_job
 from vc_admission.rules.jobs_update import validate_job_update
@@ -26,6 +21,10 @@ from vc_admission.rules.pods_mutate import mutate_pod
 from vc_admission.rules.queues_mutate import mutate_queue
 from vc_admission.rules.queues_validate import validate_queue_delete, validate_queue_write
 from vc_admission.rules.verdict import Verdict, allow, decide, deny
+from vc_proto.batch import Job
+from vc_proto.core import Pod
+from vc_proto.scheduling import PodGroup, Queue
+from vc_proto.vocabulary import DEFAULT_SCHEDULER_NAME
 
 Operation = Literal["CREATE", "UPDATE", "DELETE"]
 OPERATIONS: Final = frozenset({"CREATE", "UPDATE", "DELETE"})

@@ -7,19 +7,17 @@ names, parseable and consistent resource quantities, and Volcano's integer-CPU r
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator, Mapping, Sequence
-from fractions import Fraction
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Final
 
+from vc_admission.rules.limits import MAX_CONTAINERS
+from vc_admission.rules.names import dns1123_label_errors, format_errors
+from vc_admission.rules.resource_lists import parse_resource_list
+from vc_admission.rules.verdict import Violation
 from vc_core.errors import InvalidObject
 from vc_core.quantity import parse_quantity
-from vc_proto.base import ResourceList
 from vc_proto.batch import TaskSpec
 from vc_proto.core import Container, ResourceRequirements
-
-from vc_admission.rules.limits import MAX_CONTAINERS, MAX_RESOURCE_NAMES
-from vc_admission.rules.names import dns1123_label_errors, format_errors
-from vc_admission.rules.verdict import Violation
 
 TOPOLOGY_POLICIES: Final = frozenset({"none", "best-effort", "restricted", "single-numa-node"})
 RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
@@ -69,8 +67,8 @@ def _validate_containers(containers: Sequence[Container], path: str, taken: set[
 def _validate_resources(resources: ResourceRequirements | None, path: str) -> Iterator[Violation]:
     if resources is None:
         return
-    requests = yield from _parse(resources.requests, f"{path}.requests")
-    limits = yield from _parse(resources.limits, f"{path}.limits")
+    requests = yield from parse_resource_list(resources.requests, f"{path}.requests", bracketed=True)
+    limits = yield from parse_resource_list(resources.limits, f"{path}.limits", bracketed=True)
     for name, requested in requests.items():
         if name in limits and requested > limits[name]:
             yield Violation(
@@ -78,26 +76,6 @@ def _validate_resources(resources: ResourceRequirements | None, path: str) -> It
                 "request-exceeds-limit",
                 f"Invalid value: must be less than or equal to {name} limit",
             )
-
-
-def _parse(raw: ResourceList | None, path: str) -> Generator[Violation, None, dict[str, Fraction]]:
-    parsed: dict[str, Fraction] = {}
-    if not raw:
-        return parsed
-    if len(raw) > MAX_RESOURCE_NAMES:
-        yield Violation(path, "resources-count", f"may not have more than {MAX_RESOURCE_NAMES} resources")
-        return parsed
-    for name, value in raw.items():
-        try:
-            amount = parse_quantity(value, field=f"{path}[{name}]")
-        except InvalidObject as error:
-            yield Violation(error.field, "quantity", error.message)
-            continue
-        if amount < 0:
-            yield Violation(f"{path}[{name}]", "quantity-non-negative", "must be greater than or equal to 0")
-            continue
-        parsed[name] = amount
-    return parsed
 
 
 def _validate_topology(task: TaskSpec, path: str, containers: Sequence[Container]) -> Iterator[Violation]:
