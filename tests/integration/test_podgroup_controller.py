@@ -11,9 +11,7 @@ from typing import TypeVar
 
 import pytest
 
-from tests.support.inprocess import CountingStore, WriteLog, run_app
-from vc_bus.connection import connect
-from vc_bus.events import EventPublisher, ensure_events_stream
+from tests.support.inprocess import WriteLog, run_app
 from vc_bus.server import NatsServer
 from vc_bus.store import NatsStore
 from vc_core.errors import NotFound
@@ -24,9 +22,7 @@ from vc_proto.kinds import KubeObject
 from vc_proto.meta import ObjectMeta, OwnerReference
 from vc_proto.scheduling import PodGroup
 from vc_proto.vocabulary import GROUP_NAME_ANNOTATION
-from vc_runtime.probes import Probes
-from vc_runtime.service import App, ServiceContext
-from vc_runtime.settings import RuntimeSettings
+from vc_runtime.service import App
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration]
 ObjT = TypeVar("ObjT", bound=KubeObject)
@@ -39,30 +35,6 @@ AppT = TypeVar("AppT", bound=App)
 async def running(url: str, instance: str, log: WriteLog | None = None) -> AsyncIterator[PodGroupControllerApp]:
     async with run_app(PodGroupControllerApp, "podgroup-controller", url, instance, log) as app:
         yield app
-
-
-@contextlib.asynccontextmanager
-async def running_app(
-    factory: Callable[[RuntimeSettings], AppT], url: str, instance: str, log: WriteLog | None = None, **extra: object
-) -> AsyncIterator[AppT]:
-    settings = RuntimeSettings(service=instance, nats_url=url, instance=instance, extra=dict(extra))
-    async with contextlib.AsyncExitStack() as resources:
-        nc = await resources.enter_async_context(connect(url, name=instance))
-        await ensure_events_stream(nc)
-        store = NatsStore(nc)
-        await store.ensure()
-        wrapped = CountingStore(store, instance, log or WriteLog())
-        app = factory(settings)
-        ctx = ServiceContext(settings, nc, wrapped, EventPublisher(nc), Probes(), resources)  # type: ignore[arg-type]
-        workers = await app.open(ctx)
-        shutdown = asyncio.Event()
-        async with asyncio.TaskGroup() as tg:
-            for worker in workers:
-                tg.create_task(worker.run(shutdown), name=worker.name)
-            try:
-                yield app
-            finally:
-                shutdown.set()
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], *, within_s: float = 15.0) -> None:
@@ -167,9 +139,9 @@ async def test_plain_pod_runs_end_to_end(nats_server: NatsServer, nats_store: Na
 
     url = nats_server.url
     async with (
-        running_app(NodeSimApp, url, "node-sim", nodes=1, start_delay=0.05, heartbeat_period=60.0),
-        running_app(QueueControllerApp, url, "queue-controller"),
-        running_app(SchedulerApp, url, "scheduler", schedule_period=0.2),
+        run_app(NodeSimApp, "NodeSimApp", url, "node-sim", nodes=1, start_delay=0.05, heartbeat_period=60.0),
+        run_app(QueueControllerApp, "QueueControllerApp", url, "queue-controller"),
+        run_app(SchedulerApp, "SchedulerApp", url, "scheduler", schedule_period=0.2),
         running(url, "pg-a"),
     ):
         created = await nats_store.create(pod("plain"))
