@@ -163,7 +163,9 @@ class KubeStore:
         try:
             await self.kube.request("POST", "/api/v1/namespaces", body=body)
         except KubeApiError as exc:
-            if exc.status != 409:
+            # 409: it exists. 403: this service may not create namespaces (least-privilege RBAC in
+            # deploy/k8s); then the object's own create reports a missing namespace.
+            if exc.status not in (409, 403):
                 raise map_error(exc, "Namespace", namespace) from exc
         self._namespaces.add(namespace)
 
