@@ -3,6 +3,8 @@ mirror the relay fills; the seeds' TensorFlow job runs to Completed with node-si
 
 from __future__ import annotations
 
+import base64
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -13,10 +15,11 @@ import tests.support.system as base
 from tests.kube.support import KUBECONFIG
 from tests.support.services import ServiceProcess, eventually
 from tests.support.system import System, seed
-from vc_core.errors import AlreadyExists
-from vc_kube.client import KubeClient
+from vc_core.errors import AlreadyExists, PermanentError
+from vc_kube.client import KubeApiError, KubeClient
 from vc_kube.store import KubeStore
 from vc_proto.batch import Job
+from vc_proto.codec import from_dict
 from vc_proto.core import Node
 from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec, QueueStatus
@@ -88,3 +91,81 @@ async def test_tensorflow_seed_completes_on_the_real_apiserver(kube_system: Kube
     await kube_system.wait_phase("tensorflow-benchmark", "Completed", timeout=120)
     job: Job = await kube_system.job("tensorflow-benchmark")
     assert job.status is not None and job.status.state is not None
+
+
+@pytest.fixture
+async def webhook_system(kube: KubeClient, tmp_path: Path) -> AsyncIterator[tuple[KubeSystem, int]]:
+    from vc_bus.server import free_port
+
+    port = free_port()
+    admission = [
+        "--webhook-port",
+        str(port),
+        "--webhook-host",
+        "127.0.0.1",
+        "--generate-certs",
+        str(tmp_path / "certs"),
+    ]
+    system = KubeSystem(tmp_path, nodes=1, extra={"admission": admission})
+    try:
+        await system.start()
+        yield system, port
+    finally:
+        system.stop()
+        with contextlib.suppress(KubeApiError):
+            await kube.request("DELETE", f"{WEBHOOKS}/tephra-kube-test")
+
+
+WEBHOOKS = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+
+
+@pytest.mark.timeout(180)
+async def test_an_invalid_vcjob_is_refused_by_tephras_webhook_with_its_message(
+    kube: KubeClient, webhook_system: tuple[KubeSystem, int], tmp_path: Path
+) -> None:
+    _, port = webhook_system
+    ca = base64.b64encode((tmp_path / "certs" / "ca.crt").read_bytes()).decode()
+    await kube.request(
+        "POST",
+        WEBHOOKS,
+        body={
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "tephra-kube-test"},
+            "webhooks": [
+                {
+                    "name": "validate-jobs.tephra.dev",
+                    "admissionReviewVersions": ["v1"],
+                    "sideEffects": "None",
+                    "failurePolicy": "Fail",
+                    "clientConfig": {"url": f"https://127.0.0.1:{port}/jobs/validate", "caBundle": ca},
+                    "rules": [
+                        {
+                            "apiGroups": ["batch.volcano.sh"],
+                            "apiVersions": ["v1alpha1"],
+                            "resources": ["jobs"],
+                            "operations": ["CREATE", "UPDATE"],
+                        }
+                    ],
+                }
+            ],
+        },
+    )
+    document = seed("tensorflow-benchmark.yaml")
+    document["metadata"]["name"] = "bad-tf"
+    document["spec"]["tasks"][1]["minAvailable"] = document["spec"]["tasks"][1]["replicas"] + 5
+    job = from_dict(document)
+    store = KubeStore(kube)
+
+    async def refused() -> bool:  # the apiserver picks up a new webhook configuration within a second or so
+        try:
+            await store.create(job)
+        except PermanentError as exc:
+            refused.message = str(exc)  # type: ignore[attr-defined]
+            return True
+        await store.delete(Job, "default", "bad-tf", grace=False)
+        return False
+
+    await eventually(refused, timeout=20, interval=0.5)
+    message = refused.message  # type: ignore[attr-defined]
+    assert "denied the request" in message and "'minAvailable' is greater than 'replicas'" in message
