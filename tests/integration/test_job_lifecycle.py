@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from vc_proto.core import ConfigMap, Pod, Secret
 
 from tests.support.services import eventually
 from tests.support.system import System, seed, start_system
+from vc_core.errors import NotFound
+from vc_proto.core import ConfigMap, Pod, Secret
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -190,3 +191,22 @@ async def _no_live_pods(system: System, job: str) -> bool:
     return all(p.status and p.status.phase in ("Succeeded", "Failed") for p in pods.values())
 
 
+
+
+async def test_deleted_job_leaves_no_children_but_keeps_its_history(system: System) -> None:
+    system.submit(seed("tensorflow-benchmark.yaml", durations={"ps": "1h", "worker": "1h"}))
+    await system.wait_phase("tensorflow-benchmark", "Running")
+    before = system.history("tensorflow-benchmark")
+    assert system.vcctl("job", "delete", "-N", "tensorflow-benchmark").returncode == 0
+
+    async def children_gone() -> bool:
+        pods = await pods_of(system, "tensorflow-benchmark")
+        try:
+            await system.store_call(lambda s: s.get(ConfigMap, "default", "tensorflow-benchmark-svc"))
+        except NotFound:
+            return not pods
+        return False
+
+    await eventually(children_gone, timeout=45, interval=0.3)
+    after = system.history("tensorflow-benchmark")
+    assert after[: len(before)] == before and len(after) >= len(before)
