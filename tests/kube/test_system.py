@@ -3,6 +3,7 @@ mirror the relay fills; the seeds' TensorFlow job runs to Completed with node-si
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -20,7 +21,7 @@ from vc_kube.client import KubeApiError, KubeClient
 from vc_kube.store import KubeStore
 from vc_proto.batch import Job
 from vc_proto.codec import from_dict
-from vc_proto.core import Node
+from vc_proto.core import Node, Pod
 from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec, QueueStatus
 
@@ -169,3 +170,62 @@ async def test_an_invalid_vcjob_is_refused_by_tephras_webhook_with_its_message(
     await eventually(refused, timeout=20, interval=0.5)
     message = refused.message  # type: ignore[attr-defined]
     assert "denied the request" in message and "'minAvailable' is greater than 'replicas'" in message
+
+
+def gang_job(name: str, *, workers: int = 4, gpu: str = "1") -> dict[str, Any]:
+    resources = {"requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": gpu}, "limits": {"nvidia.com/gpu": gpu}}
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "minAvailable": workers,
+            "schedulerName": "volcano",
+            "queue": "default",
+            "tasks": [
+                {
+                    "name": "worker",
+                    "replicas": workers,
+                    "template": {
+                        "metadata": {"annotations": {"sim.tephra.dev/duration": "1h"}},
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [{"name": "w", "image": "busybox", "resources": resources}],
+                        },
+                    },
+                }
+            ],
+        },
+    }
+
+
+async def bound_pods(system: KubeSystem) -> dict[str, str]:
+    """pod name -> node, for every bound pod, read from the apiserver."""
+    pods, _ = await system.store_call(lambda s: s.list(Pod, "default"))
+    return {p.metadata.name or "": p.spec.node_name for p in pods if p.spec and p.spec.node_name}
+
+
+@pytest.fixture
+async def gpu_system(kube: KubeClient, tmp_path: Path) -> AsyncIterator[KubeSystem]:
+    system = KubeSystem(tmp_path, nodes=4, node_gpu="1")
+    try:
+        await system.start()
+        yield system
+    finally:
+        system.stop()
+
+
+@pytest.mark.timeout(180)
+async def test_the_deadlock_case_places_one_job_whole(gpu_system: KubeSystem) -> None:
+    for name in ("job1", "job2"):
+        gpu_system.submit(gang_job(name))
+
+    async def one_whole_job() -> bool:
+        return len(await bound_pods(gpu_system)) == 4
+
+    await eventually(one_whole_job, timeout=60, interval=0.5)
+    await asyncio.sleep(3)  # more schedule cycles: nothing else may bind
+    bound = await bound_pods(gpu_system)
+    jobs = {name.rsplit("-", 2)[0] for name in bound}
+    assert len(bound) == 4 and len(jobs) == 1, bound
+    assert len(set(bound.values())) == 4  # one pod per one-GPU node
