@@ -229,3 +229,36 @@ async def test_the_deadlock_case_places_one_job_whole(gpu_system: KubeSystem) ->
     jobs = {name.rsplit("-", 2)[0] for name in bound}
     assert len(bound) == 4 and len(jobs) == 1, bound
     assert len(set(bound.values())) == 4  # one pod per one-GPU node
+
+
+@pytest.fixture
+async def two_scheduler_system(kube: KubeClient, tmp_path: Path) -> AsyncIterator[KubeSystem]:
+    system = KubeSystem(tmp_path, nodes=4, node_gpu="2")
+    try:
+        await system.start()
+        second = system.service("scheduler-2", "vc-scheduler", ["--schedule-period", "0.5"]).start()
+        system.services["scheduler-2"] = second
+        await second.wait_ready(timeout=60)
+        yield system
+    finally:
+        system.stop()
+
+
+@pytest.mark.timeout(180)
+async def test_two_scheduler_instances_never_overcommit_a_node(two_scheduler_system: KubeSystem) -> None:
+    system = two_scheduler_system
+    for i in range(8):  # 16 one-GPU pods for 8 GPUs
+        system.submit(gang_job(f"g{i}", workers=2))
+    worst: dict[str, int] = {}
+    deadline = asyncio.get_running_loop().time() + 25
+    while asyncio.get_running_loop().time() < deadline:
+        per_node: dict[str, int] = {}
+        for node in (await bound_pods(system)).values():
+            per_node[node] = per_node.get(node, 0) + 1
+        for node, count in per_node.items():
+            worst[node] = max(worst.get(node, 0), count)
+        if sum(per_node.values()) == 8:
+            break
+        await asyncio.sleep(0.2)
+    assert worst and max(worst.values()) <= 2, worst  # each pod takes one of the node's 2 GPUs
+    assert len(await bound_pods(system)) == 8  # and the GPUs do get used
