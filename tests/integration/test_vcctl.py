@@ -10,10 +10,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from vc_bus.server import NatsServer, free_port
-from vc_cli.up import ensure_default_queues
 
-from tests.support.services import ServiceProcess
+from tests.support.services import ServiceProcess, eventually
+from vc_bus.connection import connect
+from vc_bus.server import NatsServer, free_port
+from vc_bus.store import NatsStore
+from vc_cli.up import ensure_default_queues
+from vc_proto import codec
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration]
 VCCTL = str(Path(sys.executable).parent / "vcctl")
@@ -142,3 +145,22 @@ async def test_rejected_update_leaves_the_stored_object_untouched(
     assert result.returncode == 1 and "may not change fields" in result.stderr
     after = json.loads(vcctl(nats_server.url, "job", "view", "-N", "lm-mpi-job", "-o", "json").stdout)
     assert after == before
+
+
+async def test_closed_queue_admits_no_new_jobs(nats_server: NatsServer, admission: ServiceProcess, tmp_path: Path) -> None:
+    await ready(admission)
+    assert vcctl(nats_server.url, "queue", "create", "-N", "shut").returncode == 0
+    queue = json.loads(vcctl(nats_server.url, "queue", "get", "-N", "shut", "-o", "json").stdout)
+    queue["status"] = {"state": "Closed"}  # what the queue-controller writes after `vcctl queue operate -a close`
+    async with connect(nats_server.url, name="t") as nc:
+        await NatsStore(nc).update(codec.from_dict(queue))
+    path = tmp_path / "job.yaml"
+    path.write_text("apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: late}\n"
+                    "spec:\n  queue: shut\n  tasks:\n  - {name: w, replicas: 1, template: {spec: {containers: [{name: c}]}}}\n")
+
+    async def refused() -> bool:
+        result = vcctl(nats_server.url, "job", "run", "-f", str(path))
+        return result.returncode == 1 and "can only submit job to queue with state `Open`" in result.stderr
+
+    await eventually(refused, timeout=10)
+    assert vcctl(nats_server.url, "job", "list").stdout.strip() == "No resources found"
