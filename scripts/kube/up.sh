@@ -60,6 +60,7 @@ fi
 if ! alive "$RUN/apiserver.pid"; then
     log "starting kube-apiserver on https://127.0.0.1:$API_PORT"
     # ServiceAccount admission is off: there is no controller-manager to create the token secrets it waits for.
+    # No endpoint reconciler: it refuses a loopback address for the `kubernetes` service and logs every 10 s.
     setsid "$BIN/kube-apiserver" \
         --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
         --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$API_PORT" --insecure-port 0 \
@@ -69,6 +70,7 @@ if ! alive "$RUN/apiserver.pid"; then
         --service-account-issuer https://kubernetes.default.svc \
         --service-cluster-ip-range "$SERVICE_CIDR" \
         --disable-admission-plugins ServiceAccount \
+        --endpoint-reconciler-type none \
         --allow-privileged=true --watch-cache=true \
         >"$RUN/apiserver.log" 2>&1 < /dev/null &
     echo $! > "$RUN/apiserver.pid"
