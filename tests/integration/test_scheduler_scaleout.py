@@ -26,9 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tests.support.services import ServiceProcess
-from tests.support.system import System, start_system
 from vc_bus.connection import connect
 from vc_bus.store import NatsStore
 from vc_cli.client import Tephra
@@ -37,6 +34,9 @@ from vc_proto.batch import Job
 from vc_proto.core import Pod
 from vc_proto.scheduling import PodGroup
 from vc_scheduler.dispatch import BOUND_BY
+
+from tests.support.services import ServiceProcess
+from tests.support.system import System, start_system
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -227,4 +227,7 @@ async def test_three_schedulers_keep_every_invariant_through_a_crash_and_a_pause
     stale = [uid for uid, by in inv.bound_by.items()
              if by == f"{SCHEDULERS[1]}/{paused_epoch}" and inv.first_seen_bound_at[uid] > resumed_at + 0.5]
     assert not stale, f"{len(stale)} binds by {SCHEDULERS[1]} under its old epoch {paused_epoch} after it woke"
+    # ... and re-joined under a new epoch and took its share back.
+    rejoined = [by for by in inv.bound_by.values() if by.startswith(f"{SCHEDULERS[1]}/") and by != f"{SCHEDULERS[1]}/{paused_epoch}"]
+    assert rejoined, f"{SCHEDULERS[1]} bound nothing after it woke\n{paused.log_text()[-3000:]}"
     assert inv.samples > 50

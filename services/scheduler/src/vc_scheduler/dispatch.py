@@ -82,6 +82,13 @@ class Gang:
 Work = Gang | Evict | PodGroupStatusUpdate
 
 
+@dataclass(frozen=True, slots=True)
+class _StatusDue:
+    """A PodGroup whose newest status (held in Dispatcher._statuses) waits to be written."""
+
+    podgroup: str
+
+
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -96,7 +103,10 @@ class Dispatcher:
         self._own = ownership or SoleOwner()
         self._ledger = ledger_kv
         self._gate = asyncio.Semaphore(MAX_IN_FLIGHT)
-        self._queue: asyncio.Queue[Work] = asyncio.Queue()
+        self._queue: asyncio.Queue[Gang | Evict | _StatusDue] = asyncio.Queue()
+        # Status writes coalesce per PodGroup: while one waits, a newer status replaces it, so a
+        # backlog never holds more than one write per PodGroup (every cycle reports every status).
+        self._statuses: dict[str, PodGroupStatusUpdate] = {}
         self.in_flight = 0
 
     @property
@@ -104,6 +114,12 @@ class Dispatcher:
         return self._own.instance
 
     def submit(self, work: Work) -> None:
+        if isinstance(work, PodGroupStatusUpdate):
+            waiting = work.podgroup in self._statuses
+            self._statuses[work.podgroup] = work
+            if not waiting:
+                self._queue.put_nowait(_StatusDue(work.podgroup))
+            return
         self._queue.put_nowait(work)
 
     @property
@@ -122,14 +138,16 @@ class Dispatcher:
                 self.in_flight += 1
                 tg.create_task(self._carry_out(work), name=f"decision:{type(work).__name__}")
 
-    async def _carry_out(self, work: Work) -> None:
+    async def _carry_out(self, work: Gang | Evict | _StatusDue) -> None:
         try:
             if isinstance(work, Gang):
                 await self._gang(work)
             elif isinstance(work, Evict):
                 await self._evict(work)
             else:
-                await self._podgroup_status(work)
+                update = self._statuses.pop(work.podgroup, None)
+                if update is not None:
+                    await self._podgroup_status(update)
         except Fenced as exc:
             FENCED.labels(self.instance).inc()
             log.info("decision.fenced", decision=type(work).__name__, error=str(exc))

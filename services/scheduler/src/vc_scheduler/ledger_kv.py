@@ -18,13 +18,13 @@ import structlog
 from nats.js import api
 from nats.js.errors import BucketNotFoundError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
+
 from vc_bus.kvwatch import watch_bucket
-from vc_core.errors import Fenced
+from vc_core.errors import Conflict, Fenced
 from vc_core.resources import Resources
 from vc_core.store import WatchOp
 from vc_proto import subjects
 from vc_runtime.aio import until
-
 from vc_scheduler import ledger
 from vc_scheduler.ledger import Outcome, Record, Reservation, View
 from vc_scheduler.metrics import LEDGER_CONFLICTS, LEDGER_RETRIES, LEDGER_WRITES
@@ -42,6 +42,9 @@ def queue_key(queue: str) -> str:
     return f"queue.{subjects.escape_token(queue)}"
 
 
+Change = Callable[[Record], Outcome]
+
+
 @dataclass(slots=True)
 class _Copy:
     record: Record
@@ -56,6 +59,9 @@ class Ledger:
         self._clock = clock
         self._kv: KeyValue | None = None
         self._copies: dict[str, _Copy] = {}
+        # Changes waiting for the next write of a key, and the task writing it (see _cas).
+        self._pending: dict[str, list[tuple[Change, bool, asyncio.Future[Outcome]]]] = {}
+        self._flushers: dict[str, asyncio.Task[None]] = {}
         self.synced = asyncio.Event()
         self.changed = asyncio.Event()
 
@@ -131,24 +137,54 @@ class Ledger:
 
         return (await self._cas(key, change, fresh_on_reject=False)).pruned
 
-    async def _cas(self, key: str, change: Callable[[Record], Outcome], *, fresh_on_reject: bool) -> Outcome:
+    async def _cas(self, key: str, change: Change, *, fresh_on_reject: bool) -> Outcome:
+        """Group commit: changes to one key that arrive while a write of it is under way are applied
+        together in the next single compare-and-set (gangs favour the same nodes; one round trip
+        per change would serialise them)."""
+        future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+        self._pending.setdefault(key, []).append((change, fresh_on_reject, future))
+        if key not in self._flushers:
+            task = asyncio.create_task(self._flush(key), name=f"ledger:{key}")
+            self._flushers[key] = task
+        return await future
+
+    async def _flush(self, key: str) -> None:
+        try:
+            while batch := self._pending.pop(key, None):
+                try:
+                    outcomes = await self._cas_batch(key, [(c, f) for c, f, _ in batch])
+                except Exception as exc:  # every waiter of the batch learns it
+                    for _, _, future in batch:
+                        if not future.done():
+                            future.set_exception(exc)
+                    continue
+                for (_, _, future), outcome in zip(batch, outcomes, strict=True):
+                    if not future.done():
+                        future.set_result(outcome)
+        finally:
+            self._flushers.pop(key, None)
+
+    async def _cas_batch(self, key: str, changes: list[tuple[Change, bool]]) -> list[Outcome]:
         kv = await self.open()
         copy = self._copies.get(key) or _Copy(Record(), -1)  # -1: unknown, read it
         reread, fresh = copy.revision < 0, False
         for _ in range(MAX_ATTEMPTS):
             if reread:
                 copy, reread, fresh = await self._read(kv, key), False, True
-            outcome = change(copy.record)
-            if outcome.record is None:
-                if fresh_on_reject and not fresh:
-                    reread = True  # the followed copy may lag (entries since pruned): decide on a fresh read
-                    continue
-                return outcome
-            if outcome.record == copy.record:
-                return outcome  # nothing to write
+            record, outcomes = copy.record, []
+            for change, _ in changes:
+                outcome = change(record)
+                if outcome.record is not None:
+                    record = outcome.record  # later changes of the batch see earlier ones
+                outcomes.append(outcome)
+            if not fresh and any(o.record is None and f for o, (_, f) in zip(outcomes, changes, strict=True)):
+                reread = True  # the followed copy may lag (entries since pruned): decide on a fresh read
+                continue
+            if record == copy.record:
+                return outcomes  # nothing to write
             if not self._can_write():
                 raise Fenced(f"ledger {key}")
-            data = ledger.encode(outcome.record)
+            data = ledger.encode(record)
             try:
                 if copy.revision == 0:
                     revision = await kv.create(key, data)
@@ -161,9 +197,9 @@ class Ledger:
             LEDGER_WRITES.labels(self.instance).inc()
             known = self._copies.get(key)
             if known is None or known.revision < revision:
-                self._copies[key] = _Copy(outcome.record, revision)
-            return outcome
-        raise Fenced(f"ledger {key}: too many lost races")  # a temporary error: the gang is retried
+                self._copies[key] = _Copy(record, revision)
+            return outcomes
+        raise Conflict(f"ledger {key}: lost {MAX_ATTEMPTS} races in a row")  # temporary: the gang is planned again
 
     async def _read(self, kv: KeyValue, key: str) -> _Copy:
         try:

@@ -45,6 +45,7 @@ from vc_scheduler.snapshot.cluster import ClusterSnapshot, PodGroupCondition
 log = structlog.get_logger(__name__)
 MIN_GAP_S = 0.05
 SWEEP_EVERY_S = 2.0
+STATUS_RESEND_S = 5.0
 
 
 class Members(Protocol):
@@ -110,8 +111,20 @@ def plan_cycle(
     return Plan(result, snapshot, view, owned, shard_s)
 
 
-def _conditions(conditions: tuple[PodGroupCondition, ...]) -> tuple[tuple[str, str, str, str], ...]:
-    return tuple((c.type, c.status, c.reason, c.message) for c in conditions)
+def _conditions(conditions: tuple[PodGroupCondition, ...]) -> dict[str, tuple[str, str, str]]:
+    return {c.type: (c.status or "", c.reason or "", c.message or "") for c in conditions}
+
+
+def _signature(update: PodGroupStatusUpdate) -> tuple[object, ...]:
+    """An update without its transition ids (they differ per session even when nothing changed)."""
+    return (update.phase, update.running, update.succeeded, update.failed, tuple(sorted(_conditions(update.conditions).items())))
+
+
+def _stored_matches(phase: str, stored: tuple[PodGroupCondition, ...], update: PodGroupStatusUpdate) -> bool:
+    """The stored status already says what the update says (stored conditions may hold more types:
+    a write keeps the conditions an update does not mention)."""
+    have = _conditions(stored)
+    return phase == update.phase and all(have.get(t) == v for t, v in _conditions(update.conditions).items())
 
 
 class SchedulingLoop:
@@ -136,7 +149,7 @@ class SchedulingLoop:
         self.cycles = itertools.count(1)
         self.last: CycleResult | None = None
         self._last_view: View | None = None
-        self._statuses: dict[str, PodGroupStatusUpdate] = {}  # the last status submitted per PodGroup
+        self._statuses: dict[str, tuple[tuple[object, ...], float]] = {}  # PodGroup -> (last status sent, when)
 
     async def run(self, shutdown: asyncio.Event) -> None:
         while not shutdown.is_set():
@@ -179,15 +192,19 @@ class SchedulingLoop:
 
     def _status_changed(self, key: str, update: PodGroupStatusUpdate) -> bool:
         """Every cycle reports every PodGroup's status; a write (a read and a compare-and-set) is
-        only worth it when it differs from what the store already holds or what we last sent."""
+        only worth it when the status differs from what we last sent. What we sent is re-sent only
+        if the store still disagrees after a while (the write failed, or another writer won):
+        until then the watch simply has not caught up."""
         if not self.members.owns(key):
             return False
-        cached = self.cache.podgroups.get(key)
-        same_stored = cached is not None and cached.phase == update.phase and _conditions(cached.conditions) == _conditions(update.conditions)
-        if same_stored and self._statuses.get(key) == update:
-            return False
-        self._statuses[key] = update
-        if len(self._statuses) > 4 * max(1, len(self.cache.podgroups)):
+        signature, now = _signature(update), time.monotonic()
+        sent = self._statuses.get(key)
+        if sent is not None and sent[0] == signature:
+            cached = self.cache.podgroups.get(key)
+            if now - sent[1] < STATUS_RESEND_S or (cached is not None and _stored_matches(cached.phase, cached.conditions, update)):
+                return False
+        self._statuses[key] = (signature, now)
+        if len(self._statuses) > 4 * max(1024, len(self.cache.podgroups)):
             live = self.cache.podgroups
             self._statuses = {k: v for k, v in self._statuses.items() if k in live}
         return True
