@@ -141,7 +141,7 @@ def scrape(service: ServiceProcess) -> dict[str, float]:
     """Sum of each tephra_scheduler_* counter over its labels."""
     out: dict[str, float] = defaultdict(float)
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{service.health_port}/metrics", timeout=2) as response:
+        with urllib.request.urlopen(f"http://127.0.0.1:{service.health_port}/metrics", timeout=10) as response:
             text = response.read().decode()
     except OSError:
         return {}
