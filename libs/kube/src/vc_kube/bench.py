@@ -307,7 +307,8 @@ async def deadlock_groups_whole(kube: KubeClient, *, by_label: bool) -> tuple[in
     return sum(1 for c in groups.values() if c == 4), bound
 
 
-async def main_async(args: argparse.Namespace) -> int:
+def prepare(args: argparse.Namespace) -> tuple[str, Path, Path]:
+    """Blocking set-up before the event loop: kubeconfig path, kube-scheduler binary, log directory."""
     kubeconfig = str(Path(args.kubeconfig).resolve())
     binary = Path(args.kube_scheduler) if args.kube_scheduler else None
     if binary is None:
@@ -321,12 +322,13 @@ async def main_async(args: argparse.Namespace) -> int:
         binary = Path(out.stdout.strip().splitlines()[-1]) / "kube-scheduler"
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="tephra-bench-kube-"))
     workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "deadlock").mkdir(exist_ok=True)
+    return kubeconfig, binary, workdir
+
+
+async def main_async(args: argparse.Namespace, kubeconfig: str, binary: Path, workdir: Path) -> int:
     results: list[Result] = []
     deadlock: list[tuple[str, int, int]] = []
-    # The kube tests (tests/kube/support.py) take this lock too: they wipe and restart the apiserver.
-    lock = open(Path(kubeconfig).parent / "run" / "tests.lock", "w")  # noqa: SIM115, ASYNC230
-    print("waiting for the kube-apiserver test lock...", file=sys.stderr)
-    await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
     async with await KubeClient.connect(kubeconfig) as kube:
         await ensure_crds(kube)
         # --- throughput -------------------------------------------------------------------------
@@ -362,7 +364,6 @@ async def main_async(args: argparse.Namespace) -> int:
         await wipe(kube)
         await default_queue(kube)
         with nats(workdir / "deadlock") as server:
-            (workdir / "deadlock").mkdir(exist_ok=True)
             procs = Procs(workdir / "deadlock")
             try:
                 start_tephra(procs, server.url, kubeconfig, nodes=4, gpu="1")
@@ -427,8 +428,11 @@ async def wipe_namespace(kube: KubeClient) -> None:
         row = KINDS[kind]
         items, _ = await list_raw(kube, row, NAMESPACE)
         await asyncio.gather(*(delete(resource_path(row, NAMESPACE, i["metadata"]["name"])) for i in items))
-    while (await count_bound(kube, NAMESPACE))[0]:
+    for _ in range(600):  # pods with gracePeriodSeconds 0 go at once; wait until the list is empty
+        if not (await count_bound(kube, NAMESPACE))[0]:
+            return
         await asyncio.sleep(0.5)
+    raise TimeoutError("bench pods not deleted after 5 minutes")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -449,7 +453,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workdir")
     parser.add_argument("--keep", action="store_true", help="keep the logs")
     args = parser.parse_args(argv)
-    sys.exit(asyncio.run(main_async(args)))
+    kubeconfig, binary, workdir = prepare(args)
+    # The kube tests (tests/kube/support.py) take this lock too: they wipe and restart the apiserver.
+    with open(Path(kubeconfig).parent / "run" / "tests.lock", "w") as lock:
+        print("waiting for the kube-apiserver test lock...", file=sys.stderr)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        sys.exit(asyncio.run(main_async(args, kubeconfig, binary, workdir)))
 
 
 if __name__ == "__main__":
