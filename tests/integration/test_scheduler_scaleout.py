@@ -26,6 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from nats.aio.client import Client
+
+from tests.support.services import ServiceProcess
+from tests.support.system import System, start_system
 from vc_bus.connection import connect
 from vc_bus.store import NatsStore
 from vc_cli.client import Tephra
@@ -33,10 +37,11 @@ from vc_core.quantity import parse_quantity
 from vc_proto.batch import Job
 from vc_proto.core import Pod
 from vc_proto.scheduling import PodGroup
-from vc_scheduler.dispatch import BOUND_BY
-
-from tests.support.services import ServiceProcess
-from tests.support.system import System, start_system
+from vc_scheduler import ledger as pure
+from vc_scheduler.cache import SchedulerCache
+from vc_scheduler.dispatch import BOUND_BY, Dispatcher, Gang, SoleOwner
+from vc_scheduler.framework.decisions import Bind
+from vc_scheduler.ledger_kv import Ledger, node_key
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -231,3 +236,47 @@ async def test_three_schedulers_keep_every_invariant_through_a_crash_and_a_pause
     rejoined = [by for by in inv.bound_by.values() if by.startswith(f"{SCHEDULERS[1]}/") and by != f"{SCHEDULERS[1]}/{paused_epoch}"]
     assert rejoined, f"{SCHEDULERS[1]} bound nothing after it woke\n{paused.log_text()[-3000:]}"
     assert inv.samples > 50
+
+
+# -- the ledger against a real JetStream KV: racing instances, group commit, rollback -----------------
+
+async def test_ledger_writers_racing_on_one_node_never_overcommit(nc: Client) -> None:
+    js = nc.jetstream()
+    writers = [Ledger(js, instance=f"s{i}", can_write=lambda: True) for i in range(3)]
+    pods = {f"u{i}": pure.PodState(node="", terminal=False, requests={"cpu": Fraction(1), "pods": Fraction(1)}) for i in range(60)}
+    view = pure.View.of(pods, live=frozenset({"s0", "s1", "s2"}), instance="s0", epoch=1)
+    capacity = {"cpu": Fraction(10), "pods": Fraction(110)}
+
+    async def reserve(writer: Ledger, uid: str) -> bool:
+        new = {uid: pure.reservation(f"ns/{uid}", {"cpu": Fraction(1)}, instance=writer.instance, epoch=1, at=time.time())}
+        outcome = await writer.reserve(node_key("n1"), new, capacity, {}, view, node="n1")
+        return outcome.record is not None
+
+    results = await asyncio.gather(*(reserve(writers[i % 3], f"u{i}") for i in range(60)))
+    assert sum(results) == 10  # exactly the capacity, across three racing writers
+    kv = await js.key_value("vc-sched-ledger")
+    stored = pure.decode((await kv.get(node_key("n1"))).value)
+    assert len(stored.reservations) == 10
+    granted = {f"u{i}" for i, ok in enumerate(results) if ok}
+    assert set(stored.reservations) == granted
+
+    # A release frees the slots for another writer.
+    await writers[0].release(node_key("n1"), list(granted)[:4])
+    assert sum(await asyncio.gather(*(reserve(writers[1], f"u{i}") for i in range(40, 50)))) == 4
+
+
+async def test_a_gang_refused_on_one_node_is_rolled_back_on_the_others(nc: Client) -> None:
+    js = nc.jetstream()
+    led = Ledger(js, instance="s0", can_write=lambda: True)
+    state = {"cpu": Fraction(1), "pods": Fraction(1)}
+    pods = {f"u{i}": pure.PodState(node="", terminal=False, requests=state) for i in range(4)}
+    pods["x"] = pure.PodState(node="n2", terminal=False, requests={"cpu": Fraction(4), "pods": Fraction(1)})  # n2 is full
+    view = pure.View.of(pods, live=frozenset({"s0"}), instance="s0", epoch=1)
+    binds = tuple(Bind(f"ns/p{i}", f"u{i}", "n1" if i < 2 else "n2") for i in range(4))
+    gang = Gang("ns/g", binds, {f"u{i}": {"cpu": Fraction(1)} for i in range(4)},
+                {"n1": {"cpu": Fraction(4), "pods": Fraction(110)}, "n2": {"cpu": Fraction(4), "pods": Fraction(110)}}, view)
+    dispatcher = Dispatcher(None, SchedulerCache(), None, source="test", ownership=SoleOwner("s0"), ledger_kv=led)  # type: ignore[arg-type]
+    await dispatcher._gang(gang)  # refused on n2: nothing bound, n1's reservations rolled back
+    kv = await js.key_value("vc-sched-ledger")
+    n1 = pure.decode((await kv.get(node_key("n1"))).value)
+    assert n1.reservations == {}
