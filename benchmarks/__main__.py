@@ -1,6 +1,6 @@
 """`make bench`: every benchmark, each printing its figures (tests check behaviour, never time).
 
-    .venv/bin/python -m benchmarks [--quick]
+.venv/bin/python -m benchmarks [--quick]
 """
 
 from __future__ import annotations

@@ -63,8 +63,10 @@ def scrape(port: int) -> str:
         return ""
 
 
-def metric_sum(text: str, name: str) -> float:
-    return sum(float(m.group(1)) for m in re.finditer(rf"^{re.escape(name)}(?:\{{[^}}]*\}})? ([0-9.e+-]+)$", text, re.M))
+def metric_sum(text: str, name: str, label: str = "") -> float:
+    """Sum of a metric's samples over its labels (only those whose labels contain `label`)."""
+    pattern = rf"^{re.escape(name)}(\{{[^}}]*\}})? ([0-9.e+-]+)$"
+    return sum(float(m.group(2)) for m in re.finditer(pattern, text, re.M) if label in (m.group(1) or ""))
 
 
 @dataclass
@@ -75,7 +77,7 @@ class Proc:
     proc: subprocess.Popen[bytes] | None = None
 
     def start(self, log_dir: Path) -> None:
-        log = open(log_dir / f"{self.name}.log", "ab")  # noqa: SIM115
+        log = open(log_dir / f"{self.name}.log", "ab")
         self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=log, stdin=subprocess.DEVNULL)
 
     def stop(self) -> None:
@@ -153,12 +155,24 @@ async def follow(store: NatsStore, tl: Timeline, total: int) -> None:
 def vcjob(name: str) -> dict[str, Any]:
     template = {
         "metadata": {"annotations": {"sim.tephra.dev/duration": "1h"}},
-        "spec": {"restartPolicy": "Never", "containers": [
-            {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}}}]},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}}}
+            ],
+        },
     }
-    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name, "namespace": "bench"},
-            "spec": {"schedulerName": "volcano", "minAvailable": GANG, "queue": "default",
-                     "tasks": [{"name": "w", "replicas": GANG, "template": template}]}}
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "bench"},
+        "spec": {
+            "schedulerName": "volcano",
+            "minAvailable": GANG,
+            "queue": "default",
+            "tasks": [{"name": "w", "replicas": GANG, "template": template}],
+        },
+    }
 
 
 async def submit_all(url: str, tl: Timeline, jobs: int, concurrency: int) -> None:
@@ -195,8 +209,13 @@ def stage_report(tl: Timeline) -> list[tuple[str, list[float]]]:
         enqueue.append(max(0.0, tl.pg_inqueue[job] - tl.pg_seen[job]))
         allocate.append(max(0.0, last_bound - last_created))
         nodesim.append(max(0.0, last_running - last_bound))
-    return [("admission", admission), ("controller", controller), ("scheduler:enqueue", enqueue),
-            ("scheduler:allocate+bind", allocate), ("node-sim", nodesim)]
+    return [
+        ("admission", admission),
+        ("controller", controller),
+        ("scheduler:enqueue", enqueue),
+        ("scheduler:allocate+bind", allocate),
+        ("node-sim", nodesim),
+    ]
 
 
 async def run_once(nodes: int, pods: int, schedulers: int, concurrency: int, profile: Path | None) -> dict[str, float]:
@@ -211,15 +230,32 @@ async def run_once(nodes: int, pods: int, schedulers: int, concurrency: int, pro
             argv = [*(prefix or [str(BIN / binary)]), *common, "--health-port", str(port), "--instance", name, *extra]
             return Proc(name, argv, port)
 
-        procs = [proc("admission", "vc-admission", []), proc("queue-controller", "vc-queue-controller", []),
-                 proc("podgroup-controller", "vc-podgroup-controller", []), proc("job-controller", "vc-job-controller", [])]
+        procs = [
+            proc("admission", "vc-admission", []),
+            proc("queue-controller", "vc-queue-controller", []),
+            proc("podgroup-controller", "vc-podgroup-controller", []),
+            proc("job-controller", "vc-job-controller", []),
+        ]
         sched_procs = []
         for i in range(schedulers):
-            prefix = [sys.executable, "-m", "cProfile", "-o", str(profile / f"scheduler-{schedulers}-{i}.prof"), "-m", "vc_scheduler"] \
-                if profile else None
+            prefix = (
+                [
+                    sys.executable,
+                    "-m",
+                    "cProfile",
+                    "-o",
+                    str(profile / f"scheduler-{schedulers}-{i}.prof"),
+                    "-m",
+                    "vc_scheduler",
+                ]
+                if profile
+                else None
+            )
             sched_procs.append(proc(f"scheduler-{i}", "vc-scheduler", ["--schedule-period", "1"], prefix))
         procs += sched_procs
-        procs.append(proc("node-sim", "vc-node-sim", ["--nodes", str(nodes), "--start-delay", "0", "--heartbeat-period", "600"]))
+        procs.append(
+            proc("node-sim", "vc-node-sim", ["--nodes", str(nodes), "--start-delay", "0", "--heartbeat-period", "600"])
+        )
         try:
             for p in procs:
                 p.start(logs)
@@ -253,18 +289,30 @@ async def run_once(nodes: int, pods: int, schedulers: int, concurrency: int, pro
     bind_count = sum(metric_sum(t, "volcano_task_scheduling_latency_milliseconds_count") for t in texts)
     cycle_sum = sum(metric_sum(t, "volcano_e2e_scheduling_latency_milliseconds_sum") for t in texts)
     cycles = sum(metric_sum(t, "volcano_e2e_scheduling_latency_milliseconds_count") for t in texts)
-    gangs_ok = sum(metric_sum(t, "tephra_scheduler_gang_commits_total") for t in texts)
+    gangs = sum(metric_sum(t, "tephra_scheduler_gang_commits_total") for t in texts)
+    gang_conflicts = sum(metric_sum(t, "tephra_scheduler_gang_commits_total", 'outcome="conflict"') for t in texts)
     conflicts = sum(metric_sum(t, "tephra_scheduler_ledger_conflicts_total") for t in texts)
     retries = sum(metric_sum(t, "tephra_scheduler_ledger_retries_total") for t in texts)
-    print(f"e2e gang load [{nodes:,} nodes, {pods:,} pods in {jobs:,} gangs of {GANG}, {schedulers} scheduler(s)]: "
-          f"{tl.running:,} pods Running after {total_s:.1f}s -> {tl.running / total_s:,.0f} pods/s "
-          f"(submit {submit_s:.1f}s = {jobs / submit_s:,.0f} jobs/s)", flush=True)
+    print(
+        f"e2e gang load [{nodes:,} nodes, {pods:,} pods in {jobs:,} gangs of {GANG}, {schedulers} scheduler(s)]: "
+        f"{tl.running:,} pods Running after {total_s:.1f}s -> {tl.running / total_s:,.0f} pods/s "
+        f"(submit {submit_s:.1f}s = {jobs / submit_s:,.0f} jobs/s)",
+        flush=True,
+    )
     for name, values in stage_report(tl):
-        print(f"  {name:<26} median {statistics.median(values) if values else float('nan'):7.2f}s  p95 {pct(values, 0.95):7.2f}s")
-    print(f"  {'bind (assume -> written)':<26} mean {bind_sum / max(1, bind_count):7.0f}ms over {bind_count:,.0f} binds; "
-          f"{cycles:,.0f} cycles, mean {cycle_sum / max(1, cycles):,.0f}ms", flush=True)
-    print(f"  ledger: {gangs_ok:,.0f} gang commits, {conflicts:,.0f} conflicts ({100 * conflicts / max(1, gangs_ok):.1f}%), "
-          f"{retries:,.0f} CAS retries", flush=True)
+        median = statistics.median(values) if values else float("nan")
+        print(f"  {name:<26} median {median:7.2f}s  p95 {pct(values, 0.95):7.2f}s")
+    print(
+        f"  {'bind (assume -> written)':<26} mean {bind_sum / max(1, bind_count):7.0f}ms over {bind_count:,.0f} binds; "
+        f"{cycles:,.0f} cycles, mean {cycle_sum / max(1, cycles):,.0f}ms",
+        flush=True,
+    )
+    rate = 100 * gang_conflicts / max(1, gangs)
+    print(
+        f"  ledger: {gangs:,.0f} gang commits, {gang_conflicts:,.0f} refused ({rate:.1f}%; {conflicts:,.0f} node/queue "
+        f"refusals), {retries:,.0f} CAS retries",
+        flush=True,
+    )
     if profile:
         for i in range(schedulers):
             path = profile / f"scheduler-{schedulers}-{i}.prof"

@@ -58,12 +58,24 @@ PARTIAL_TOLERANCE_S = 12.0  # a crashed owner's half-bound gang waits for its le
 def gang_job(name: str, queue: str, duration_s: float) -> dict[str, Any]:
     template = {
         "metadata": {"annotations": {"sim.tephra.dev/duration": f"{duration_s}s"}},
-        "spec": {"restartPolicy": "Never", "containers": [
-            {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
+            ],
+        },
     }
-    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name},
-            "spec": {"schedulerName": "volcano", "minAvailable": GANG, "queue": queue,
-                     "tasks": [{"name": "worker", "replicas": GANG, "template": template}]}}
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "schedulerName": "volcano",
+            "minAvailable": GANG,
+            "queue": queue,
+            "tasks": [{"name": "worker", "replicas": GANG, "template": template}],
+        },
+    }
 
 
 @dataclass
@@ -80,7 +92,9 @@ class Invariants:
     def check(self, pods: list[Pod], groups: list[PodGroup], now: float) -> None:
         self.samples += 1
         queue_of = {f"{g.metadata.namespace}/{g.metadata.name}": g.spec.queue if g.spec else "" for g in groups}
-        min_member = {f"{g.metadata.namespace}/{g.metadata.name}": (g.spec.min_member or 0) if g.spec else 0 for g in groups}
+        min_member = {
+            f"{g.metadata.namespace}/{g.metadata.name}": (g.spec.min_member or 0) if g.spec else 0 for g in groups
+        }
         node_cpu: dict[str, Fraction] = defaultdict(Fraction)
         node_pods: Counter[str] = Counter()
         queue_cpu: dict[str, Fraction] = defaultdict(Fraction)
@@ -102,8 +116,18 @@ class Invariants:
             gang_bound[gkey] += 1
             if phase in ("Succeeded", "Failed"):
                 continue
-            cpu = sum((parse_quantity((c.resources.requests or {}).get("cpu", "0")) for c in pod.spec.containers
-                       if c.resources), Fraction(0)) if pod.spec else Fraction(0)
+            cpu = (
+                sum(
+                    (
+                        parse_quantity((c.resources.requests or {}).get("cpu", "0"))
+                        for c in pod.spec.containers
+                        if c.resources
+                    ),
+                    Fraction(0),
+                )
+                if pod.spec
+                else Fraction(0)
+            )
             node_cpu[node] += cpu
             node_pods[node] += 1
             queue_cpu[queue_of.get(gkey, "")] += cpu
@@ -113,7 +137,9 @@ class Invariants:
                 self.violations.append(f"node {node} overcommitted: cpu {cpu} > {NODE_CPU}")
         self.max_queue_cpu = max(self.max_queue_cpu, queue_cpu.get(CAPPED_QUEUE, Fraction(0)))
         if queue_cpu.get(CAPPED_QUEUE, 0) > CAPPED_CPU:
-            self.violations.append(f"queue {CAPPED_QUEUE} over capability: cpu {queue_cpu[CAPPED_QUEUE]} > {CAPPED_CPU}")
+            self.violations.append(
+                f"queue {CAPPED_QUEUE} over capability: cpu {queue_cpu[CAPPED_QUEUE]} > {CAPPED_CPU}"
+            )
         for gkey, bound in gang_bound.items():
             partial = 0 < bound < min_member.get(gkey, 0) and gkey not in gang_finished
             if not partial:
@@ -121,7 +147,9 @@ class Invariants:
                 continue
             since = self.partial_since.setdefault(gkey, now)
             if now - since > PARTIAL_TOLERANCE_S:
-                self.violations.append(f"gang {gkey} partially bound ({bound}/{min_member[gkey]}) for {now - since:.1f}s")
+                self.violations.append(
+                    f"gang {gkey} partially bound ({bound}/{min_member[gkey]}) for {now - since:.1f}s"
+                )
                 self.partial_since[gkey] = now  # report once per window
 
 
@@ -166,7 +194,9 @@ async def system(tmp_path: Path) -> AsyncIterator[System]:
     running = await start_system(tmp_path, nodes=NODES, extra=extra)
     try:
         for name in SCHEDULERS[1:]:
-            service = running.service(name, "vc-scheduler", ["--schedule-period", "0.5", "--lease-ttl", LEASE_TTL]).start()
+            service = running.service(
+                name, "vc-scheduler", ["--schedule-period", "0.5", "--lease-ttl", LEASE_TTL]
+            ).start()
             running.services[name] = service
         for name in SCHEDULERS[1:]:
             await running.services[name].wait_ready(timeout=60)
@@ -180,9 +210,15 @@ async def test_three_schedulers_keep_every_invariant_through_a_crash_and_a_pause
     stop = asyncio.Event()
     async with connect(system.url, name="submitter") as nc:
         tephra = Tephra(nc)
-        await tephra.submit("create", {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
-                                       "metadata": {"name": CAPPED_QUEUE},
-                                       "spec": {"weight": 1, "capability": {"cpu": str(CAPPED_CPU)}}})
+        await tephra.submit(
+            "create",
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "Queue",
+                "metadata": {"name": CAPPED_QUEUE},
+                "spec": {"weight": 1, "capability": {"cpu": str(CAPPED_CPU)}},
+            },
+        )
         sampler = asyncio.create_task(sample(system.url, inv, stop))
         killed, paused = system.services[SCHEDULERS[0]], system.services[SCHEDULERS[1]]
         paused_epoch, resumed_at = 0, float("inf")
@@ -212,13 +248,14 @@ async def test_three_schedulers_keep_every_invariant_through_a_crash_and_a_pause
             return [n for n in names if phases.get(n) != "Completed"]
 
         deadline = time.monotonic() + 60
-        while (left := await all_completed()) and time.monotonic() < deadline:
+        while (left := await all_completed()) and time.monotonic() < deadline:  # noqa: ASYNC110 (polls the store)
             await asyncio.sleep(0.5)
         stop.set()
         await sampler
 
     stats = {name: scrape(system.services[name]) for name in SCHEDULERS[1:]}
-    print(f"\njobs={len(names)} samples={inv.samples} max node cpu={inv.max_node_cpu} max capped queue cpu={inv.max_queue_cpu}")
+    print(f"\njobs={len(names)} samples={inv.samples} max node cpu={inv.max_node_cpu}", end=" ")
+    print(f"max capped queue cpu={inv.max_queue_cpu}")
     for name, s in stats.items():
         print(name, {k: v for k, v in sorted(s.items()) if v})
     by_instance = Counter(b.split("/")[0] for b in inv.bound_by.values())
@@ -229,26 +266,39 @@ async def test_three_schedulers_keep_every_invariant_through_a_crash_and_a_pause
     # Every instance did some of the work (the crashed one before its crash, the paused one after it woke).
     assert set(by_instance) >= set(SCHEDULERS), by_instance
     # The paused instance wrote nothing under its old epoch once it woke (a sample sees each bind first).
-    stale = [uid for uid, by in inv.bound_by.items()
-             if by == f"{SCHEDULERS[1]}/{paused_epoch}" and inv.first_seen_bound_at[uid] > resumed_at + 0.5]
+    stale = [
+        uid
+        for uid, by in inv.bound_by.items()
+        if by == f"{SCHEDULERS[1]}/{paused_epoch}" and inv.first_seen_bound_at[uid] > resumed_at + 0.5
+    ]
     assert not stale, f"{len(stale)} binds by {SCHEDULERS[1]} under its old epoch {paused_epoch} after it woke"
     # ... and re-joined under a new epoch and took its share back.
-    rejoined = [by for by in inv.bound_by.values() if by.startswith(f"{SCHEDULERS[1]}/") and by != f"{SCHEDULERS[1]}/{paused_epoch}"]
+    rejoined = [
+        by
+        for by in inv.bound_by.values()
+        if by.startswith(f"{SCHEDULERS[1]}/") and by != f"{SCHEDULERS[1]}/{paused_epoch}"
+    ]
     assert rejoined, f"{SCHEDULERS[1]} bound nothing after it woke\n{paused.log_text()[-3000:]}"
     assert inv.samples > 50
 
 
 # -- the ledger against a real JetStream KV: racing instances, group commit, rollback -----------------
 
+
 async def test_ledger_writers_racing_on_one_node_never_overcommit(nc: Client) -> None:
     js = nc.jetstream()
     writers = [Ledger(js, instance=f"s{i}", can_write=lambda: True) for i in range(3)]
-    pods = {f"u{i}": pure.PodState(node="", terminal=False, requests={"cpu": Fraction(1), "pods": Fraction(1)}) for i in range(60)}
+    pods = {
+        f"u{i}": pure.PodState(node="", terminal=False, requests={"cpu": Fraction(1), "pods": Fraction(1)})
+        for i in range(60)
+    }
     view = pure.View.of(pods, live=frozenset({"s0", "s1", "s2"}), instance="s0", epoch=1)
     capacity = {"cpu": Fraction(10), "pods": Fraction(110)}
 
     async def reserve(writer: Ledger, uid: str) -> bool:
-        new = {uid: pure.reservation(f"ns/{uid}", {"cpu": Fraction(1)}, instance=writer.instance, epoch=1, at=time.time())}
+        new = {
+            uid: pure.reservation(f"ns/{uid}", {"cpu": Fraction(1)}, instance=writer.instance, epoch=1, at=time.time())
+        }
         outcome = await writer.reserve(node_key("n1"), new, capacity, {}, view, node="n1")
         return outcome.record is not None
 
@@ -270,11 +320,18 @@ async def test_a_gang_refused_on_one_node_is_rolled_back_on_the_others(nc: Clien
     led = Ledger(js, instance="s0", can_write=lambda: True)
     state = {"cpu": Fraction(1), "pods": Fraction(1)}
     pods = {f"u{i}": pure.PodState(node="", terminal=False, requests=state) for i in range(4)}
-    pods["x"] = pure.PodState(node="n2", terminal=False, requests={"cpu": Fraction(4), "pods": Fraction(1)})  # n2 is full
+    pods["x"] = pure.PodState(
+        node="n2", terminal=False, requests={"cpu": Fraction(4), "pods": Fraction(1)}
+    )  # n2 is full
     view = pure.View.of(pods, live=frozenset({"s0"}), instance="s0", epoch=1)
     binds = tuple(Bind(f"ns/p{i}", f"u{i}", "n1" if i < 2 else "n2") for i in range(4))
-    gang = Gang("ns/g", binds, {f"u{i}": {"cpu": Fraction(1)} for i in range(4)},
-                {"n1": {"cpu": Fraction(4), "pods": Fraction(110)}, "n2": {"cpu": Fraction(4), "pods": Fraction(110)}}, view)
+    gang = Gang(
+        "ns/g",
+        binds,
+        {f"u{i}": {"cpu": Fraction(1)} for i in range(4)},
+        {"n1": {"cpu": Fraction(4), "pods": Fraction(110)}, "n2": {"cpu": Fraction(4), "pods": Fraction(110)}},
+        view,
+    )
     dispatcher = Dispatcher(None, SchedulerCache(), None, source="test", ownership=SoleOwner("s0"), ledger_kv=led)  # type: ignore[arg-type]
     await dispatcher._gang(gang)  # refused on n2: nothing bound, n1's reservations rolled back
     kv = await js.key_value("vc-sched-ledger")

@@ -23,11 +23,15 @@ CAP = {"cpu": Fraction(4), "memory": Fraction(8), "pods": Fraction(110)}
 
 
 def res(pod: str, cpu: int = 1, *, instance: str = "a", epoch: int = 1, at: float = NOW) -> ledger.Reservation:
-    return ledger.reservation(pod, {"cpu": Fraction(cpu), "memory": Fraction(cpu)}, instance=instance, epoch=epoch, at=at)
+    return ledger.reservation(
+        pod, {"cpu": Fraction(cpu), "memory": Fraction(cpu)}, instance=instance, epoch=epoch, at=at
+    )
 
 
 def pending(queue: str = "") -> PodState:
-    return PodState(node="", terminal=False, requests={"cpu": Fraction(1), "memory": Fraction(1), "pods": Fraction(1)}, queue=queue)
+    return PodState(
+        node="", terminal=False, requests={"cpu": Fraction(1), "memory": Fraction(1), "pods": Fraction(1)}, queue=queue
+    )
 
 
 def view(pods: dict[str, PodState] | None = None, **kw: object) -> View:
@@ -37,7 +41,9 @@ def view(pods: dict[str, PodState] | None = None, **kw: object) -> View:
     return View.of(pods or {}, **kw)  # type: ignore[arg-type]
 
 
-def reserve(record: Record, new: dict[str, ledger.Reservation], v: View, *, cap: dict[str, Fraction] = CAP) -> ledger.Outcome:
+def reserve(
+    record: Record, new: dict[str, ledger.Reservation], v: View, *, cap: dict[str, Fraction] = CAP
+) -> ledger.Outcome:
     return try_reserve(record, new, cap, v.occupying_node("n1"), v, NOW, node="n1")
 
 
@@ -65,7 +71,9 @@ def test_counts_bound_pods_the_cache_sees_without_reservations() -> None:
 
 
 def test_union_does_not_count_a_bound_reserved_pod_twice() -> None:
-    bound = PodState(node="n1", terminal=False, requests={"cpu": Fraction(2), "memory": Fraction(2), "pods": Fraction(1)})
+    bound = PodState(
+        node="n1", terminal=False, requests={"cpu": Fraction(2), "memory": Fraction(2), "pods": Fraction(1)}
+    )
     v = view({"u0": bound, "u1": pending()})
     record = Record({"u0": res("ns/p0", 2)})
     assert reserve(record, {"u1": res("ns/p1", 2)}, v).record is not None
@@ -96,20 +104,27 @@ def test_queue_capability_caps_only_named_resources() -> None:
 
 def test_prunes_terminal_gone_and_moved_pods() -> None:
     record = Record({"t": res("ns/t"), "g": res("ns/g"), "m": res("ns/m"), "k": res("ns/k")})
-    v = view({
-        "t": PodState(node="n1", terminal=True, requests={}),
-        "m": PodState(node="n2", terminal=False, requests={}),
-        "k": PodState(node="n1", terminal=False, requests={}),
-    }, gone=frozenset({"g"}))
+    v = view(
+        {
+            "t": PodState(node="n1", terminal=True, requests={}),
+            "m": PodState(node="n2", terminal=False, requests={}),
+            "k": PodState(node="n1", terminal=False, requests={}),
+        },
+        gone=frozenset({"g"}),
+    )
     assert set(ledger.prune(record, v, NOW, node="n1").reservations) == {"k"}
     # A queue record keeps a pod bound anywhere.
     assert set(ledger.prune(record, v, NOW, node=None).reservations) == {"m", "k"}
 
 
 def test_reclaims_dead_instances_unbound_reservations_after_grace() -> None:
-    record = Record({"u": res("ns/p", instance="dead", at=NOW - RECLAIM_DEAD_AFTER_S - 0.1),
-                     "v": res("ns/q", instance="dead", at=NOW - 0.5),
-                     "w": res("ns/r", instance="b", at=NOW - RECLAIM_DEAD_AFTER_S - 0.1)})
+    record = Record(
+        {
+            "u": res("ns/p", instance="dead", at=NOW - RECLAIM_DEAD_AFTER_S - 0.1),
+            "v": res("ns/q", instance="dead", at=NOW - 0.5),
+            "w": res("ns/r", instance="b", at=NOW - RECLAIM_DEAD_AFTER_S - 0.1),
+        }
+    )
     v = view({"u": pending(), "v": pending(), "w": pending()})
     assert set(ledger.prune(record, v, NOW, node="n1").reservations) == {"v", "w"}
 
@@ -121,9 +136,13 @@ def test_reclaims_an_earlier_life_of_this_instance() -> None:
 
 
 def test_abandons_old_unbound_and_unseen_reservations() -> None:
-    record = Record({"old": res("ns/o", instance="b", at=NOW - ABANDONED_AFTER_S - 1),
-                     "unseen": res("ns/u", instance="b", at=NOW - UNSEEN_AFTER_S - 1),
-                     "young": res("ns/y", instance="b", at=NOW - 1)})
+    record = Record(
+        {
+            "old": res("ns/o", instance="b", at=NOW - ABANDONED_AFTER_S - 1),
+            "unseen": res("ns/u", instance="b", at=NOW - UNSEEN_AFTER_S - 1),
+            "young": res("ns/y", instance="b", at=NOW - 1),
+        }
+    )
     v = view({"old": pending()})
     assert set(ledger.prune(record, v, NOW, node="n1").reservations) == {"young"}
 

@@ -13,14 +13,39 @@ NOW = 1_000_000.0
 
 
 def pod(name: str, group: str, *, node: str = "", phase: str = "Pending") -> PodObj:
-    return PodObj(name=name, namespace="ns", uid=f"uid-{name}", labels={}, annotations={"scheduling.k8s.io/group-name": group},
-                  scheduler_name="volcano", node_name=node, priority=None, priority_class_name="", preemption_policy="",
-                  node_selector={}, affinity=None, tolerations=(), requests={"cpu": Fraction(1)}, phase=phase, deleting=False)
+    return PodObj(
+        name=name,
+        namespace="ns",
+        uid=f"uid-{name}",
+        labels={},
+        annotations={"scheduling.k8s.io/group-name": group},
+        scheduler_name="volcano",
+        node_name=node,
+        priority=None,
+        priority_class_name="",
+        preemption_policy="",
+        node_selector={},
+        affinity=None,
+        tolerations=(),
+        requests={"cpu": Fraction(1)},
+        phase=phase,
+        deleting=False,
+    )
 
 
 def group(name: str, queue: str = "default") -> PodGroupObj:
-    return PodGroupObj(name=name, namespace="ns", labels={}, annotations={}, min_member=1, min_task_member={},
-                       min_resources=None, queue=queue, priority_class_name="", phase="Inqueue")
+    return PodGroupObj(
+        name=name,
+        namespace="ns",
+        labels={},
+        annotations={},
+        min_member=1,
+        min_task_member={},
+        min_resources=None,
+        queue=queue,
+        priority_class_name="",
+        phase="Inqueue",
+    )
 
 
 def test_keeps_owned_pending_every_bound_and_reserved_as_bound() -> None:
@@ -44,8 +69,10 @@ def test_owner_filter_matches_rendezvous_and_partitions() -> None:
 
 
 def test_view_indexes_occupying_pods_by_node_and_queue() -> None:
-    snap = ClusterSnapshot(pods=(pod("a", "g1", node="n1", phase="Running"), pod("b", "g1", node="n1", phase="Succeeded"), pod("c", "g1")),
-                           podgroups=(group("g1", queue="q"),))
+    snap = ClusterSnapshot(
+        pods=(pod("a", "g1", node="n1", phase="Running"), pod("b", "g1", node="n1", phase="Succeeded"), pod("c", "g1")),
+        podgroups=(group("g1", queue="q"),),
+    )
     v = ledger_view(snap, gone=frozenset(), live=frozenset({"x"}), instance="x", epoch=1)
     assert set(v.occupying_node("n1")) == {"uid-a"}
     assert set(v.occupying_queue("q")) == {"uid-a"}
@@ -55,10 +82,12 @@ def test_view_indexes_occupying_pods_by_node_and_queue() -> None:
 def test_live_reservations_skip_pruned() -> None:
     snap = ClusterSnapshot(pods=(pod("a", "g"), pod("b", "g", phase="Succeeded")), podgroups=(group("g"),))
     v = ledger_view(snap, gone=frozenset(), live=frozenset({"x"}), instance="x", epoch=1)
-    record = ledger.Record({
-        "uid-a": ledger.reservation("ns/a", {}, instance="x", epoch=1, at=NOW),
-        "uid-b": ledger.reservation("ns/b", {}, instance="x", epoch=1, at=NOW),
-    })
+    record = ledger.Record(
+        {
+            "uid-a": ledger.reservation("ns/a", {}, instance="x", epoch=1, at=NOW),
+            "uid-b": ledger.reservation("ns/b", {}, instance="x", epoch=1, at=NOW),
+        }
+    )
     assert live_reservations([("node.n1", record), ("queue.q", record)], v, NOW) == {"uid-a": "n1"}
 
 

@@ -16,7 +16,6 @@ from vc_runtime.aio import wait_or_stop
 from vc_runtime.membership import Membership
 from vc_runtime.service import FnWorker, ServiceContext, Worker
 from vc_runtime.settings import RuntimeSettings
-
 from vc_scheduler.cache import KINDS, SchedulerCache
 from vc_scheduler.cycle import load_scheduler_conf
 from vc_scheduler.dispatch import Dispatcher
@@ -27,7 +26,9 @@ from vc_scheduler.loop import SchedulingLoop
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler-conf", help="Volcano scheduler configuration YAML (default: Volcano's default)")
     parser.add_argument("--schedule-period", type=float, default=1.0, help="seconds between cycles")
-    parser.add_argument("--lease-ttl", type=float, default=5.0, help="seconds before a silent instance's PodGroups move")
+    parser.add_argument(
+        "--lease-ttl", type=float, default=5.0, help="seconds before a silent instance's PodGroups move"
+    )
 
 
 class SchedulerApp:
@@ -49,9 +50,18 @@ class SchedulerApp:
         membership = Membership(ctx.nc, group="scheduler", instance=self.settings.instance, ttl_s=self.lease_ttl_s)
         js = ctx.nc.jetstream()
         ledger = Ledger(js, instance=membership.instance, can_write=membership.can_write)
-        dispatcher = Dispatcher(ctx.store, cache, ctx.events.publish, source=source, ownership=membership, ledger_kv=ledger)
-        loop = SchedulingLoop(cache, dispatcher, self.conf, period_s=self.period_s, instance=membership.instance,
-                              members=membership, ledger_kv=ledger)
+        dispatcher = Dispatcher(
+            ctx.store, cache, ctx.events.publish, source=source, ownership=membership, ledger_kv=ledger
+        )
+        loop = SchedulingLoop(
+            cache,
+            dispatcher,
+            self.conf,
+            period_s=self.period_s,
+            instance=membership.instance,
+            members=membership,
+            ledger_kv=ledger,
+        )
         ctx.probes.require("cache-synced", "membership")
 
         async def schedule(shutdown: asyncio.Event) -> None:

@@ -18,11 +18,11 @@ from dataclasses import replace
 from typing import Any
 
 import msgspec
+
 from vc_bus.kvwatch import watch_bucket
 from vc_core.store import WatchOp
 from vc_proto import subjects
 from vc_runtime.aio import until
-
 from vc_scheduler.snapshot.cluster import ClusterSnapshot, NodeObj, PodGroupObj, PodObj, PriorityClassObj, QueueObj
 from vc_scheduler.snapshot.loader import SnapshotError, load_objects
 
@@ -110,8 +110,13 @@ class SchedulerCache:
         except SnapshotError:
             self.decode_errors += 1
             return
-        parts = {"Node": snap.nodes, "Pod": snap.pods, "PodGroup": snap.podgroups, "Queue": snap.queues,
-                 "PriorityClass": snap.priority_classes}[kind]
+        parts = {
+            "Node": snap.nodes,
+            "Pod": snap.pods,
+            "PodGroup": snap.podgroups,
+            "Queue": snap.queues,
+            "PriorityClass": snap.priority_classes,
+        }[kind]
         if not parts:
             return
         obj = parts[0]
@@ -129,5 +134,10 @@ class SchedulerCache:
                 self.owner_job[key] = job
 
     def _table(self, kind: str) -> dict[str, Any]:
-        return {"Node": self.nodes, "Pod": self.pods, "PodGroup": self.podgroups, "Queue": self.queues,
-                "PriorityClass": self.priority_classes}[kind]
+        return {
+            "Node": self.nodes,
+            "Pod": self.pods,
+            "PodGroup": self.podgroups,
+            "Queue": self.queues,
+            "PriorityClass": self.priority_classes,
+        }[kind]

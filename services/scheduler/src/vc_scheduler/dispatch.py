@@ -23,6 +23,7 @@ from typing import Protocol
 
 import msgspec
 import structlog
+
 from vc_core.errors import Conflict, Fenced, NotFound, VcError
 from vc_core.resources import Resources
 from vc_core.store import ObjectStore
@@ -30,7 +31,6 @@ from vc_proto import events as ev
 from vc_proto.core import Pod
 from vc_proto.events import DomainEvent
 from vc_proto.scheduling import PodGroup, PodGroupCondition, PodGroupStatus
-
 from vc_scheduler import ledger
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.framework.decisions import Bind, Evict, PodGroupStatusUpdate
@@ -94,8 +94,16 @@ def _now() -> str:
 
 
 class Dispatcher:
-    def __init__(self, store: ObjectStore, cache: SchedulerCache, publish: object, *, source: str,
-                 ownership: Ownership | None = None, ledger_kv: Ledger | None = None) -> None:
+    def __init__(
+        self,
+        store: ObjectStore,
+        cache: SchedulerCache,
+        publish: object,
+        *,
+        source: str,
+        ownership: Ownership | None = None,
+        ledger_kv: Ledger | None = None,
+    ) -> None:
         self._store = store
         self._cache = cache
         self._publish = publish
@@ -187,9 +195,9 @@ class Dispatcher:
         if failed:
             self._forget(tuple(b for b in gang.binds if b.uid in failed))
             await self._release([(key, [u for u in uids if u in failed]) for key, uids in held])
-        for b, ok in zip(gang.binds, outcomes, strict=True):
-            if isinstance(ok, Fenced):
-                raise ok
+        for outcome in outcomes:
+            if isinstance(outcome, Fenced):
+                raise outcome
         GANGS.labels(self.instance, "ok" if not failed else "partial").inc()
 
     async def _reserve(self, gang: Gang, held: list[tuple[str, list[str]]]) -> bool:
@@ -198,13 +206,23 @@ class Dispatcher:
         stamp = time.time()
 
         def reservations(binds: list[Bind]) -> dict[str, ledger.Reservation]:
-            return {b.uid: ledger.reservation(b.pod, gang.requests.get(b.uid, {}), instance=self.instance,
-                                              epoch=self._own.epoch, at=stamp) for b in binds}
+            return {
+                b.uid: ledger.reservation(
+                    b.pod, gang.requests.get(b.uid, {}), instance=self.instance, epoch=self._own.epoch, at=stamp
+                )
+                for b in binds
+            }
 
         if gang.queue:
             self._fence("ledger queue")
-            outcome = await self._ledger.reserve(queue_key(gang.queue), reservations(list(gang.binds)), gang.queue_capability,
-                                                 gang.view.occupying_queue(gang.queue), gang.view, node=None)
+            outcome = await self._ledger.reserve(
+                queue_key(gang.queue),
+                reservations(list(gang.binds)),
+                gang.queue_capability,
+                gang.view.occupying_queue(gang.queue),
+                gang.view,
+                node=None,
+            )
             if outcome.record is None:
                 log.info("gang.queue_full", podgroup=gang.podgroup, queue=gang.queue, over=outcome.over)
                 return False
@@ -216,8 +234,14 @@ class Dispatcher:
 
         async def one(node: str) -> bool:
             self._fence("ledger node")
-            outcome = await ledger_kv.reserve(node_key(node), reservations(by_node[node]), gang.capacities.get(node, {}),
-                                              gang.view.occupying_node(node), gang.view, node=node)
+            outcome = await ledger_kv.reserve(
+                node_key(node),
+                reservations(by_node[node]),
+                gang.capacities.get(node, {}),
+                gang.view.occupying_node(node),
+                gang.view,
+                node=node,
+            )
             if outcome.record is None:
                 log.info("gang.node_full", podgroup=gang.podgroup, node=node, over=outcome.over)
                 return False
@@ -281,7 +305,12 @@ class Dispatcher:
             EVICTS.labels(self.instance, "stale").inc()
             return
         EVICTS.labels(self.instance, "ok").inc()
-        await self._event(pod, ev.POD_EVICTED, f"Pod is evicted, because of {evict.reason}", node=pod.spec.node_name if pod.spec else None)
+        await self._event(
+            pod,
+            ev.POD_EVICTED,
+            f"Pod is evicted, because of {evict.reason}",
+            node=pod.spec.node_name if pod.spec else None,
+        )
 
     async def _podgroup_status(self, update: PodGroupStatusUpdate) -> None:
         if not self._own.owns(update.podgroup):
@@ -314,19 +343,37 @@ class Dispatcher:
                 continue
             reason = ev.UNSCHEDULABLE if cond.type == "Unschedulable" else ev.SCHEDULED
             job = self._cache.owner_job.get(f"{pg.metadata.namespace}/{pg.metadata.name}")
-            await self._publish_event(kind="PodGroup", namespace=pg.metadata.namespace, name=pg.metadata.name or "",
-                                      reason=reason, message=cond.message or cond.reason, job=job, phase=new.phase,
-                                      previous_phase=old.phase, uid=pg.metadata.uid)
+            await self._publish_event(
+                kind="PodGroup",
+                namespace=pg.metadata.namespace,
+                name=pg.metadata.name or "",
+                reason=reason,
+                message=cond.message or cond.reason,
+                job=job,
+                phase=new.phase,
+                previous_phase=old.phase,
+                uid=pg.metadata.uid,
+            )
 
     async def _event(self, pod: Pod, reason: str, message: str, *, node: str | None) -> None:
         labels = pod.metadata.labels or {}
-        await self._publish_event(kind="Pod", namespace=pod.metadata.namespace, name=pod.metadata.name or "", reason=reason,
-                                  message=message, job=labels.get("volcano.sh/job-name"), task=labels.get("volcano.sh/task-spec"),
-                                  uid=pod.metadata.uid, node=node)
+        await self._publish_event(
+            kind="Pod",
+            namespace=pod.metadata.namespace,
+            name=pod.metadata.name or "",
+            reason=reason,
+            message=message,
+            job=labels.get("volcano.sh/job-name"),
+            task=labels.get("volcano.sh/task-spec"),
+            uid=pod.metadata.uid,
+            node=node,
+        )
 
     async def _publish_event(self, **fields: object) -> None:
         identity = "/".join(str(fields.get(k)) for k in ("uid", "reason", "message", "phase", "node"))
-        event = DomainEvent(id=uuid.uuid5(uuid.NAMESPACE_URL, identity).hex, occurred_at=_now(), source=self._source, **fields)  # type: ignore[arg-type]
+        event = DomainEvent(
+            id=uuid.uuid5(uuid.NAMESPACE_URL, identity).hex, occurred_at=_now(), source=self._source, **fields
+        )  # type: ignore[arg-type]
         try:
             await self._publish(event)  # type: ignore[operator]
         except Exception as exc:  # history is best effort here; the state itself is in the store
@@ -340,14 +387,28 @@ def _merge_status(old: PodGroupStatus, update: PodGroupStatusUpdate) -> PodGroup
     conditions = []
     for cond in update.conditions:
         before = previous.get(cond.type)
-        same = before is not None and (before.status, before.reason or "", before.message or "") == (cond.status, cond.reason, cond.message)
-        conditions.append(PodGroupCondition(
-            type=cond.type, status=cond.status, reason=cond.reason or None, message=cond.message or None,
-            transition_id=before.transition_id if same and before else cond.transition_id or None,
-            last_transition_time=(before.last_transition_time if same and before else now),
-        ))
+        same = before is not None and (before.status, before.reason or "", before.message or "") == (
+            cond.status,
+            cond.reason,
+            cond.message,
+        )
+        conditions.append(
+            PodGroupCondition(
+                type=cond.type,
+                status=cond.status,
+                reason=cond.reason or None,
+                message=cond.message or None,
+                transition_id=before.transition_id if same and before else cond.transition_id or None,
+                last_transition_time=(before.last_transition_time if same and before else now),
+            )
+        )
     for kind, cond in previous.items():
         if kind not in {c.type for c in update.conditions}:
             conditions.append(cond)
-    return PodGroupStatus(phase=update.phase, conditions=conditions or None, running=update.running or None,
-                          succeeded=update.succeeded or None, failed=update.failed or None)
+    return PodGroupStatus(
+        phase=update.phase,
+        conditions=conditions or None,
+        running=update.running or None,
+        succeeded=update.succeeded or None,
+        failed=update.failed or None,
+    )

@@ -22,6 +22,7 @@ from fractions import Fraction
 from typing import Final
 
 import msgspec
+
 from vc_core.resources import PODS, Resources, add, less_equal
 
 # A reservation of a dead instance whose pod is still unbound is reclaimed after this long: by then
@@ -179,7 +180,11 @@ def try_reserve(
     asked = {name for r in fresh.values() for name, v in r.resources().items() if v > 0}
     check = {name: wanted[name] for name in asked if name in wanted}
     if not less_equal(check, capacity, missing_is_infinite=unlimited_missing):
-        over = tuple(sorted(n for n in check if (n in capacity or not unlimited_missing) and check[n] > capacity.get(n, Fraction(0))))
+        over = tuple(
+            sorted(
+                n for n in check if (n in capacity or not unlimited_missing) and check[n] > capacity.get(n, Fraction(0))
+            )
+        )
         return Outcome(None, dropped, over)
     return Outcome(Record({**pruned.reservations, **fresh}), dropped)
 

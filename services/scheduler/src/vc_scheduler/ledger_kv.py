@@ -52,7 +52,9 @@ class _Copy:
 
 
 class Ledger:
-    def __init__(self, js: Any, *, instance: str, can_write: Callable[[], bool], clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, js: Any, *, instance: str, can_write: Callable[[], bool], clock: Callable[[], float] = time.time
+    ) -> None:
         self._js = js
         self.instance = instance
         self._can_write = can_write
@@ -114,8 +116,9 @@ class Ledger:
         """Add the reservations if they fit; Outcome.record is None on a conflict."""
 
         def change(record: Record) -> Outcome:
-            return ledger.try_reserve(record, new, capacity, occupying, view, self._clock(), node=node,
-                                      unlimited_missing=node is None)
+            return ledger.try_reserve(
+                record, new, capacity, occupying, view, self._clock(), node=node, unlimited_missing=node is None
+            )
 
         outcome = await self._cas(key, change, fresh_on_reject=True)
         if outcome.record is None:

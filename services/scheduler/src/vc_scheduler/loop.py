@@ -19,10 +19,10 @@ from fractions import Fraction
 from typing import Protocol
 
 import structlog
+
 from vc_core.errors import VcError
 from vc_core.resources import parse_resources
 from vc_proto.subjects import unescape_token
-
 from vc_scheduler import metrics
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.cycle import CycleResult, run_cycle
@@ -117,7 +117,13 @@ def _conditions(conditions: tuple[PodGroupCondition, ...]) -> dict[str, tuple[st
 
 def _signature(update: PodGroupStatusUpdate) -> tuple[object, ...]:
     """An update without its transition ids (they differ per session even when nothing changed)."""
-    return (update.phase, update.running, update.succeeded, update.failed, tuple(sorted(_conditions(update.conditions).items())))
+    return (
+        update.phase,
+        update.running,
+        update.succeeded,
+        update.failed,
+        tuple(sorted(_conditions(update.conditions).items())),
+    )
 
 
 def _stored_matches(phase: str, stored: tuple[PodGroupCondition, ...], update: PodGroupStatusUpdate) -> bool:
@@ -163,9 +169,15 @@ class SchedulingLoop:
         cycle = next(self.cycles)
         members = self.members
         plan = await asyncio.to_thread(
-            plan_cycle, self.cache.snapshot(), self.conf, instance=members.instance, epoch=members.epoch,
-            members=members.members, gone=self.cache.gone(),
-            ledger_records=self.ledger.records() if self.ledger else [], session_uid=f"{self.instance}-{cycle}",
+            plan_cycle,
+            self.cache.snapshot(),
+            self.conf,
+            instance=members.instance,
+            epoch=members.epoch,
+            members=members.members,
+            gone=self.cache.gone(),
+            ledger_records=self.ledger.records() if self.ledger else [],
+            session_uid=f"{self.instance}-{cycle}",
             sharded=self.ledger is not None,
         )
         result = plan.result
@@ -185,9 +197,17 @@ class SchedulingLoop:
             if self._status_changed(key, update):
                 self.dispatcher.submit(update)
         if result.decisions:
-            log.info("cycle.finished", cycle=cycle, binds=len(result.binds), evictions=len(result.evictions),
-                     pending=result.stats.tasks_pending, owned=plan.owned, members=len(members.members),
-                     duration_ms=round(result.stats.duration_s * 1000, 1), shard_ms=round(plan.shard_s * 1000, 1))
+            log.info(
+                "cycle.finished",
+                cycle=cycle,
+                binds=len(result.binds),
+                evictions=len(result.evictions),
+                pending=result.stats.tasks_pending,
+                owned=plan.owned,
+                members=len(members.members),
+                duration_ms=round(result.stats.duration_s * 1000, 1),
+                shard_ms=round(plan.shard_s * 1000, 1),
+            )
         return result
 
     def _status_changed(self, key: str, update: PodGroupStatusUpdate) -> bool:
@@ -201,7 +221,9 @@ class SchedulingLoop:
         sent = self._statuses.get(key)
         if sent is not None and sent[0] == signature:
             cached = self.cache.podgroups.get(key)
-            if now - sent[1] < STATUS_RESEND_S or (cached is not None and _stored_matches(cached.phase, cached.conditions, update)):
+            if now - sent[1] < STATUS_RESEND_S or (
+                cached is not None and _stored_matches(cached.phase, cached.conditions, update)
+            ):
                 return False
         self._statuses[key] = (signature, now)
         if len(self._statuses) > 4 * max(1024, len(self.cache.podgroups)):
@@ -228,9 +250,17 @@ class SchedulingLoop:
             pg = groups.get(key) if key else None
             queue = queues.get(pg.queue) if pg else None
             capped = queue is not None and bool(queue.capability)
-            gangs.append(Gang(key, tuple(binds), requests, capacities, plan.view,
-                              queue=queue.name if capped and queue else "",
-                              queue_capability=dict(queue.capability) if capped and queue else {}))
+            gangs.append(
+                Gang(
+                    key,
+                    tuple(binds),
+                    requests,
+                    capacities,
+                    plan.view,
+                    queue=queue.name if capped and queue else "",
+                    queue_capability=dict(queue.capability) if capped and queue else {},
+                )
+            )
         return gangs
 
     def _record(self, plan: Plan) -> None:
@@ -266,7 +296,9 @@ class SchedulingLoop:
                 return
 
     # -- ledger sweeping ---------------------------------------------------------------------------
-    async def sweep(self, shutdown: asyncio.Event, *, every_s: float = SWEEP_EVERY_S, clock: Callable[[], float] = time.time) -> None:
+    async def sweep(
+        self, shutdown: asyncio.Event, *, every_s: float = SWEEP_EVERY_S, clock: Callable[[], float] = time.time
+    ) -> None:
         """Prune the ledger keys this instance owns (rendezvous on the key) of dead reservations."""
         while not shutdown.is_set():
             try:

@@ -20,7 +20,6 @@ from fractions import Fraction
 from vc_core.resources import PODS
 from vc_proto.subjects import unescape_token
 from vc_runtime.membership import rendezvous_owner
-
 from vc_scheduler.ledger import PodState, Record, View, keep
 from vc_scheduler.snapshot.cluster import ClusterSnapshot, NodeObj, PodObj
 
