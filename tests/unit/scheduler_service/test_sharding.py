@@ -94,3 +94,11 @@ def test_live_reservations_skip_pruned() -> None:
 def test_node_capacity_includes_pod_slots() -> None:
     node = NodeObj(name="n", labels={}, taints=(), unschedulable=False, allocatable={"cpu": Fraction(8)}, max_pods=110)
     assert node_capacity(node) == {"cpu": Fraction(8), "pods": Fraction(110)}
+
+
+def test_view_counts_an_assumed_node_as_unbound() -> None:
+    """Other instances' reservations are judged by stored binds, not by what this instance assumed."""
+    snap = ClusterSnapshot(pods=(pod("a", "g", node="n1"),), podgroups=(group("g"),))
+    v = ledger_view(snap, gone=frozenset(), live=frozenset({"x"}), instance="x", epoch=1, assumed=frozenset({"ns/a"}))
+    assert v.pods["uid-a"].node == ""
+    assert v.occupying_node("n1") == {}

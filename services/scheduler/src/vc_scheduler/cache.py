@@ -74,6 +74,10 @@ class SchedulerCache:
             self.pods[pod_key] = replace(held[0], node_name="")
         self.changed.set()
 
+    def assumed(self) -> frozenset[str]:
+        """Pods whose node in the cache is only assumed (no stored bind seen yet)."""
+        return frozenset(k for k, (obj, _) in self._assumed.items() if self.pods.get(k) is obj)
+
     def bound(self, pod_key: str) -> float | None:
         """The bind was written: stop tracking the assume; the monotonic time it was assumed."""
         held = self._assumed.pop(pod_key, None)

@@ -92,13 +92,14 @@ def plan_cycle(
     epoch: int,
     members: tuple[str, ...],
     gone: frozenset[str],
+    assumed: frozenset[str],
     ledger_records: list[tuple[str, Record]],
     session_uid: str,
     sharded: bool,
 ) -> Plan:
     """PURE (runs in a worker thread): view, shard, one scheduling cycle."""
     started = time.perf_counter()
-    view = ledger_view(full, gone=gone, live=frozenset(members), instance=instance, epoch=epoch)
+    view = ledger_view(full, gone=gone, live=frozenset(members), instance=instance, epoch=epoch, assumed=assumed)
     if sharded:
         owns = owner_filter(instance, members)
         reserved = live_reservations(ledger_records, view, time.time())
@@ -176,6 +177,7 @@ class SchedulingLoop:
             epoch=members.epoch,
             members=members.members,
             gone=self.cache.gone(),
+            assumed=self.cache.assumed(),
             ledger_records=self.ledger.records() if self.ledger else [],
             session_uid=f"{self.instance}-{cycle}",
             sharded=self.ledger is not None,

@@ -65,12 +65,16 @@ def ledger_view(
     live: frozenset[str],
     instance: str,
     epoch: int,
+    assumed: frozenset[str] = frozenset(),
 ) -> View:
-    """Every pod's node, terminal state, requests and queue, by uid (the ledger's side of the cache)."""
+    """Every pod's node, terminal state, requests and queue, by uid (the ledger's side of the cache).
+
+    A node this instance only assumed counts as no node: the ledger must judge other instances'
+    reservations by the stored binds (an assumed pod is counted through its own reservation)."""
     queue_of = {pg.key: pg.queue for pg in snapshot.podgroups}
     pods = {
         pod.uid: PodState(
-            node=pod.node_name,
+            node="" if pod.key in assumed else pod.node_name,
             terminal=pod.phase in TERMINAL,
             requests={**pod.requests, PODS: Fraction(1)},
             queue=queue_of.get(podgroup_key(pod) or "", ""),
