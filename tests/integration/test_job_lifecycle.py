@@ -210,3 +210,21 @@ async def test_deleted_job_leaves_no_children_but_keeps_its_history(system: Syst
     await eventually(children_gone, timeout=45, interval=0.3)
     after = system.history("tensorflow-benchmark")
     assert after[: len(before)] == before and len(after) >= len(before)
+
+
+async def test_delayed_policy_action_survives_a_controller_crash(system: System) -> None:
+    # TaskCompleted -> CompleteJob after 8 s: the completion edge is not re-derived from state after a
+    # restart, so only a stored delay completes the job when the controller dies in between.
+    system.submit(simple_job("patient", tasks=[
+        task("steady", 1),
+        task("quick", 1, duration="1s", policies=[{"event": "TaskCompleted", "action": "CompleteJob", "timeout": "8s"}]),
+    ]))
+    await system.wait_phase("patient", "Running")
+
+    async def delayed() -> bool:
+        return any(h["reason"] == "ActionDelayed" for h in system.history("patient"))
+
+    await eventually(delayed, timeout=20, interval=0.2)
+    system.services["job-controller"].kill()
+    system.services["job-controller"].start()
+    await system.wait_phase("patient", "Completed", timeout=60)

@@ -6,12 +6,12 @@ import argparse
 import asyncio
 from collections.abc import Sequence
 
+from vc_job_controller.controller import JobController
+from vc_job_controller.delays import DelayStore
 from vc_runtime.aio import wait_or_stop
 from vc_runtime.membership import Membership
 from vc_runtime.service import FnWorker, ServiceContext, Worker
 from vc_runtime.settings import RuntimeSettings
-
-from vc_job_controller.controller import JobController
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,6 +31,7 @@ class JobControllerApp:
         controller = JobController(
             ctx.store, ctx.events.publish, membership, source=f"{self.name}/{self.settings.instance}",
             workers=int(extra.get("workers", 16)),  # type: ignore[call-overload]
+            delays=DelayStore(ctx.nc),
         )
         informers = (controller.jobs, controller.pods, controller.podgroups, controller.commands, controller.priority_classes)
         ctx.probes.require("caches-synced", "membership")
@@ -42,6 +43,7 @@ class JobControllerApp:
             ctx.probes.set("caches-synced")
             await membership.wait_settled()
             ctx.probes.set("membership")
+            await controller.restore_delays()
             controller.startup_requests()
 
         return [

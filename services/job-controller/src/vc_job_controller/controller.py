@@ -14,9 +14,16 @@ from datetime import UTC, datetime
 
 import structlog
 from prometheus_client import Counter, Histogram
+
 from vc_bus.dispatch import KeyedDispatcher
 from vc_core.errors import Conflict, NotFound, TemporaryError
 from vc_core.store import ObjectStore
+from vc_job_controller import requests as rq
+from vc_job_controller.delays import DelayStore
+from vc_job_controller.executor import PlanExecutor, Publish
+from vc_job_controller.logic.decision import decide
+from vc_job_controller.logic.history import parse_rfc3339
+from vc_job_controller.logic.view import DelayedAction, JobView, Request, request_for_fired
 from vc_proto.batch import Job
 from vc_proto.bus import Command
 from vc_proto.core import Pod, PriorityClass
@@ -24,12 +31,6 @@ from vc_proto.scheduling import PodGroup
 from vc_proto.vocabulary import JOB_VERSION_KEY
 from vc_runtime.informer import Informer
 from vc_runtime.membership import Membership
-
-from vc_job_controller import requests as rq
-from vc_job_controller.executor import PlanExecutor, Publish
-from vc_job_controller.logic.decision import decide
-from vc_job_controller.logic.history import parse_rfc3339
-from vc_job_controller.logic.view import DelayedAction, JobView, Request, request_for_fired
 
 log = structlog.get_logger(__name__)
 JobKey = tuple[str, str]
@@ -40,8 +41,12 @@ MAX_PENDING_PER_JOB = 1000
 
 
 class JobController:
-    def __init__(self, store: ObjectStore, publish: Publish, membership: Membership, *, source: str, workers: int = 16) -> None:
+    def __init__(
+        self, store: ObjectStore, publish: Publish, membership: Membership, *, source: str, workers: int = 16,
+        delays: DelayStore | None = None,
+    ) -> None:
         self.store = store
+        self.delay_store = delays
         self.membership = membership
         self.executor = PlanExecutor(store, publish, source=source)
         self.jobs = Informer(store, Job, on_change=self._job_changed)
@@ -151,18 +156,26 @@ class JobController:
                 return
         if stored is not job:
             self.jobs.remember(stored)
-        self._apply_delays(key, plan.delays_to_cancel, plan.delays_to_schedule)
+        await self._apply_delays(key, plan.delays_to_cancel, plan.delays_to_schedule)
         RECONCILES.labels(plan.action, "ok").inc()
 
-    def _apply_delays(self, key: JobKey, cancel: tuple[str, ...], schedule: tuple[DelayedAction, ...]) -> None:
+    async def _apply_delays(self, key: JobKey, cancel: tuple[str, ...], schedule: tuple[DelayedAction, ...]) -> None:
         table = self.delayed.setdefault(key, {})
         for name in cancel:
             table.pop(name, None)
+            if self.delay_store is not None:
+                await self.delay_store.delete(key[0], key[1], name)
         for delayed in schedule:
-            table[delayed.key] = delayed
-            due = parse_rfc3339(delayed.due_at).timestamp() if delayed.due_at else 0.0
-            wait = max(0.0, due - datetime.now(UTC).timestamp()) if due else delayed.delay.total_seconds()
-            self.dispatcher.submit_after(("#delay", f"{key[0]}/{key[1]}/{delayed.key}"), wait)
+            if self.delay_store is not None:
+                await self.delay_store.put(key[0], key[1], delayed)
+            self._arm(key, delayed)
+
+    def _arm(self, key: JobKey, delayed: DelayedAction) -> None:
+        """Hold the delayed action and set its timer (from its absolute due time when it has one)."""
+        self.delayed.setdefault(key, {})[delayed.key] = delayed
+        due = parse_rfc3339(delayed.due_at).timestamp() if delayed.due_at else 0.0
+        wait = max(0.0, due - datetime.now(UTC).timestamp()) if due else delayed.delay.total_seconds()
+        self.dispatcher.submit_after(("#delay", f"{key[0]}/{key[1]}/{delayed.key}"), wait)
 
     async def _fire_delay(self, token: str) -> None:
         namespace, name, delay_key = token.split("/", 2)
@@ -187,6 +200,17 @@ class JobController:
         self.enqueue(key, rq.for_command(command.action or ""))
 
     # -- start-up and ownership changes -------------------------------------------------------------------
+    async def restore_delays(self) -> None:
+        """Re-arm the delayed actions a previous life (or another owner) stored."""
+        if self.delay_store is None:
+            return
+        async for namespace, job, delayed in self.delay_store.load():
+            key = (namespace, job)
+            if self.jobs.get(namespace, job) is None:
+                await self.delay_store.delete(namespace, job, delayed.key)  # its job is gone
+            elif self.owns(key) and delayed.key not in self.delayed.get(key, {}):
+                self._arm(key, delayed)
+
     def startup_requests(self) -> None:
         """After the caches synced: sync every owned job and re-raise edges a crash may have swallowed
         (a Failed pod of the current version means its PodFailed was not handled yet)."""
@@ -214,11 +238,13 @@ class JobController:
             except TimeoutError:
                 continue
             await self.membership.wait_settled()
+            await self.restore_delays()
             self.startup_requests()
 
 
 def _as_running(pod: Pod) -> Pod:
     import msgspec
+
     from vc_proto.core import PodStatus
 
     return msgspec.structs.replace(pod, status=PodStatus(phase="Running"))

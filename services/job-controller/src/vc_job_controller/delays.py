@@ -1,0 +1,63 @@
+"""Delayed policy actions kept in a KV bucket, so a controller restart (or a new owner) still fires them.
+
+Volcano keeps them in memory and forgets them on restart; here each is stored under
+`<namespace>.<job>.<delay key>` until it fires or is cancelled. Its `due_at` is absolute, so a
+restored timer fires when it was meant to (or at once, if that moment has passed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import msgspec
+from nats.aio.client import Client
+from nats.js import api
+from nats.js.errors import BucketNotFoundError, KeyDeletedError, KeyNotFoundError
+from nats.js.kv import KeyValue
+
+from vc_bus.kvwatch import watch_bucket
+from vc_core.store import WatchOp
+from vc_job_controller.logic.view import DelayedAction
+from vc_proto import subjects
+
+BUCKET = "vc-job-delays"
+JOB_LEVEL = "_"  # key token for a job-level delay (its delay key is ""); no pod is named "_"
+_decoder = msgspec.json.Decoder(DelayedAction)
+
+
+def kv_key(namespace: str, job: str, delay_key: str) -> str:
+    return f"{namespace}.{subjects.escape_token(job)}.{subjects.escape_token(delay_key) or JOB_LEVEL}"
+
+
+class DelayStore:
+    def __init__(self, nc: Client) -> None:
+        self._nc = nc
+        self._kv: KeyValue | None = None
+
+    async def _bucket(self) -> KeyValue:
+        if self._kv is None:
+            js = self._nc.jetstream()
+            try:
+                self._kv = await js.key_value(BUCKET)
+            except BucketNotFoundError:
+                self._kv = await js.create_key_value(bucket=BUCKET, history=1, storage=api.StorageType.FILE)
+        return self._kv
+
+    async def put(self, namespace: str, job: str, delayed: DelayedAction) -> None:
+        await (await self._bucket()).put(kv_key(namespace, job, delayed.key), msgspec.json.encode(delayed))
+
+    async def delete(self, namespace: str, job: str, delay_key: str) -> None:
+        try:
+            await (await self._bucket()).delete(kv_key(namespace, job, delay_key))
+        except (KeyNotFoundError, KeyDeletedError):
+            pass
+
+    async def load(self) -> AsyncIterator[tuple[str, str, DelayedAction]]:
+        """Every stored delay as (namespace, job, action), read once up to now."""
+        await self._bucket()
+        async for entry in watch_bucket(self._nc.jetstream(), BUCKET):
+            if entry.op is WatchOp.SYNCED:
+                return
+            if entry.op is WatchOp.PUT:
+                namespace, job, _ = entry.key.split(".", 2)
+                yield namespace, subjects.unescape_token(job), _decoder.decode(entry.value)
