@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from fractions import Fraction
-from typing import Protocol
 
 import msgspec
 import structlog
@@ -37,33 +36,11 @@ from vc_scheduler.framework.decisions import Bind, Evict, PodGroupStatusUpdate
 from vc_scheduler.ledger import View
 from vc_scheduler.ledger_kv import Ledger, node_key, queue_key
 from vc_scheduler.metrics import BINDS, EVICTS, FENCED, GANGS, PG_WRITES, TASK_LATENCY
+from vc_scheduler.sharding import Ownership, SoleOwner
 
 log = structlog.get_logger(__name__)
 MAX_IN_FLIGHT = 256
 BOUND_BY = "scheduling.tephra.dev/bound-by"  # "<instance>/<epoch>": which scheduler life bound the pod
-
-
-class Ownership(Protocol):
-    instance: str
-    epoch: int
-
-    def owns(self, key: str) -> bool: ...
-
-    def can_write(self) -> bool: ...
-
-
-class SoleOwner:
-    """A single instance without membership (tests): owns everything, always may write."""
-
-    def __init__(self, instance: str = "scheduler") -> None:
-        self.instance = instance
-        self.epoch = 1
-
-    def owns(self, key: str) -> bool:
-        return True
-
-    def can_write(self) -> bool:
-        return True
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
-from typing import Protocol
 
 import structlog
 
@@ -33,6 +32,8 @@ from vc_scheduler.ledger import Record, View
 from vc_scheduler.ledger import prune as prune_record
 from vc_scheduler.ledger_kv import Ledger
 from vc_scheduler.sharding import (
+    Ownership,
+    SoleOwner,
     ledger_view,
     live_reservations,
     node_capacity,
@@ -46,31 +47,6 @@ log = structlog.get_logger(__name__)
 MIN_GAP_S = 0.05
 SWEEP_EVERY_S = 2.0
 STATUS_RESEND_S = 5.0
-
-
-class Members(Protocol):
-    instance: str
-    epoch: int
-    members: tuple[str, ...]
-
-    def can_write(self) -> bool: ...
-
-    def owns(self, key: str) -> bool: ...
-
-
-class Solo:
-    """The only instance (no membership): owns every key."""
-
-    def __init__(self, instance: str = "scheduler") -> None:
-        self.instance = instance
-        self.epoch = 1
-        self.members = (instance,)
-
-    def can_write(self) -> bool:
-        return True
-
-    def owns(self, key: str) -> bool:
-        return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +119,7 @@ class SchedulingLoop:
         *,
         period_s: float,
         instance: str,
-        members: Members | None = None,
+        members: Ownership | None = None,
         ledger_kv: Ledger | None = None,
     ) -> None:
         self.cache = cache
@@ -151,7 +127,7 @@ class SchedulingLoop:
         self.conf = conf
         self.period_s = period_s
         self.instance = instance
-        self.members: Members = members or Solo(instance)
+        self.members: Ownership = members or SoleOwner(instance)
         self.ledger = ledger_kv
         self.cycles = itertools.count(1)
         self.last: CycleResult | None = None
