@@ -211,3 +211,8 @@ async def test_racing_deletes_one_wins_the_others_conflict_or_find_nothing(store
     )
     assert sum(r is None for r in results) == 1
     assert all(isinstance(r, Conflict | NotFound) for r in results if r is not None)
+
+
+async def test_new_pods_start_pending(store: ObjectStore) -> None:
+    created = await store.create(pod("fresh"))
+    assert created.status is not None and created.status.phase == "Pending"

@@ -12,7 +12,7 @@ from typing import TypeVar
 import msgspec
 
 from vc_core.errors import InvalidObject
-from vc_proto.core import Pod
+from vc_proto.core import Pod, PodStatus
 from vc_proto.kinds import KINDS, KubeObject
 from vc_proto.meta import ObjectMeta
 
@@ -70,6 +70,9 @@ def stamp_new(obj: O, *, now: str) -> O:
     namespace = meta.namespace
     if KINDS[kind_name(obj)].namespaced and not namespace:
         namespace = "default"
+    if isinstance(obj, Pod) and not (obj.status and obj.status.phase):
+        # The API server starts every pod in phase Pending; so does the embedded store.
+        obj = msgspec.structs.replace(obj, status=msgspec.structs.replace(obj.status or PodStatus(), phase="Pending"))
     return with_meta(
         obj,
         name=name,

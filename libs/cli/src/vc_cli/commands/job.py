@@ -142,9 +142,11 @@ async def _describe_podgroup(tephra: Tephra, job: Job) -> None:
             continue
         phase = pg.status.phase if pg.status else "Pending"
         print(f"PodGroup:      {pg.metadata.name} ({phase})")
-        for cond in (pg.status.conditions if pg.status else None) or []:
+        conditions = sorted((pg.status.conditions if pg.status else None) or [], key=lambda c: c.last_transition_time or "")
+        for cond in conditions:  # oldest first: the last line is the scheduler's latest verdict
             if cond.status == "True":
-                print(f"  {cond.type}: {cond.reason}" + (f": {cond.message}" if cond.message else ""))
+                when = f" (since {cond.last_transition_time})" if cond.last_transition_time else ""
+                print(f"  {cond.type}{when}: {cond.reason}" + (f": {cond.message}" if cond.message else ""))
 
 
 def _print_history(events: list) -> None:  # type: ignore[type-arg]
