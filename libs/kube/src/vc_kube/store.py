@@ -21,14 +21,14 @@ from typing import Any, TypeVar
 
 import msgspec
 import structlog
+
 from vc_bus.objects import check_identity, identity
 from vc_core.errors import AlreadyExists, Conflict, TemporaryError
 from vc_core.store import WatchEvent, WatchOp
-from vc_proto import codec
-from vc_proto.kinds import KINDS, Kind, KubeObject, kind_of
-
 from vc_kube.client import MERGE_PATCH, Json, KubeApiError, KubeClient, map_error, resource_path
 from vc_kube.watching import list_raw, watch_kind
+from vc_proto import codec
+from vc_proto.kinds import KINDS, Kind, KubeObject, kind_of
 
 O = TypeVar("O", bound=KubeObject)  # noqa: E741
 log = structlog.get_logger(__name__)
@@ -185,10 +185,9 @@ class KubeStore:
         if kind == "Pod" and _node(new) and not _node(old):
             current = await self._bind(current, _node(new) or "")
             old = encode(current)
-        new_status, old_status = new.pop("status", None), old.pop("status", None)
-        if kind not in STATUS_SUBRESOURCE:
-            new["status"], old["status"] = new_status, old_status
-            new_status = old_status = None
+        # Where status is a subresource it is written separately; elsewhere it is part of the object.
+        new_status = new.pop("status", None) if kind in STATUS_SUBRESOURCE else None
+        old_status = old.pop("status", None) if kind in STATUS_SUBRESOURCE else None
         for doc in (new, old):
             doc.get("metadata", {}).pop("resourceVersion", None)
         result = current
