@@ -18,6 +18,7 @@ from urllib.parse import quote
 import aiohttp
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
+
 from vc_core.errors import AlreadyExists, Conflict, InvalidObject, NotFound, PermanentError, TemporaryError
 from vc_proto.kinds import Kind
 

@@ -15,13 +15,13 @@ from collections.abc import AsyncIterator
 from typing import TypeVar
 
 from nats.aio.client import Client
+
 from vc_bus.kvwatch import watch_bucket
 from vc_bus.store import NatsStore
 from vc_core.store import WatchEvent, WatchOp
+from vc_kube.store import KubeStore
 from vc_proto import codec, subjects
 from vc_proto.kinds import KubeObject
-
-from vc_kube.store import KubeStore
 
 O = TypeVar("O", bound=KubeObject)  # noqa: E741
 
@@ -89,7 +89,6 @@ class MirroredStore:
 async def open_mirrored_store(kubeconfig: str | None, nc: Client) -> MirroredStore:
     """What `open_store` returns for `--backend kube`: kubeconfig file, else in-cluster credentials."""
     from vc_core.errors import ConfigError
-
     from vc_kube.client import KubeClient
 
     try:

@@ -24,16 +24,16 @@ import structlog
 from nats.aio.client import Client
 from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
+
 from vc_bus.kvwatch import watch_bucket
 from vc_bus.store import NatsStore
 from vc_core.errors import VcError
 from vc_core.store import WatchOp
-from vc_proto import codec, subjects
-from vc_proto.kinds import KINDS, Kind
-
 from vc_kube.client import KubeApiError, KubeClient
 from vc_kube.store import decode
 from vc_kube.watching import watch_kind
+from vc_proto import codec, subjects
+from vc_proto.kinds import KINDS, Kind
 
 log = structlog.get_logger(__name__)
 

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from vc_runtime.service import FnWorker, ServiceContext, Worker, main_entry
-from vc_runtime.settings import RuntimeSettings, parse
-
 from vc_kube.client import KubeClient
 from vc_kube.relay import Relay
+from vc_runtime.service import FnWorker, ServiceContext, Worker, main_entry
+from vc_runtime.settings import RuntimeSettings, parse
 
 
 class RelayApp:

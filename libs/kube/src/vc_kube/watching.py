@@ -21,11 +21,11 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import structlog
+
 from vc_core.errors import TemporaryError
 from vc_core.store import WatchOp
-from vc_proto.kinds import Kind
-
 from vc_kube.client import Json, KubeApiError, KubeClient, map_error, resource_path
+from vc_proto.kinds import Kind
 
 log = structlog.get_logger(__name__)
 
