@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 import time
@@ -33,7 +34,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     up = sub.add_parser("up", help="run the embedded system (NATS, every service, simulated nodes) in the foreground")
     up.add_argument("--data", default=".data", help="state directory (NATS file storage, logs)")
     up.add_argument("--nats-port", type=int, default=4222)
-    up.add_argument("--nodes", type=int, default=4)
+    up.add_argument("--nodes", type=int, default=None,
+                    help="simulated nodes (default 4; with --backend kube, none unless given)")
     up.add_argument("--node-cpu", default="32")
     up.add_argument("--node-memory", default="256Gi")
     up.add_argument("--node-gpu", default="8")
@@ -82,18 +84,33 @@ def plan_children(args: argparse.Namespace, nats_url: str) -> list[Child]:
         port = free_port()
         return Child(name, [_bin(binary), *common, "--health-port", str(port), "--instance", name, *extra], port)
 
-    children = [child("admission", "vc-admission", [])]
+    children = [child("kube-relay", "vc-kube-relay", [])] if args.backend == "kube" else []
+    children.append(child("admission", "vc-admission", []))
     for name in ("queue-controller", "podgroup-controller", "job-controller", "gc"):
         children.append(child(name, f"vc-{name}", []))
     conf = ["--scheduler-conf", args.scheduler_conf] if args.scheduler_conf else []
     for i in range(args.scheduler_replicas):
         children.append(child(f"scheduler-{i}", "vc-scheduler", conf))
-    sim = ["--nodes", str(args.nodes), "--node-cpu", args.node_cpu, "--node-memory", args.node_memory,
-           "--node-gpu", args.node_gpu, "--node-pods", args.node_pods]
-    if args.default_duration:
-        sim += ["--default-duration", args.default_duration]
-    children.append(child("node-sim", "vc-node-sim", sim))
+    nodes = args.nodes if args.nodes is not None else (0 if args.backend == "kube" else 4)
+    if nodes > 0:
+        sim = ["--nodes", str(nodes), "--node-cpu", args.node_cpu, "--node-memory", args.node_memory,
+               "--node-gpu", args.node_gpu, "--node-pods", args.node_pods]
+        if args.default_duration:
+            sim += ["--default-duration", args.default_duration]
+        children.append(child("node-sim", "vc-node-sim", sim))
     return children
+
+
+async def install_crds(kubeconfig: str | None) -> None:
+    """--backend kube: Tephra's CRDs (generated from proto/) are installed when missing or drifted."""
+    from vc_kube.client import KubeClient
+    from vc_kube.crds import ensure_crds
+
+    try:
+        async with await KubeClient.connect(kubeconfig) as kube:
+            await ensure_crds(kube)
+    except Exception as exc:  # any failure to reach or use the API server ends `up` with its reason
+        raise CliError(f"cannot install Tephra's CRDs on the API server ({kubeconfig or '$KUBECONFIG'}): {exc}") from exc
 
 
 async def ensure_default_queues(url: str) -> None:
@@ -131,7 +148,10 @@ async def _supervise(args: argparse.Namespace, server: NatsServer) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    await ensure_default_queues(server.url)
+    if args.backend == "kube":
+        await install_crds(args.kubeconfig or os.environ.get("KUBECONFIG"))
+    else:
+        await ensure_default_queues(server.url)  # with kube, the queue-controller creates them there
     children = plan_children(args, server.url)
     try:
         for c in children:
@@ -186,8 +206,9 @@ async def _keep_alive(children: list[Child], stop: asyncio.Event) -> None:
 
 async def _stop_all(children: list[Child]) -> None:
     """Controllers and schedulers first, then node-sim and admission, so no work is cut in half."""
-    order = sorted(children, key=lambda c: c.name in ("node-sim", "admission"))
-    for group in ([c for c in order if c.name not in ("node-sim", "admission")], [c for c in order if c.name in ("node-sim", "admission")]):
+    order = sorted(children, key=lambda c: c.name in ("node-sim", "admission", "kube-relay"))
+    last = ("node-sim", "admission", "kube-relay")
+    for group in ([c for c in order if c.name not in last], [c for c in order if c.name in last]):
         running = [c.proc for c in group if c.proc is not None and c.proc.returncode is None]
         for proc in running:
             proc.send_signal(signal.SIGTERM)
