@@ -10,17 +10,17 @@ from collections.abc import Awaitable, Callable
 
 import msgspec
 import structlog
+
 from vc_core.errors import AlreadyExists, Fenced, NotFound
 from vc_core.store import ObjectStore
+from vc_job_controller.logic.history import HistoryEvent
+from vc_job_controller.logic.plan import ObjectWrite, Plan, PodDeletion, WriteMode
 from vc_proto.batch import Job
 from vc_proto.core import ConfigMap, NetworkPolicy, Pod, Secret, Service
 from vc_proto.events import DomainEvent
 from vc_proto.kinds import KINDS
 from vc_proto.scheduling import PodGroup
 from vc_proto.vocabulary import OUT_OF_SYNC_KEY
-
-from vc_job_controller.logic.history import HistoryEvent
-from vc_job_controller.logic.plan import ObjectWrite, Plan, PodDeletion, WriteMode
 
 log = structlog.get_logger(__name__)
 Publish = Callable[[DomainEvent], Awaitable[int]]

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from vc_job_controller.logic.view import Request
 from vc_proto.batch import BATCH_V1ALPHA1, Job
 from vc_proto.core import Pod
 from vc_proto.scheduling import PodGroup
 from vc_proto.vocabulary import JOB_NAME_KEY, JOB_VERSION_KEY, OUT_OF_SYNC_KEY, TASK_SPEC_KEY, Event
-
-from vc_job_controller.logic.view import Request
 
 DEFAULT_TASK_MAX_RETRY = 3
 

@@ -10,10 +10,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from msgspec.structs import replace
-from vc_core.errors import InvalidObject
-from vc_proto.batch import JobStatus
-from vc_proto.vocabulary import Action, Event, JobPhase
 
+from vc_core.errors import InvalidObject
 from vc_job_controller.logic import history
 from vc_job_controller.logic.draft import PlanDraft, Target, TargetType
 from vc_job_controller.logic.durations import format_go_duration
@@ -35,6 +33,8 @@ from vc_job_controller.logic.view import JobView, Request, is_deleting, is_termi
 from vc_job_controller.plugins import PluginRegistry, in_tree_plugins, load_plugins
 from vc_job_controller.plugins.interface import JobPlugin, PluginDeps, PluginError
 from vc_job_controller.plugins.keys import generate_rsa_key_pair
+from vc_proto.batch import JobStatus
+from vc_proto.vocabulary import Action, Event, JobPhase
 
 PLUGIN_ERROR = "PluginError"
 INVALID_POLICY = "InvalidPolicy"

@@ -3,12 +3,11 @@ the tasks it depends on are ready."""
 
 from __future__ import annotations
 
+from vc_job_controller.logic.names import pod_name
+from vc_job_controller.logic.view import JobView, find_task, pod_phase, replicas
 from vc_proto.batch import JobSpec, TaskSpec
 from vc_proto.core import Pod
 from vc_proto.vocabulary import PodPhase
-
-from vc_job_controller.logic.names import pod_name
-from vc_job_controller.logic.view import JobView, find_task, pod_phase, replicas
 
 ITERATION_ANY = "any"
 

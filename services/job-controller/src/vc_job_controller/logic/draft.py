@@ -10,15 +10,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
-from vc_proto.batch import JobStatus
-from vc_proto.core import Pod
-from vc_proto.scheduling import PodGroup
-
 from vc_job_controller.logic.history import HistoryEvent
 from vc_job_controller.logic.plan import ObjectRef, ObjectWrite, Plan, PodDeletion
 from vc_job_controller.logic.status import StatusDraft
 from vc_job_controller.logic.view import DelayedAction, JobView, Request
 from vc_job_controller.plugins.interface import JobPlugin, PluginEffects
+from vc_proto.batch import JobStatus
+from vc_proto.core import Pod
+from vc_proto.scheduling import PodGroup
 
 
 class TargetType(StrEnum):

@@ -13,9 +13,6 @@ from __future__ import annotations
 
 from typing import Final
 
-from vc_proto.core import Pod
-from vc_proto.vocabulary import PodPhase
-
 from vc_job_controller.logic import history
 from vc_job_controller.logic.draft import PlanDraft, Target, TargetType
 from vc_job_controller.logic.plan import PodDeletion
@@ -23,6 +20,8 @@ from vc_job_controller.logic.podgroup import PARTITION_ID_KEY
 from vc_job_controller.logic.status import StatusDraft, UpdateStatus
 from vc_job_controller.logic.transitions import pod_event
 from vc_job_controller.logic.view import is_deleting, max_retry, pod_is_terminating, pod_phase
+from vc_proto.core import Pod
+from vc_proto.vocabulary import PodPhase
 
 RETAIN_NONE: Final[frozenset[str]] = frozenset()
 RETAIN_SOFT: Final[frozenset[str]] = frozenset({PodPhase.SUCCEEDED, PodPhase.FAILED})

@@ -19,13 +19,13 @@ from __future__ import annotations
 from enum import StrEnum
 
 import msgspec
+
+from vc_job_controller.logic.history import HistoryEvent
+from vc_job_controller.logic.view import DelayedAction
 from vc_proto.batch import JobStatus
 from vc_proto.core import ConfigMap, NetworkPolicy, Pod, Secret, Service
 from vc_proto.scheduling import PodGroup
 from vc_proto.vocabulary import Action
-
-from vc_job_controller.logic.history import HistoryEvent
-from vc_job_controller.logic.view import DelayedAction
 
 PluginObject = Service | ConfigMap | Secret | NetworkPolicy
 

@@ -6,17 +6,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from msgspec.structs import replace
+
 from vc_core.resources import Resources, add
+from vc_job_controller.logic.names import podgroup_name
+from vc_job_controller.logic.ownership import owner_reference
+from vc_job_controller.logic.quota import format_resource_list, pod_quota_usage, times
+from vc_job_controller.logic.view import job_min_available, min_task_member, replicas, task_name, tasks
 from vc_proto.batch import Job, JobSpec, TaskSpec
 from vc_proto.core import PodSpec
 from vc_proto.meta import LabelSelector, ObjectMeta
 from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, PodGroupSpec, SubGroupPolicySpec
 from vc_proto.vocabulary import TASK_SPEC_KEY
-
-from vc_job_controller.logic.names import podgroup_name
-from vc_job_controller.logic.ownership import owner_reference
-from vc_job_controller.logic.quota import format_resource_list, pod_quota_usage, times
-from vc_job_controller.logic.view import job_min_available, min_task_member, replicas, task_name, tasks
 
 PARTITION_ID_KEY = "volcano.sh/partition-id"
 

@@ -5,6 +5,11 @@ from __future__ import annotations
 from typing import Final
 
 from msgspec.structs import replace
+
+from vc_job_controller.logic import names
+from vc_job_controller.logic.ownership import owner_reference
+from vc_job_controller.logic.podgroup import PARTITION_ID_KEY
+from vc_job_controller.logic.view import DEFAULT_TASK_SPEC, task_name
 from vc_proto.batch import Job, JobSpec, JobStatus, TaskSpec
 from vc_proto.core import CORE_V1, Container, Pod, PodSpec, Volume, VolumeMount
 from vc_proto.meta import ObjectMeta
@@ -21,11 +26,6 @@ from vc_proto.vocabulary import (
     TASK_SPEC_KEY,
     TEMPLATE_UID_KEY,
 )
-
-from vc_job_controller.logic import names
-from vc_job_controller.logic.ownership import owner_reference
-from vc_job_controller.logic.podgroup import PARTITION_ID_KEY
-from vc_job_controller.logic.view import DEFAULT_TASK_SPEC, task_name
 
 NUMA_POLICY_KEY: Final = "volcano.sh/numa-topology-policy"
 COOLDOWN_TIME_KEY: Final = "volcano.sh/cooldown-time"

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Final
 
-from vc_proto.batch import Job, JobSpec, LifecyclePolicy
-from vc_proto.vocabulary import Action, Event
-
 from vc_job_controller.logic.durations import InvalidDuration, parse_go_duration
 from vc_job_controller.logic.view import DelayedAction, Request, find_task, tasks
+from vc_proto.batch import Job, JobSpec, LifecyclePolicy
+from vc_proto.vocabulary import Action, Event
 
 INTERNAL_EVENTS: Final = frozenset({Event.OUT_OF_SYNC, Event.COMMAND_ISSUED, Event.POD_RUNNING})
 INTERNAL_ACTIONS: Final = frozenset(

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from vc_proto.batch import TaskSpec
-from vc_proto.core import Pod
-from vc_proto.vocabulary import JobPhase, PodGroupPhase
-
 from vc_job_controller.logic import history
 from vc_job_controller.logic.dependson import dependencies_met
 from vc_job_controller.logic.draft import PlanDraft
@@ -23,6 +19,9 @@ from vc_job_controller.logic.view import (
     task_name,
     tasks,
 )
+from vc_proto.batch import TaskSpec
+from vc_proto.core import Pod
+from vc_proto.vocabulary import JobPhase, PodGroupPhase
 
 # PodGroup phases in which the scheduler has admitted the job, so its pods may exist.
 ADMITTED_PODGROUP_PHASES = frozenset(

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from msgspec.structs import replace
-from vc_proto.batch import JobStatus
-from vc_proto.core import ContainerStateTerminated, Pod
-from vc_proto.vocabulary import Event, PodPhase
 
 from vc_job_controller.logic import history
 from vc_job_controller.logic.draft import PlanDraft
 from vc_job_controller.logic.pods import is_out_of_sync
 from vc_job_controller.logic.view import phase_of, pod_phase, task_of_pod
+from vc_proto.batch import JobStatus
+from vc_proto.core import ContainerStateTerminated, Pod
+from vc_proto.vocabulary import Event, PodPhase
 
 DELETED = "Deleted"
 

@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Final
 
 import msgspec
+
 from vc_proto.batch import Job, JobSpec, JobStatus, TaskSpec
 from vc_proto.core import Pod
 from vc_proto.scheduling import PodGroup

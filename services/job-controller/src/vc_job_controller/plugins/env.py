@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from vc_proto.batch import Job
-from vc_proto.core import EnvVar, Pod
-
 from vc_job_controller.logic.names import task_index_of
 from vc_job_controller.plugins.flags import parse_flags
 from vc_job_controller.plugins.interface import NO_EFFECTS, PluginDeps, PluginEffects, mark_added, mark_deleted
 from vc_job_controller.plugins.podedit import append_env, edit_containers
+from vc_proto.batch import Job
+from vc_proto.core import EnvVar, Pod
 
 NAME: Final = "env"
 TASK_VK_INDEX: Final = "VK_TASK_INDEX"

@@ -11,14 +11,14 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from msgspec.structs import replace
-from vc_proto.batch import Job, JobSpec
-from vc_proto.core import Pod
-from vc_proto.vocabulary import TASK_INDEX_KEY
 
 from vc_job_controller.logic.view import find_task, replicas
 from vc_job_controller.plugins.flags import Flag, parse_flags, require_text
 from vc_job_controller.plugins.interface import NO_EFFECTS, PluginDeps, PluginEffects, PluginError
 from vc_job_controller.plugins.podedit import pod_task, spec_of
+from vc_proto.batch import Job, JobSpec
+from vc_proto.core import Pod
+from vc_proto.vocabulary import TASK_INDEX_KEY
 
 NAME: Final = "hcclrank"
 RANK_ANNOTATION: Final = "hccl/rankIndex"

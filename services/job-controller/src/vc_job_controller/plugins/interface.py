@@ -11,10 +11,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from vc_job_controller.logic.plan import ObjectRef, ObjectWrite
 from vc_proto.batch import Job
 from vc_proto.core import Pod
-
-from vc_job_controller.logic.plan import ObjectRef, ObjectWrite
 
 
 class PluginError(Exception):

@@ -9,14 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from vc_proto.batch import Job, JobSpec, TaskSpec
-from vc_proto.core import EnvVar, Pod
-
 from vc_job_controller.logic import names
 from vc_job_controller.logic.view import find_task, replicas
 from vc_job_controller.plugins.flags import Flag, parse_flags, require_port, require_text
 from vc_job_controller.plugins.interface import NO_EFFECTS, PluginDeps, PluginEffects, mark_added, mark_deleted
 from vc_job_controller.plugins.podedit import append_env, edit_containers, open_port, pod_task
+from vc_proto.batch import Job, JobSpec, TaskSpec
+from vc_proto.core import EnvVar, Pod
 
 NAME: Final = "mpi"
 MPI_HOST: Final = "MPI_HOST"

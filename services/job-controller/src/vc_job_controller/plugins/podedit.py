@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from msgspec.structs import replace
+
 from vc_proto.core import Container, ContainerPort, EnvVar, Pod, PodSpec, Volume, VolumeMount
 from vc_proto.vocabulary import TASK_SPEC_KEY
 

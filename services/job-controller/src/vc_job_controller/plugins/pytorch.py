@@ -12,8 +12,6 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from msgspec.structs import replace
-from vc_proto.batch import Job, JobSpec, TaskSpec
-from vc_proto.core import Container, EnvVar, Pod
 
 from vc_job_controller.logic import names
 from vc_job_controller.logic.view import find_task, replicas, task_name, tasks
@@ -27,6 +25,8 @@ from vc_job_controller.plugins.interface import (
     mark_deleted,
 )
 from vc_job_controller.plugins.podedit import append_env, edit_containers, open_port, pod_task, spec_of
+from vc_proto.batch import Job, JobSpec, TaskSpec
+from vc_proto.core import Container, EnvVar, Pod
 
 NAME: Final = "pytorch"
 PORT_NAME: Final = "pytorchjob-port"

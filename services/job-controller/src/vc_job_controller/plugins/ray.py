@@ -11,9 +11,6 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from msgspec.structs import replace
-from vc_proto.batch import Job, JobSpec, TaskSpec
-from vc_proto.core import CORE_V1, Container, Pod, Service, ServicePort, ServiceSpec
-from vc_proto.vocabulary import JOB_NAME_KEY, JOB_NAMESPACE_KEY, TASK_SPEC_KEY
 
 from vc_job_controller.logic import names
 from vc_job_controller.logic.ownership import owned_meta
@@ -29,6 +26,9 @@ from vc_job_controller.plugins.interface import (
     mark_deleted,
 )
 from vc_job_controller.plugins.podedit import open_port, pod_task, spec_of
+from vc_proto.batch import Job, JobSpec, TaskSpec
+from vc_proto.core import CORE_V1, Container, Pod, Service, ServicePort, ServiceSpec
+from vc_proto.vocabulary import JOB_NAME_KEY, JOB_NAMESPACE_KEY, TASK_SPEC_KEY
 
 NAME: Final = "ray"
 GCS: Final = "gcs"

@@ -12,9 +12,6 @@ import base64
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from vc_proto.batch import Job, JobSpec
-from vc_proto.core import CORE_V1, KeyToPath, Pod, Secret, SecretVolumeSource, Volume, VolumeMount
-
 from vc_job_controller.logic import names
 from vc_job_controller.logic.ownership import owned_meta
 from vc_job_controller.logic.plan import ObjectRef, ObjectWrite, WriteMode
@@ -30,6 +27,8 @@ from vc_job_controller.plugins.interface import (
     mark_deleted,
 )
 from vc_job_controller.plugins.podedit import add_volume, append_mount, edit_containers
+from vc_proto.batch import Job, JobSpec
+from vc_proto.core import CORE_V1, KeyToPath, Pod, Secret, SecretVolumeSource, Volume, VolumeMount
 
 NAME: Final = "ssh"
 PRIVATE_KEY: Final = "id_rsa"

@@ -19,6 +19,20 @@ from dataclasses import dataclass
 from typing import Final
 
 from msgspec.structs import replace
+
+from vc_job_controller.logic import names
+from vc_job_controller.logic.ownership import owned_meta
+from vc_job_controller.logic.plan import ObjectRef, ObjectWrite, WriteMode
+from vc_job_controller.logic.view import find_task, replicas, task_name, tasks
+from vc_job_controller.plugins.flags import Flag, parse_flags, require_bool
+from vc_job_controller.plugins.interface import (
+    PluginDeps,
+    PluginEffects,
+    PluginError,
+    controlled_key,
+    mark_deleted,
+)
+from vc_job_controller.plugins.podedit import add_volume, append_env, append_mount, edit_containers, spec_of
 from vc_proto.batch import Job, JobSpec
 from vc_proto.core import (
     CORE_V1,
@@ -37,20 +51,6 @@ from vc_proto.core import (
 )
 from vc_proto.meta import LabelSelector
 from vc_proto.vocabulary import JOB_NAME_KEY, JOB_NAMESPACE_KEY, TASK_SPEC_KEY
-
-from vc_job_controller.logic import names
-from vc_job_controller.logic.ownership import owned_meta
-from vc_job_controller.logic.plan import ObjectRef, ObjectWrite, WriteMode
-from vc_job_controller.logic.view import find_task, replicas, task_name, tasks
-from vc_job_controller.plugins.flags import Flag, parse_flags, require_bool
-from vc_job_controller.plugins.interface import (
-    PluginDeps,
-    PluginEffects,
-    PluginError,
-    controlled_key,
-    mark_deleted,
-)
-from vc_job_controller.plugins.podedit import add_volume, append_env, append_mount, edit_containers, spec_of
 
 NAME: Final = "svc"
 CONFIGMAP_MOUNT_PATH: Final = "/etc/volcano"

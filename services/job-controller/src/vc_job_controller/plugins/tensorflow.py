@@ -10,9 +10,6 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from vc_proto.batch import Job, JobSpec
-from vc_proto.core import EnvVar, Pod
-
 from vc_job_controller.logic import names
 from vc_job_controller.logic.view import replicas, task_name, tasks
 from vc_job_controller.plugins.flags import Flag, parse_flags, require_port, require_text
@@ -25,6 +22,8 @@ from vc_job_controller.plugins.interface import (
     mark_deleted,
 )
 from vc_job_controller.plugins.podedit import append_env, edit_containers, pod_task
+from vc_proto.batch import Job, JobSpec
+from vc_proto.core import EnvVar, Pod
 
 NAME: Final = "tensorflow"
 TF_CONFIG: Final = "TF_CONFIG"

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from vc_proto.vocabulary import JobPhase
-
 from vc_job_controller.logic.draft import PlanDraft, Target
 from vc_job_controller.logic.states import (
     aborted,
@@ -17,6 +15,7 @@ from vc_job_controller.logic.states import (
     running,
     terminating,
 )
+from vc_proto.vocabulary import JobPhase
 
 State = Callable[[PlanDraft, str, Target | None], None]
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from vc_proto.vocabulary import Action, JobPhase
-
 from vc_job_controller.logic.draft import PlanDraft, Target
 from vc_job_controller.logic.kill import RETAIN_NONE, RETAIN_SOFT, kill_job, kill_target
 from vc_job_controller.logic.status import StatusDraft, UpdateStatus
+from vc_proto.vocabulary import Action, JobPhase
 
 RESTART_TARGET_ACTIONS = frozenset({Action.RESTART_TASK, Action.RESTART_POD, Action.RESTART_PARTITION})
 # Actions that end or pause the job, and the phase each leads to.

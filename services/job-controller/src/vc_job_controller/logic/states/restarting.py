@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from vc_proto.vocabulary import Action, JobPhase
-
 from vc_job_controller.logic.draft import PlanDraft, Target
 from vc_job_controller.logic.kill import RETAIN_NONE, kill_job, kill_target
 from vc_job_controller.logic.states.common import RESTART_TARGET_ACTIONS
 from vc_job_controller.logic.status import StatusDraft, UpdateStatus
 from vc_job_controller.logic.sync import sync_job
 from vc_job_controller.logic.view import max_retry, total_replicas
+from vc_proto.vocabulary import Action, JobPhase
 
 
 def execute(plan: PlanDraft, action: str, target: Target | None) -> None:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from vc_proto.batch import JobSpec
-from vc_proto.vocabulary import JobPhase, PodPhase
-
 from vc_job_controller.logic.draft import PlanDraft, Target
 from vc_job_controller.logic.states.common import run_lifecycle_action
 from vc_job_controller.logic.status import StatusDraft, UpdateStatus
 from vc_job_controller.logic.sync import sync_job
 from vc_job_controller.logic.view import job_min_available, tasks, total_replicas, total_task_min_available
+from vc_proto.batch import JobSpec
+from vc_proto.vocabulary import JobPhase, PodPhase
 
 
 def execute(plan: PlanDraft, action: str, target: Target | None) -> None:
