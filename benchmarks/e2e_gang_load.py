@@ -13,7 +13,8 @@ goes, per stage (medians and p95 over jobs, from the store's change streams as t
 - bind:        from the scheduler's own metric: a cycle's decision (assume) -> the bind written;
 - node-sim:    last pod bound -> last pod Running.
 
-With --profile DIR each scheduler runs under cProfile and its top functions are printed.
+With --profile DIR each scheduler runs under cProfile and its top functions are printed; the services'
+logs are kept in DIR too (the scheduler logs each cycle's duration and its sharding overhead).
 """
 
 from __future__ import annotations
@@ -221,7 +222,7 @@ def stage_report(tl: Timeline) -> list[tuple[str, list[float]]]:
 async def run_once(nodes: int, pods: int, schedulers: int, concurrency: int, profile: Path | None) -> dict[str, float]:
     jobs = pods // GANG
     with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "nats") as server:
-        logs = Path(tmp)
+        logs = profile or Path(tmp)  # with --profile the service logs are kept next to the profiles
         await ensure_default_queues(server.url)
         common = ["--nats", server.url]
 

@@ -46,6 +46,9 @@ class SchedulerCache:
         self.decode_errors = 0
         self._gone: OrderedDict[str, float] = OrderedDict()  # uid -> when the pod was seen deleted
         self._assumed: dict[str, tuple[PodObj, float]] = {}  # pod key -> the assumed object, when
+        # Stored bytes and revision of each unbound pod: a bind is then one compare-and-set, without
+        # first reading the pod back (a stale copy only costs a Conflict and the read after all).
+        self._unbound_raw: dict[str, tuple[bytes, int]] = {}
 
     def snapshot(self) -> ClusterSnapshot:
         return ClusterSnapshot(
@@ -78,6 +81,9 @@ class SchedulerCache:
         """Pods whose node in the cache is only assumed (no stored bind seen yet)."""
         return frozenset(k for k, (obj, _) in self._assumed.items() if self.pods.get(k) is obj)
 
+    def stored_unbound(self, pod_key: str) -> tuple[bytes, int] | None:
+        return self._unbound_raw.get(pod_key)
+
     def bound(self, pod_key: str) -> float | None:
         """The bind was written: stop tracking the assume; the monotonic time it was assumed."""
         held = self._assumed.pop(pod_key, None)
@@ -95,10 +101,18 @@ class SchedulerCache:
             if entry.op is WatchOp.DELETE:
                 old = table.pop(key, None)
                 self.owner_job.pop(key, None)
-                if kind == "Pod" and old is not None:
-                    self._tombstone(old.uid)
+                if kind == "Pod":
+                    self._unbound_raw.pop(key, None)
+                    if old is not None:
+                        self._tombstone(old.uid)
             else:
                 self._put(kind, key, entry.value, table)
+                if kind == "Pod":
+                    pod = table.get(key)
+                    if pod is not None and not pod.node_name and pod.phase == "Pending" and not pod.deleting:
+                        self._unbound_raw[key] = (entry.value, entry.revision)
+                    else:
+                        self._unbound_raw.pop(key, None)
             self.changed.set()
 
     def _tombstone(self, uid: str) -> None:

@@ -23,9 +23,11 @@ from fractions import Fraction
 import msgspec
 import structlog
 
+from vc_bus.objects import with_meta
 from vc_core.errors import Conflict, Fenced, NotFound, VcError
 from vc_core.resources import Resources
 from vc_core.store import ObjectStore
+from vc_proto import codec
 from vc_proto import events as ev
 from vc_proto.core import Pod
 from vc_proto.events import DomainEvent
@@ -245,13 +247,22 @@ class Dispatcher:
 
     async def _bind(self, bind: Bind) -> bool:
         namespace, name = bind.pod.split("/", 1)
-        for _ in range(5):
-            try:
-                pod = await self._store.get(Pod, namespace, name)
-            except NotFound:
-                BINDS.labels(self.instance, "gone").inc()
-                return False
+        stored = self._cache.stored_unbound(bind.pod)
+        for attempt in range(5):
+            pod: Pod | None = None
+            if attempt == 0 and stored is not None:
+                cached = codec.decode_object(stored[0])
+                if isinstance(cached, Pod):
+                    pod = with_meta(cached, resource_version=str(stored[1]))
+            if pod is None:
+                try:
+                    pod = await self._store.get(Pod, namespace, name)
+                except NotFound:
+                    BINDS.labels(self.instance, "gone").inc()
+                    return False
             if pod.metadata.uid != bind.uid or pod.metadata.deletion_timestamp or (pod.spec and pod.spec.node_name):
+                if attempt == 0 and stored is not None:
+                    continue  # judge by the stored pod, not by our copy
                 BINDS.labels(self.instance, "stale").inc()
                 # Bound already (by a previous owner) is not a failure of the gang if it is our node.
                 return bool(pod.spec and pod.spec.node_name == bind.node and pod.metadata.uid == bind.uid)
@@ -262,7 +273,10 @@ class Dispatcher:
             try:
                 await self._store.update(msgspec.structs.replace(pod, spec=spec, metadata=meta))
             except Conflict:
-                continue  # e.g. a label write in between: re-read and retry
+                continue  # e.g. a label write in between (or our copy was stale): re-read and retry
+            except NotFound:
+                BINDS.labels(self.instance, "gone").inc()
+                return False
             BINDS.labels(self.instance, "ok").inc()
             assumed = self._cache.bound(bind.pod)
             if assumed is not None:
