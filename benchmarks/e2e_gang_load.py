@@ -282,6 +282,7 @@ async def run_once(nodes: int, pods: int, schedulers: int, concurrency: int, pro
                     print(f"  timed out: {tl.running}/{pods} pods Running", flush=True)
                 total_s = time.perf_counter() - start
                 watcher.cancel()
+            await asyncio.sleep(2.0)  # the last gangs' bind events are still being published
             texts = [scrape(p.port) for p in sched_procs]
         finally:
             for p in reversed(procs):
