@@ -164,7 +164,12 @@ class Dispatcher:
             self._forget(gang.binds)
             return
         held: list[tuple[str, list[str]]] = []
-        if self._ledger is not None and not await self._reserve(gang, held):
+        try:
+            reserved = self._ledger is None or await self._reserve(gang, held)
+        except VcError:
+            await self._release(held)  # all or nothing, also when a write failed half-way
+            raise
+        if not reserved:
             GANGS.labels(self.instance, "conflict").inc()
             await self._release(held)
             self._forget(gang.binds)
@@ -180,7 +185,8 @@ class Dispatcher:
         GANGS.labels(self.instance, "ok" if not failed else "partial").inc()
 
     async def _reserve(self, gang: Gang, held: list[tuple[str, list[str]]]) -> bool:
-        """All of the gang's reservations, queue first then node by node; False on the first refusal."""
+        """All of the gang's reservations, its capped queue first, then every node at once; False if any
+        refused (what was taken is in `held`, for the caller to roll back)."""
         assert self._ledger is not None
         stamp = time.time()
 
