@@ -276,9 +276,14 @@ async def run_once(nodes: int, pods: int, schedulers: int, concurrency: int, pro
                 start = time.perf_counter()
                 await submit_all(server.url, tl, jobs, concurrency)
                 submit_s = time.perf_counter() - start
-                try:
-                    await asyncio.wait_for(tl.done.wait(), timeout=max(600.0, pods / 20))
-                except TimeoutError:
+                deadline = time.perf_counter() + max(600.0, pods / 20)
+                while not tl.done.is_set() and time.perf_counter() < deadline:
+                    try:
+                        await asyncio.wait_for(tl.done.wait(), timeout=30)
+                    except TimeoutError:  # progress, so a cut-off run still says how far it got
+                        elapsed = time.perf_counter() - start
+                        print(f"  ... {elapsed:.0f}s: {tl.running:,}/{pods:,} pods Running", flush=True)
+                if not tl.done.is_set():
                     print(f"  timed out: {tl.running}/{pods} pods Running", flush=True)
                 total_s = time.perf_counter() - start
                 watcher.cancel()
