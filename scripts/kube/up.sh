@@ -6,6 +6,12 @@
 # a half-started one (e.g. etcd up, apiserver dead) is completed. Tephra's CRDs are installed last.
 set -euo pipefail
 
+# The daemons started below outlive this script: close every inherited descriptor above stderr first,
+# so they never keep a caller's pipe or lock open (e.g. the kube tests' lock file under flock(1)).
+for fd in $(ls /proc/$$/fd); do
+    if [ "$fd" -gt 2 ] 2>/dev/null; then eval "exec $fd>&-" 2>/dev/null || true; fi
+done
+
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 KUBE_DIR="${TEPHRA_KUBE_DIR:-$ROOT/.kube}"
 RUN="$KUBE_DIR/run"
