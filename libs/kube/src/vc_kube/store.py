@@ -16,6 +16,7 @@ is the port's reference implementation against kube and what the contract suite 
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
@@ -36,6 +37,7 @@ log = structlog.get_logger(__name__)
 # Kinds whose status lives behind the /status subresource (built-ins, and the CRDs in deploy/k8s/crds).
 STATUS_SUBRESOURCE = frozenset({"Pod", "Node", "Service", "Job", "PodGroup", "Queue"})
 _GENERATE_NAME_ATTEMPTS = 8
+SEEN_MAX = 8192
 
 
 def decode(kind: Kind, raw: Json) -> KubeObject:
@@ -81,6 +83,10 @@ class KubeStore:
         self.kube = kube
         self._auto_namespaces = auto_namespaces
         self._namespaces: set[str] = set()
+        # The newest version this client read or wrote, per object. A resourceVersion names exactly one
+        # state of an object, so when a caller updates the version seen here, it is the diff base and
+        # the GET before the patch is saved (the patch's own precondition still catches a lost race).
+        self._seen: OrderedDict[tuple[str, str | None, str], KubeObject] = OrderedDict()
 
     # --- reads ---------------------------------------------------------------------------------
 
@@ -95,7 +101,15 @@ class KubeStore:
             raw = await self.kube.request("GET", resource_path(row, namespace, name))
         except KubeApiError as exc:
             raise map_error(exc, row.kind, _display(namespace, name)) from exc
-        return decode(row, raw)
+        return self._remember(decode(row, raw))
+
+    def _remember(self, obj: KubeObject) -> KubeObject:
+        key = identity(obj)
+        self._seen[key] = obj
+        self._seen.move_to_end(key)
+        if len(self._seen) > SEEN_MAX:
+            self._seen.popitem(last=False)
+        return obj
 
     async def list(self, kind: type[O], namespace: str | None = None) -> tuple[list[O], int]:
         row = kind_of(kind)
@@ -153,6 +167,7 @@ class KubeStore:
                     row, namespace, meta_c.name or "", {"status": wanted_status}, meta_c.resource_version, sub="status"
                 )
             assert isinstance(created, type(obj))
+            self._remember(created)
             return created
         raise AlreadyExists(kind, _display(namespace, name))
 
@@ -177,7 +192,11 @@ class KubeStore:
         expected = obj.metadata.resource_version
         if not expected:
             raise Conflict(kind, display, expected=None)
-        current = await self._get(row, namespace, name)
+        current = self._seen.get((kind, namespace, name))
+        from_cache = current is not None and current.metadata.resource_version == expected
+        if not from_cache:
+            current = await self._get(row, namespace, name)
+        assert current is not None
         if current.metadata.resource_version != expected:
             raise Conflict(kind, display, expected=int(expected))
         new = encode(obj)
@@ -192,6 +211,11 @@ class KubeStore:
             doc.get("metadata", {}).pop("resourceVersion", None)
         result = current
         patch = merge_diff(old, new)
+        if from_cache and not patch and merge_diff(old_status, new_status) is None:
+            # Nothing to write: still confirm the version is current, as a write would have.
+            result = await self._get(row, namespace, name)
+            if result.metadata.resource_version != expected:
+                raise Conflict(kind, display, expected=int(expected))
         if patch:
             result = await self._patch(row, namespace, name, patch, result.metadata.resource_version, sub=None)
         status_patch = merge_diff(old_status, new_status)
@@ -212,7 +236,7 @@ class KubeStore:
             )
         except KubeApiError as exc:
             raise map_error(exc, row.kind, _display(namespace, name), expected=int(rv or 0)) from exc
-        return decode(row, raw)
+        return self._remember(decode(row, raw))
 
     async def _bind(self, pod: KubeObject, node: str) -> KubeObject:
         """pods/binding with uid + resourceVersion preconditions; returns the bound pod."""
