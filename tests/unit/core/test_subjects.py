@@ -1,0 +1,25 @@
+"""Object keys and subjects: names with dots never collide and always round-trip."""
+
+from __future__ import annotations
+
+import pytest
+
+from vc_proto import subjects
+
+
+@pytest.mark.parametrize(("namespace", "name"), [("default", "job-1"), ("ns", "a.b.c"), (None, "node-0"), (None, "n.1")])
+def test_object_keys_round_trip(namespace: str | None, name: str) -> None:
+    key = subjects.object_key(namespace, name)
+    assert key.count(".") == 1  # namespace token . name token: wildcards can select a namespace
+    assert subjects.split_key(key) == (namespace, name)
+
+
+def test_dotted_and_dashed_names_get_distinct_keys() -> None:
+    assert subjects.object_key("ns", "a.b") != subjects.object_key("ns", "a-b")
+
+
+def test_event_subjects_put_a_jobs_history_under_one_filter() -> None:
+    assert subjects.event_subject("job", "default", "train.v1") == "vc.evt.job.default.train_v1"
+    assert subjects.event_filter("job", "default", "train.v1") == "vc.evt.job.default.train_v1"
+    assert subjects.event_filter() == "vc.evt.*.*.*"
+    assert subjects.namespace_filter("ns") == "ns.*" and subjects.namespace_filter(None) == ">"
