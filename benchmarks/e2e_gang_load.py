@@ -219,7 +219,9 @@ def stage_report(tl: Timeline) -> list[tuple[str, list[float]]]:
     ]
 
 
-async def run_once(nodes: int, pods: int, schedulers: int, concurrency: int, profile: Path | None) -> dict[str, float]:
+async def run_once(
+    nodes: int, pods: int, schedulers: int, concurrency: int, profile: Path | None, lease_ttl: float
+) -> dict[str, float]:
     jobs = pods // GANG
     with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "nats") as server:
         logs = profile or Path(tmp)  # with --profile the service logs are kept next to the profiles
@@ -252,7 +254,8 @@ async def run_once(nodes: int, pods: int, schedulers: int, concurrency: int, pro
                 if profile
                 else None
             )
-            sched_procs.append(proc(f"scheduler-{i}", "vc-scheduler", ["--schedule-period", "1"], prefix))
+            sched_args = ["--schedule-period", "1", "--lease-ttl", str(lease_ttl)]
+            sched_procs.append(proc(f"scheduler-{i}", "vc-scheduler", sched_args, prefix))
         procs += sched_procs
         procs.append(
             proc("node-sim", "vc-node-sim", ["--nodes", str(nodes), "--start-delay", "0", "--heartbeat-period", "600"])
@@ -335,12 +338,18 @@ async def main() -> None:
     parser.add_argument("--pods", type=int, default=2000)
     parser.add_argument("--schedulers", default="1,2", help="comma-separated instance counts to run")
     parser.add_argument("--concurrency", type=int, default=32, help="submits in flight")
+    parser.add_argument(
+        "--lease-ttl",
+        type=float,
+        default=5.0,
+        help="scheduler lease; raise it at 100k pods, where a cycle can starve the renewals",
+    )
     parser.add_argument("--profile", type=Path, help="run schedulers under cProfile, keep profiles here")
     args = parser.parse_args()
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
     for count in (int(c) for c in args.schedulers.split(",")):
-        await run_once(args.nodes, args.pods, count, args.concurrency, args.profile)
+        await run_once(args.nodes, args.pods, count, args.concurrency, args.profile, args.lease_ttl)
 
 
 if __name__ == "__main__":

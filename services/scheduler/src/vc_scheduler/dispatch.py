@@ -37,7 +37,7 @@ from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.framework.decisions import Bind, Evict, PodGroupStatusUpdate
 from vc_scheduler.ledger import View
 from vc_scheduler.ledger_kv import Ledger, node_key, queue_key
-from vc_scheduler.metrics import BINDS, EVICTS, FENCED, GANGS, PG_WRITES, TASK_LATENCY
+from vc_scheduler.metrics import BINDS, ERRORS, EVICTS, FENCED, GANGS, PG_WRITES, TASK_LATENCY
 from vc_scheduler.sharding import Ownership, SoleOwner
 
 log = structlog.get_logger(__name__)
@@ -144,6 +144,11 @@ class Dispatcher:
             log.info("decision.failed", decision=type(work).__name__, error=str(exc))
             if isinstance(work, Gang):
                 self._forget(work.binds)
+        except Exception as exc:  # transport boundary (a NATS timeout under load): the next cycle retries
+            ERRORS.labels(self.instance).inc()
+            log.warning("decision.error", decision=type(work).__name__, error=repr(exc))
+            if isinstance(work, Gang):
+                self._forget(work.binds)
         finally:
             self.in_flight -= 1
             self._gate.release()
@@ -166,7 +171,7 @@ class Dispatcher:
         held: list[tuple[str, list[str]]] = []
         try:
             reserved = self._ledger is None or await self._reserve(gang, held)
-        except VcError:
+        except Exception:
             await self._release(held)  # all or nothing, also when a write failed half-way
             raise
         if not reserved:
@@ -248,7 +253,7 @@ class Dispatcher:
             if uids and self._ledger is not None and self._own.can_write():
                 try:
                     await self._ledger.release(key, uids)
-                except VcError as exc:  # left for pruning: it reclaims unbound reservations
+                except Exception as exc:  # left for pruning: it reclaims unbound reservations
                     log.info("ledger.release_failed", key=key, error=str(exc))
 
     async def _bind(self, bind: Bind) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+import traceback
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -139,7 +140,11 @@ class SchedulingLoop:
             started = time.monotonic()
             self.cache.changed.clear()
             if self.members.can_write():
-                await self.run_once()
+                try:
+                    await self.run_once()
+                except Exception as exc:  # one bad cycle must not stop scheduling; the next one re-plans
+                    metrics.CYCLE_ERRORS.labels(self.instance).inc()
+                    log.error("cycle.failed", error=repr(exc), traceback=traceback.format_exc(limit=20))
             await self._wait_for_work(shutdown, started)
 
     async def run_once(self) -> CycleResult:
@@ -297,5 +302,5 @@ class SchedulingLoop:
                     continue
                 try:
                     await ledger_kv.prune(key, view, node=node)
-                except VcError as exc:
-                    log.info("ledger.sweep_failed", key=key, error=str(exc))
+                except Exception as exc:  # transport boundary: the next sweep tries again
+                    log.info("ledger.sweep_failed", key=key, error=repr(exc))

@@ -62,6 +62,12 @@ LEDGER_CONFLICTS = Counter(
 )
 OWNED = Gauge("tephra_scheduler_owned_podgroups", "PodGroups this instance owns", ["instance"])
 MEMBERS = Gauge("tephra_scheduler_members", "Live scheduler instances as this instance sees them", ["instance"])
+ERRORS = Counter(
+    "tephra_scheduler_dispatch_errors_total",
+    "Decisions dropped on a transport error (retried by a later cycle)",
+    ["instance"],
+)
+CYCLE_ERRORS = Counter("tephra_scheduler_cycle_errors_total", "Cycles that raised (skipped)", ["instance"])
 FENCED = Counter(
     "tephra_scheduler_fenced_writes_total", "Writes skipped because this instance's lease lapsed", ["instance"]
 )
