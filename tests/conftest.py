@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from nats.aio.client import Client
+
 from vc_bus.connection import connect
 from vc_bus.server import NatsServer
 from vc_bus.store import NatsStore

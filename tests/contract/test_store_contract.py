@@ -8,6 +8,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+
 from vc_bus.connection import connect
 from vc_bus.server import NatsServer
 from vc_bus.store import NatsStore

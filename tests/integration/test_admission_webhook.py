@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 import yaml
+
 from vc_admission import certs
 from vc_admission.http import serve_webhook, tls_context
 from vc_admission.rules import StaticContext, apply_json_patch

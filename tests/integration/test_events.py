@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+
 from vc_bus.connection import connect
 from vc_bus.events import EventPublisher, StoredEvent, ensure_events_stream, follow
 from vc_bus.server import NatsServer

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 from nats.aio.client import Client
+
 from vc_runtime.membership import Membership, rendezvous_owner
 
 pytestmark = [pytest.mark.nats]

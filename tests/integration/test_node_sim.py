@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from nats.aio.client import Client
+
+from tests.support.services import ServiceProcess, eventually
 from vc_bus.events import follow
 from vc_bus.server import NatsServer
 from vc_bus.store import NatsStore
@@ -16,8 +18,6 @@ from vc_core.errors import NotFound
 from vc_proto import subjects
 from vc_proto.core import CORE_V1, Container, Node, Pod, PodSpec
 from vc_proto.meta import ObjectMeta
-
-from tests.support.services import ServiceProcess, eventually
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration]
 

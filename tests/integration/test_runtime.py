@@ -9,9 +9,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from vc_bus.server import NatsServer
 
 from tests.support.services import ServiceProcess, eventually
+from vc_bus.server import NatsServer
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration]
 

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from vc_bus.server import free_port
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow]

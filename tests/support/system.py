@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from tests.support.services import ServiceProcess, eventually
 from vc_bus.connection import connect
 from vc_bus.server import NatsServer
 from vc_bus.store import NatsStore
 from vc_cli.up import ensure_default_queues
 from vc_proto.batch import Job
-
-from tests.support.services import ServiceProcess, eventually
 
 BIN = Path(sys.executable).parent
 SEEDS = Path(__file__).resolve().parents[1] / "fixtures" / "seeds"

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
+from tests.unit.admission.admission_builders import context, job, task, template
 from vc_admission.rules import apply_json_patch, json_patch, mutate_job, review
 from vc_proto.batch import Job, PartitionPolicySpec
 from vc_proto.codec import to_dict
-
-from tests.unit.admission.admission_builders import context, job, task, template
 
 
 def bare_job(*tasks: Any, **spec: Any) -> Job:

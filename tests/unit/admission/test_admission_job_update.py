@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 from msgspec.structs import replace
-from vc_admission.rules import review
-from vc_proto.batch import Job, JobSpec, JobStatus, VolumeSpec
 
 from tests.unit.admission.admission_builders import context, job, only, policy, task
+from vc_admission.rules import review
+from vc_proto.batch import Job, JobSpec, JobStatus, VolumeSpec
 
 
 def stored_job(**spec: Any) -> Job:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from vc_admission.rules import review
 
 from tests.unit.admission.admission_builders import context, only, pod
+from vc_admission.rules import review
 
 MIN, MAX = "volcano.sh/jdb-min-available", "volcano.sh/jdb-max-unavailable"
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from msgspec.structs import replace
+
 from vc_admission.rules import ResourceGroup, StaticContext, json_patch, mutate_pod, review
 from vc_proto.core import CORE_V1, Pod, PodSpec, Toleration
 from vc_proto.meta import ObjectMeta

@@ -9,11 +9,11 @@ from typing import Any, NamedTuple
 
 import pytest
 from msgspec.structs import replace
+
+from tests.unit.admission.admission_builders import context, only, queue
 from vc_admission.rules import StaticContext, mutate_queue, review
 from vc_proto.base import ResourceList
 from vc_proto.scheduling import Queue, QueueStatus
-
-from tests.unit.admission.admission_builders import context, only, queue
 
 H, HW = "volcano.sh/hierarchy", "volcano.sh/hierarchy-weights"
 

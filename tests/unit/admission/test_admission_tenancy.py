@@ -4,10 +4,10 @@ which namespaces may submit Jobs and PodGroups to it."""
 from __future__ import annotations
 
 import pytest
-from vc_admission.rules import review
-from vc_admission.rules.tenancy import allows_namespace
 
 from tests.unit.admission.admission_builders import context, job, only, podgroup, queue
+from vc_admission.rules import review
+from vc_admission.rules.tenancy import allows_namespace
 
 TEAMS = context(
     queue("open-to-all"),

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
+from tests.unit.admission.admission_builders import context, job, queue
 from vc_admission.rules import Verdict, Violation, apply_json_patch, review
 from vc_admission.rules.jsonpatch import diff, escape
 from vc_core.errors import InvalidObject, PolicyViolation
 from vc_proto.core import CORE_V1, ConfigMap
 from vc_proto.meta import ObjectMeta
-
-from tests.unit.admission.admission_builders import context, job, queue
 
 
 def test_allowed_verdict_raises_nothing() -> None:

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import msgspec
 import structlog
+
 from vc_bus.testing import MemoryStore
 from vc_core.errors import NotFound
 from vc_gc.caches import GcCaches

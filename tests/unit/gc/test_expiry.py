@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
 from vc_gc.logic.expiry import expired, finished_at, finished_in_future
 from vc_proto.batch import BATCH_V1ALPHA1, Job, JobSpec, JobState, JobStatus
 from vc_proto.meta import ObjectMeta

@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 import yaml
 from msgspec.structs import replace
+
 from vc_job_controller.logic import JobView, Request, decide
 from vc_job_controller.logic.plan import Plan
 from vc_job_controller.plugins import PluginDeps, SshKeyPair

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from jc_builders import job, load_seed, phase_after, pod, podgroup, pods, run, task, view, with_status
 from msgspec.structs import replace
+
 from vc_job_controller.logic import DelayedAction, Request
 from vc_job_controller.logic.plan import Plan
 from vc_proto.batch import Job, JobState, LifecyclePolicy

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from jc_builders import DEPS, NOW, job, task
 from msgspec.structs import replace
+
 from vc_job_controller.logic import JobView, Plan, Request, decide
 from vc_proto.batch import Job, LifecyclePolicy
 from vc_proto.core import Pod, PodStatus

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from vc_job_controller.logic import names
 
 UID = "9c571015-37c7-4a1a-9604-eaa2248613f2"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from vc_job_controller.plugins.flags import Flag, parse_flags
 from vc_job_controller.plugins.interface import PluginError
 

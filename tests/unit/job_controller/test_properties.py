@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jc_builders import DEPS, NOW, job, pod, podgroup, task
 from msgspec.structs import replace
+
 from vc_job_controller.logic import JobView, Plan, Request, decide
 from vc_job_controller.logic.names import MAX_NAME_LENGTH
 from vc_proto.batch import Job, LifecyclePolicy

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from vc_podgroup_controller.logic.build import build_podgroup, min_member, pod_requests
 from vc_podgroup_controller.logic.selection import group_name, wants_podgroup
 from vc_proto.base import ResourceList

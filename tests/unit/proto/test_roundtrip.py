@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 import pytest
 import yaml
+
 from vc_proto import codec
 from vc_proto.batch import Job
 from vc_proto.kinds import KINDS

@@ -6,6 +6,7 @@ from fractions import Fraction
 
 import pytest
 from queue_builders import podgroup, queue
+
 from vc_proto.vocabulary import CLOSED_BY_PARENT_KEY, Action
 from vc_queue_controller.logic.decide import QueueView, decide
 from vc_queue_controller.logic.status import count_phases, inqueue_resources

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from vc_bus.testing import MemoryStore
 from vc_core.errors import Fenced, TemporaryError
 from vc_proto.meta import ObjectMeta

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from vc_proto.vocabulary import Action, QueueState
 from vc_queue_controller.logic.states import next_state, parse_state
 

@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator, Iterable
 from typing import TypeVar
 
 import structlog
-from nats.js.kv import KeyValue
 from nats.aio.client import Client
 from nats.js import api
 from nats.js.errors import (
@@ -21,9 +20,18 @@ from nats.js.errors import (
     KeyNotFoundError,
     KeyWrongLastSequenceError,
 )
+from nats.js.kv import KeyValue
 
 from vc_bus.kvwatch import watch_bucket
-from vc_bus.objects import check_identity, identity, mark_deleting, needs_graceful_delete, now_rfc3339, stamp_new, with_meta
+from vc_bus.objects import (
+    check_identity,
+    identity,
+    mark_deleting,
+    needs_graceful_delete,
+    now_rfc3339,
+    stamp_new,
+    with_meta,
+)
 from vc_core.errors import AlreadyExists, Conflict, NotFound
 from vc_core.store import WatchEvent, WatchOp
 from vc_proto import codec, subjects

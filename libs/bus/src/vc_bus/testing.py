@@ -13,7 +13,15 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from vc_bus.objects import check_identity, identity, mark_deleting, needs_graceful_delete, now_rfc3339, stamp_new, with_meta
+from vc_bus.objects import (
+    check_identity,
+    identity,
+    mark_deleting,
+    needs_graceful_delete,
+    now_rfc3339,
+    stamp_new,
+    with_meta,
+)
 from vc_core.errors import AlreadyExists, Conflict, NotFound
 from vc_core.store import ObjectStore, WatchEvent, WatchOp
 from vc_proto.kinds import KubeObject

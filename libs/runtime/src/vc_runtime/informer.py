@@ -13,7 +13,6 @@ from typing import Generic, TypeVar
 
 from vc_core.store import ObjectStore, WatchOp
 from vc_proto.kinds import KubeObject
-
 from vc_runtime.aio import until
 
 ObjT = TypeVar("ObjT", bound=KubeObject)

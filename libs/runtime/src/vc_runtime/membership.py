@@ -25,10 +25,10 @@ from nats.aio.client import Client
 from nats.js import api
 from nats.js.errors import BucketNotFoundError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
+
 from vc_bus.kvwatch import watch_bucket
 from vc_core.store import WatchOp
 from vc_proto import subjects
-
 from vc_runtime.aio import sleep_or_stop, until
 
 log = structlog.get_logger(__name__)

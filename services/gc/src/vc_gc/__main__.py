@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from vc_gc.app import GcApp, add_arguments
 from vc_runtime.service import main_entry
 from vc_runtime.settings import parse
-
-from vc_gc.app import GcApp, add_arguments
 
 
 def main() -> None:

@@ -10,11 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from vc_core.store import ObjectStore
+from vc_gc.logic.owners import DEPENDENT_KINDS, OwnerKey, owner_key
 from vc_proto.batch import Job
 from vc_proto.kinds import KINDS, KubeObject
 from vc_runtime.informer import Informer
-
-from vc_gc.logic.owners import DEPENDENT_KINDS, OwnerKey, owner_key
 
 DependentKey = tuple[str, str, str]  # (kind, namespace, name)
 

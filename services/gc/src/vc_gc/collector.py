@@ -16,16 +16,16 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
 import structlog
-from vc_core.errors import Conflict, NotFound
-from vc_proto.batch import Job
-from vc_proto.events import DomainEvent
-from vc_proto.kinds import KINDS, KubeObject
-from vc_runtime.sharding import FencedStore, Ownership
 
+from vc_core.errors import Conflict, NotFound
 from vc_gc.caches import GcCaches, identity
 from vc_gc.logic.expiry import expired, finished_in_future, is_collectable, phase_of
 from vc_gc.logic.owners import OwnerKey, delete_gracefully, is_orphan
 from vc_gc.metrics import DEFERRED, DELETED
+from vc_proto.batch import Job
+from vc_proto.events import DomainEvent
+from vc_proto.kinds import KINDS, KubeObject
+from vc_runtime.sharding import FencedStore, Ownership
 
 log = structlog.get_logger(__name__)
 Clock = Callable[[], datetime]

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from vc_podgroup_controller.app import PodGroupControllerApp, add_arguments
 from vc_runtime.service import main_entry
 from vc_runtime.settings import parse
-
-from vc_podgroup_controller.app import PodGroupControllerApp, add_arguments
 
 
 def main() -> None:

@@ -7,15 +7,15 @@ import asyncio
 from collections.abc import Sequence
 
 import structlog
+
 from vc_bus.dispatch import KeyedDispatcher
+from vc_podgroup_controller.controller import GroupKey, PodGroupController
 from vc_proto.vocabulary import DEFAULT_SCHEDULER_NAME
 from vc_runtime.membership import Membership
 from vc_runtime.resync import resync_forever, wait_synced
 from vc_runtime.service import FnWorker, ServiceContext, Worker
 from vc_runtime.settings import RuntimeSettings
 from vc_runtime.sharding import FencedStore
-
-from vc_podgroup_controller.controller import GroupKey, PodGroupController
 
 log = structlog.get_logger(__name__)
 

@@ -11,18 +11,18 @@ from collections.abc import Callable, Mapping
 
 import msgspec
 import structlog
+
 from vc_core.errors import AlreadyExists, Conflict, NotFound
 from vc_core.store import ObjectStore
+from vc_podgroup_controller.logic.build import build_podgroup
+from vc_podgroup_controller.logic.selection import controller_ref, group_name, wants_podgroup
+from vc_podgroup_controller.metrics import ANNOTATED, CREATED
 from vc_proto.core import Pod
 from vc_proto.kinds import KINDS
 from vc_proto.scheduling import PodGroup
 from vc_proto.vocabulary import GROUP_NAME_ANNOTATION
 from vc_runtime.informer import Informer, ObjectKey
 from vc_runtime.sharding import FencedStore, Ownership
-
-from vc_podgroup_controller.logic.build import build_podgroup
-from vc_podgroup_controller.logic.selection import controller_ref, group_name, wants_podgroup
-from vc_podgroup_controller.metrics import ANNOTATED, CREATED
 
 log = structlog.get_logger(__name__)
 GroupKey = tuple[str, str]  # (namespace, podgroup name)
