@@ -41,7 +41,9 @@ from vc_scheduler.metrics import BINDS, ERRORS, EVICTS, FENCED, GANGS, PG_WRITES
 from vc_scheduler.sharding import Ownership, SoleOwner
 
 log = structlog.get_logger(__name__)
-MAX_IN_FLIGHT = 256
+# Work items in flight. A gang is ~3 requests per pod (reserve, bind, event): 64 gangs of 10 keep
+# ~2,000 requests outstanding; more only piles JetStream timeouts up at 100k pods on 2 cores.
+MAX_IN_FLIGHT = 64
 BOUND_BY = "scheduling.tephra.dev/bound-by"  # "<instance>/<epoch>": which scheduler life bound the pod
 
 
