@@ -217,3 +217,22 @@ async def test_racing_deletes_one_wins_the_others_conflict_or_find_nothing(store
 async def test_new_pods_start_pending(store: ObjectStore) -> None:
     created = await store.create(pod("fresh"))
     assert created.status is not None and created.status.phase == "Pending"
+
+
+async def test_unconditional_delete_wins_over_concurrent_updates(store: ObjectStore) -> None:
+    created = await store.create(queue("busy"))
+
+    async def churn() -> None:
+        current = created
+        for weight in range(2, 30):
+            try:
+                current = await store.update(msgspec.structs.replace(current, spec=QueueSpec(weight=weight)))
+            except (Conflict, NotFound):
+                return
+
+    async with asyncio.TaskGroup() as tg:
+        tg.create_task(churn())
+        await asyncio.sleep(0)
+        await store.delete(Queue, None, "busy")
+    with pytest.raises(NotFound):
+        await store.get(Queue, None, "busy")

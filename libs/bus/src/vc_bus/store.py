@@ -7,6 +7,8 @@ or a server restart loses nothing.
 
 from __future__ import annotations
 
+import asyncio
+import random
 from collections.abc import AsyncIterator, Iterable
 from typing import TypeVar
 
@@ -32,7 +34,7 @@ from vc_bus.objects import (
     stamp_new,
     with_meta,
 )
-from vc_core.errors import AlreadyExists, Conflict, NotFound
+from vc_core.errors import AlreadyExists, Conflict, NotFound, PreconditionFailed
 from vc_core.store import WatchEvent, WatchOp
 from vc_proto import codec, subjects
 from vc_proto.kinds import KINDS, KubeObject
@@ -41,6 +43,7 @@ O = TypeVar("O", bound=KubeObject)
 log = structlog.get_logger(__name__)
 
 _GENERATE_NAME_ATTEMPTS = 8
+_UNCONDITIONAL_DELETE_ATTEMPTS = 32
 _WRONG_LAST = (10071, 10164)  # JetStream: wrong last sequence (per subject / per stream)
 
 
@@ -126,12 +129,29 @@ class NatsStore:
         uid: str | None = None,
         grace: bool = True,
     ) -> None:
+        # Without a resourceVersion precondition the caller means "whatever is there now": a write that
+        # lands between our read and our delete (a status update) is not a conflict, so read again.
+        for attempt in range(_UNCONDITIONAL_DELETE_ATTEMPTS):
+            try:
+                await self._delete_once(kind, namespace, name, resource_version=resource_version, uid=uid, grace=grace)
+                return
+            except PreconditionFailed:
+                raise
+            except Conflict:
+                if resource_version is not None:
+                    raise
+                await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # let a burst of writes pass
+        await self._delete_once(kind, namespace, name, resource_version=resource_version, uid=uid, grace=grace)
+
+    async def _delete_once(
+        self, kind: type[O], namespace: str | None, name: str, *, resource_version: str | None, uid: str | None, grace: bool
+    ) -> None:
         current, revision = await self._get(kind.__name__, namespace, name)
         display = _display(namespace, name)
         if resource_version is not None and int(resource_version) != revision:
             raise Conflict(kind.__name__, display, expected=int(resource_version))
         if uid is not None and current.metadata.uid != uid:
-            raise Conflict(kind.__name__, display, expected=int(resource_version or revision))
+            raise PreconditionFailed(kind.__name__, display, expected=int(resource_version or revision))
         if grace and needs_graceful_delete(current):
             if current.metadata.deletion_timestamp is None:
                 await self.update(mark_deleting(with_meta(current, resource_version=str(revision)), now=now_rfc3339()))

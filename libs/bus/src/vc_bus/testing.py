@@ -22,7 +22,7 @@ from vc_bus.objects import (
     stamp_new,
     with_meta,
 )
-from vc_core.errors import AlreadyExists, Conflict, NotFound
+from vc_core.errors import AlreadyExists, Conflict, NotFound, PreconditionFailed
 from vc_core.store import ObjectStore, WatchEvent, WatchOp
 from vc_proto.kinds import KubeObject
 
@@ -111,7 +111,7 @@ class MemoryStore:
         if resource_version is not None and int(resource_version) != entry.revision:
             raise Conflict(kind.__name__, name, expected=int(resource_version))
         if uid is not None and current.metadata.uid != uid:
-            raise Conflict(kind.__name__, name, expected=entry.revision)
+            raise PreconditionFailed(kind.__name__, name, expected=entry.revision)
         if grace and needs_graceful_delete(current):
             if current.metadata.deletion_timestamp is None:
                 marked = mark_deleting(with_meta(current, resource_version=str(entry.revision)), now=now_rfc3339())

@@ -66,6 +66,10 @@ class Conflict(TemporaryError):
         self.expected = expected
 
 
+class PreconditionFailed(Conflict):
+    """A delete's uid precondition failed: a different object now has that name. Never retried."""
+
+
 class ConfigError(VcError):
     """Invalid configuration found at start-up; the process exits with code 2."""
 

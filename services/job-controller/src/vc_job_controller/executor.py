@@ -5,6 +5,7 @@ compare-and-set, so re-running a plan after a crash re-does only what is missing
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 
@@ -51,13 +52,27 @@ class PlanExecutor:
         if plan.status is not None:
             _fence(can_write)
             job = await self._store.update(msgspec.structs.replace(job, status=plan.status))
+        # History right after the transition is stored: a retried request re-decides from the new
+        # state and would not report the transition again, so nothing below may come between.
+        for event in plan.events:
+            await self._publish_with_retry(self._domain_event(job, event))
         if plan.podgroup_to_delete:
             await self._delete(PodGroup, namespace, plan.podgroup_to_delete)
         for ref in plan.objects_to_delete:
             await self._delete(_PLUGIN_KINDS[ref.kind], namespace, ref.name)
-        for event in plan.events:
-            await self._publish(self._domain_event(job, event))
         return job
+
+    async def _publish_with_retry(self, event: DomainEvent, attempts: int = 5) -> None:
+        """The id de-duplicates retries, so publishing again after an unknown outcome is safe."""
+        for attempt in range(attempts):
+            try:
+                await self._publish(event)
+                return
+            except Exception as exc:  # transport boundary: NATS timeouts and reconnects
+                if attempt == attempts - 1:
+                    raise
+                log.info("history.publish_retry", error=repr(exc), attempt=attempt + 1)
+                await asyncio.sleep(0.2 * (attempt + 1))
 
     async def _create(self, obj: Pod | PodGroup | Service | ConfigMap | Secret | NetworkPolicy) -> None:
         try:
