@@ -35,7 +35,7 @@ from vc_bus.objects import (
     with_meta,
 )
 from vc_core.errors import AlreadyExists, Conflict, NotFound, PreconditionFailed
-from vc_core.store import WatchEvent, WatchOp
+from vc_core.store import WatchEvent, WatchOp, collect_list
 from vc_proto import codec, subjects
 from vc_proto.kinds import KINDS, KubeObject
 
@@ -167,15 +167,7 @@ class NatsStore:
             raise Conflict(kind.__name__, display, expected=revision) from exc
 
     async def list(self, kind: type[O], namespace: str | None = None) -> tuple[list[O], int]:
-        items: dict[tuple[str | None, str], O] = {}
-        async for event in self.watch(kind, namespace=namespace):
-            if event.op is WatchOp.SYNCED:
-                return list(items.values()), event.revision
-            if event.op is WatchOp.PUT and isinstance(event.obj, kind):
-                items[(event.namespace, event.name)] = event.obj
-            else:
-                items.pop((event.namespace, event.name), None)
-        raise RuntimeError("watch ended before it synced")
+        return await collect_list(self.watch(kind, namespace=namespace), kind)
 
     async def watch(
         self, kind: type[O], *, namespace: str | None = None, from_revision: int = 0

@@ -80,3 +80,20 @@ class ObjectStore(Protocol):
         yielded, so nothing is missed (an object changed twice may be seen once, at its newest state).
         """
         ...
+
+
+async def collect_list(events: AsyncIterator[WatchEvent], kind: type[O]) -> tuple[list[O], int]:
+    """A list from a watch started at revision 0: every object up to SYNCED, and that revision.
+
+    Adapters whose list is a replay of their change feed (the NATS KV store, the NATS mirror of the
+    kube backend) share this, so list and watch can never disagree.
+    """
+    items: dict[tuple[str | None, str], O] = {}
+    async for event in events:
+        if event.op is WatchOp.SYNCED:
+            return list(items.values()), event.revision
+        if event.op is WatchOp.PUT and isinstance(event.obj, kind):
+            items[(event.namespace, event.name)] = event.obj
+        else:
+            items.pop((event.namespace, event.name), None)
+    raise RuntimeError("the change feed ended before it synced")

@@ -18,7 +18,7 @@ from nats.aio.client import Client
 
 from vc_bus.kvwatch import watch_bucket
 from vc_bus.store import NatsStore
-from vc_core.store import WatchEvent, WatchOp
+from vc_core.store import WatchEvent, WatchOp, collect_list
 from vc_kube.store import KubeStore
 from vc_proto import codec, subjects
 from vc_proto.kinds import KubeObject
@@ -61,15 +61,7 @@ class MirroredStore:
         await self.kube.evict(namespace, name, uid=uid)
 
     async def list(self, kind: type[O], namespace: str | None = None) -> tuple[list[O], int]:
-        items: dict[tuple[str | None, str], O] = {}
-        async for event in self.watch(kind, namespace=namespace):
-            if event.op is WatchOp.SYNCED:
-                return list(items.values()), event.revision
-            if event.op is WatchOp.PUT and isinstance(event.obj, kind):
-                items[(event.namespace, event.name)] = event.obj
-            else:
-                items.pop((event.namespace, event.name), None)
-        raise RuntimeError("watch ended before it synced")
+        return await collect_list(self.watch(kind, namespace=namespace), kind)
 
     async def watch(
         self, kind: type[O], *, namespace: str | None = None, from_revision: int = 0
