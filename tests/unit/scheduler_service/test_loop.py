@@ -6,53 +6,15 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
+from service_builders import group, node, pod
+
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.cycle import CycleResult, CycleStats, load_scheduler_conf
 from vc_scheduler.dispatch import Dispatcher
 from vc_scheduler.framework.decisions import Bind, PodGroupStatusUpdate
 from vc_scheduler.ledger import View
 from vc_scheduler.loop import Plan, SchedulingLoop
-from vc_scheduler.snapshot.cluster import ClusterSnapshot, NodeObj, PodGroupCondition, PodGroupObj, PodObj, QueueObj
-
-
-def pod(name: str, group: str) -> PodObj:
-    return PodObj(
-        name=name,
-        namespace="ns",
-        uid=f"uid-{name}",
-        labels={},
-        annotations={"scheduling.k8s.io/group-name": group},
-        scheduler_name="volcano",
-        node_name="",
-        priority=None,
-        priority_class_name="",
-        preemption_policy="",
-        node_selector={},
-        affinity=None,
-        tolerations=(),
-        requests={"cpu": Fraction(1)},
-        phase="Pending",
-        deleting=False,
-    )
-
-
-def group(name: str, queue: str) -> PodGroupObj:
-    return PodGroupObj(
-        name=name,
-        namespace="ns",
-        labels={},
-        annotations={},
-        min_member=2,
-        min_task_member={},
-        min_resources=None,
-        queue=queue,
-        priority_class_name="",
-        phase="Inqueue",
-    )
-
-
-def node(name: str) -> NodeObj:
-    return NodeObj(name=name, labels={}, taints=(), unschedulable=False, allocatable={"cpu": Fraction(4)}, max_pods=10)
+from vc_scheduler.snapshot.cluster import ClusterSnapshot, PodGroupCondition, QueueObj
 
 
 def loop_with(cache: SchedulerCache) -> SchedulingLoop:
@@ -68,7 +30,7 @@ def test_binds_are_grouped_per_podgroup_with_capacities_and_capped_queue() -> No
     snap = ClusterSnapshot(
         nodes=(node("n1"), node("n2")),
         pods=(pod("a0", "a"), pod("a1", "a"), pod("b0", "b")),
-        podgroups=(group("a", "capped"), group("b", "open")),
+        podgroups=(group("a", "capped", min_member=2), group("b", "open", min_member=2)),
         queues=(QueueObj(name="capped", capability={"cpu": Fraction(3)}), QueueObj(name="open")),
     )
     binds = (Bind("ns/a0", "uid-a0", "n1"), Bind("ns/a1", "uid-a1", "n2"), Bind("ns/b0", "uid-b0", "n1"))
@@ -83,7 +45,7 @@ def test_binds_are_grouped_per_podgroup_with_capacities_and_capped_queue() -> No
 
 def test_a_status_is_sent_once_until_it_changes() -> None:
     cache = SchedulerCache()
-    cache.podgroups["ns/a"] = group("a", "q")
+    cache.podgroups["ns/a"] = group("a", "q", min_member=2)
     loop = loop_with(cache)
     cond = PodGroupCondition("Scheduled", "True", "tasks in gang are ready to be scheduled", "", "s0-1")
     update = PodGroupStatusUpdate("ns/a", "Running", (cond,), 2, 0, 0)
@@ -92,7 +54,7 @@ def test_a_status_is_sent_once_until_it_changes() -> None:
     assert not loop._status_changed("ns/a", replace(update, conditions=(replace(cond, transition_id="s0-2"),)))
     # The store caught up (it keeps conditions the update does not mention).
     cache.podgroups["ns/a"] = replace(
-        group("a", "q"),
+        group("a", "q", min_member=2),
         phase="Running",
         conditions=(replace(cond, transition_id=""), PodGroupCondition("Unschedulable", "True")),
     )

@@ -4,48 +4,16 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from service_builders import group, pod
+
 from vc_runtime.membership import rendezvous_owner
 from vc_scheduler import ledger
 from vc_scheduler.sharding import ledger_view, live_reservations, node_capacity, owner_filter, shard_snapshot
-from vc_scheduler.snapshot.cluster import ClusterSnapshot, NodeObj, PodGroupObj, PodObj
+from vc_scheduler.snapshot.cluster import ClusterSnapshot, NodeObj
 
 NOW = 1_000_000.0
 
 
-def pod(name: str, group: str, *, node: str = "", phase: str = "Pending") -> PodObj:
-    return PodObj(
-        name=name,
-        namespace="ns",
-        uid=f"uid-{name}",
-        labels={},
-        annotations={"scheduling.k8s.io/group-name": group},
-        scheduler_name="volcano",
-        node_name=node,
-        priority=None,
-        priority_class_name="",
-        preemption_policy="",
-        node_selector={},
-        affinity=None,
-        tolerations=(),
-        requests={"cpu": Fraction(1)},
-        phase=phase,
-        deleting=False,
-    )
-
-
-def group(name: str, queue: str = "default") -> PodGroupObj:
-    return PodGroupObj(
-        name=name,
-        namespace="ns",
-        labels={},
-        annotations={},
-        min_member=1,
-        min_task_member={},
-        min_resources=None,
-        queue=queue,
-        priority_class_name="",
-        phase="Inqueue",
-    )
 
 
 def test_keeps_owned_pending_every_bound_and_reserved_as_bound() -> None:

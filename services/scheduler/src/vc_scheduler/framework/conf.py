@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import yaml
-from vc_core.errors import ConfigError
 
+from vc_core.errors import ConfigError
 from vc_scheduler.framework.interfaces import ENABLE_KEYS, OTHER_ENABLE_KEYS, ExtensionPoint
 
 # Volcano's built-in default (pkg/scheduler/util.go DefaultSchedulerConf); deploy/scheduler ships the same.

@@ -12,6 +12,7 @@ from fractions import Fraction
 
 import numpy as np
 from numpy.typing import NDArray
+
 from vc_core.quantity import format_quantity
 from vc_core.resources import CPU, MEMORY, PODS, tolerance
 

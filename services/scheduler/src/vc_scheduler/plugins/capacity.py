@@ -10,7 +10,7 @@ from typing import ClassVar, Final
 
 import numpy as np
 
-from vc_scheduler.framework.interfaces import ALLOWED, Check, EventHandler, ExtensionPoint, PluginArgs, Verdict, Vote
+from vc_scheduler.framework.interfaces import ALLOWED, Check, ExtensionPoint, PluginArgs, Verdict, Vote
 from vc_scheduler.framework.model import JobInfo, QueueInfo, TaskInfo
 from vc_scheduler.framework.resources import Vector, less_equal
 from vc_scheduler.framework.session import Session
@@ -33,7 +33,7 @@ class CapacityPlugin:
     # -- session wiring ------------------------------------------------------------------------
 
     def on_session_open(self, ssn: Session) -> None:
-        self._build(ssn)
+        ledger = self._build(ssn)
         P = ExtensionPoint
         ssn.add_fn(P.QUEUE_ORDER, NAME, self.queue_order)
         ssn.add_fn(P.RECLAIMABLE, NAME, self.reclaimable)
@@ -41,11 +41,11 @@ class CapacityPlugin:
         ssn.add_fn(P.ALLOCATABLE, NAME, self.allocatable)
         ssn.add_fn(P.JOB_ENQUEUEABLE, NAME, self.job_enqueueable)
         ssn.add_fn(P.JOB_ENQUEUED, NAME, self.job_enqueued)
-        ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
+        ssn.add_event_handler(ledger.placement_handler(queues_of=self._lineage, share_of=self._share))
 
-    def _build(self, ssn: Session) -> None:
+    def _build(self, ssn: Session) -> QueueLedger:
         """The queue tree (when hierarchical) and per-queue attributes, parents before children."""
-        self.ledger = QueueLedger(ssn)
+        self.ledger = ledger = QueueLedger(ssn)
         names = set(ssn.queues) if self.hierarchical else {job.queue for job in ssn.jobs.values()}
         self._build_tree(ssn, names)
         for name in self._top_down(ssn, names):
@@ -53,6 +53,7 @@ class CapacityPlugin:
         self.ledger.add_jobs(ssn.jobs.values())
         for attr in self.ledger.attrs.values():
             attr.share = self._share(attr)
+        return ledger
 
     def on_session_close(self, ssn: Session) -> None:
         self.ledger = None
@@ -205,19 +206,3 @@ class CapacityPlugin:
             allocated -= task.resreq
             victims.append(task)
         return victims
-
-    def _on_allocate(self, task: TaskInfo) -> None:
-        self._update(task, 1.0)
-
-    def _on_deallocate(self, task: TaskInfo) -> None:
-        self._update(task, -1.0)
-
-    def _update(self, task: TaskInfo, sign: float) -> None:
-        if self.ledger is None:
-            return
-        self.ledger.on_placed(task, sign)
-        job = self.ledger.jobs.get(task.job)
-        if job is not None:
-            for name in self._lineage(job.queue):
-                if name in self.ledger.attrs:
-                    self.ledger.attrs[name].share = self._share(self.ledger.attrs[name])

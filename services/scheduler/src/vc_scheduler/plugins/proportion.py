@@ -12,7 +12,7 @@ from typing import ClassVar, Final
 
 import numpy as np
 
-from vc_scheduler.framework.interfaces import ALLOWED, Check, EventHandler, ExtensionPoint, PluginArgs, Verdict, Vote
+from vc_scheduler.framework.interfaces import ALLOWED, Check, ExtensionPoint, PluginArgs, Verdict, Vote
 from vc_scheduler.framework.model import JobInfo, QueueInfo, TaskInfo
 from vc_scheduler.framework.resources import Vector, less_equal
 from vc_scheduler.framework.session import Session
@@ -56,7 +56,7 @@ class ProportionPlugin:
 
     def on_session_open(self, ssn: Session) -> None:
         self.ledger = self.build_ledger(ssn)
-        self._register(ssn)
+        self._register(ssn, self.ledger)
 
     @staticmethod
     def build_ledger(ssn: Session) -> QueueLedger:
@@ -77,7 +77,7 @@ class ProportionPlugin:
             attr.share = share(attr.allocated, attr.deserved)
         return ledger
 
-    def _register(self, ssn: Session) -> None:
+    def _register(self, ssn: Session, ledger: QueueLedger) -> None:
         P = ExtensionPoint
         ssn.add_fn(P.QUEUE_ORDER, NAME, self.queue_order)
         ssn.add_fn(P.RECLAIMABLE, NAME, self.reclaimable)
@@ -86,7 +86,9 @@ class ProportionPlugin:
         ssn.add_fn(P.PREEMPTIVE, NAME, self.preemptive)
         ssn.add_fn(P.JOB_ENQUEUEABLE, NAME, self.job_enqueueable)
         ssn.add_fn(P.JOB_ENQUEUED, NAME, self.job_enqueued)
-        ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
+        ssn.add_event_handler(
+            ledger.placement_handler(queues_of=lambda queue: (queue,), share_of=lambda a: share(a.allocated, a.deserved))
+        )
 
     def on_session_close(self, ssn: Session) -> None:
         self.ledger = None
@@ -162,18 +164,3 @@ class ProportionPlugin:
     def job_enqueued(self, job: JobInfo) -> None:
         if self.ledger is not None:
             self.ledger.reserve(job)
-
-    def _on_allocate(self, task: TaskInfo) -> None:
-        self._update(task, 1.0)
-
-    def _on_deallocate(self, task: TaskInfo) -> None:
-        self._update(task, -1.0)
-
-    def _update(self, task: TaskInfo, sign: float) -> None:
-        if self.ledger is None:
-            return
-        self.ledger.on_placed(task, sign)
-        job = self.ledger.jobs.get(task.job)
-        attr = self._attr(job.queue) if job else None
-        if attr is not None:
-            attr.share = share(attr.allocated, attr.deserved)

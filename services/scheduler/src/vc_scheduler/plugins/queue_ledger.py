@@ -7,12 +7,12 @@ exactly, per resource, and a job's own reservation shrinks as its tasks are plac
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
-from vc_scheduler.framework.interfaces import ALLOWED, Check
+from vc_scheduler.framework.interfaces import ALLOWED, Check, EventHandler
 from vc_scheduler.framework.model import ALLOCATED_STATUSES, JobInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
 from vc_scheduler.framework.resources import ResourceSpace, Vector, exceeding, format_amount
 from vc_scheduler.framework.session import Session
@@ -112,6 +112,23 @@ class QueueLedger:
             attr.reserved -= self.reservations[job.uid]
             self.reservations[job.uid] = self.reservation_of(job)
             attr.reserved += self.reservations[job.uid]
+
+    def placement_handler(
+        self, *, queues_of: Callable[[str], Iterable[str]], share_of: Callable[[QueueAttr], float]
+    ) -> EventHandler:
+        """What proportion and capacity both register: book each (de)allocation against the job's queue,
+        then recompute the shares of the queues it counts towards (`queues_of`: the queue itself, or with
+        a hierarchy the queue and its ancestors)."""
+
+        def placed(task: TaskInfo, sign: float) -> None:
+            self.on_placed(task, sign)
+            job = self.jobs.get(task.job)
+            for name in queues_of(job.queue) if job is not None else ():
+                attr = self.attrs.get(name)
+                if attr is not None:
+                    attr.share = share_of(attr)
+
+        return EventHandler(allocate=lambda task: placed(task, 1.0), deallocate=lambda task: placed(task, -1.0))
 
     def quota_check(self, attr: QueueAttr, request: Vector, limit: Vector, what: str, *, reserved: bool) -> Check:
         """allocated (+ reservations of admitted jobs when `reserved`) + request <= limit, per resource.

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import msgspec
-from vc_core.errors import ConfigError, InvalidObject
 
+from vc_core.errors import ConfigError, InvalidObject
 from vc_scheduler.cycle import apply_result, load_scheduler_conf, run_cycle
 from vc_scheduler.framework.conf import SchedulerConf
 from vc_scheduler.snapshot import ClusterSnapshot, load_snapshot

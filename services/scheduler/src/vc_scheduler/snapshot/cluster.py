@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from vc_core.resources import Resources
-
 from vc_scheduler.snapshot.kube import Affinity, Taint, Toleration
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"

@@ -12,9 +12,9 @@ from typing import Any, Final
 
 import msgspec
 import yaml
+
 from vc_core.errors import InvalidObject
 from vc_core.resources import Resources, add, maximum, parse_resources
-
 from vc_scheduler.snapshot import kube
 from vc_scheduler.snapshot.cluster import (
     ClusterSnapshot,
