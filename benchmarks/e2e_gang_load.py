@@ -13,7 +13,7 @@ goes, per stage (medians and p95 over jobs, from the store's change streams as t
 - bind:        from the scheduler's own metric: a cycle's decision (assume) -> the bind written;
 - node-sim:    last pod bound -> last pod Running.
 
-With --profile DIR each scheduler runs under cProfile and its top functions are printed; the services'
+With --profile DIR every service runs under cProfile and the busiest ones' top functions are printed; the services'
 logs are kept in DIR too (the scheduler logs each cycle's duration and its sharding overhead).
 """
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import pstats
 import re
 import statistics
@@ -35,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from vc_bus.connection import connect
-from vc_bus.server import NatsServer, free_port
+from vc_bus.server import NatsServer, SyncMode, free_port
 from vc_bus.store import NatsStore
 from vc_cli.client import Tephra
 from vc_cli.up import ensure_default_queues
@@ -62,6 +63,15 @@ def scrape(port: int) -> str:
             return str(r.read().decode())
     except OSError:
         return ""
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """User plus system CPU time a process has used so far (Linux /proc), 0 when unknown."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError, TypeError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def metric_sum(text: str, name: str, label: str = "") -> float:
@@ -220,17 +230,21 @@ def stage_report(tl: Timeline) -> list[tuple[str, list[float]]]:
 
 
 async def run_once(
-    nodes: int, pods: int, schedulers: int, concurrency: int, profile: Path | None, lease_ttl: float
+    nodes: int, pods: int, schedulers: int, concurrency: int, profile: Path | None, lease_ttl: float, sync: SyncMode
 ) -> dict[str, float]:
     jobs = pods // GANG
-    with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "nats") as server:
+    with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "nats", sync=sync) as server:
         logs = profile or Path(tmp)  # with --profile the service logs are kept next to the profiles
         await ensure_default_queues(server.url)
         common = ["--nats", server.url]
 
-        def proc(name: str, binary: str, extra: list[str], prefix: list[str] | None = None) -> Proc:
+        def proc(name: str, binary: str, extra: list[str]) -> Proc:
             port = free_port()
-            argv = [*(prefix or [str(BIN / binary)]), *common, "--health-port", str(port), "--instance", name, *extra]
+            launch = [str(BIN / binary)]
+            if profile:  # the same entry point under cProfile: vc-job-controller -> -m vc_job_controller
+                out = str(profile / f"{name}-{schedulers}.prof")
+                launch = [sys.executable, "-m", "cProfile", "-o", out, "-m", binary.replace("-", "_")]
+            argv = [*launch, *common, "--health-port", str(port), "--instance", name, *extra]
             return Proc(name, argv, port)
 
         procs = [
@@ -239,23 +253,8 @@ async def run_once(
             proc("podgroup-controller", "vc-podgroup-controller", []),
             proc("job-controller", "vc-job-controller", []),
         ]
-        sched_procs = []
-        for i in range(schedulers):
-            prefix = (
-                [
-                    sys.executable,
-                    "-m",
-                    "cProfile",
-                    "-o",
-                    str(profile / f"scheduler-{schedulers}-{i}.prof"),
-                    "-m",
-                    "vc_scheduler",
-                ]
-                if profile
-                else None
-            )
-            sched_args = ["--schedule-period", "1", "--lease-ttl", str(lease_ttl)]
-            sched_procs.append(proc(f"scheduler-{i}", "vc-scheduler", sched_args, prefix))
+        sched_args = ["--schedule-period", "1", "--lease-ttl", str(lease_ttl)]
+        sched_procs = [proc(f"scheduler-{i}", "vc-scheduler", sched_args) for i in range(schedulers)]
         procs += sched_procs
         procs.append(
             proc("node-sim", "vc-node-sim", ["--nodes", str(nodes), "--start-delay", "0", "--heartbeat-period", "600"])
@@ -290,8 +289,13 @@ async def run_once(
                     print(f"  timed out: {tl.running}/{pods} pods Running", flush=True)
                 total_s = time.perf_counter() - start
                 watcher.cancel()
+            cpu = {p.name: cpu_seconds(p.proc.pid if p.proc else None) for p in procs}
+            cpu["nats-server"] = cpu_seconds(server.pid)
             await asyncio.sleep(2.0)  # the last gangs' bind events are still being published
             texts = [scrape(p.port) for p in sched_procs]
+            if profile:  # every service's metrics next to its profile
+                for p in procs:
+                    (profile / f"{p.name}-{schedulers}.metrics").write_text(scrape(p.port))
         finally:
             for p in reversed(procs):
                 p.stop()
@@ -304,7 +308,8 @@ async def run_once(
     conflicts = sum(metric_sum(t, "tephra_scheduler_ledger_conflicts_total") for t in texts)
     retries = sum(metric_sum(t, "tephra_scheduler_ledger_retries_total") for t in texts)
     print(
-        f"e2e gang load [{nodes:,} nodes, {pods:,} pods in {jobs:,} gangs of {GANG}, {schedulers} scheduler(s)]: "
+        f"e2e gang load [{nodes:,} nodes, {pods:,} pods in {jobs:,} gangs of {GANG}, {schedulers} scheduler(s), "
+        f"fsync {sync}]: "
         f"{tl.running:,} pods Running after {total_s:.1f}s -> {tl.running / total_s:,.0f} pods/s "
         f"(submit {submit_s:.1f}s = {jobs / submit_s:,.0f} jobs/s)",
         flush=True,
@@ -323,12 +328,14 @@ async def run_once(
         f"refusals), {retries:,.0f} CAS retries",
         flush=True,
     )
+    busiest = sorted(cpu.items(), key=lambda kv: -kv[1])
+    print("  cpu seconds: " + ", ".join(f"{name} {seconds:.1f}" for name, seconds in busiest), flush=True)
     if profile:
-        for i in range(schedulers):
-            path = profile / f"scheduler-{schedulers}-{i}.prof"
+        for name, _ in busiest[:3]:
+            path = profile / f"{name}-{schedulers}.prof"
             if path.exists():
-                print(f"  -- profile of scheduler-{i} (cumulative, top 25)")
-                pstats.Stats(str(path)).sort_stats("cumulative").print_stats(25)
+                print(f"  -- profile of {name} (internal time, top 30; the main thread only)")
+                pstats.Stats(str(path)).sort_stats("tottime").print_stats(30)
     return {"pods_per_s": tl.running / total_s, "total_s": total_s}
 
 
@@ -344,12 +351,18 @@ async def main() -> None:
         default=5.0,
         help="scheduler lease; raise it at 100k pods, where a cycle can starve the renewals",
     )
-    parser.add_argument("--profile", type=Path, help="run schedulers under cProfile, keep profiles here")
+    parser.add_argument("--profile", type=Path, help="run every service under cProfile, keep profiles and logs here")
+    parser.add_argument(
+        "--sync",
+        choices=("always", "default"),
+        default="always",
+        help="nats-server fsync: before every acknowledgement (always) or the JetStream default (every 2 min)",
+    )
     args = parser.parse_args()
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
     for count in (int(c) for c in args.schedulers.split(",")):
-        await run_once(args.nodes, args.pods, count, args.concurrency, args.profile, args.lease_ttl)
+        await run_once(args.nodes, args.pods, count, args.concurrency, args.profile, args.lease_ttl, args.sync)
 
 
 if __name__ == "__main__":

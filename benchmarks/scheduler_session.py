@@ -16,7 +16,9 @@ from vc_scheduler.cycle import load_scheduler_conf, run_cycle
 from vc_scheduler.snapshot import ClusterSnapshot, load_objects
 
 
-def cluster_objects(nodes: int, gangs: int, size: int) -> list[dict[str, Any]]:
+def cluster_objects(nodes: int, gangs: int, size: int, running: int = 0) -> list[dict[str, Any]]:
+    """`nodes` nodes, `gangs` pending gangs of `size`, and `running` gangs already Running (spread
+    over the nodes round-robin: the steady state of a busy cluster, whose pods a session must count)."""
     objects: list[dict[str, Any]] = [
         {
             "kind": "Node",
@@ -39,6 +41,21 @@ def cluster_objects(nodes: int, gangs: int, size: int) -> list[dict[str, Any]]:
             }
         )
         objects.extend(_pod(g, t) for t in range(size))
+    for r in range(running):
+        g = gangs + r
+        objects.append(
+            {
+                "kind": "PodGroup",
+                "metadata": {"name": f"job-{g:04}", "namespace": "bench"},
+                "spec": {"minMember": size, "minResources": {"cpu": str(size), "memory": f"{size}Gi"}},
+                "status": {"phase": "Running", "running": size},
+            }
+        )
+        for t in range(size):
+            pod = _pod(g, t)
+            pod["spec"]["nodeName"] = f"node-{(r * size + t) % nodes:05}"
+            pod["status"]["phase"] = "Running"
+            objects.append(pod)
     return objects
 
 
@@ -76,10 +93,11 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=10_000)
     parser.add_argument("--gangs", type=int, default=1_000)
     parser.add_argument("--size", type=int, default=10)
+    parser.add_argument("--running", type=int, default=0, help="gangs already Running on the nodes")
     parser.add_argument("--profile", action="store_true", help="print the top cProfile entries")
     args = parser.parse_args()
     start = time.perf_counter()
-    snapshot = load_objects(cluster_objects(args.nodes, args.gangs, args.size))
+    snapshot = load_objects(cluster_objects(args.nodes, args.gangs, args.size, args.running))
     load_s = time.perf_counter() - start
     if args.profile:
         profiler = cProfile.Profile()
@@ -89,7 +107,10 @@ def main() -> None:
         profiler.disable()
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
     pods = args.gangs * args.size
-    print(f"scheduler_session: {args.nodes} nodes, {pods} pending pods in {args.gangs} gangs of {args.size}")
+    print(
+        f"scheduler_session: {args.nodes} nodes, {pods} pending pods in {args.gangs} gangs of {args.size}, "
+        f"{args.running * args.size} pods Running"
+    )
     print(f"  snapshot load     {load_s:8.3f} s")
     print(f"  session           {seconds:8.3f} s  ({bound} pods bound)")
     print(f"  pods decided/s    {pods / seconds:8.0f}")

@@ -13,7 +13,7 @@ from vc_scheduler.cycle import CycleResult, CycleStats, load_scheduler_conf
 from vc_scheduler.dispatch import Dispatcher
 from vc_scheduler.framework.decisions import Bind, PodGroupStatusUpdate
 from vc_scheduler.ledger import View
-from vc_scheduler.loop import Plan, SchedulingLoop
+from vc_scheduler.loop import COUNTS_EVERY_S, Plan, SchedulingLoop
 from vc_scheduler.snapshot.cluster import ClusterSnapshot, PodGroupCondition, QueueObj
 
 
@@ -59,4 +59,10 @@ def test_a_status_is_sent_once_until_it_changes() -> None:
         conditions=(replace(cond, transition_id=""), PodGroupCondition("Unschedulable", "True")),
     )
     assert not loop._status_changed("ns/a", update)
+    # Only a pod count moved: held back for COUNTS_EVERY_S, so a gang's pods starting make one write.
+    assert not loop._status_changed("ns/a", replace(update, running=1))
+    signature, sent_at = loop._statuses["ns/a"]
+    loop._statuses["ns/a"] = (signature, sent_at - COUNTS_EVERY_S)
     assert loop._status_changed("ns/a", replace(update, running=1))
+    # A phase change is never held back.
+    assert loop._status_changed("ns/a", replace(update, phase="Completed", running=0, succeeded=2))

@@ -15,6 +15,7 @@ import structlog
 from nats.aio.client import Client
 from nats.js import api
 from nats.js.errors import NotFoundError
+from prometheus_client import Counter
 
 from vc_proto import codec, subjects
 from vc_proto.events import DomainEvent
@@ -24,6 +25,7 @@ log = structlog.get_logger(__name__)
 EVENTS_MAX_AGE_S = 30 * 24 * 3600
 EVENTS_MAX_BYTES = 4 * 1024**3
 _BATCH = 512
+PUBLISHED = Counter("tephra_events_published_total", "History events this process published", ["outcome"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +65,7 @@ class EventPublisher:
     async def publish(self, event: DomainEvent) -> int:
         """Publish once: a retry with the same id inside the 2-minute window is dropped by the server."""
         ack = await self._js.publish(subject_for(event), codec.encode(event), headers={"Nats-Msg-Id": event.id})
+        PUBLISHED.labels("duplicate" if ack.duplicate else "ok").inc()
         return ack.seq
 
 

@@ -23,6 +23,7 @@ from nats.js.errors import (
     KeyWrongLastSequenceError,
 )
 from nats.js.kv import KeyValue
+from prometheus_client import Counter
 
 from vc_bus.kvwatch import watch_bucket
 from vc_bus.objects import (
@@ -41,6 +42,20 @@ from vc_proto.kinds import KINDS, KubeObject
 
 O = TypeVar("O", bound=KubeObject)
 log = structlog.get_logger(__name__)
+
+OPERATIONS = Counter(
+    "tephra_store_operations_total", "Store requests this process made, by kind, operation and outcome",
+    ["kind", "op", "outcome"],
+)
+_counters: dict[tuple[str, str, str], Counter] = {}  # labels() takes a lock and builds a key: memoise
+
+
+def _count(kind: str, op: str, outcome: str = "ok") -> None:
+    counter = _counters.get((kind, op, outcome))
+    if counter is None:
+        counter = _counters[(kind, op, outcome)] = OPERATIONS.labels(kind, op, outcome)
+    counter.inc()
+
 
 _GENERATE_NAME_ATTEMPTS = 8
 _UNCONDITIONAL_DELETE_ATTEMPTS = 32
@@ -86,7 +101,9 @@ class NatsStore:
         try:
             entry = await kv.get(key)
         except (KeyNotFoundError, KeyDeletedError) as exc:
+            _count(kind, "get", "not_found")
             raise NotFound(kind, _display(namespace, name)) from exc
+        _count(kind, "get")
         assert entry.value is not None
         return _decode(entry.value, entry.revision), entry.revision
 
@@ -100,9 +117,11 @@ class NatsStore:
             try:
                 revision = await kv.create(subjects.object_key(namespace, name), codec.encode(stamped))
             except KeyWrongLastSequenceError as exc:
+                _count(kind, "create", "exists")
                 if obj.metadata.name or not obj.metadata.generate_name:
                     raise AlreadyExists(kind, _display(namespace, name)) from exc
                 continue
+            _count(kind, "create")
             return with_meta(stamped, resource_version=str(revision))
         raise AlreadyExists(kind, _display(namespace, name))
 
@@ -115,8 +134,10 @@ class NatsStore:
         try:
             revision = await kv.update(subjects.object_key(namespace, name), data, last=expected)
         except KeyWrongLastSequenceError as exc:
+            _count(kind, "update", "conflict")
             await self._get(kind, namespace, name)  # raises NotFound when it is gone
             raise Conflict(kind, _display(namespace, name), expected=expected) from exc
+        _count(kind, "update")
         return with_meta(obj, resource_version=str(revision))
 
     async def delete(
@@ -164,7 +185,9 @@ class NatsStore:
             # on delete it surfaces as a bare API error with JetStream's "wrong last sequence" codes.
             if isinstance(exc, APIError) and not isinstance(exc, KeyWrongLastSequenceError) and exc.err_code not in _WRONG_LAST:
                 raise
+            _count(kind.__name__, "delete", "conflict")
             raise Conflict(kind.__name__, display, expected=revision) from exc
+        _count(kind.__name__, "delete")
 
     async def list(self, kind: type[O], namespace: str | None = None) -> tuple[list[O], int]:
         return await collect_list(self.watch(kind, namespace=namespace), kind)

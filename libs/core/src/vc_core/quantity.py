@@ -27,10 +27,26 @@ _DECIMAL: Final = {
 }
 _PATTERN: Final = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$")
 MAX_QUANTITY_LENGTH: Final = 64
+# Parsed texts, shared: a cluster uses a handful of distinct quantities ("250m", "1Gi") millions of times
+# and Fraction arithmetic is slow. Bounded: once full, new texts are parsed without being kept.
+_PARSED: dict[str, Fraction] = {}
+_PARSED_MAX: Final = 65_536
 
 
 def parse_quantity(value: str | int | float, *, field: str = "quantity") -> Fraction:
     """Parse a Kubernetes quantity; raise InvalidObject naming `field` when it is not one."""
+    if value.__class__ is str:
+        known = _PARSED.get(value)  # type: ignore[arg-type]
+        if known is not None:
+            return known
+        parsed = _parse(value, field)
+        if len(_PARSED) < _PARSED_MAX:
+            _PARSED[value] = parsed  # type: ignore[index]
+        return parsed
+    return _parse(value, field)
+
+
+def _parse(value: str | int | float, field: str) -> Fraction:
     if isinstance(value, bool):
         raise InvalidObject(field, "quantity", f"{value!r} is not a quantity")
     if isinstance(value, int):

@@ -48,7 +48,7 @@ class JobController:
         self.store = store
         self.delay_store = delays
         self.membership = membership
-        self.executor = PlanExecutor(store, publish, source=source)
+        self.executor = PlanExecutor(store, publish, source=source, remember=self._remember_created)
         self.jobs = Informer(store, Job, on_change=self._job_changed)
         self.pods = Informer(store, Pod, on_change=self._pod_changed)
         self.podgroups = Informer(store, PodGroup, on_change=self._podgroup_changed)
@@ -58,6 +58,14 @@ class JobController:
         self.pending: dict[JobKey, deque[Request]] = {}
         self.delayed: dict[JobKey, dict[str, DelayedAction]] = {}
         self.dispatcher: KeyedDispatcher[JobKey] = KeyedDispatcher(self._handle, workers=workers, name="jobs")
+
+    def _remember_created(self, obj: Pod | PodGroup) -> None:
+        """A pod or PodGroup we just created goes into its informer at once (the watch's copy of the same
+        revision is then a no-op): the next pass sees it and does not create it again."""
+        if isinstance(obj, Pod):
+            self.pods.remember(obj)
+        else:
+            self.podgroups.remember(obj)
 
     # -- intake: changes become requests ----------------------------------------------------------------
     def enqueue(self, key: JobKey, request: Request) -> None:

@@ -25,16 +25,20 @@ from vc_proto.vocabulary import OUT_OF_SYNC_KEY
 
 log = structlog.get_logger(__name__)
 Publish = Callable[[DomainEvent], Awaitable[int]]
+Remember = Callable[[Pod | PodGroup], None]
 _PLUGIN_KINDS: dict[str, type[Service | ConfigMap | Secret | NetworkPolicy]] = {
     "Service": Service, "ConfigMap": ConfigMap, "Secret": Secret, "NetworkPolicy": NetworkPolicy,
 }
 
 
 class PlanExecutor:
-    def __init__(self, store: ObjectStore, publish: Publish, *, source: str) -> None:
+    def __init__(self, store: ObjectStore, publish: Publish, *, source: str, remember: Remember | None = None) -> None:
         self._store = store
         self._publish = publish
         self._source = source
+        # Told of every pod and PodGroup this executor created, so the caller's caches hold them before
+        # the watch delivers them (else the next pass would create them again: client-go's expectations).
+        self._remember = remember
 
     async def execute(self, job: Job, plan: Plan, *, can_write: Callable[[], bool]) -> Job:
         """Returns the job as stored afterwards. Raises Conflict when the job changed meanwhile."""
@@ -76,9 +80,11 @@ class PlanExecutor:
 
     async def _create(self, obj: Pod | PodGroup | Service | ConfigMap | Secret | NetworkPolicy) -> None:
         try:
-            await self._store.create(obj)
+            stored = await self._store.create(obj)
         except AlreadyExists:
-            pass  # a previous attempt (or another life of this controller) got there first
+            return  # a previous attempt (or another life of this controller) got there first
+        if self._remember is not None and isinstance(stored, Pod | PodGroup):
+            self._remember(stored)
 
     async def _write_object(self, write: ObjectWrite) -> None:
         obj = write.obj

@@ -17,17 +17,14 @@ from collections import OrderedDict
 from dataclasses import replace
 from typing import Any
 
-import msgspec
-
 from vc_bus.kvwatch import watch_bucket
 from vc_core.store import WatchOp
 from vc_proto import subjects
 from vc_runtime.aio import until
 from vc_scheduler.snapshot.cluster import ClusterSnapshot, NodeObj, PodGroupObj, PodObj, PriorityClassObj, QueueObj
-from vc_scheduler.snapshot.loader import SnapshotError, load_objects
+from vc_scheduler.snapshot.loader import SnapshotError, decode_json
 
 KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")
-_any = msgspec.json.Decoder(dict[str, Any])
 MAX_TOMBSTONES = 200_000
 
 
@@ -49,6 +46,7 @@ class SchedulerCache:
         # Stored bytes and revision of each unbound pod: a bind is then one compare-and-set, without
         # first reading the pod back (a stale copy only costs a Conflict and the read after all).
         self._unbound_raw: dict[str, tuple[bytes, int]] = {}
+        self._podgroup_raw: dict[str, tuple[bytes, int]] = {}  # the same for status writes
 
     def snapshot(self) -> ClusterSnapshot:
         return ClusterSnapshot(
@@ -84,6 +82,9 @@ class SchedulerCache:
     def stored_unbound(self, pod_key: str) -> tuple[bytes, int] | None:
         return self._unbound_raw.get(pod_key)
 
+    def stored_podgroup(self, key: str) -> tuple[bytes, int] | None:
+        return self._podgroup_raw.get(key)
+
     def bound(self, pod_key: str) -> float | None:
         """The bind was written: stop tracking the assume; the monotonic time it was assumed."""
         held = self._assumed.pop(pod_key, None)
@@ -105,6 +106,8 @@ class SchedulerCache:
                     self._unbound_raw.pop(key, None)
                     if old is not None:
                         self._tombstone(old.uid)
+                elif kind == "PodGroup":
+                    self._podgroup_raw.pop(key, None)
             else:
                 self._put(kind, key, entry.value, table)
                 if kind == "Pod":
@@ -113,6 +116,8 @@ class SchedulerCache:
                         self._unbound_raw[key] = (entry.value, entry.revision)
                     else:
                         self._unbound_raw.pop(key, None)
+                elif kind == "PodGroup":
+                    self._podgroup_raw[key] = (entry.value, entry.revision)
             self.changed.set()
 
     def _tombstone(self, uid: str) -> None:
@@ -121,23 +126,12 @@ class SchedulerCache:
             self._gone.popitem(last=False)
 
     def _put(self, kind: str, key: str, data: bytes, table: dict[str, Any]) -> None:
-        doc = _any.decode(data)
         self._order += 1
         try:
-            snap = load_objects([doc])
+            obj, meta = decode_json(kind, data)
         except SnapshotError:
             self.decode_errors += 1
             return
-        parts = {
-            "Node": snap.nodes,
-            "Pod": snap.pods,
-            "PodGroup": snap.podgroups,
-            "Queue": snap.queues,
-            "PriorityClass": snap.priority_classes,
-        }[kind]
-        if not parts:
-            return
-        obj = parts[0]
         if hasattr(obj, "order"):
             obj = replace(obj, order=self._order)
         if kind == "Pod":
@@ -146,8 +140,7 @@ class SchedulerCache:
                 self._tombstone(old.uid)  # deleted and re-created under the same name
         table[key] = obj
         if kind == "PodGroup":
-            owners = (doc.get("metadata") or {}).get("ownerReferences") or []
-            job = next((o.get("name") for o in owners if o.get("kind") == "Job"), None)
+            job = next((o.name for o in meta.owner_references if o.kind == "Job"), None)
             if job:
                 self.owner_job[key] = job
 

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from fractions import Fraction
+from typing import TypeVar
 
 import msgspec
 import structlog
@@ -41,6 +42,7 @@ from vc_scheduler.metrics import BINDS, ERRORS, EVICTS, FENCED, GANGS, PG_WRITES
 from vc_scheduler.sharding import Ownership, SoleOwner
 
 log = structlog.get_logger(__name__)
+T = TypeVar("T", Pod, PodGroup)
 # Work items in flight. A gang is ~3 requests per pod (reserve, bind, event): 64 gangs of 10 keep
 # ~2,000 requests outstanding; more only piles JetStream timeouts up at 100k pods on 2 cores.
 MAX_IN_FLIGHT = 64
@@ -262,11 +264,7 @@ class Dispatcher:
         namespace, name = bind.pod.split("/", 1)
         stored = self._cache.stored_unbound(bind.pod)
         for attempt in range(5):
-            pod: Pod | None = None
-            if attempt == 0 and stored is not None:
-                cached = codec.decode_object(stored[0])
-                if isinstance(cached, Pod):
-                    pod = with_meta(cached, resource_version=str(stored[1]))
+            pod = _decoded(Pod, stored) if attempt == 0 and stored is not None else None
             if pod is None:
                 try:
                     pod = await self._store.get(Pod, namespace, name)
@@ -320,11 +318,14 @@ class Dispatcher:
         if not self._own.owns(update.podgroup):
             return  # another instance's PodGroup: its owner writes its status
         namespace, name = update.podgroup.split("/", 1)
-        for _ in range(5):
-            try:
-                pg = await self._store.get(PodGroup, namespace, name)
-            except NotFound:
-                return
+        stored = self._cache.stored_podgroup(update.podgroup)
+        for attempt in range(5):
+            pg = _decoded(PodGroup, stored) if attempt == 0 and stored is not None else None
+            if pg is None:  # no copy in the cache, or ours lost a compare-and-set: read the store
+                try:
+                    pg = await self._store.get(PodGroup, namespace, name)
+                except NotFound:
+                    return
             old = pg.status or PodGroupStatus()
             status = _merge_status(old, update)
             if status == old:
@@ -382,6 +383,12 @@ class Dispatcher:
             await self._publish(event)  # type: ignore[operator]
         except Exception as exc:  # history is best effort here; the state itself is in the store
             log.info("event.publish_failed", error=repr(exc), at=time.time())
+
+
+def _decoded(kind: type[T], stored: tuple[bytes, int]) -> T | None:
+    """The cache's stored bytes of an object as the object at that revision (None: not that kind)."""
+    obj = codec.decode_object(stored[0])
+    return with_meta(obj, resource_version=str(stored[1])) if isinstance(obj, kind) else None
 
 
 def _merge_status(old: PodGroupStatus, update: PodGroupStatusUpdate) -> PodGroupStatus:

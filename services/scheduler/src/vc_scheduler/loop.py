@@ -48,6 +48,7 @@ log = structlog.get_logger(__name__)
 MIN_GAP_S = 0.05
 SWEEP_EVERY_S = 2.0
 STATUS_RESEND_S = 5.0
+COUNTS_EVERY_S = 1.0  # a PodGroup whose phase and conditions hold gets its pod counts rewritten at most this often
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +103,11 @@ def _signature(update: PodGroupStatusUpdate) -> tuple[object, ...]:
         update.failed,
         tuple(sorted(_conditions(update.conditions).items())),
     )
+
+
+def _counts_only(sent: tuple[object, ...], now: tuple[object, ...]) -> bool:
+    """Two signatures differ only in the pod counts (phase and conditions are the same)."""
+    return sent[0] == now[0] and sent[4] == now[4] and sent != now
 
 
 def _stored_matches(phase: str, stored: tuple[PodGroupCondition, ...], update: PodGroupStatusUpdate) -> bool:
@@ -202,6 +208,8 @@ class SchedulingLoop:
             return False
         signature, now = _signature(update), time.monotonic()
         sent = self._statuses.get(key)
+        if sent is not None and _counts_only(sent[0], signature) and now - sent[1] < COUNTS_EVERY_S:
+            return False  # only running/succeeded/failed moved: wait, so a gang's pods make one write
         if sent is not None and sent[0] == signature:
             cached = self.cache.podgroups.get(key)
             if now - sent[1] < STATUS_RESEND_S or (

@@ -11,6 +11,11 @@ import msgspec
 Quantities = dict[str, str | int | float]
 
 
+class OwnerReference(msgspec.Struct, rename="camel", kw_only=True):
+    kind: str = ""
+    name: str = ""
+
+
 class ObjectMeta(msgspec.Struct, rename="camel", kw_only=True):
     name: str = ""
     namespace: str = ""
@@ -19,6 +24,7 @@ class ObjectMeta(msgspec.Struct, rename="camel", kw_only=True):
     annotations: dict[str, str] = {}
     creation_timestamp: str | None = None
     deletion_timestamp: str | None = None
+    owner_references: list[OwnerReference] = []
 
 
 class Taint(msgspec.Struct, rename="camel", kw_only=True):

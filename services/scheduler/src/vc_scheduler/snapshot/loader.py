@@ -80,23 +80,53 @@ def _expand_list(index: int, doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return items
 
 
+_VIEWS: Final[dict[str, type[msgspec.Struct]]] = {
+    "Node": kube.Node,
+    "Pod": kube.Pod,
+    "PodGroup": kube.PodGroup,
+    "Queue": kube.Queue,
+    "PriorityClass": kube.PriorityClass,
+}
+_JSON_DECODERS: Final = {kind: msgspec.json.Decoder(view, strict=False) for kind, view in _VIEWS.items()}
+
+
+def decode_json(kind: str, data: bytes, index: int = 0) -> tuple[object, kube.ObjectMeta]:
+    """One stored object's JSON straight into its snapshot view (no intermediate dict: this is the
+    scheduler cache's per-event path), with the metadata view (owner references) alongside."""
+    try:
+        view = _JSON_DECODERS[kind].decode(data)
+    except msgspec.DecodeError as exc:
+        raise _snapshot_error(index, kind, exc) from exc
+    return _convert(index, kind, view), view.metadata  # type: ignore[attr-defined]
+
+
 def _decode(index: int, kind: str, obj: Mapping[str, Any]) -> object:
+    try:
+        view = msgspec.convert(obj, _VIEWS[kind], strict=False)
+    except msgspec.ValidationError as exc:
+        raise _snapshot_error(index, kind, exc) from exc
+    return _convert(index, kind, view)
+
+
+def _snapshot_error(index: int, kind: str, exc: msgspec.DecodeError) -> SnapshotError:
+    match = _PATH.search(str(exc))
+    field = match.group(1) if match and match.group(1) else "(document)"
+    return SnapshotError(index, kind, field, str(exc).split(" - at ")[0])
+
+
+def _convert(index: int, kind: str, view: Any) -> object:
     try:
         match kind:
             case "Node":
-                return _node(msgspec.convert(obj, kube.Node, strict=False))
+                return _node(view)
             case "Pod":
-                return _pod(msgspec.convert(obj, kube.Pod, strict=False), index)
+                return _pod(view, index)
             case "PodGroup":
-                return _podgroup(msgspec.convert(obj, kube.PodGroup, strict=False), index)
+                return _podgroup(view, index)
             case "Queue":
-                return _queue(msgspec.convert(obj, kube.Queue, strict=False), index)
+                return _queue(view, index)
             case _:
-                return _priority_class(msgspec.convert(obj, kube.PriorityClass, strict=False))
-    except msgspec.ValidationError as exc:
-        match = _PATH.search(str(exc))
-        field = match.group(1) if match and match.group(1) else "(document)"
-        raise SnapshotError(index, kind, field, str(exc).split(" - at ")[0]) from exc
+                return _priority_class(view)
     except InvalidObject as exc:
         raise SnapshotError(index, kind, exc.field, exc.message) from exc
 

@@ -1,0 +1,40 @@
+"""The plan executor tells its caller what it created, so the caches hold it before the watch does."""
+
+from __future__ import annotations
+
+import asyncio
+
+from jc_builders import job, task
+
+from vc_bus.testing import MemoryStore
+from vc_job_controller.executor import PlanExecutor
+from vc_job_controller.logic.plan import Plan
+from vc_job_controller.logic.pods import build_job_pod
+from vc_proto.core import Pod
+from vc_proto.events import DomainEvent
+from vc_proto.scheduling import PodGroup
+
+
+async def _no_history(event: DomainEvent) -> int:
+    return 0
+
+
+def test_created_pods_are_remembered_and_existing_ones_are_not() -> None:
+    async def scenario() -> None:
+        store = MemoryStore()
+        j = job([task("worker", 2)], name="train", phase="Pending")
+        spec = j.spec.tasks[0]  # type: ignore[index, union-attr]
+        first, second = build_job_pod(j, spec, 0), build_job_pod(j, spec, 1)
+        await store.create(first)  # an earlier pass created it; the watch has not told us yet
+        remembered: list[Pod | PodGroup] = []
+        executor = PlanExecutor(store, _no_history, source="test", remember=remembered.append)
+
+        await executor.execute(j, Plan(pods_to_create=(first, second)), can_write=lambda: True)
+
+        assert [p.metadata.name for p in remembered] == ["train-worker-1"]
+        stored = await store.get(Pod, "ns", "train-worker-1")
+        # What is remembered is the stored object (uid and revision), so the watch's copy is an echo.
+        assert remembered[0].metadata.uid == stored.metadata.uid
+        assert remembered[0].metadata.resource_version == stored.metadata.resource_version
+
+    asyncio.run(scenario())
