@@ -9,6 +9,7 @@ from datetime import datetime
 from functools import partial
 
 from vc_scheduler.actions import in_tree_actions
+from vc_scheduler.framework.build import TaskMemo
 from vc_scheduler.framework.conf import SchedulerConf, default_conf, load_conf
 from vc_scheduler.framework.decisions import Bind, Evict, PodGroupStatusUpdate, QueueStatusUpdate
 from vc_scheduler.framework.framework import close_session, open_session
@@ -74,8 +75,10 @@ def run_cycle(
     plugins: Registry[PluginFactory] | None = None,
     actions: Registry[ActionFactory] | None = None,
     clock: Clock = time.perf_counter,
+    memo: TaskMemo | None = None,
 ) -> CycleResult:
-    """Open a session, run the configured actions in order, close it."""
+    """Open a session, run the configured actions in order, close it. A `memo` carried from one call
+    to the next saves rebuilding the tasks of unchanged pods (see TaskMemo)."""
     conf = conf or load_scheduler_conf()
     plugins = plugins or in_tree_plugins()
     actions = actions or in_tree_actions()
@@ -89,6 +92,7 @@ def run_cycle(
         uid=session_uid,
         scheduler_names=scheduler_names,
         timed=timer,
+        memo=memo,
     )
     pending = sum(job.count(TaskStatus.PENDING) for job in ssn.jobs.values())
     for name in conf.actions:

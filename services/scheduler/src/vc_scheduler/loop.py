@@ -27,6 +27,7 @@ from vc_scheduler import metrics
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.cycle import CycleResult, run_cycle
 from vc_scheduler.dispatch import Dispatcher, Gang
+from vc_scheduler.framework.build import TaskMemo
 from vc_scheduler.framework.conf import SchedulerConf
 from vc_scheduler.framework.decisions import Bind, Evict, PodGroupStatusUpdate
 from vc_scheduler.ledger import Record, View
@@ -74,6 +75,7 @@ def plan_cycle(
     ledger_records: list[tuple[str, Record]],
     session_uid: str,
     sharded: bool,
+    memo: TaskMemo | None = None,
 ) -> Plan:
     """PURE (runs in a worker thread): view, shard, one scheduling cycle."""
     started = time.perf_counter()
@@ -86,7 +88,7 @@ def plan_cycle(
     else:
         snapshot, owned = full, len(full.podgroups)
     shard_s = time.perf_counter() - started
-    result = run_cycle(snapshot, conf, now=datetime.now(UTC), session_uid=session_uid)
+    result = run_cycle(snapshot, conf, now=datetime.now(UTC), session_uid=session_uid, memo=memo)
     return Plan(result, snapshot, view, owned, shard_s)
 
 
@@ -140,6 +142,7 @@ class SchedulingLoop:
         self.last: CycleResult | None = None
         self._last_view: View | None = None
         self._statuses: dict[str, tuple[tuple[object, ...], float]] = {}  # PodGroup -> (last status sent, when)
+        self._memo = TaskMemo()  # tasks of unchanged pods carry over between cycles
 
     async def run(self, shutdown: asyncio.Event) -> None:
         while not shutdown.is_set():
@@ -168,6 +171,7 @@ class SchedulingLoop:
             ledger_records=self.ledger.records() if self.ledger else [],
             session_uid=f"{self.instance}-{cycle}",
             sharded=self.ledger is not None,
+            memo=self._memo,
         )
         result = plan.result
         self.last = result

@@ -62,7 +62,11 @@ class AllocateAction:
             if queue.name not in jobs_by_queue:
                 jobs_by_queue[queue.name] = PriorityQueue(ssn.job_order)
                 queues.push(queue)
-            jobs_by_queue[queue.name].push(job)
+            # A job with nothing to place would be popped and skipped (its worksheet is empty, its
+            # queue's order unchanged): leave it out, so a busy cluster's many running jobs cost no
+            # ordering work.
+            if any(not t.best_effort for t in job.tasks_in(TaskStatus.PENDING)):
+                jobs_by_queue[queue.name].push(job)
         return queues, jobs_by_queue
 
     @staticmethod

@@ -38,8 +38,8 @@ class BackfillAction:
         jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
         for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
             queue = ssn.queue_of(job)
-            if job.is_pending() or queue is None:
-                continue
+            if job.is_pending() or queue is None or not _has_best_effort(job):
+                continue  # (a job without best-effort work would contribute nothing below)
             if queue.name not in jobs_by_queue:
                 jobs_by_queue[queue.name] = PriorityQueue(ssn.job_order)
                 queues.push(queue)
@@ -50,6 +50,10 @@ class BackfillAction:
             while not jobs.empty():
                 ordered.extend(_job_best_effort(ssn, jobs.pop()))
         return ordered
+
+
+def _has_best_effort(job: JobInfo) -> bool:
+    return any(t.best_effort for t in (*job.tasks_in(TaskStatus.PENDING), *job.tasks_in(TaskStatus.PIPELINED)))
 
 
 def _job_best_effort(ssn: Session, job: JobInfo) -> list[TaskInfo]:

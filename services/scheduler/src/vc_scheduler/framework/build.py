@@ -143,6 +143,39 @@ def _class_policy(pod: PodObj, classes: Mapping[str, PriorityClassObj]) -> str:
     return pc.preemption_policy if pc is not None else ""
 
 
+class TaskMemo:
+    """Tasks built in the previous session, for the next one (held by the caller between cycles).
+
+    The scheduler's cache hands a cycle the same immutable PodObj while a pod is unchanged, so a
+    session can copy that pod's TaskInfo instead of building it again (parsing its placement, its
+    priority, its request vector): on a busy cluster nearly every pod is unchanged from one cycle to
+    the next. The memo is only valid for the same resource names and priority classes; it keeps the
+    tasks of the last session only, so it never outgrows the cluster.
+    """
+
+    def __init__(self) -> None:
+        self._context: object = None
+        self._tasks: dict[str, TaskInfo] = {}
+        self._next: dict[str, TaskInfo] = {}
+
+    def begin(self, space: ResourceSpace, classes: Mapping[str, PriorityClassObj]) -> None:
+        context = (space.names, tuple(sorted(classes.items())))
+        if context != self._context:
+            self._context, self._tasks = context, {}
+        self._next = {}
+
+    def task(self, pod: PodObj, job_uid: str, space: ResourceSpace, classes: Mapping[str, PriorityClassObj]) -> TaskInfo:
+        built = self._tasks.get(pod.uid)
+        if built is None or built.pod is not pod or built.job != job_uid:
+            built = build_task(pod, job_uid, space, classes)
+            built.resreq.flags.writeable = False  # shared by every later copy
+        self._next[pod.uid] = built
+        return built.clone()
+
+    def end(self) -> None:
+        self._tasks, self._next = self._next, {}
+
+
 def build_jobs_and_tasks(
     snapshot: ClusterSnapshot,
     *,
@@ -151,16 +184,19 @@ def build_jobs_and_tasks(
     queues: Mapping[str, QueueInfo],
     classes: Mapping[str, PriorityClassObj],
     scheduler_names: Iterable[str],
+    memo: TaskMemo | None = None,
 ) -> dict[str, JobInfo]:
     """Jobs of PodGroups whose queue exists; every occupying pod is accounted on its node."""
     jobs = {pg.key: build_job(pg, space, classes) for pg in snapshot.podgroups if pg.queue in queues}
     ours = frozenset(scheduler_names)
+    memo = memo or TaskMemo()
+    memo.begin(space, classes)
     for pod in snapshot.pods:
         group = pod.group_name
         job = jobs.get(f"{pod.namespace}/{group}") if group and pod.scheduler_name in ours else None
         if job is None and not (pod.node_name and pod.phase in OCCUPYING_PHASES):
             continue
-        task = build_task(pod, job.uid if job else "", space, classes)
+        task = memo.task(pod, job.uid if job else "", space, classes)
         if job is not None:
             job.add_task(task)
         node = nodes.by_name.get(task.node_name)
@@ -168,4 +204,5 @@ def build_jobs_and_tasks(
             nodes.add_task(node, task)
         elif job is not None and task.node_name and node is None:
             task.node_name = ""  # its node is gone from the snapshot
+    memo.end()
     return jobs

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from functools import partial
 
-from vc_scheduler.framework.build import build_jobs_and_tasks, build_queues, resource_space
+from vc_scheduler.framework.build import TaskMemo, build_jobs_and_tasks, build_queues, resource_space
 from vc_scheduler.framework.conf import SchedulerConf
 from vc_scheduler.framework.decisions import PodGroupStatusUpdate, QueueStatusUpdate
 from vc_scheduler.framework.interfaces import Plugin, PluginFactory
@@ -36,13 +36,20 @@ def open_session(
     uid: str,
     scheduler_names: Iterable[str] = ("volcano",),
     timed: Callable[[str, Callable[[], None]], None] = lambda _name, fn: fn(),
+    memo: TaskMemo | None = None,
 ) -> tuple[Session, list[Plugin]]:
     space = resource_space(snapshot)
     nodes = NodeTable(space, snapshot.nodes)
     queues = build_queues(snapshot)
     classes = {pc.name: pc for pc in snapshot.priority_classes}
     jobs = build_jobs_and_tasks(
-        snapshot, space=space, nodes=nodes, queues=queues, classes=classes, scheduler_names=scheduler_names
+        snapshot,
+        space=space,
+        nodes=nodes,
+        queues=queues,
+        classes=classes,
+        scheduler_names=scheduler_names,
+        memo=memo,
     )
     ssn = Session(
         uid=uid, conf=conf, space=space, nodes=nodes, jobs=jobs, queues=queues, priority_classes=classes, now=now

@@ -68,6 +68,14 @@ class TaskInfo:
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
+    def clone(self) -> TaskInfo:
+        """A fresh copy to mutate in a new session (`resreq` is shared: it is never written in place)."""
+        return TaskInfo(
+            self.uid, self.name, self.namespace, self.job, self.role, self.resreq, self.best_effort,
+            self.priority, self.preemptable, self.status, self.pod, self.class_key, self.index,
+            self.node_name, self.preemption_policy, self.last_tx_status,
+        )
+
 
 @dataclass(slots=True, eq=False)
 class JobInfo:
