@@ -39,8 +39,25 @@ def test_binds_are_grouped_per_podgroup_with_capacities_and_capped_queue() -> No
     a, b = gangs["ns/a"], gangs["ns/b"]
     assert [x.pod for x in a.binds] == ["ns/a0", "ns/a1"]
     assert set(a.capacities) == {"n1", "n2"} and a.capacities["n1"]["pods"] == 10
-    assert a.queue == "capped" and a.queue_capability == {"cpu": Fraction(3)}
-    assert b.queue == "" and a.requests["uid-a0"] == {"cpu": Fraction(1)}
+    assert a.capped_queues == (("capped", {"cpu": Fraction(3)}),)
+    assert b.capped_queues == () and a.requests["uid-a0"] == {"cpu": Fraction(1)}
+
+
+def test_a_gang_is_reserved_on_every_capped_ancestor_of_its_queue() -> None:
+    snap = ClusterSnapshot(
+        nodes=(node("n1"),),
+        pods=(pod("a0", "a"),),
+        podgroups=(group("a", "leaf", min_member=1),),
+        queues=(
+            QueueObj(name="org", capability={"cpu": Fraction(8)}),
+            QueueObj(name="team", parent="org"),  # no capability of its own: nothing to reserve
+            QueueObj(name="leaf", parent="team", capability={"cpu": Fraction(2)}),
+            QueueObj(name="root", capability={"cpu": Fraction(100)}),
+        ),
+    )
+    plan = Plan(result(Bind("ns/a0", "uid-a0", "n1")), snap, View(), 1, 0.0)
+    (gang,) = loop_with(SchedulerCache())._gangs(plan)
+    assert [name for name, _ in gang.capped_queues] == ["leaf", "org", "root"]
 
 
 def test_a_status_is_sent_once_until_it_changes() -> None:

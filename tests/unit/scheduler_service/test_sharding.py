@@ -9,7 +9,7 @@ from service_builders import group, pod
 from vc_runtime.membership import rendezvous_owner
 from vc_scheduler import ledger
 from vc_scheduler.sharding import ledger_view, live_reservations, node_capacity, owner_filter, shard_snapshot
-from vc_scheduler.snapshot.cluster import ClusterSnapshot, NodeObj
+from vc_scheduler.snapshot.cluster import ClusterSnapshot, NodeObj, QueueObj
 
 NOW = 1_000_000.0
 
@@ -45,6 +45,18 @@ def test_view_indexes_occupying_pods_by_node_and_queue() -> None:
     assert set(v.occupying_node("n1")) == {"uid-a"}
     assert set(v.occupying_queue("q")) == {"uid-a"}
     assert v.pods["uid-a"].requests["pods"] == 1
+
+
+def test_view_counts_a_pod_under_its_queues_ancestors() -> None:
+    snap = ClusterSnapshot(
+        pods=(pod("a", "g1", node="n1", phase="Running"), pod("b", "g2", node="n1", phase="Running")),
+        podgroups=(group("g1", queue="dev"), group("g2", queue="ops")),
+        queues=(QueueObj("eng"), QueueObj("dev", parent="eng"), QueueObj("ops")),
+    )
+    v = ledger_view(snap, gone=frozenset(), live=frozenset({"x"}), instance="x", epoch=1)
+    assert set(v.occupying_queue("dev")) == {"uid-a"}
+    assert set(v.occupying_queue("eng")) == {"uid-a"}
+    assert set(v.occupying_queue("root")) == {"uid-a", "uid-b"}
 
 
 def test_live_reservations_skip_pruned() -> None:

@@ -8,7 +8,6 @@ from vc_runtime.service import main_entry
 from vc_runtime.settings import parse
 from vc_scheduler.app import SchedulerApp, add_arguments
 
-
 # Cycles run in a worker thread while the event loop binds. Every syscall the loop makes (a socket
 # send, even nats-py's urandom per request) lets go of the GIL, and getting it back from a busy cycle
 # takes up to the switch interval: at CPython's default 5 ms the binds crawl while a cycle runs.

@@ -1,7 +1,8 @@
 """SHELL: carry out a cycle's decisions through the store without blocking the next cycle.
 
 Binds come as gangs (one PodGroup's binds of one cycle). A gang is first reserved in the placement
-ledger (ledger_kv.py): on its capped queue, then on each of its nodes, all or nothing (a refused
+ledger (ledger_kv.py): on its queue and each ancestor that has a capability, then on each of its
+nodes, all or nothing (a refused
 node rolls back the reservations already made). Only then are its pods bound, each a compare-and-set
 on the pod (only an unbound, undeleted pod of the same uid is bound, the fence the binding
 subresource gives in Kubernetes). Evictions delete gracefully; PodGroup statuses are written only
@@ -16,7 +17,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
 from typing import TypeVar
@@ -58,8 +59,9 @@ class Gang:
     requests: Mapping[str, Resources]  # by pod uid (without `pods`)
     capacities: Mapping[str, Mapping[str, Fraction]]  # by node
     view: View
-    queue: str = ""  # set only when the queue has a capability
-    queue_capability: Mapping[str, Fraction] = field(default_factory=dict)
+    # The gang's queue and its ancestors that have a capability (nearest first), with it: the gang is
+    # reserved on each, so no capability in the hierarchy is exceeded across instances.
+    capped_queues: tuple[tuple[str, Mapping[str, Fraction]], ...] = ()
 
 
 Work = Gang | Evict | PodGroupStatusUpdate
@@ -207,20 +209,20 @@ class Dispatcher:
                 for b in binds
             }
 
-        if gang.queue:
+        for queue, capability in gang.capped_queues:
             self._fence("ledger queue")
             outcome = await self._ledger.reserve(
-                queue_key(gang.queue),
+                queue_key(queue),
                 reservations(list(gang.binds)),
-                gang.queue_capability,
-                gang.view.occupying_queue(gang.queue),
+                capability,
+                gang.view.occupying_queue(queue),
                 gang.view,
                 node=None,
             )
             if outcome.record is None:
-                log.info("gang.queue_full", podgroup=gang.podgroup, queue=gang.queue, over=outcome.over)
+                log.info("gang.queue_full", podgroup=gang.podgroup, queue=queue, over=outcome.over)
                 return False
-            held.append((queue_key(gang.queue), [b.uid for b in gang.binds]))
+            held.append((queue_key(queue), [b.uid for b in gang.binds]))
         by_node: dict[str, list[Bind]] = defaultdict(list)
         for b in gang.binds:
             by_node[b.node].append(b)

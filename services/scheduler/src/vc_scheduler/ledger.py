@@ -94,14 +94,21 @@ class View:
     by_queue: Mapping[str, Mapping[str, Resources]] = field(default_factory=dict)
 
     @staticmethod
-    def of(pods: Mapping[str, PodState], **kwargs: object) -> View:
+    def of(pods: Mapping[str, PodState], *, parents: Mapping[str, str] | None = None, **kwargs: object) -> View:
+        """`parents` maps a queue to its parent: a pod then counts against its queue and every ancestor
+        (a hierarchical queue's capability holds for the sum of its subtree)."""
         by_node: dict[str, dict[str, Resources]] = {}
         by_queue: dict[str, dict[str, Resources]] = {}
+        chains: dict[str, tuple[str, ...]] = {}
         for uid, p in pods.items():
             if p.node and not p.terminal:
                 by_node.setdefault(p.node, {})[uid] = p.requests
                 if p.queue:
-                    by_queue.setdefault(p.queue, {})[uid] = p.requests
+                    chain = chains.get(p.queue)
+                    if chain is None:
+                        chain = chains[p.queue] = queue_chain(p.queue, parents or {})
+                    for queue in chain:
+                        by_queue.setdefault(queue, {})[uid] = p.requests
         return View(pods=pods, by_node=by_node, by_queue=by_queue, **kwargs)  # type: ignore[arg-type]
 
     def occupying_node(self, node: str) -> Mapping[str, Resources]:
@@ -109,6 +116,14 @@ class View:
 
     def occupying_queue(self, queue: str) -> Mapping[str, Resources]:
         return self.by_queue.get(queue, {})
+
+
+def queue_chain(queue: str, parents: Mapping[str, str]) -> tuple[str, ...]:
+    """The queue and its ancestors, nearest first (a parent cycle, which admission rejects, is cut)."""
+    chain = [queue]
+    while (parent := parents.get(chain[-1], "")) and parent not in chain:
+        chain.append(parent)
+    return tuple(chain)
 
 
 def keep(uid: str, res: Reservation, view: View, now: float, *, node: str | None) -> bool:

@@ -13,7 +13,7 @@ import itertools
 import time
 import traceback
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -30,7 +30,7 @@ from vc_scheduler.dispatch import Dispatcher, Gang
 from vc_scheduler.framework.build import TaskMemo
 from vc_scheduler.framework.conf import SchedulerConf
 from vc_scheduler.framework.decisions import Bind, Evict, PodGroupStatusUpdate
-from vc_scheduler.ledger import Record, View
+from vc_scheduler.ledger import Record, View, queue_chain
 from vc_scheduler.ledger import prune as prune_record
 from vc_scheduler.ledger_kv import Ledger
 from vc_scheduler.sharding import (
@@ -43,7 +43,7 @@ from vc_scheduler.sharding import (
     podgroup_key,
     shard_snapshot,
 )
-from vc_scheduler.snapshot.cluster import ClusterSnapshot, PodGroupCondition
+from vc_scheduler.snapshot.cluster import ROOT_QUEUE, ClusterSnapshot, PodGroupCondition, PodGroupObj, QueueObj
 
 log = structlog.get_logger(__name__)
 MIN_GAP_S = 0.05
@@ -117,6 +117,15 @@ def _stored_matches(phase: str, stored: tuple[PodGroupCondition, ...], update: P
     a write keeps the conditions an update does not mention)."""
     have = _conditions(stored)
     return phase == update.phase and all(have.get(t) == v for t, v in _conditions(update.conditions).items())
+
+
+def _capped(pg: PodGroupObj | None, queues: Mapping[str, QueueObj]) -> tuple[tuple[str, dict[str, Fraction]], ...]:
+    """The PodGroup's queue and its ancestors, nearest first, that have a capability."""
+    if pg is None:
+        return ()
+    parents = {name: q.parent or ROOT_QUEUE for name, q in queues.items() if name != ROOT_QUEUE}
+    chain = (queues[name] for name in queue_chain(pg.queue, parents) if name in queues)
+    return tuple((q.name, dict(q.capability)) for q in chain if q.capability)
 
 
 class SchedulingLoop:
@@ -243,18 +252,8 @@ class SchedulingLoop:
             requests = {b.uid: dict(pods[b.pod].requests) for b in binds if b.pod in pods}
             capacities = {b.node: node_capacity(nodes[b.node]) for b in binds if b.node in nodes}
             pg = groups.get(key) if key else None
-            queue = queues.get(pg.queue) if pg else None
-            capped = queue is not None and bool(queue.capability)
             gangs.append(
-                Gang(
-                    key,
-                    tuple(binds),
-                    requests,
-                    capacities,
-                    plan.view,
-                    queue=queue.name if capped and queue else "",
-                    queue_capability=dict(queue.capability) if capped and queue else {},
-                )
+                Gang(key, tuple(binds), requests, capacities, plan.view, capped_queues=_capped(pg, queues))
             )
         return gangs
 

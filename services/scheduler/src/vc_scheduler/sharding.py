@@ -22,7 +22,7 @@ from vc_core.resources import PODS
 from vc_proto.subjects import unescape_token
 from vc_runtime.membership import rendezvous_owner
 from vc_scheduler.ledger import PodState, Record, View, keep
-from vc_scheduler.snapshot.cluster import ClusterSnapshot, NodeObj, PodObj
+from vc_scheduler.snapshot.cluster import ROOT_QUEUE, ClusterSnapshot, NodeObj, PodObj
 
 
 class Ownership(Protocol):
@@ -110,7 +110,8 @@ def ledger_view(
         )
         for pod in snapshot.pods
     }
-    return View.of(pods, gone=gone, live=live, instance=instance, epoch=epoch)
+    parents = {q.name: q.parent or ROOT_QUEUE for q in snapshot.queues if q.name != ROOT_QUEUE}
+    return View.of(pods, parents=parents, gone=gone, live=live, instance=instance, epoch=epoch)
 
 
 def live_reservations(records: Iterable[tuple[str, Record]], view: View, now: float) -> dict[str, str]:
