@@ -16,10 +16,19 @@ from vc_scheduler.ledger import View
 from vc_scheduler.loop import COUNTS_EVERY_S, Plan, SchedulingLoop
 from vc_scheduler.snapshot.cluster import ClusterSnapshot, PodGroupCondition, QueueObj
 
+HIERARCHY_CONF = """
+actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: gang
+  - name: capacity
+    enableHierarchy: true
+"""
 
-def loop_with(cache: SchedulerCache) -> SchedulingLoop:
+
+def loop_with(cache: SchedulerCache, conf: str | None = None) -> SchedulingLoop:
     dispatcher = Dispatcher(None, cache, None, source="test")  # type: ignore[arg-type]
-    return SchedulingLoop(cache, dispatcher, load_scheduler_conf(), period_s=1.0, instance="s0")
+    return SchedulingLoop(cache, dispatcher, load_scheduler_conf(conf), period_s=1.0, instance="s0")
 
 
 def result(*decisions: Bind) -> CycleResult:
@@ -56,8 +65,11 @@ def test_a_gang_is_reserved_on_every_capped_ancestor_of_its_queue() -> None:
         ),
     )
     plan = Plan(result(Bind("ns/a0", "uid-a0", "n1")), snap, View(), 1, 0.0)
-    (gang,) = loop_with(SchedulerCache())._gangs(plan)
+    (gang,) = loop_with(SchedulerCache(), HIERARCHY_CONF)._gangs(plan)
     assert [name for name, _ in gang.capped_queues] == ["leaf", "org", "root"]
+    # Without a queue tree in the conf (Volcano's default proportion) parents cap nothing.
+    (flat,) = loop_with(SchedulerCache())._gangs(plan)
+    assert [name for name, _ in flat.capped_queues] == ["leaf"]
 
 
 def test_a_status_is_sent_once_until_it_changes() -> None:

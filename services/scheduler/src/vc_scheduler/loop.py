@@ -119,10 +119,25 @@ def _stored_matches(phase: str, stored: tuple[PodGroupCondition, ...], update: P
     return phase == update.phase and all(have.get(t) == v for t, v in _conditions(update.conditions).items())
 
 
-def _capped(pg: PodGroupObj | None, queues: Mapping[str, QueueObj]) -> tuple[tuple[str, dict[str, Fraction]], ...]:
-    """The PodGroup's queue and its ancestors, nearest first, that have a capability."""
+def hierarchical(conf: SchedulerConf) -> bool:
+    """Whether the conf enforces ancestors' capabilities (capacity with enableHierarchy); without it
+    Volcano ignores `spec.parent` for capability, and so does the ledger."""
+    return any(
+        option.name == "capacity" and bool({**option.arguments, **option.flags}.get("enableHierarchy"))
+        for tier in conf.tiers
+        for option in tier.plugins
+    )
+
+
+def _capped(
+    pg: PodGroupObj | None, queues: Mapping[str, QueueObj], *, tree: bool
+) -> tuple[tuple[str, dict[str, Fraction]], ...]:
+    """The PodGroup's queue and (in a queue tree) its ancestors, nearest first, that have a capability."""
     if pg is None:
         return ()
+    if not tree:
+        own = queues.get(pg.queue)
+        return ((own.name, dict(own.capability)),) if own is not None and own.capability else ()
     parents = {name: q.parent or ROOT_QUEUE for name, q in queues.items() if name != ROOT_QUEUE}
     chain = (queues[name] for name in queue_chain(pg.queue, parents) if name in queues)
     return tuple((q.name, dict(q.capability)) for q in chain if q.capability)
@@ -152,6 +167,7 @@ class SchedulingLoop:
         self._last_view: View | None = None
         self._statuses: dict[str, tuple[tuple[object, ...], float]] = {}  # PodGroup -> (last status sent, when)
         self._memo = TaskMemo()  # tasks of unchanged pods carry over between cycles
+        self._tree = hierarchical(conf)
 
     async def run(self, shutdown: asyncio.Event) -> None:
         while not shutdown.is_set():
@@ -253,7 +269,7 @@ class SchedulingLoop:
             capacities = {b.node: node_capacity(nodes[b.node]) for b in binds if b.node in nodes}
             pg = groups.get(key) if key else None
             gangs.append(
-                Gang(key, tuple(binds), requests, capacities, plan.view, capped_queues=_capped(pg, queues))
+                Gang(key, tuple(binds), requests, capacities, plan.view, capped_queues=_capped(pg, queues, tree=self._tree))
             )
         return gangs
 
