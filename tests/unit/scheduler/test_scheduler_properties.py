@@ -5,15 +5,19 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from vc_scheduler.cycle import CycleResult, apply_result, load_scheduler_conf, run_cycle
+from vc_scheduler.framework.build import TaskMemo
 from vc_scheduler.snapshot import ClusterSnapshot, load_objects
 
 RESOURCES = ("cpu", "nvidia.com/gpu")
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -264,3 +268,20 @@ def _assert_cycles_keep_nodes_within_capacity(snapshot: ClusterSnapshot, result:
                 load[pod.node_name] += pod.requests.get("cpu", Fraction(0))
         assert all(load[f"n{i}"] <= cpu for i, cpu in enumerate(nodes)), f"overcommitted after cycle {cycle + 1}"
         result = run_cycle(snapshot, conf, session_uid=f"cycle-{cycle + 2}")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters)
+def test_a_memo_carried_between_cycles_changes_no_decision(cluster: tuple[Any, Any, Any]) -> None:
+    """Three cycles in a row (each on the cluster the previous one left), once rebuilding every task
+    and once copying unchanged pods' tasks from the previous cycle: the same decisions every time."""
+    conf = load_scheduler_conf()
+    fresh = memoised = load_objects(_objects(*cluster))
+    memo = TaskMemo()
+    for cycle in range(3):
+        uid = f"s-{cycle}"
+        expected = run_cycle(fresh, conf, session_uid=uid, now=NOW)
+        got = run_cycle(memoised, conf, session_uid=uid, now=NOW, memo=memo)
+        assert got.decisions == expected.decisions
+        assert got.podgroups == expected.podgroups and got.pipelined == expected.pipelined
+        fresh, memoised = apply_result(fresh, expected), apply_result(memoised, got)

@@ -35,6 +35,7 @@ from vc_scheduler.ledger import prune as prune_record
 from vc_scheduler.ledger_kv import Ledger
 from vc_scheduler.sharding import (
     Ownership,
+    PodStateMemo,
     SoleOwner,
     ledger_view,
     live_reservations,
@@ -76,10 +77,14 @@ def plan_cycle(
     session_uid: str,
     sharded: bool,
     memo: TaskMemo | None = None,
+    states: PodStateMemo | None = None,
 ) -> Plan:
-    """PURE (runs in a worker thread): view, shard, one scheduling cycle."""
+    """PURE (runs in a worker thread): view, shard, one scheduling cycle. The memos carry work on
+    unchanged pods over from the previous call."""
     started = time.perf_counter()
-    view = ledger_view(full, gone=gone, live=frozenset(members), instance=instance, epoch=epoch, assumed=assumed)
+    view = ledger_view(
+        full, gone=gone, live=frozenset(members), instance=instance, epoch=epoch, assumed=assumed, memo=states
+    )
     if sharded:
         owns = owner_filter(instance, members)
         reserved = live_reservations(ledger_records, view, time.time())
@@ -167,6 +172,7 @@ class SchedulingLoop:
         self._last_view: View | None = None
         self._statuses: dict[str, tuple[tuple[object, ...], float]] = {}  # PodGroup -> (last status sent, when)
         self._memo = TaskMemo()  # tasks of unchanged pods carry over between cycles
+        self._states_memo = PodStateMemo()  # and so do their ledger states
         self._tree = hierarchical(conf)
 
     async def run(self, shutdown: asyncio.Event) -> None:
@@ -197,6 +203,7 @@ class SchedulingLoop:
             session_uid=f"{self.instance}-{cycle}",
             sharded=self.ledger is not None,
             memo=self._memo,
+            states=self._states_memo,
         )
         result = plan.result
         self.last = result

@@ -87,6 +87,31 @@ def node_capacity(node: NodeObj) -> dict[str, Fraction]:
     return {**node.allocatable, PODS: Fraction(node.max_pods) if node.max_pods is not None else UNLIMITED_PODS}
 
 
+class PodStateMemo:
+    """The previous cycle's PodStates, reused for pods whose cache object is unchanged (held by the
+    caller between cycles; keeps only the last cycle's, so it never outgrows the cluster)."""
+
+    def __init__(self) -> None:
+        self._states: dict[str, tuple[PodObj, bool, str, PodState]] = {}
+        self._next: dict[str, tuple[PodObj, bool, str, PodState]] = {}
+
+    def state(self, pod: PodObj, assumed: bool, queue: str) -> PodState:
+        held = self._states.get(pod.uid)
+        if held is None or held[0] is not pod or held[1] != assumed or held[2] != queue:
+            state = PodState(
+                node="" if assumed else pod.node_name,
+                terminal=pod.phase in TERMINAL,
+                requests={**pod.requests, PODS: Fraction(1)},
+                queue=queue,
+            )
+            held = (pod, assumed, queue, state)
+        self._next[pod.uid] = held
+        return held[3]
+
+    def end(self) -> None:
+        self._states, self._next = self._next, {}
+
+
 def ledger_view(
     snapshot: ClusterSnapshot,
     *,
@@ -95,21 +120,18 @@ def ledger_view(
     instance: str,
     epoch: int,
     assumed: frozenset[str] = frozenset(),
+    memo: PodStateMemo | None = None,
 ) -> View:
     """Every pod's node, terminal state, requests and queue, by uid (the ledger's side of the cache).
 
     A node this instance only assumed counts as no node: the ledger must judge other instances'
     reservations by the stored binds (an assumed pod is counted through its own reservation)."""
     queue_of = {pg.key: pg.queue for pg in snapshot.podgroups}
+    memo = memo if memo is not None else PodStateMemo()
     pods = {
-        pod.uid: PodState(
-            node="" if pod.key in assumed else pod.node_name,
-            terminal=pod.phase in TERMINAL,
-            requests={**pod.requests, PODS: Fraction(1)},
-            queue=queue_of.get(podgroup_key(pod) or "", ""),
-        )
-        for pod in snapshot.pods
+        pod.uid: memo.state(pod, pod.key in assumed, queue_of.get(podgroup_key(pod) or "", "")) for pod in snapshot.pods
     }
+    memo.end()
     parents = {q.name: q.parent or ROOT_QUEUE for q in snapshot.queues if q.name != ROOT_QUEUE}
     return View.of(pods, parents=parents, gone=gone, live=live, instance=instance, epoch=epoch)
 

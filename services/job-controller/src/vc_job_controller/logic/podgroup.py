@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import msgspec
 from msgspec.structs import replace
 
 from vc_core.resources import Resources, add
@@ -101,8 +103,25 @@ def sub_group_policies(spec: JobSpec) -> list[SubGroupPolicySpec] | None:
     return policies or None
 
 
+# desired_spec is asked on every sync of a job (tens of times in a job's life) and its quota
+# arithmetic is exact, so slow: remember it per job spec and priority classes. Bounded, oldest out.
+_DESIRED: OrderedDict[bytes, PodGroupSpec] = OrderedDict()
+_DESIRED_MAX = 4096
+_encode = msgspec.json.Encoder().encode
+
+
 def desired_spec(job: Job, priority_classes: Mapping[str, int]) -> PodGroupSpec:
     spec = job.spec or JobSpec()
+    key = _encode((spec, sorted(priority_classes.items())))
+    known = _DESIRED.get(key)
+    if known is None:
+        known = _DESIRED[key] = _desired_spec(spec, priority_classes)
+        if len(_DESIRED) > _DESIRED_MAX:
+            _DESIRED.popitem(last=False)
+    return known
+
+
+def _desired_spec(spec: JobSpec, priority_classes: Mapping[str, int]) -> PodGroupSpec:
     return PodGroupSpec(
         min_member=job_min_available(spec),
         min_task_member={task_name(t): min_task_member(t) for t in tasks(spec)},
