@@ -12,6 +12,12 @@ import structlog
 from nats.aio.client import Client
 
 log = structlog.get_logger(__name__)
+# While busy (the previous write was less than BUSY_GAP_S ago) the flusher waits FLUSH_WINDOW_S
+# before writing, so one socket write carries all the requests of that window. In this VM every
+# write wakes the server on the other core (an IPI, a VM exit): at 10k pods this halved the
+# server's CPU and took a fifth off the whole system's. An idle client writes at once.
+FLUSH_WINDOW_S = 0.002
+BUSY_GAP_S = 0.01
 
 
 @contextlib.asynccontextmanager
@@ -59,9 +65,44 @@ async def _first_connect(url: str, *, name: str, connect_timeout: float, callbac
             await asyncio.sleep(delay)
 
 
+class CoalescingClient(Client):
+    """nats-py's client with a flusher that batches under load (see FLUSH_WINDOW_S)."""
+
+    async def _flusher(self) -> None:
+        assert self._transport is not None and self._flush_queue is not None
+        loop = asyncio.get_running_loop()
+        last_write = -1.0
+        while True:
+            if not self.is_connected or self.is_connecting:
+                break
+            waiting = [await self._flush_queue.get()]
+            busy = loop.time() - last_write < BUSY_GAP_S
+            await asyncio.sleep(FLUSH_WINDOW_S if busy else 0)
+            last_write = loop.time()
+            while not self._flush_queue.empty():
+                waiting.append(self._flush_queue.get_nowait())
+            try:
+                if self._pending_data_size > 0:
+                    self._transport.writelines(self._pending[:])
+                    self._pending = []
+                    self._pending_data_size = 0
+                    await self._transport.drain()
+            except OSError as exc:
+                await self._error_cb(exc)
+                await self._process_op_err(exc)
+                break
+            except (asyncio.CancelledError, RuntimeError, AttributeError):
+                break  # the loop is closing (as nats-py's own flusher)
+            finally:
+                for future in waiting:
+                    if not future.done():
+                        future.set_result(None)
+
+
 async def _connect_once(url: str, *, name: str, connect_timeout: float, callbacks: tuple[object, object, object]) -> Client:
     on_error, on_disconnect, on_reconnect = callbacks
-    return await nats.connect(
+    nc = CoalescingClient()
+    await nc.connect(
         servers=[url],
         name=name,
         allow_reconnect=True,
@@ -75,3 +116,4 @@ async def _connect_once(url: str, *, name: str, connect_timeout: float, callback
         reconnected_cb=on_reconnect,
         drain_timeout=10,
     )
+    return nc

@@ -100,6 +100,7 @@ class Dispatcher:
         # Status writes coalesce per PodGroup: while one waits, a newer status replaces it, so a
         # backlog never holds more than one write per PodGroup (every cycle reports every status).
         self._statuses: dict[str, PodGroupStatusUpdate] = {}
+        self._written: dict[str, PodGroup] = {}  # PodGroups as our last status write left them
         self.in_flight = 0
 
     @property
@@ -322,7 +323,7 @@ class Dispatcher:
         namespace, name = update.podgroup.split("/", 1)
         stored = self._cache.stored_podgroup(update.podgroup)
         for attempt in range(5):
-            pg = _decoded(PodGroup, stored) if attempt == 0 and stored is not None else None
+            pg = self._newest_podgroup(update.podgroup, stored) if attempt == 0 else None
             if pg is None:  # no copy in the cache, or ours lost a compare-and-set: read the store
                 try:
                     pg = await self._store.get(PodGroup, namespace, name)
@@ -334,13 +335,25 @@ class Dispatcher:
                 return
             self._fence(f"podgroup status {update.podgroup}")
             try:
-                await self._store.update(msgspec.structs.replace(pg, status=status))
+                written = await self._store.update(msgspec.structs.replace(pg, status=status))
             except Conflict:
                 continue
+            self._written[update.podgroup] = written
+            if len(self._written) > 1024 + 2 * len(self._cache.podgroups):  # deleted PodGroups' leftovers
+                self._written = {k: v for k, v in self._written.items() if k in self._cache.podgroups}
             PG_WRITES.labels(self.instance, "ok").inc()
             await self._verdict(pg, old, status)
             return
         PG_WRITES.labels(self.instance, "conflict").inc()
+
+    def _newest_podgroup(self, key: str, stored: tuple[bytes, int] | None) -> PodGroup | None:
+        """The newer of what the watch last delivered and what we last wrote: right after our own
+        write the watch still holds the revision before it, and writing on that would only conflict."""
+        written = self._written.get(key)
+        if written is not None and (stored is None or int(written.metadata.resource_version or 0) > stored[1]):
+            return written
+        self._written.pop(key, None)  # the watch caught up with our write
+        return _decoded(PodGroup, stored) if stored is not None else None
 
     async def _verdict(self, pg: PodGroup, old: PodGroupStatus, new: PodGroupStatus) -> None:
         """Publish 'why is my job pending' on the job's history when the verdict changes."""
