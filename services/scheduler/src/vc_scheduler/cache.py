@@ -28,6 +28,31 @@ KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")
 MAX_TOMBSTONES = 200_000
 
 
+TERMINAL = frozenset({"Succeeded", "Failed"})
+
+
+def _new_work(kind: str, old: Any, new: Any) -> bool:
+    """Whether a stored change may give a cycle something new to do: a new pod or PodGroup, freed
+    resources (a pod finishing, being deleted or unbound), a PodGroup's demands changing, or any
+    change of a node, queue or priority class."""
+    if old is None or new is None or kind not in ("Pod", "PodGroup"):
+        return True
+    if kind == "Pod":
+        return (
+            (new.phase in TERMINAL) != (old.phase in TERMINAL)
+            or new.deleting != old.deleting
+            or (bool(old.node_name) and not new.node_name)
+            or new.requests != old.requests
+        )
+    return (old.min_member, old.min_resources, old.queue, old.priority_class_name, old.min_task_member) != (
+        new.min_member,
+        new.min_resources,
+        new.queue,
+        new.priority_class_name,
+        new.min_task_member,
+    )
+
+
 class SchedulerCache:
     def __init__(self) -> None:
         self.nodes: dict[str, NodeObj] = {}
@@ -109,16 +134,25 @@ class SchedulerCache:
                 elif kind == "PodGroup":
                     self._podgroup_raw.pop(key, None)
             else:
+                old = table.get(key)
                 self._put(kind, key, entry.value, table)
+                new = table.get(key)
                 if kind == "Pod":
-                    pod = table.get(key)
-                    if pod is not None and not pod.node_name and pod.phase == "Pending" and not pod.deleting:
-                        self._unbound_raw[key] = (entry.value, entry.revision)
-                    else:
-                        self._unbound_raw.pop(key, None)
+                    self._track_unbound(key, new, entry.value, entry.revision)
                 elif kind == "PodGroup":
                     self._podgroup_raw[key] = (entry.value, entry.revision)
+                if not _new_work(kind, old, new):
+                    # A bind confirmed, a pod started, a status we wrote: nothing a cycle could act on
+                    # (the next periodic cycle sees it all the same). Waking up for these would run a
+                    # cycle per pod transition instead of one per batch of new work.
+                    continue
             self.changed.set()
+
+    def _track_unbound(self, key: str, pod: PodObj | None, data: bytes, revision: int) -> None:
+        if pod is not None and not pod.node_name and pod.phase == "Pending" and not pod.deleting:
+            self._unbound_raw[key] = (data, revision)
+        else:
+            self._unbound_raw.pop(key, None)
 
     def _tombstone(self, uid: str) -> None:
         self._gone[uid] = time.monotonic()
