@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vc_queue_controller.debounce import Debouncer
+from vc_queue_controller.debounce import MAX_BATCH_S, PASS_SHARE, Debouncer
 
 
 def test_burst_of_hints_arms_one_pass_and_a_pass_rearms() -> None:
@@ -15,3 +15,16 @@ def test_burst_of_hints_arms_one_pass_and_a_pass_rearms() -> None:
     debouncer.passing("q1")
     debouncer.hint("q1")
     assert armed[-1] == ("q1", 0.2) and len(armed) == 3
+
+
+def test_the_delay_grows_with_the_cost_of_a_pass_and_stays_bounded() -> None:
+    armed: list[tuple[str, float]] = []
+    debouncer: Debouncer[str] = Debouncer(lambda key, delay: armed.append((key, delay)), delay_s=0.2)
+    debouncer.took(0.001)  # a cheap pass: the base delay
+    assert debouncer.delay_s == 0.2
+    debouncer.took(0.05)  # a queue with tens of thousands of PodGroups
+    assert debouncer.delay_s == 0.05 * PASS_SHARE
+    debouncer.hint("q")
+    assert armed == [("q", 0.05 * PASS_SHARE)]
+    debouncer.took(60.0)
+    assert debouncer.delay_s == MAX_BATCH_S

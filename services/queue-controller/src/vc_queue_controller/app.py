@@ -55,6 +55,7 @@ class QueueControllerApp:
             publish=ctx.events.publish,
             submit=dispatcher.submit,
             on_pass=debouncer.passing,
+            pass_took=debouncer.took,
         )
         self.membership, self.dispatcher, self.caches = membership, dispatcher, caches
         ctx.probes.require("caches-synced")

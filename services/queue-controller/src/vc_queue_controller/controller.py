@@ -8,6 +8,7 @@ declared empty because its PodGroups were not loaded yet.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -48,6 +49,7 @@ class QueueController:
         publish: Publish,
         submit: Callable[[Key], None],
         on_pass: Callable[[Key], None] | None = None,
+        pass_took: Callable[[float], None] | None = None,
     ) -> None:
         self._caches = caches
         self._writer = writer
@@ -55,6 +57,7 @@ class QueueController:
         self._publish = publish
         self._submit = submit
         self._on_pass = on_pass
+        self._pass_took = pass_took
         self._metrics = metrics.QueueMetrics()
         # Actions taken from Commands, waiting for their queue's next pass. At most one per queue: the
         # newest wins, which ends where running both in order would (Open/Close only set the state).
@@ -128,10 +131,13 @@ class QueueController:
         if queue is None:
             await self._ensure_present(name)
             return
+        started = time.perf_counter()
         parent = self._caches.queue(parent_name(with_default_parent(queue)))
         podgroups = self._caches.podgroups_of(name)
         self._metrics.observe(name, count_phases(podgroups), inqueue_resources(podgroups))
         plan = decide(QueueView(queue, parent, podgroups), action)
+        if self._pass_took is not None:
+            self._pass_took(time.perf_counter() - started)
         if plan.refused:
             log.warning("queue.action_refused", queue=name, action=action.value, reason=plan.refused)
             await self._emit(name, action.value, plan.refused)
