@@ -26,7 +26,15 @@ def main() -> int:
     failures += run("store_throughput.py", "--writes", "5000" if quick else "20000") != 0
     failures += run("node_sim_capacity.py", *(["--nodes", "1000", "--pods", "5000"] if quick else [])) != 0
     failures += run("scheduler_session.py", *(["--nodes", "1000", "--gangs", "100"] if quick else [])) != 0
-    failures += run("e2e_gang_load.py", *(["--nodes", "100", "--pods", "500"] if quick else [])) != 0
+    if quick:
+        failures += run("e2e_gang_load.py", "--nodes", "100", "--pods", "500") != 0
+    else:
+        # The load, for 1 and 2 schedulers: fsync default (a process crash loses nothing; an
+        # OS crash may lose the last seconds), then the mid size with fsync on every write as well.
+        full = ("--nodes", "10000", "--pods", "100000", "--sync", "default", "--lease-ttl", "30")
+        failures += run("e2e_gang_load.py", *full) != 0
+        for sync in ("default", "always"):
+            failures += run("e2e_gang_load.py", "--nodes", "1000", "--pods", "10000", "--sync", sync) != 0
     return 1 if failures else 0
 
 

@@ -13,6 +13,7 @@ from tests.support.services import eventually
 from tests.support.system import System, seed, start_system
 from vc_core.errors import NotFound
 from vc_proto.core import ConfigMap, Pod, Secret
+from vc_proto.scheduling import Queue
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -228,3 +229,23 @@ async def test_delayed_policy_action_survives_a_controller_crash(system: System)
     system.services["job-controller"].kill()
     system.services["job-controller"].start()
     await system.wait_phase("patient", "Completed", timeout=60)
+
+
+async def test_queue_status_allocated_follows_the_running_pods(system: System) -> None:
+    async def allocated(queue: str) -> dict[str, str]:
+        stored = await system.store_call(lambda s: s.get(Queue, None, queue))
+        return dict((stored.status.allocated if stored.status else None) or {})
+
+    system.submit(simple_job("counted", tasks=[task("w", 2)]))
+    await system.wait_phase("counted", "Running")
+
+    async def shows_two() -> bool:
+        return (await allocated("default")).get("cpu") == "2" and (await allocated("root")).get("cpu") == "2"
+
+    await eventually(shows_two, timeout=30, interval=0.2)
+    assert system.vcctl("job", "delete", "-N", "counted").returncode == 0
+
+    async def back_to_zero() -> bool:
+        return (await allocated("default")).get("cpu") in (None, "0")
+
+    await eventually(back_to_zero, timeout=30, interval=0.2)

@@ -11,9 +11,9 @@ from service_builders import group, node, pod
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.cycle import CycleResult, CycleStats, load_scheduler_conf
 from vc_scheduler.dispatch import Dispatcher
-from vc_scheduler.framework.decisions import Bind, PodGroupStatusUpdate
+from vc_scheduler.framework.decisions import Bind, PodGroupStatusUpdate, QueueStatusUpdate
 from vc_scheduler.ledger import View
-from vc_scheduler.loop import COUNTS_EVERY_S, Plan, SchedulingLoop
+from vc_scheduler.loop import ALLOCATED_EVERY_S, COUNTS_EVERY_S, Plan, SchedulingLoop
 from vc_scheduler.snapshot.cluster import ClusterSnapshot, PodGroupCondition, QueueObj
 
 HIERARCHY_CONF = """
@@ -95,3 +95,17 @@ def test_a_status_is_sent_once_until_it_changes() -> None:
     assert loop._status_changed("ns/a", replace(update, running=1))
     # A phase change is never held back.
     assert loop._status_changed("ns/a", replace(update, phase="Completed", running=0, succeeded=2))
+
+
+def test_queue_allocated_is_sent_when_it_changes_at_most_every_second() -> None:
+    cache = SchedulerCache()
+    cache.queues["default"] = QueueObj(name="default")
+    loop = loop_with(cache)
+    update = QueueStatusUpdate("default", {"cpu": "2"})
+    assert loop._allocated_due(update)
+    assert not loop._allocated_due(update)  # unchanged
+    assert not loop._allocated_due(QueueStatusUpdate("default", {"cpu": "3"}))  # changed, but too soon
+    figure, sent_at = loop._allocated_sent["default"]
+    loop._allocated_sent["default"] = (figure, sent_at - ALLOCATED_EVERY_S)
+    assert loop._allocated_due(QueueStatusUpdate("default", {"cpu": "3"}))
+    assert not loop._allocated_due(QueueStatusUpdate("gone", {"cpu": "1"}))  # no such queue

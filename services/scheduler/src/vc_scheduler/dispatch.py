@@ -33,13 +33,13 @@ from vc_proto import codec
 from vc_proto import events as ev
 from vc_proto.core import Pod
 from vc_proto.events import DomainEvent
-from vc_proto.scheduling import PodGroup, PodGroupCondition, PodGroupStatus
+from vc_proto.scheduling import PodGroup, PodGroupCondition, PodGroupStatus, Queue, QueueStatus
 from vc_scheduler import ledger
 from vc_scheduler.cache import SchedulerCache
-from vc_scheduler.framework.decisions import Bind, Evict, PodGroupStatusUpdate
+from vc_scheduler.framework.decisions import Bind, Evict, PodGroupStatusUpdate, QueueStatusUpdate
 from vc_scheduler.ledger import View
 from vc_scheduler.ledger_kv import Ledger, node_key, queue_key
-from vc_scheduler.metrics import BINDS, ERRORS, EVICTS, FENCED, GANGS, PG_WRITES, TASK_LATENCY
+from vc_scheduler.metrics import BINDS, ERRORS, EVICTS, FENCED, GANGS, PG_WRITES, QUEUE_WRITES, TASK_LATENCY
 from vc_scheduler.sharding import Ownership, SoleOwner
 
 log = structlog.get_logger(__name__)
@@ -64,7 +64,7 @@ class Gang:
     capped_queues: tuple[tuple[str, Mapping[str, Fraction]], ...] = ()
 
 
-Work = Gang | Evict | PodGroupStatusUpdate
+Work = Gang | Evict | PodGroupStatusUpdate | QueueStatusUpdate
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +72,13 @@ class _StatusDue:
     """A PodGroup whose newest status (held in Dispatcher._statuses) waits to be written."""
 
     podgroup: str
+
+
+@dataclass(frozen=True, slots=True)
+class _AllocatedDue:
+    """A queue whose newest `status.allocated` (held in Dispatcher._allocated) waits to be written."""
+
+    queue: str
 
 
 def _now() -> str:
@@ -96,11 +103,12 @@ class Dispatcher:
         self._own = ownership or SoleOwner()
         self._ledger = ledger_kv
         self._gate = asyncio.Semaphore(MAX_IN_FLIGHT)
-        self._queue: asyncio.Queue[Gang | Evict | _StatusDue] = asyncio.Queue()
+        self._queue: asyncio.Queue[Gang | Evict | _StatusDue | _AllocatedDue] = asyncio.Queue()
         # Status writes coalesce per PodGroup: while one waits, a newer status replaces it, so a
         # backlog never holds more than one write per PodGroup (every cycle reports every status).
         self._statuses: dict[str, PodGroupStatusUpdate] = {}
         self._written: dict[str, PodGroup] = {}  # PodGroups as our last status write left them
+        self._allocated: dict[str, QueueStatusUpdate] = {}  # coalesced the same way, per queue
         self.in_flight = 0
 
     @property
@@ -113,6 +121,12 @@ class Dispatcher:
             self._statuses[work.podgroup] = work
             if not waiting:
                 self._queue.put_nowait(_StatusDue(work.podgroup))
+            return
+        if isinstance(work, QueueStatusUpdate):
+            waiting = work.queue in self._allocated
+            self._allocated[work.queue] = work
+            if not waiting:
+                self._queue.put_nowait(_AllocatedDue(work.queue))
             return
         self._queue.put_nowait(work)
 
@@ -132,12 +146,16 @@ class Dispatcher:
                 self.in_flight += 1
                 tg.create_task(self._carry_out(work), name=f"decision:{type(work).__name__}")
 
-    async def _carry_out(self, work: Gang | Evict | _StatusDue) -> None:
+    async def _carry_out(self, work: Gang | Evict | _StatusDue | _AllocatedDue) -> None:
         try:
             if isinstance(work, Gang):
                 await self._gang(work)
             elif isinstance(work, Evict):
                 await self._evict(work)
+            elif isinstance(work, _AllocatedDue):
+                allocated = self._allocated.pop(work.queue, None)
+                if allocated is not None:
+                    await self._queue_allocated(allocated)
             else:
                 update = self._statuses.pop(work.podgroup, None)
                 if update is not None:
@@ -345,6 +363,28 @@ class Dispatcher:
             await self._verdict(pg, old, status)
             return
         PG_WRITES.labels(self.instance, "conflict").inc()
+
+    async def _queue_allocated(self, update: QueueStatusUpdate) -> None:
+        """Write a queue's `status.allocated` (the queue-controller writes the rest of the status and
+        leaves this field alone; one scheduler instance owns each queue's figure)."""
+        allocated = update.allocated or None
+        for _ in range(5):
+            try:
+                queue = await self._store.get(Queue, None, update.queue)
+            except NotFound:
+                return
+            old = queue.status or QueueStatus()
+            if old.allocated == allocated:
+                return
+            self._fence(f"queue status {update.queue}")
+            try:
+                status = msgspec.structs.replace(old, allocated=allocated)
+                await self._store.update(msgspec.structs.replace(queue, status=status))
+            except Conflict:
+                continue  # the queue-controller wrote its fields meanwhile
+            QUEUE_WRITES.labels(self.instance, "ok").inc()
+            return
+        QUEUE_WRITES.labels(self.instance, "conflict").inc()
 
     def _newest_podgroup(self, key: str, stored: tuple[bytes, int] | None) -> PodGroup | None:
         """The newer of what the watch last delivered and what we last wrote: right after our own

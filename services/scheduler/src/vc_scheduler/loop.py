@@ -29,7 +29,7 @@ from vc_scheduler.cycle import CycleResult, run_cycle
 from vc_scheduler.dispatch import Dispatcher, Gang
 from vc_scheduler.framework.build import TaskMemo
 from vc_scheduler.framework.conf import SchedulerConf
-from vc_scheduler.framework.decisions import Bind, Evict, PodGroupStatusUpdate
+from vc_scheduler.framework.decisions import Bind, Evict, PodGroupStatusUpdate, QueueStatusUpdate
 from vc_scheduler.ledger import Record, View, queue_chain
 from vc_scheduler.ledger import prune as prune_record
 from vc_scheduler.ledger_kv import Ledger
@@ -50,7 +50,9 @@ log = structlog.get_logger(__name__)
 MIN_GAP_S = 0.05
 SWEEP_EVERY_S = 2.0
 STATUS_RESEND_S = 5.0
-COUNTS_EVERY_S = 1.0  # a PodGroup whose phase and conditions hold gets its pod counts rewritten at most this often
+# A PodGroup whose phase and conditions hold gets its pod counts rewritten at most this often.
+COUNTS_EVERY_S = 1.0
+ALLOCATED_EVERY_S = 1.0  # a queue's status.allocated is rewritten at most this often
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +176,7 @@ class SchedulingLoop:
         self._memo = TaskMemo()  # tasks of unchanged pods carry over between cycles
         self._states_memo = PodStateMemo()  # and so do their ledger states
         self._tree = hierarchical(conf)
+        self._allocated_sent: dict[str, tuple[dict[str, str], float]] = {}  # queue -> (allocated, when)
 
     async def run(self, shutdown: asyncio.Event) -> None:
         while not shutdown.is_set():
@@ -221,6 +224,9 @@ class SchedulingLoop:
         for key, update in result.podgroups.items():
             if self._status_changed(key, update):
                 self.dispatcher.submit(update)
+        for queue in result.queues:
+            if self._allocated_due(queue):
+                self.dispatcher.submit(queue)
         if result.decisions:
             log.info(
                 "cycle.finished",
@@ -258,6 +264,18 @@ class SchedulingLoop:
             self._statuses = {k: v for k, v in self._statuses.items() if k in live}
         return True
 
+    def _allocated_due(self, update: QueueStatusUpdate) -> bool:
+        """A queue's `status.allocated` is written by the instance owning the queue, when it changed,
+        at most every ALLOCATED_EVERY_S (binds move it many times a second on a busy cluster)."""
+        if update.queue not in self.cache.queues or not self.members.owns(f"queue:{update.queue}"):
+            return False
+        now = time.monotonic()
+        sent = self._allocated_sent.get(update.queue)
+        if sent is not None and (sent[0] == update.allocated or now - sent[1] < ALLOCATED_EVERY_S):
+            return False
+        self._allocated_sent[update.queue] = (update.allocated, now)
+        return True
+
     def _gangs(self, plan: Plan) -> list[Gang]:
         """The cycle's binds grouped by PodGroup, each with what its ledger reservations need."""
         snapshot = plan.snapshot
@@ -275,9 +293,8 @@ class SchedulingLoop:
             requests = {b.uid: dict(pods[b.pod].requests) for b in binds if b.pod in pods}
             capacities = {b.node: node_capacity(nodes[b.node]) for b in binds if b.node in nodes}
             pg = groups.get(key) if key else None
-            gangs.append(
-                Gang(key, tuple(binds), requests, capacities, plan.view, capped_queues=_capped(pg, queues, tree=self._tree))
-            )
+            capped = _capped(pg, queues, tree=self._tree)
+            gangs.append(Gang(key, tuple(binds), requests, capacities, plan.view, capped_queues=capped))
         return gangs
 
     def _record(self, plan: Plan) -> None:

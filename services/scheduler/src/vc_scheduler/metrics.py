@@ -46,6 +46,9 @@ QUEUE_WEIGHT = Gauge("volcano_queue_weight", "Queue weight", ["queue_name"])
 BINDS = Counter("tephra_scheduler_binds_total", "Binds written", ["instance", "outcome"])
 EVICTS = Counter("tephra_scheduler_evictions_total", "Evictions written", ["instance", "outcome"])
 PG_WRITES = Counter("tephra_scheduler_podgroup_status_writes_total", "PodGroup status writes", ["instance", "outcome"])
+QUEUE_WRITES = Counter(
+    "tephra_scheduler_queue_status_writes_total", "Queue status.allocated writes", ["instance", "outcome"]
+)
 GANGS = Counter(
     "tephra_scheduler_gang_commits_total",
     "Gang commits by outcome (ok, conflict, fenced, moved, error)",

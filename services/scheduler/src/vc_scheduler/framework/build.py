@@ -164,7 +164,9 @@ class TaskMemo:
             self._context, self._tasks = context, {}
         self._next = {}
 
-    def task(self, pod: PodObj, job_uid: str, space: ResourceSpace, classes: Mapping[str, PriorityClassObj]) -> TaskInfo:
+    def task(
+        self, pod: PodObj, job_uid: str, space: ResourceSpace, classes: Mapping[str, PriorityClassObj]
+    ) -> TaskInfo:
         built = self._tasks.get(pod.uid)
         if built is None or built.pod is not pod or built.job != job_uid:
             built = build_task(pod, job_uid, space, classes)
