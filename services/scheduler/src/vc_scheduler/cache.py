@@ -21,14 +21,12 @@ from vc_bus.kvwatch import watch_bucket
 from vc_core.store import WatchOp
 from vc_proto import subjects
 from vc_runtime.aio import until
+from vc_scheduler.sharding import TERMINAL
 from vc_scheduler.snapshot.cluster import ClusterSnapshot, NodeObj, PodGroupObj, PodObj, PriorityClassObj, QueueObj
 from vc_scheduler.snapshot.loader import SnapshotError, decode_json
 
 KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")
 MAX_TOMBSTONES = 200_000
-
-
-TERMINAL = frozenset({"Succeeded", "Failed"})
 
 
 def _new_work(kind: str, old: Any, new: Any) -> bool:
