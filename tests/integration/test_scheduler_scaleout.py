@@ -337,3 +337,40 @@ async def test_a_gang_refused_on_one_node_is_rolled_back_on_the_others(nc: Clien
     kv = await js.key_value("vc-sched-ledger")
     n1 = pure.decode((await kv.get(node_key("n1"))).value)
     assert n1.reservations == {}
+
+
+async def test_instances_racing_in_sibling_queues_never_exceed_their_parents_capability(nc: Client) -> None:
+    """A queue tree (capacity with enableHierarchy): gangs of two sibling queues reserved by two
+    instances at once, on a parent capped at 6 cpu: exactly three gangs of two get through."""
+    js = nc.jetstream()
+    one = {"cpu": Fraction(1), "pods": Fraction(1)}
+    pods = {f"{q}{i}": pure.PodState(node="", terminal=False, requests=one, queue=q) for q in "ab" for i in range(20)}
+    parents = {"a": "org", "b": "org", "org": "root"}
+    dispatchers = []
+    for instance in ("s0", "s1"):
+        led = Ledger(js, instance=instance, can_write=lambda: True)
+        view = pure.View.of(pods, parents=parents, live=frozenset({"s0", "s1"}), instance=instance, epoch=1)
+        dispatcher = Dispatcher(None, SchedulerCache(), None, source="test", ownership=SoleOwner(instance), ledger_kv=led)  # type: ignore[arg-type]
+        dispatchers.append((dispatcher, view))
+
+    def gang(queue: str, index: int, view: pure.View) -> Gang:
+        uids = (f"{queue}{2 * index}", f"{queue}{2 * index + 1}")
+        return Gang(
+            f"ns/{queue}-{index}",
+            tuple(Bind(f"ns/p-{uid}", uid, f"n{index}") for uid in uids),
+            {uid: {"cpu": Fraction(1)} for uid in uids},
+            {f"n{index}": {"cpu": Fraction(100), "pods": Fraction(110)}},
+            view,
+            capped_queues=(("org", {"cpu": Fraction(6)}),),
+        )
+
+    async def reserve(k: int) -> bool:
+        dispatcher, view = dispatchers[k % 2]
+        held: list[tuple[str, list[str]]] = []
+        return await dispatcher._reserve(gang("ab"[k % 2], k // 2, view), held)
+
+    granted = await asyncio.gather(*(reserve(k) for k in range(20)))
+    assert sum(granted) == 3
+    kv = await js.key_value("vc-sched-ledger")
+    org = pure.decode((await kv.get("queue.org")).value)
+    assert len(org.reservations) == 6
