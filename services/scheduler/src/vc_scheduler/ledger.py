@@ -43,7 +43,19 @@ class Reservation(msgspec.Struct, frozen=True, array_like=True):
     requests: dict[str, str]  # exact Fractions as text, e.g. "1/2"
 
     def resources(self) -> Resources:
-        return {name: Fraction(value) for name, value in self.requests.items()}
+        key = tuple(self.requests.items())
+        parsed = _PARSED.get(key)
+        if parsed is None:
+            parsed = {name: Fraction(value) for name, value in key}
+            if len(_PARSED) < _PARSED_MAX:
+                _PARSED[key] = parsed
+        return dict(parsed)
+
+
+# Every reserve re-counts the record's reservations, and pods of one template ask for the same
+# resources: parse each distinct request once (Fraction parsing dominates a ledger write otherwise).
+_PARSED: dict[tuple[tuple[str, str], ...], Resources] = {}
+_PARSED_MAX = 16_384
 
 
 class Record(msgspec.Struct, frozen=True):

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 import msgspec
 
 from vc_scheduler.framework.model import JobInfo, QueueInfo, TaskInfo, TaskStatus
-from vc_scheduler.framework.nodes import NodeTable
+from vc_scheduler.framework.nodes import NodeInfo, NodeTable
 from vc_scheduler.framework.resources import ResourceSpace, is_empty
 from vc_scheduler.snapshot.cluster import (
     DEFAULT_QUEUE,
@@ -193,6 +193,7 @@ def build_jobs_and_tasks(
     ours = frozenset(scheduler_names)
     memo = memo or TaskMemo()
     memo.begin(space, classes)
+    placed: list[tuple[NodeInfo, TaskInfo]] = []  # accounted on their nodes in one go below
     for pod in snapshot.pods:
         group = pod.group_name
         job = jobs.get(f"{pod.namespace}/{group}") if group and pod.scheduler_name in ours else None
@@ -203,8 +204,9 @@ def build_jobs_and_tasks(
             job.add_task(task)
         node = nodes.by_name.get(task.node_name)
         if node is not None and task.status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
-            nodes.add_task(node, task)
+            placed.append((node, task))
         elif job is not None and task.node_name and node is None:
             task.node_name = ""  # its node is gone from the snapshot
+    nodes.add_tasks(placed)
     memo.end()
     return jobs
