@@ -11,6 +11,7 @@ from vc_scheduler import ledger
 from vc_scheduler.ledger import (
     ABANDONED_AFTER_S,
     RECLAIM_DEAD_AFTER_S,
+    SETTLED_AFTER_S,
     UNSEEN_AFTER_S,
     PodState,
     Record,
@@ -147,10 +148,16 @@ def test_abandons_old_unbound_and_unseen_reservations() -> None:
     assert set(ledger.prune(record, v, NOW, node="n1").reservations) == {"young"}
 
 
-def test_a_bound_pod_keeps_its_reservation_however_old() -> None:
-    record = Record({"u": res("ns/p", instance="dead", at=NOW - 10 * ABANDONED_AFTER_S)})
+def test_a_bound_pod_keeps_its_reservation_until_every_cache_has_seen_the_bind() -> None:
+    young = Record({"u": res("ns/p", instance="dead", at=NOW - SETTLED_AFTER_S + 1)})
+    settled = Record({"u": res("ns/p", instance="dead", at=NOW - SETTLED_AFTER_S - 1)})
     v = view({"u": PodState(node="n1", terminal=False, requests={})})
-    assert ledger.prune(record, v, NOW, node="n1") is record
+    assert ledger.prune(young, v, NOW, node="n1") is young
+    assert ledger.prune(young, v, NOW, node=None) is young  # a queue record too
+    # Settled: the caches count it (see test_counts_bound_pods_the_cache_sees_without_reservations),
+    # so the records stay as small as the binds in flight.
+    assert ledger.prune(settled, v, NOW, node="n1").reservations == {}
+    assert ledger.prune(settled, v, NOW, node=None).reservations == {}
 
 
 def test_release_drops_only_named() -> None:

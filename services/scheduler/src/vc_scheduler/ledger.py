@@ -10,8 +10,9 @@ occupying the node (queue). The union matters: a reservation covers a bind the c
 yet, the cache covers pods bound without a reservation (or whose reservation was pruned). Both only
 err on the conservative side, so a lagging cache costs a conflict, never an overcommit.
 
-A reservation lives until its pod is terminal or gone. It carries the reserving instance and epoch,
-so reservations of an instance that died before binding (or of an earlier life of it) are reclaimed.
+A reservation lives until its pod is terminal or gone, or has been bound for longer than any cache
+lags (SETTLED_AFTER_S). It carries the reserving instance and epoch, so reservations of an instance
+that died before binding (or of an earlier life of it) are reclaimed.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ RECLAIM_DEAD_AFTER_S: Final = 3.0
 ABANDONED_AFTER_S: Final = 30.0
 # A reservation whose pod this instance has never seen is kept this long (its cache may lag).
 UNSEEN_AFTER_S: Final = 60.0
+# A bound pod is counted through the caches (every instance sees it occupying its node and queue);
+# its reservation only covers caches that have not seen the bind yet, so it goes after the same
+# bound on cache lag. Without this a capped queue's record would list every pod it ever ran.
+SETTLED_AFTER_S: Final = UNSEEN_AFTER_S
 
 
 class Reservation(msgspec.Struct, frozen=True, array_like=True):
@@ -149,8 +154,8 @@ def keep(uid: str, res: Reservation, view: View, now: float, *, node: str | None
     if state.terminal:
         return False
     if state.node:
-        # Bound: it occupies its node, and only that one.
-        return node is None or state.node == node
+        # Bound: it occupies its node, and only that one, and every cache knows it once settled.
+        return (node is None or state.node == node) and age < SETTLED_AFTER_S
     # Unbound: a bind may still be in flight, unless its reserver is gone or it is far too old.
     if res.instance == view.instance and res.epoch != view.epoch and age >= RECLAIM_DEAD_AFTER_S:
         return False  # an earlier life of this very instance
