@@ -44,6 +44,7 @@ from vc_scheduler.sharding import Ownership, SoleOwner
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T", Pod, PodGroup)
+S = TypeVar("S", PodGroupStatusUpdate, QueueStatusUpdate)
 # Work items in flight. A gang is ~3 requests per pod (reserve, bind, event): 64 gangs of 10 keep
 # ~2,000 requests outstanding; more only piles JetStream timeouts up at 100k pods on 2 cores.
 MAX_IN_FLIGHT = 64
@@ -117,18 +118,18 @@ class Dispatcher:
 
     def submit(self, work: Work) -> None:
         if isinstance(work, PodGroupStatusUpdate):
-            waiting = work.podgroup in self._statuses
-            self._statuses[work.podgroup] = work
-            if not waiting:
-                self._queue.put_nowait(_StatusDue(work.podgroup))
-            return
-        if isinstance(work, QueueStatusUpdate):
-            waiting = work.queue in self._allocated
-            self._allocated[work.queue] = work
-            if not waiting:
-                self._queue.put_nowait(_AllocatedDue(work.queue))
-            return
-        self._queue.put_nowait(work)
+            self._coalesce(self._statuses, work.podgroup, work, _StatusDue(work.podgroup))
+        elif isinstance(work, QueueStatusUpdate):
+            self._coalesce(self._allocated, work.queue, work, _AllocatedDue(work.queue))
+        else:
+            self._queue.put_nowait(work)
+
+    def _coalesce(self, newest: dict[str, S], key: str, update: S, due: _StatusDue | _AllocatedDue) -> None:
+        """Keep only the newest status per key: one queued entry stands for it until it is written."""
+        waiting = key in newest
+        newest[key] = update
+        if not waiting:
+            self._queue.put_nowait(due)
 
     @property
     def backlog(self) -> int:
