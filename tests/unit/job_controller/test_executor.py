@@ -7,12 +7,15 @@ import asyncio
 from jc_builders import job, task
 
 from vc_bus.testing import MemoryStore
+from vc_job_controller.controller import JobController
 from vc_job_controller.executor import PlanExecutor
 from vc_job_controller.logic.plan import Plan
+from vc_job_controller.logic.podgroup import build_podgroup
 from vc_job_controller.logic.pods import build_job_pod
 from vc_proto.core import Pod
 from vc_proto.events import DomainEvent
 from vc_proto.scheduling import PodGroup
+from vc_runtime.sharding import SoleOwner
 
 
 async def _no_history(event: DomainEvent) -> int:
@@ -36,5 +39,27 @@ def test_created_pods_are_remembered_and_existing_ones_are_not() -> None:
         # What is remembered is the stored object (uid and revision), so the watch's copy is an echo.
         assert remembered[0].metadata.uid == stored.metadata.uid
         assert remembered[0].metadata.resource_version == stored.metadata.resource_version
+
+    asyncio.run(scenario())
+
+
+def test_the_controller_sees_what_it_created_before_its_watch_does() -> None:
+    """The next pass over the job finds the pods and the PodGroup it created (else it creates them
+    again: under load the watch lags a pass behind, and each re-create cost a write and an event)."""
+
+    async def scenario() -> None:
+        store = MemoryStore()
+        controller = JobController(store, _no_history, SoleOwner(), source="test")  # type: ignore[arg-type]
+        j = job([task("worker", 2)], name="train", phase="Pending")
+        spec = j.spec.tasks[0]  # type: ignore[index, union-attr]
+        pods = (build_job_pod(j, spec, 0), build_job_pod(j, spec, 1))
+        group = build_podgroup(j, {})
+
+        plan = Plan(podgroup_to_create=group, pods_to_create=pods)
+        await controller.executor.execute(j, plan, can_write=lambda: True)
+
+        assert set(controller.pods_by_job[("ns", "train")]) == {"train-worker-0", "train-worker-1"}
+        assert controller.podgroups.get("ns", group.metadata.name or "") is not None
+        assert ("ns", "train") in controller.pending  # and the job is looked at again
 
     asyncio.run(scenario())

@@ -27,7 +27,6 @@ from vc_queue_controller.keys import COMMAND, Key, queue_key, split_command
 from vc_queue_controller.logic.decide import QueuePlan, QueueView, decide
 from vc_queue_controller.logic.defaults import ALWAYS_PRESENT, default_queue
 from vc_queue_controller.logic.hierarchy import parent_name, with_default_parent
-from vc_queue_controller.logic.status import count_phases, inqueue_resources
 from vc_runtime.sharding import FencedStore, Ownership
 
 log = structlog.get_logger(__name__)
@@ -49,7 +48,7 @@ class QueueController:
         publish: Publish,
         submit: Callable[[Key], None],
         on_pass: Callable[[Key], None] | None = None,
-        pass_took: Callable[[float], None] | None = None,
+        pass_took: Callable[[Key, float], None] | None = None,
     ) -> None:
         self._caches = caches
         self._writer = writer
@@ -134,10 +133,10 @@ class QueueController:
         started = time.perf_counter()
         parent = self._caches.queue(parent_name(with_default_parent(queue)))
         podgroups = self._caches.podgroups_of(name)
-        self._metrics.observe(name, count_phases(podgroups), inqueue_resources(podgroups))
         plan = decide(QueueView(queue, parent, podgroups), action)
+        self._metrics.observe(name, plan.counts, plan.inqueue)
         if self._pass_took is not None:
-            self._pass_took(time.perf_counter() - started)
+            self._pass_took(queue_key(name), time.perf_counter() - started)
         if plan.refused:
             log.warning("queue.action_refused", queue=name, action=action.value, reason=plan.refused)
             await self._emit(name, action.value, plan.refused)

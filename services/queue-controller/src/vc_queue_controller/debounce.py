@@ -23,22 +23,27 @@ MAX_BATCH_S = 5.0
 class Debouncer(Generic[K]):
     def __init__(self, submit_after: Callable[[K, float], None], *, delay_s: float = STATUS_BATCH_S) -> None:
         self._submit_after = submit_after
-        self._delay_s = self._base_s = delay_s
+        self._base_s = delay_s
+        self._delays: dict[K, float] = {}  # keys whose passes cost more than the base allows
         self._armed: set[K] = set()
 
-    def took(self, seconds: float) -> None:
-        """The last pass took this long: space the next ones so they stay a small share of the time."""
-        self._delay_s = min(MAX_BATCH_S, max(self._base_s, seconds * PASS_SHARE))
+    def took(self, key: K, seconds: float) -> None:
+        """A pass over `key` took this long: space its next ones so they stay a small share of the
+        time (a queue of 50,000 PodGroups does not slow the status of a queue of ten)."""
+        delay = min(MAX_BATCH_S, seconds * PASS_SHARE)
+        if delay > self._base_s:
+            self._delays[key] = delay
+        else:
+            self._delays.pop(key, None)
 
-    @property
-    def delay_s(self) -> float:
-        return self._delay_s
+    def delay_s(self, key: K) -> float:
+        return self._delays.get(key, self._base_s)
 
     def hint(self, key: K) -> None:
         if key in self._armed:
             return
         self._armed.add(key)
-        self._submit_after(key, self._delay_s)
+        self._submit_after(key, self.delay_s(key))
 
     def passing(self, key: K) -> None:
         """A pass over `key` starts: it covers every hint so far, so the next hint arms anew."""

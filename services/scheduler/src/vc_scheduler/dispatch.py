@@ -216,53 +216,25 @@ class Dispatcher:
         GANGS.labels(self.instance, "ok" if not failed else "partial").inc()
 
     async def _reserve(self, gang: Gang, held: list[tuple[str, list[str]]]) -> bool:
-        """All of the gang's reservations, its capped queue first, then every node at once; False if any
+        """All of the gang's reservations, its capped queues first, then every node at once; False if any
         refused (what was taken is in `held`, for the caller to roll back)."""
         assert self._ledger is not None
         stamp = time.time()
-
-        def reservations(binds: list[Bind]) -> dict[str, ledger.Reservation]:
-            return {
-                b.uid: ledger.reservation(
-                    b.pod, gang.requests.get(b.uid, {}), instance=self.instance, epoch=self._own.epoch, at=stamp
-                )
-                for b in binds
-            }
-
-        for queue, capability in gang.capped_queues:
-            self._fence("ledger queue")
-            outcome = await self._ledger.reserve(
-                queue_key(queue),
-                reservations(list(gang.binds)),
-                capability,
-                gang.view.occupying_queue(queue),
-                gang.view,
-                node=None,
+        for queue, capability in gang.capped_queues:  # in order: a refusal stops the rest
+            taken = await self._take(
+                gang, queue_key(queue), gang.binds, capability, gang.view.occupying_queue(queue), None, stamp, held
             )
-            if outcome.record is None:
-                log.info("gang.queue_full", podgroup=gang.podgroup, queue=queue, over=outcome.over)
+            if not taken:
                 return False
-            held.append((queue_key(queue), [b.uid for b in gang.binds]))
         by_node: dict[str, list[Bind]] = defaultdict(list)
         for b in gang.binds:
             by_node[b.node].append(b)
-        ledger_kv = self._ledger
 
         async def one(node: str) -> bool:
-            self._fence("ledger node")
-            outcome = await ledger_kv.reserve(
-                node_key(node),
-                reservations(by_node[node]),
-                gang.capacities.get(node, {}),
-                gang.view.occupying_node(node),
-                gang.view,
-                node=node,
+            binds, capacity = tuple(by_node[node]), gang.capacities.get(node, {})
+            return await self._take(
+                gang, node_key(node), binds, capacity, gang.view.occupying_node(node), node, stamp, held
             )
-            if outcome.record is None:
-                log.info("gang.node_full", podgroup=gang.podgroup, node=node, over=outcome.over)
-                return False
-            held.append((node_key(node), [b.uid for b in by_node[node]]))
-            return True
 
         # The nodes are independent keys: reserve on all at once (one round trip, not one per node);
         # the caller rolls back whatever was taken if any node refused.
@@ -272,6 +244,34 @@ class Dispatcher:
             if isinstance(result, BaseException):
                 raise result
         return all(results)
+
+    async def _take(
+        self,
+        gang: Gang,
+        key: str,
+        binds: tuple[Bind, ...],
+        capacity: Mapping[str, Fraction],
+        occupying: Mapping[str, Resources],
+        node: str | None,
+        stamp: float,
+        held: list[tuple[str, list[str]]],
+    ) -> bool:
+        """Reserve `binds` on one ledger key (a node's, or a queue's when `node` is None); what was
+        taken goes into `held` for the caller's all-or-nothing rollback."""
+        assert self._ledger is not None
+        self._fence(f"ledger {key}")
+        new = {
+            b.uid: ledger.reservation(
+                b.pod, gang.requests.get(b.uid, {}), instance=self.instance, epoch=self._own.epoch, at=stamp
+            )
+            for b in binds
+        }
+        outcome = await self._ledger.reserve(key, new, capacity, occupying, gang.view, node=node)
+        if outcome.record is None:
+            log.info("gang.refused", podgroup=gang.podgroup, key=key, over=outcome.over)
+            return False
+        held.append((key, [b.uid for b in binds]))
+        return True
 
     async def _release(self, held: list[tuple[str, list[str]]]) -> None:
         assert self._ledger is not None or not held

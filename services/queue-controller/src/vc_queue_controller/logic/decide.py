@@ -8,7 +8,7 @@ the counts, drains Closing to Closed, and applies the parent rules.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import msgspec
 
@@ -36,6 +36,9 @@ class QueuePlan:
     previous_state: str | None
     state: QueueState
     refused: str | None = None
+    # What the status was computed from (the controller's metrics show the same figures).
+    counts: PodGroupCounts = PodGroupCounts()
+    inqueue: Resources = field(default_factory=dict)
 
     @property
     def state_changed(self) -> bool:
@@ -51,7 +54,8 @@ def decide(view: QueueView, action: Action = Action.SYNC_QUEUE) -> QueuePlan:
         effective = Action.SYNC_QUEUE
     state = next_state(state_of(queue), effective, has_podgroups=bool(view.podgroups))
     queue = _annotate(queue, effective, imposed=imposed is not None)
-    queue = _with_status(queue, state, count_phases(view.podgroups), inqueue_resources(view.podgroups))
+    counts, inqueue = count_phases(view.podgroups), inqueue_resources(view.podgroups)
+    queue = _with_status(queue, state, counts, inqueue)
     return QueuePlan(
         queue=queue,
         changed=queue != view.queue,
@@ -59,6 +63,8 @@ def decide(view: QueueView, action: Action = Action.SYNC_QUEUE) -> QueuePlan:
         previous_state=state_of(view.queue),
         state=state,
         refused=refused,
+        counts=counts,
+        inqueue=inqueue,
     )
 
 

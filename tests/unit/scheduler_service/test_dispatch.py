@@ -1,0 +1,65 @@
+"""Status writes: the scheduler writes on its cached copy, and on its own last write while the watch
+has not delivered it yet (writing on the older cached copy would only lose the compare-and-set)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from vc_bus.testing import MemoryStore
+from vc_core.errors import Conflict
+from vc_proto import codec
+from vc_proto.meta import ObjectMeta
+from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, PodGroupSpec
+from vc_scheduler.cache import SchedulerCache
+from vc_scheduler.dispatch import Dispatcher
+from vc_scheduler.framework.decisions import PodGroupStatusUpdate
+from vc_scheduler.snapshot.cluster import PodGroupCondition
+
+
+class CountingStore(MemoryStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = self.conflicts = 0
+
+    async def get(self, kind, namespace, name):  # type: ignore[no-untyped-def]
+        self.reads += 1
+        return await super().get(kind, namespace, name)
+
+    async def update(self, obj):  # type: ignore[no-untyped-def]
+        try:
+            return await super().update(obj)
+        except Conflict:
+            self.conflicts += 1
+            raise
+
+
+def test_consecutive_status_writes_neither_read_nor_conflict_while_the_watch_lags() -> None:
+    async def scenario() -> None:
+        store = CountingStore()
+        stored = await store.create(
+            PodGroup(
+                api_version=SCHEDULING_V1BETA1,
+                metadata=ObjectMeta(name="g", namespace="ns"),
+                spec=PodGroupSpec(min_member=1),
+            )
+        )
+        cache = SchedulerCache()
+        # What the watch delivered: the PodGroup as created. It delivers nothing more in this test.
+        cache._podgroup_raw["ns/g"] = (codec.encode(stored), int(stored.metadata.resource_version or 0))
+        published: list[object] = []
+
+        async def publish(event: object) -> int:
+            published.append(event)
+            return len(published)
+
+        dispatcher = Dispatcher(store, cache, publish, source="test")
+        scheduled = PodGroupCondition("Scheduled", "True", "tasks in gang are ready to be scheduled")
+        await dispatcher._podgroup_status(PodGroupStatusUpdate("ns/g", "Inqueue", (), 0, 0, 0))
+        await dispatcher._podgroup_status(PodGroupStatusUpdate("ns/g", "Running", (scheduled,), 0, 0, 0))
+        await dispatcher._podgroup_status(PodGroupStatusUpdate("ns/g", "Running", (scheduled,), 2, 0, 0))
+        assert (store.reads, store.conflicts) == (0, 0)
+        final = await store.get(PodGroup, "ns", "g")
+        assert final.status is not None and final.status.phase == "Running" and final.status.running == 2
+        assert len(published) == 1  # the verdict "Scheduled", once
+
+    asyncio.run(scenario())
