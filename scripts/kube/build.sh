@@ -48,6 +48,9 @@ src_version() {
 }
 
 main() {
+    # Everything but the final path goes to stderr: callers take stdout as the bin dir, and apt,
+    # dpkg and make print to stdout (a fresh machine once got ".../kube-apiserver: File name too long").
+    exec 3>&1 1>&2
     ensure_deb_src
     # Fast path: if a cached build exists for some version, and apt knows that version, done.
     local version
@@ -63,7 +66,7 @@ main() {
     for w in $WHAT; do [ -x "$bin/$(basename "$w")" ] || all=0; done
     if [ "$all" = 1 ]; then
         log "cached: $bin"
-        echo "$bin"
+        echo "$bin" >&3
         return 0
     fi
     ensure_packages
@@ -104,7 +107,7 @@ main() {
         cp "$out" "$bin/$name.tmp" && mv "$bin/$name.tmp" "$bin/$name"
         log "built $name in $((SECONDS - t0))s"
     done
-    echo "$bin"
+    echo "$bin" >&3
 }
 
 main "$@"
