@@ -12,8 +12,8 @@ import pstats
 import time
 from typing import Any
 
-from vc_scheduler.cycle import load_scheduler_conf, run_cycle
-from vc_scheduler.snapshot import ClusterSnapshot, load_objects
+from vc_scheduling.cycle import load_scheduler_conf, run_cycle
+from vc_scheduling.snapshot import ClusterSnapshot, load_objects
 
 
 def cluster_objects(nodes: int, gangs: int, size: int, running: int = 0) -> list[dict[str, Any]]:

@@ -40,8 +40,8 @@ from vc_proto.scheduling import PodGroup
 from vc_scheduler import ledger as pure
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.dispatch import BOUND_BY, Dispatcher, Gang, SoleOwner
-from vc_scheduler.framework.decisions import Bind
 from vc_scheduler.ledger_kv import Ledger, node_key
+from vc_scheduling.framework.decisions import Bind
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
 

@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from vc_scheduler.cycle import load_scheduler_conf
-from vc_scheduler.sim import simulate
-from vc_scheduler.snapshot import ClusterSnapshot, load_snapshot
+
+from vc_scheduling.cycle import load_scheduler_conf
+from vc_scheduling.sim import simulate
+from vc_scheduling.snapshot import ClusterSnapshot, load_snapshot
 
 SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
 HEADER_KIND = "SchedulerScenario"

@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from vc_scheduler.actions import in_tree_actions
-from vc_scheduler.cycle import load_scheduler_conf
-from vc_scheduler.framework.conf import DEFAULT_CONF_YAML, ConfError
-from vc_scheduler.framework.interfaces import ExtensionPoint
-from vc_scheduler.plugins import in_tree_plugins
+
+from vc_scheduling.actions import in_tree_actions
+from vc_scheduling.cycle import load_scheduler_conf
+from vc_scheduling.framework.conf import DEFAULT_CONF_YAML, ConfError
+from vc_scheduling.framework.interfaces import ExtensionPoint
+from vc_scheduling.plugins import in_tree_plugins
 
 DEPLOY_CONF = Path(__file__).resolve().parents[3] / "deploy" / "scheduler" / "volcano-scheduler.conf"
 

@@ -6,13 +6,14 @@ from collections.abc import Sequence
 
 import pytest
 from scheduler_builders import FakePlugin, node, pod, podgroup, real_session, snapshot
-from vc_scheduler.actions.shuffle import ShuffleAction
-from vc_scheduler.cycle import load_scheduler_conf, run_cycle
-from vc_scheduler.framework.decisions import Evict
-from vc_scheduler.framework.framework import podgroup_phase
-from vc_scheduler.framework.interfaces import ExtensionPoint
-from vc_scheduler.framework.model import TaskInfo
-from vc_scheduler.snapshot.cluster import PodGroupCondition
+
+from vc_scheduling.actions.shuffle import ShuffleAction
+from vc_scheduling.cycle import load_scheduler_conf, run_cycle
+from vc_scheduling.framework.decisions import Evict
+from vc_scheduling.framework.framework import podgroup_phase
+from vc_scheduling.framework.interfaces import ExtensionPoint
+from vc_scheduling.framework.model import TaskInfo
+from vc_scheduling.snapshot.cluster import PodGroupCondition
 
 
 @pytest.mark.parametrize(

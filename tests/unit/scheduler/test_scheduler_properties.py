@@ -12,9 +12,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vc_scheduler.cycle import CycleResult, apply_result, load_scheduler_conf, run_cycle
-from vc_scheduler.framework.build import TaskMemo
-from vc_scheduler.snapshot import ClusterSnapshot, load_objects
+from vc_scheduling.cycle import CycleResult, apply_result, load_scheduler_conf, run_cycle
+from vc_scheduling.framework.build import TaskMemo
+from vc_scheduling.snapshot import ClusterSnapshot, load_objects
 
 RESOURCES = ("cpu", "nvidia.com/gpu")
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[3] / "services" / "scheduler" / "src" / "vc_scheduler"
+PACKAGE = Path(__file__).resolve().parents[3] / "libs" / "scheduling" / "src" / "vc_scheduling"
 PURE = ["snapshot", "framework", "actions", "plugins", "cycle.py"]
 FORBIDDEN = {
     "asyncio",

@@ -9,8 +9,17 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 from scheduler_builders import fake_session, node, pod, podgroup, snapshot
-from vc_scheduler.framework.interfaces import ALLOWED, Check, ExtensionPoint, NodeFailure, ValidateResult, Verdict, Vote
-from vc_scheduler.framework.model import JobInfo, TaskInfo
+
+from vc_scheduling.framework.interfaces import (
+    ALLOWED,
+    Check,
+    ExtensionPoint,
+    NodeFailure,
+    ValidateResult,
+    Verdict,
+    Vote,
+)
+from vc_scheduling.framework.model import JobInfo, TaskInfo
 
 P = ExtensionPoint
 Fn = Callable[..., Any]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-from vc_scheduler.snapshot import SnapshotError, load_objects, load_snapshot
+
+from vc_scheduling.snapshot import SnapshotError, load_objects, load_snapshot
 
 
 @pytest.mark.parametrize(

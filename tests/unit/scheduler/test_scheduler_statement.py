@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 from scheduler_builders import node, pod, podgroup, real_session, snapshot
-from vc_scheduler.cycle import load_scheduler_conf
-from vc_scheduler.framework.decisions import Bind, Evict
-from vc_scheduler.framework.model import TaskInfo, TaskStatus
-from vc_scheduler.framework.session import Session
-from vc_scheduler.framework.statement import Statement
+
+from vc_scheduling.cycle import load_scheduler_conf
+from vc_scheduling.framework.decisions import Bind, Evict
+from vc_scheduling.framework.model import TaskInfo, TaskStatus
+from vc_scheduling.framework.session import Session
+from vc_scheduling.framework.statement import Statement
 
 
 def status_of(task: TaskInfo) -> TaskStatus:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from vc_scheduler.snapshot.cluster import NodeObj, PodGroupObj, PodObj
+from vc_scheduling.snapshot.cluster import NodeObj, PodGroupObj, PodObj
 
 
 def pod(name: str, group: str, *, node: str = "", phase: str = "Pending") -> PodObj:

@@ -12,8 +12,8 @@ from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, PodGroupSpec
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.dispatch import Dispatcher
-from vc_scheduler.framework.decisions import PodGroupStatusUpdate
-from vc_scheduler.snapshot.cluster import PodGroupCondition
+from vc_scheduling.framework.decisions import PodGroupStatusUpdate
+from vc_scheduling.snapshot.cluster import PodGroupCondition
 
 
 class CountingStore(MemoryStore):

@@ -9,12 +9,12 @@ from fractions import Fraction
 from service_builders import group, node, pod
 
 from vc_scheduler.cache import SchedulerCache
-from vc_scheduler.cycle import CycleResult, CycleStats, load_scheduler_conf
 from vc_scheduler.dispatch import Dispatcher
-from vc_scheduler.framework.decisions import Bind, PodGroupStatusUpdate, QueueStatusUpdate
 from vc_scheduler.ledger import View
 from vc_scheduler.loop import ALLOCATED_EVERY_S, COUNTS_EVERY_S, Plan, SchedulingLoop
-from vc_scheduler.snapshot.cluster import ClusterSnapshot, PodGroupCondition, QueueObj
+from vc_scheduling.cycle import CycleResult, CycleStats, load_scheduler_conf
+from vc_scheduling.framework.decisions import Bind, PodGroupStatusUpdate, QueueStatusUpdate
+from vc_scheduling.snapshot.cluster import ClusterSnapshot, PodGroupCondition, QueueObj
 
 HIERARCHY_CONF = """
 actions: "enqueue, allocate"

@@ -1,1 +1,1 @@
-"""Tephra scheduler: Volcano sessions, actions, plugins."""
+"""Tephra scheduler service: the shell (cache, loop, ledger, binder, status writer) around vc_scheduling."""

@@ -17,10 +17,10 @@ from vc_runtime.membership import Membership
 from vc_runtime.service import FnWorker, ServiceContext, Worker
 from vc_runtime.settings import RuntimeSettings
 from vc_scheduler.cache import KINDS, SchedulerCache
-from vc_scheduler.cycle import load_scheduler_conf
 from vc_scheduler.dispatch import Dispatcher
 from vc_scheduler.ledger_kv import Ledger
 from vc_scheduler.loop import SchedulingLoop
+from vc_scheduling.cycle import load_scheduler_conf
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -22,8 +22,8 @@ from vc_core.store import WatchOp
 from vc_proto import subjects
 from vc_runtime.aio import until
 from vc_scheduler.sharding import TERMINAL
-from vc_scheduler.snapshot.cluster import ClusterSnapshot, NodeObj, PodGroupObj, PodObj, PriorityClassObj, QueueObj
-from vc_scheduler.snapshot.loader import SnapshotError, decode_json
+from vc_scheduling.snapshot.cluster import ClusterSnapshot, NodeObj, PodGroupObj, PodObj, PriorityClassObj, QueueObj
+from vc_scheduling.snapshot.loader import SnapshotError, decode_json
 
 KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")
 MAX_TOMBSTONES = 200_000

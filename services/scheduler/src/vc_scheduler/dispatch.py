@@ -36,11 +36,11 @@ from vc_proto.events import DomainEvent
 from vc_proto.scheduling import PodGroup, PodGroupCondition, PodGroupStatus, Queue, QueueStatus
 from vc_scheduler import ledger
 from vc_scheduler.cache import SchedulerCache
-from vc_scheduler.framework.decisions import Bind, Evict, PodGroupStatusUpdate, QueueStatusUpdate
 from vc_scheduler.ledger import View
 from vc_scheduler.ledger_kv import Ledger, node_key, queue_key
 from vc_scheduler.metrics import BINDS, ERRORS, EVICTS, FENCED, GANGS, PG_WRITES, QUEUE_WRITES, TASK_LATENCY
 from vc_scheduler.sharding import Ownership, SoleOwner
+from vc_scheduling.framework.decisions import Bind, Evict, PodGroupStatusUpdate, QueueStatusUpdate
 
 log = structlog.get_logger(__name__)
 T = TypeVar("T", Pod, PodGroup)

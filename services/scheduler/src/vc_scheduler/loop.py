@@ -25,11 +25,7 @@ from vc_core.resources import parse_resources
 from vc_proto.subjects import unescape_token
 from vc_scheduler import metrics
 from vc_scheduler.cache import SchedulerCache
-from vc_scheduler.cycle import CycleResult, run_cycle
 from vc_scheduler.dispatch import Dispatcher, Gang
-from vc_scheduler.framework.build import TaskMemo
-from vc_scheduler.framework.conf import SchedulerConf
-from vc_scheduler.framework.decisions import Bind, Evict, PodGroupStatusUpdate, QueueStatusUpdate
 from vc_scheduler.ledger import Record, View, queue_chain
 from vc_scheduler.ledger import prune as prune_record
 from vc_scheduler.ledger_kv import Ledger
@@ -44,7 +40,11 @@ from vc_scheduler.sharding import (
     podgroup_key,
     shard_snapshot,
 )
-from vc_scheduler.snapshot.cluster import ROOT_QUEUE, ClusterSnapshot, PodGroupCondition, PodGroupObj, QueueObj
+from vc_scheduling.cycle import CycleResult, run_cycle
+from vc_scheduling.framework.build import TaskMemo
+from vc_scheduling.framework.conf import SchedulerConf
+from vc_scheduling.framework.decisions import Bind, Evict, PodGroupStatusUpdate, QueueStatusUpdate
+from vc_scheduling.snapshot.cluster import ROOT_QUEUE, ClusterSnapshot, PodGroupCondition, PodGroupObj, QueueObj
 
 log = structlog.get_logger(__name__)
 MIN_GAP_S = 0.05

@@ -9,7 +9,7 @@ from fractions import Fraction
 from prometheus_client import Counter, Gauge, Histogram
 
 from vc_core.resources import CPU, MEMORY
-from vc_scheduler.snapshot.cluster import QueueObj
+from vc_scheduling.snapshot.cluster import QueueObj
 
 E2E = Histogram(
     "volcano_e2e_scheduling_latency_milliseconds",

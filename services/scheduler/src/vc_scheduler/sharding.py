@@ -22,7 +22,7 @@ from vc_core.resources import PODS
 from vc_proto.subjects import unescape_token
 from vc_runtime.membership import rendezvous_owner
 from vc_scheduler.ledger import PodState, Record, View, keep
-from vc_scheduler.snapshot.cluster import ROOT_QUEUE, ClusterSnapshot, NodeObj, PodObj
+from vc_scheduling.snapshot.cluster import ROOT_QUEUE, ClusterSnapshot, NodeObj, PodObj
 
 
 class Ownership(Protocol):

@@ -1,0 +1,134 @@
+"""preempt: starving jobs evict lower-priority tasks of their own queue (Volcano preempt.go).
+
+Between jobs: a starving job's pending tasks evict preemptable tasks of other jobs in the same queue;
+the job's statement commits only if the job is then pipelined. Within a job: pending tasks evict
+lower-priority tasks of the same job, committed task by task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar, Final
+
+import numpy as np
+
+from vc_scheduling.actions.victims import fits_future_idle, victims_can_make_room, victims_queue
+from vc_scheduling.framework.interfaces import PluginArgs
+from vc_scheduling.framework.model import PREEMPTABLE_STATUSES, JobInfo, QueueInfo, TaskInfo, TaskStatus
+from vc_scheduling.framework.node_search import sort_nodes_by_score
+from vc_scheduling.framework.nodes import NodeInfo
+from vc_scheduling.framework.ordering import PriorityQueue
+from vc_scheduling.framework.session import Session
+from vc_scheduling.framework.statement import Statement
+
+NAME: Final = "preempt"
+PREEMPT_NEVER = "Never"
+Filter = Callable[[TaskInfo], bool]
+
+
+class PreemptAction:
+    name: ClassVar[str] = NAME
+
+    def __init__(self, args: PluginArgs | None = None) -> None:
+        self.args = dict(args or {})
+
+    def execute(self, ssn: Session) -> None:
+        queues, starving = self._starving_jobs(ssn)
+        for queue in queues:
+            self._between_jobs(ssn, starving.get(queue.name))
+            for job in [j for j in ssn.jobs.values() if j.queue == queue.name and ssn.job_starving(j)]:
+                self._within_job(ssn, job)
+
+    @staticmethod
+    def _starving_jobs(ssn: Session) -> tuple[list[QueueInfo], dict[str, PriorityQueue[JobInfo]]]:
+        queues: dict[str, QueueInfo] = {}
+        starving: dict[str, PriorityQueue[JobInfo]] = {}
+        for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
+            queue = ssn.queue_of(job)
+            if job.is_pending() or queue is None:
+                continue
+            queues.setdefault(queue.name, queue)
+            if ssn.job_starving(job):
+                starving.setdefault(queue.name, PriorityQueue(ssn.job_order)).push(job)
+        ordered = PriorityQueue(ssn.queue_order, queues.values())
+        return [ordered.pop() for _ in range(len(ordered))], starving
+
+    def _between_jobs(self, ssn: Session, preemptors: PriorityQueue[JobInfo] | None) -> None:
+        while preemptors is not None and not preemptors.empty():
+            job = preemptors.pop()
+            stmt = Statement(ssn)
+            assigned = False
+            tasks = _pending_tasks(ssn, job)
+            while ssn.job_starving(job) and not tasks.empty():
+                preemptor = tasks.pop()
+                assigned |= preempt(ssn, stmt, preemptor, _other_jobs_in_queue(ssn, preemptor))
+            if not ssn.job_pipelined(job):
+                stmt.discard()
+                continue
+            stmt.commit()
+            if assigned:
+                preemptors.push(job)
+
+    @staticmethod
+    def _within_job(ssn: Session, job: JobInfo) -> None:
+        tasks = _pending_tasks(ssn, job)
+        while not tasks.empty():
+            preemptor = tasks.pop()
+            stmt = Statement(ssn)
+            assigned = preempt(ssn, stmt, preemptor, _same_job(preemptor))
+            stmt.commit()
+            if not assigned:
+                break
+
+
+def _pending_tasks(ssn: Session, job: JobInfo) -> PriorityQueue[TaskInfo]:
+    return PriorityQueue(ssn.task_order, sorted(job.tasks_in(TaskStatus.PENDING), key=lambda t: t.uid))
+
+
+def _same_job(preemptor: TaskInfo) -> Filter:
+    return lambda task: task.job == preemptor.job and _running(task)
+
+
+def _running(task: TaskInfo) -> bool:
+    return task.status in PREEMPTABLE_STATUSES and not task.best_effort
+
+
+def _other_jobs_in_queue(ssn: Session, preemptor: TaskInfo) -> Filter:
+    queue = ssn.jobs[preemptor.job].queue
+
+    def candidate(task: TaskInfo) -> bool:
+        job = ssn.jobs.get(task.job)
+        if job is None or not _running(task) or not task.preemptable:
+            return False
+        if preemptor.best_effort and not task.best_effort:
+            return False
+        return job.queue == queue and task.job != preemptor.job
+
+    return candidate
+
+
+def preempt(ssn: Session, stmt: Statement, preemptor: TaskInfo, candidate: Filter) -> bool:
+    """Free one node for `preemptor` by evicting victims there, then pipeline it onto that node."""
+    if preemptor.preemption_policy == PREEMPT_NEVER or ssn.pre_predicate(preemptor):
+        return False
+    queue = ssn.queues[ssn.jobs[preemptor.job].queue]
+    rows = ssn.predicate(preemptor, np.arange(len(ssn.nodes)), resolvable_pass=True).rows
+    for node in sort_nodes_by_score(ssn, preemptor, rows):
+        preemptees = [t for t in node.tasks.values() if candidate(t)]
+        victims = ssn.preemptable(preemptor, preemptees)
+        if not victims_can_make_room(ssn, preemptor, node, victims):
+            continue
+        node_stmt = Statement(ssn)
+        order = victims_queue(ssn, victims, preemptor)
+        while not order.empty() and not _can_take(ssn, queue, preemptor, node):
+            node_stmt.evict(order.pop(), "preempt")
+        if _can_take(ssn, queue, preemptor, node) and ssn.predicate(preemptor, np.array([node.row])).rows.size:
+            node_stmt.pipeline(preemptor, node)
+            stmt.merge(node_stmt)
+            return True
+        node_stmt.discard()
+    return False
+
+
+def _can_take(ssn: Session, queue: QueueInfo, task: TaskInfo, node: NodeInfo) -> bool:
+    return ssn.allocatable(queue, task).ok and fits_future_idle(ssn, task, node)

@@ -1,0 +1,42 @@
+"""Helpers shared by preempt and reclaim: validating victims and ordering them for eviction."""
+
+from __future__ import annotations
+
+from vc_scheduling.framework.model import TaskInfo
+from vc_scheduling.framework.nodes import NodeInfo
+from vc_scheduling.framework.ordering import PriorityQueue
+from vc_scheduling.framework.resources import less_equal
+from vc_scheduling.framework.session import Session
+
+
+def victims_can_make_room(ssn: Session, preemptor: TaskInfo, node: NodeInfo, victims: list[TaskInfo]) -> bool:
+    """Volcano ValidateVictims: some victims, and future idle plus all of them holds the request."""
+    if not victims:
+        return False
+    room = ssn.nodes.future_idle[node.row].copy()
+    for victim in victims:
+        room += victim.resreq
+    return less_equal(preemptor.resreq, room, ssn.space.tolerance)
+
+
+def victims_queue(ssn: Session, victims: list[TaskInfo], preemptor: TaskInfo) -> PriorityQueue[TaskInfo]:
+    """Volcano BuildVictimsPriorityQueue: the first popped is the first to evict."""
+    preemptor_queue = ssn.queues[ssn.jobs[preemptor.job].queue]
+
+    def first_to_evict(left: TaskInfo, right: TaskInfo) -> bool:
+        if left.job == right.job:
+            return not ssn.task_order(left, right)
+        left_job, right_job = ssn.jobs.get(left.job), ssn.jobs.get(right.job)
+        if left_job is None:
+            return True
+        if right_job is None:
+            return False
+        if left_job.queue != right_job.queue:
+            return ssn.victim_queue_order(ssn.queues[left_job.queue], ssn.queues[right_job.queue], preemptor_queue)
+        return not ssn.job_order(left_job, right_job)
+
+    return PriorityQueue(first_to_evict, sorted(victims, key=lambda t: t.uid))
+
+
+def fits_future_idle(ssn: Session, task: TaskInfo, node: NodeInfo) -> bool:
+    return less_equal(task.resreq, ssn.nodes.future_idle[node.row], ssn.space.tolerance)

@@ -1,0 +1,123 @@
+"""run_cycle: one scheduling session over a snapshot, the decisions out (pure; no I/O, no event loop)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from functools import partial
+
+from vc_scheduling.actions import in_tree_actions
+from vc_scheduling.framework.build import TaskMemo
+from vc_scheduling.framework.conf import SchedulerConf, default_conf, load_conf
+from vc_scheduling.framework.decisions import Bind, Evict, PodGroupStatusUpdate, QueueStatusUpdate
+from vc_scheduling.framework.framework import close_session, open_session
+from vc_scheduling.framework.interfaces import ActionFactory, PluginFactory
+from vc_scheduling.framework.model import TaskStatus
+from vc_scheduling.framework.registry import Registry
+from vc_scheduling.plugins import in_tree_plugins
+from vc_scheduling.snapshot.cluster import ClusterSnapshot
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True, slots=True)
+class CycleStats:
+    duration_s: float
+    durations_s: dict[str, float]  # "action:allocate", "plugin:gang:open", ...
+    jobs: int
+    tasks_pending: int
+    nodes: int
+
+
+@dataclass(frozen=True, slots=True)
+class CycleResult:
+    decisions: tuple[Bind | Evict, ...]
+    podgroups: dict[str, PodGroupStatusUpdate]
+    queues: tuple[QueueStatusUpdate, ...]
+    pipelined: tuple[str, ...]  # "<ns>/<pod>" of tasks left Pipelined at session close
+    stats: CycleStats
+
+    @property
+    def binds(self) -> dict[str, str]:
+        return {d.pod: d.node for d in self.decisions if isinstance(d, Bind)}
+
+    @property
+    def evictions(self) -> list[str]:
+        return [d.pod for d in self.decisions if isinstance(d, Evict)]
+
+
+@dataclass(slots=True)
+class _Timer:
+    clock: Clock
+    durations: dict[str, float] = field(default_factory=dict)
+
+    def __call__(self, name: str, fn: Callable[[], None]) -> None:
+        start = self.clock()
+        fn()
+        self.durations[name] = self.durations.get(name, 0.0) + self.clock() - start
+
+
+def load_scheduler_conf(text: str | bytes | None = None) -> SchedulerConf:
+    """The conf from YAML text, validated against the in-tree names; None gives the default."""
+    known = {"known_actions": in_tree_actions().names(), "known_plugins": in_tree_plugins().names()}
+    return default_conf(**known) if text is None else load_conf(text, **known)
+
+
+def run_cycle(
+    snapshot: ClusterSnapshot,
+    conf: SchedulerConf | None = None,
+    *,
+    now: datetime | None = None,
+    session_uid: str = "session-1",
+    scheduler_names: Iterable[str] = ("volcano",),
+    plugins: Registry[PluginFactory] | None = None,
+    actions: Registry[ActionFactory] | None = None,
+    clock: Clock = time.perf_counter,
+    memo: TaskMemo | None = None,
+) -> CycleResult:
+    """Open a session, run the configured actions in order, close it. A `memo` carried from one call
+    to the next saves rebuilding the tasks of unchanged pods (see TaskMemo)."""
+    conf = conf or load_scheduler_conf()
+    plugins = plugins or in_tree_plugins()
+    actions = actions or in_tree_actions()
+    timer = _Timer(clock)
+    start = clock()
+    ssn, instances = open_session(
+        snapshot,
+        conf,
+        plugins=plugins,
+        now=now,
+        uid=session_uid,
+        scheduler_names=scheduler_names,
+        timed=timer,
+        memo=memo,
+    )
+    pending = sum(job.count(TaskStatus.PENDING) for job in ssn.jobs.values())
+    for name in conf.actions:
+        action = actions[name](conf.action_arguments(name))
+        timer(f"action:{name}", partial(action.execute, ssn))
+    statuses, queues = close_session(ssn, instances, timed=timer)
+    pipelined = sorted(t.key for job in ssn.jobs.values() for t in job.tasks_in(TaskStatus.PIPELINED))
+    stats = CycleStats(clock() - start, timer.durations, len(ssn.jobs), pending, len(ssn.nodes))
+    return CycleResult(tuple(ssn.decisions), statuses, tuple(queues), tuple(pipelined), stats)
+
+
+def apply_result(snapshot: ClusterSnapshot, result: CycleResult) -> ClusterSnapshot:
+    """The cluster after the decisions take effect: bound pods Running on their node, evicted pods
+    gone, PodGroup phases and conditions as written (what `--cycles N` feeds the next cycle)."""
+    binds = result.binds
+    evicted = set(result.evictions)
+    pods = tuple(
+        replace(pod, node_name=binds[pod.key], phase="Running") if pod.key in binds else pod
+        for pod in snapshot.pods
+        if pod.key not in evicted
+    )
+    podgroups = tuple(
+        replace(pg, phase=result.podgroups[pg.key].phase, conditions=result.podgroups[pg.key].conditions)
+        if pg.key in result.podgroups
+        else pg
+        for pg in snapshot.podgroups
+    )
+    return replace(snapshot, pods=pods, podgroups=podgroups)

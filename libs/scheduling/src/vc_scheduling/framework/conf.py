@@ -1,0 +1,147 @@
+"""The scheduler configuration in Volcano's YAML shape (actions, tiers, configurations)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import yaml
+
+from vc_core.errors import ConfigError
+from vc_scheduling.framework.interfaces import ENABLE_KEYS, OTHER_ENABLE_KEYS, ExtensionPoint
+
+# Volcano's built-in default (pkg/scheduler/util.go DefaultSchedulerConf); deploy/scheduler ships the same.
+DEFAULT_CONF_YAML: Final = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+
+class ConfError(ConfigError):
+    """A bad scheduler configuration; `field` names where."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"scheduler conf: {field}: {message}")
+        self.field = field
+
+
+@dataclass(frozen=True, slots=True)
+class PluginOption:
+    name: str
+    arguments: Mapping[str, object] = field(default_factory=dict)
+    disabled: frozenset[ExtensionPoint] = frozenset()
+    flags: Mapping[str, bool] = field(default_factory=dict)
+
+    def enabled(self, point: ExtensionPoint) -> bool:
+        return point not in self.disabled
+
+
+@dataclass(frozen=True, slots=True)
+class Tier:
+    plugins: tuple[PluginOption, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConf:
+    actions: tuple[str, ...]
+    tiers: tuple[Tier, ...]
+    configurations: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+
+    def action_arguments(self, name: str) -> Mapping[str, object]:
+        return self.configurations.get(name, {})
+
+    def plugin_names(self) -> list[str]:
+        return [p.name for tier in self.tiers for p in tier.plugins]
+
+
+def load_conf(text: str | bytes, *, known_actions: list[str], known_plugins: list[str]) -> SchedulerConf:
+    """Parse and validate; unknown action or plugin names are errors (Volcano: "failed to find Action")."""
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfError("(document)", f"not valid YAML: {exc}") from exc
+    if not isinstance(raw, Mapping):
+        raise ConfError("(document)", "expected a mapping with actions and tiers")
+    actions = _actions(raw.get("actions", ""), known_actions)
+    tiers = tuple(_tier(i, t, known_plugins) for i, t in enumerate(_list(raw.get("tiers"), "tiers")))
+    configurations = _configurations(raw.get("configurations"))
+    conf = SchedulerConf(actions, tiers, configurations)
+    _check_conflicts(conf)
+    return conf
+
+
+def default_conf(*, known_actions: list[str], known_plugins: list[str]) -> SchedulerConf:
+    return load_conf(DEFAULT_CONF_YAML, known_actions=known_actions, known_plugins=known_plugins)
+
+
+def _list(value: object, field: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ConfError(field, "expected a list")
+    return value
+
+
+def _actions(value: object, known: list[str]) -> tuple[str, ...]:
+    if not isinstance(value, str):
+        raise ConfError("actions", 'expected a comma separated string such as "enqueue, allocate, backfill"')
+    names = tuple(name.strip() for name in value.split(",") if name.strip())
+    for name in names:
+        if name not in known:
+            raise ConfError("actions", f"failed to find Action {name} (known: {', '.join(known)})")
+    return names
+
+
+def _tier(index: int, raw: object, known: list[str]) -> Tier:
+    if not isinstance(raw, Mapping):
+        raise ConfError(f"tiers[{index}]", "expected a mapping with plugins")
+    plugins = _list(raw.get("plugins"), f"tiers[{index}].plugins")
+    return Tier(tuple(_plugin(f"tiers[{index}].plugins[{i}]", p, known) for i, p in enumerate(plugins)))
+
+
+def _plugin(field: str, raw: object, known: list[str]) -> PluginOption:
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
+        raise ConfError(field, "expected a mapping with a name")
+    name = raw["name"]
+    if name not in known:
+        raise ConfError(f"{field}.name", f"failed to find Plugin {name} (known: {', '.join(known)})")
+    arguments = raw.get("arguments") or {}
+    if not isinstance(arguments, Mapping):
+        raise ConfError(f"{field}.arguments", "expected a mapping")
+    flags = {k: v for k, v in raw.items() if k in set(ENABLE_KEYS.values()) | OTHER_ENABLE_KEYS}
+    for key, value in flags.items():
+        if not isinstance(value, bool):
+            raise ConfError(f"{field}.{key}", "expected true or false")
+    # An absent flag means enabled (Volcano ApplyPluginConfDefaults).
+    disabled = frozenset(point for point, key in ENABLE_KEYS.items() if flags.get(key) is False)
+    return PluginOption(name, dict(arguments), disabled, flags)
+
+
+def _configurations(value: object) -> dict[str, Mapping[str, object]]:
+    out: dict[str, Mapping[str, object]] = {}
+    for i, item in enumerate(_list(value, "configurations")):
+        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
+            raise ConfError(f"configurations[{i}]", "expected a mapping with a name")
+        arguments = item.get("arguments") or {}
+        if not isinstance(arguments, Mapping):
+            raise ConfError(f"configurations[{i}].arguments", "expected a mapping")
+        out[item["name"]] = dict(arguments)
+    return out
+
+
+def _check_conflicts(conf: SchedulerConf) -> None:
+    for i, tier in enumerate(conf.tiers):
+        names = {p.name for p in tier.plugins}
+        if "proportion" in names and any(p.name == "drf" and p.flags.get("enableHierarchy") for p in tier.plugins):
+            raise ConfError(f"tiers[{i}]", "proportion and drf with hierarchy enabled conflicts")

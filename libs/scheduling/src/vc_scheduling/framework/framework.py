@@ -1,0 +1,147 @@
+"""OpenSession / CloseSession (Volcano framework.go): build a session, run plugin hooks, write statuses."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from functools import partial
+
+from vc_scheduling.framework.build import TaskMemo, build_jobs_and_tasks, build_queues, resource_space
+from vc_scheduling.framework.conf import SchedulerConf
+from vc_scheduling.framework.decisions import PodGroupStatusUpdate, QueueStatusUpdate
+from vc_scheduling.framework.interfaces import Plugin, PluginFactory
+from vc_scheduling.framework.model import (
+    ALLOCATED_STATUSES,
+    COMPLETED_STATUSES,
+    SCHEDULED_STATUSES,
+    JobInfo,
+    PodGroupPhase,
+    TaskStatus,
+)
+from vc_scheduling.framework.nodes import NodeTable
+from vc_scheduling.framework.registry import Registry
+from vc_scheduling.framework.resources import format_amount
+from vc_scheduling.framework.session import Session
+from vc_scheduling.snapshot.cluster import ROOT_QUEUE, ClusterSnapshot, PodGroupCondition
+
+UNSCHEDULABLE = "Unschedulable"
+
+
+def open_session(
+    snapshot: ClusterSnapshot,
+    conf: SchedulerConf,
+    *,
+    plugins: Registry[PluginFactory],
+    now: datetime | None,
+    uid: str,
+    scheduler_names: Iterable[str] = ("volcano",),
+    timed: Callable[[str, Callable[[], None]], None] = lambda _name, fn: fn(),
+    memo: TaskMemo | None = None,
+) -> tuple[Session, list[Plugin]]:
+    space = resource_space(snapshot)
+    nodes = NodeTable(space, snapshot.nodes)
+    queues = build_queues(snapshot)
+    classes = {pc.name: pc for pc in snapshot.priority_classes}
+    jobs = build_jobs_and_tasks(
+        snapshot,
+        space=space,
+        nodes=nodes,
+        queues=queues,
+        classes=classes,
+        scheduler_names=scheduler_names,
+        memo=memo,
+    )
+    ssn = Session(
+        uid=uid, conf=conf, space=space, nodes=nodes, jobs=jobs, queues=queues, priority_classes=classes, now=now
+    )
+    instances: list[Plugin] = []
+    for tier in conf.tiers:
+        for option in tier.plugins:
+            # Plugins get their `arguments` plus the option's own flags (capacity reads enableHierarchy).
+            plugin = plugins[option.name]({**option.arguments, **option.flags})
+            timed(f"plugin:{option.name}:open", partial(plugin.on_session_open, ssn))
+            instances.append(plugin)
+    _drop_invalid_jobs(ssn)
+    return ssn, instances
+
+
+def _drop_invalid_jobs(ssn: Session) -> None:
+    """Jobs failing JobValid leave the session with an Unschedulable condition.
+
+    A PodGroup that has not been enqueued yet stays: a vcjob's pods are only created once its
+    PodGroup is Inqueue, so gang validity cannot hold before then. Volcano's allocate, backfill,
+    preempt and reclaim all skip pending jobs before they ask JobValid, and its OpenSession check runs
+    before any plugin registers, so enqueue sees every pending job.
+    """
+    for job in list(ssn.jobs.values()):
+        if job.phase == PodGroupPhase.PENDING:
+            continue
+        result = ssn.job_valid(job)
+        if result is None:
+            continue
+        condition = PodGroupCondition(UNSCHEDULABLE, "True", result.reason, result.message, ssn.uid)
+        ssn.update_podgroup_condition(job, condition)
+        ssn.invalid_jobs[job.uid] = ssn.jobs.pop(job.uid)
+
+
+def close_session(
+    ssn: Session,
+    plugins: Sequence[Plugin],
+    *,
+    timed: Callable[[str, Callable[[], None]], None] = lambda _name, fn: fn(),
+) -> tuple[dict[str, PodGroupStatusUpdate], list[QueueStatusUpdate]]:
+    for plugin in plugins:
+        timed(f"plugin:{plugin.name}:close", partial(plugin.on_session_close, ssn))
+    jobs = {**ssn.jobs, **ssn.invalid_jobs}
+    statuses = {uid: podgroup_status(ssn, job) for uid, job in sorted(jobs.items())}
+    return statuses, queue_statuses(ssn)
+
+
+def podgroup_phase(ssn: Session, job: JobInfo) -> str:
+    """Volcano jobStatus: Unknown / Running / Completed / Inqueue / Pending."""
+    unschedulable = job.conditions.get(UNSCHEDULABLE)
+    failed_now = unschedulable is not None and unschedulable.status == "True" and unschedulable.transition_id == ssn.uid
+    if job.count(TaskStatus.RUNNING) and failed_now:
+        return PodGroupPhase.UNKNOWN
+    releasing_placed = sum(1 for t in job.tasks_in(TaskStatus.RELEASING) if t.node_name)
+    scheduled = job.count(*SCHEDULED_STATUSES) + releasing_placed
+    if scheduled >= job.min_available and scheduled > 0:
+        completed = job.count(*COMPLETED_STATUSES)
+        return PodGroupPhase.COMPLETED if completed == scheduled else PodGroupPhase.RUNNING
+    return PodGroupPhase.INQUEUE if job.phase == PodGroupPhase.INQUEUE else PodGroupPhase.PENDING
+
+
+def podgroup_status(ssn: Session, job: JobInfo) -> PodGroupStatusUpdate:
+    return PodGroupStatusUpdate(
+        podgroup=job.uid,
+        phase=podgroup_phase(ssn, job),
+        conditions=tuple(job.conditions.values()),
+        running=job.count(TaskStatus.RUNNING),
+        succeeded=job.count(TaskStatus.SUCCEEDED),
+        failed=job.count(TaskStatus.FAILED),
+    )
+
+
+def queue_statuses(ssn: Session) -> list[QueueStatusUpdate]:
+    """status.allocated per queue: Σ requests of allocated tasks, propagated to ancestors and root."""
+    allocated = {name: ssn.space.zeros() for name in ssn.queues}
+    for job in ssn.jobs.values():
+        for task in job.tasks.values():
+            if task.status in ALLOCATED_STATUSES and job.queue in allocated:
+                for name in _lineage(ssn, job.queue):
+                    allocated[name] += task.resreq
+    return [
+        QueueStatusUpdate(name, {n: format_amount(n, float(v)) for n, v in zip(ssn.space.names, vec, strict=True)})
+        for name, vec in sorted(allocated.items())
+    ]
+
+
+def _lineage(ssn: Session, name: str) -> list[str]:
+    """The queue, its ancestors through `spec.parent`, and `root` (cycles and unknown parents stop)."""
+    chain = [name]
+    while chain[-1] != ROOT_QUEUE:
+        parent = ssn.queues[chain[-1]].spec.parent or ROOT_QUEUE
+        if parent not in ssn.queues or parent in chain:
+            break
+        chain.append(parent)
+    return chain

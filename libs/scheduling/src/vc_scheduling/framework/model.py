@@ -1,0 +1,217 @@
+"""Session bookkeeping for tasks, jobs and queues (Volcano's TaskInfo, JobInfo, QueueInfo).
+
+Mutable on purpose: a session updates task statuses and job totals as statements run; the
+snapshot it was built from stays frozen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import numpy as np
+
+from vc_scheduling.framework.fit_errors import FitErrors
+from vc_scheduling.framework.resources import Vector
+from vc_scheduling.snapshot.cluster import PodGroupCondition, PodGroupObj, PodObj, QueueObj
+
+
+class TaskStatus(StrEnum):
+    PENDING = "Pending"
+    ALLOCATED = "Allocated"
+    PIPELINED = "Pipelined"
+    BINDING = "Binding"
+    BOUND = "Bound"
+    RUNNING = "Running"
+    RELEASING = "Releasing"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+
+ALLOCATED_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED})
+READY_STATUSES = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
+PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
+SCHEDULED_STATUSES = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED, TaskStatus.SUCCEEDED})
+COMPLETED_STATUSES = frozenset({TaskStatus.FAILED, TaskStatus.SUCCEEDED})
+VALID_STATUSES = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING}
+
+
+class PodGroupPhase(StrEnum):
+    PENDING = "Pending"
+    INQUEUE = "Inqueue"
+    RUNNING = "Running"
+    UNKNOWN = "Unknown"
+    COMPLETED = "Completed"
+
+
+@dataclass(slots=True, eq=False)
+class TaskInfo:
+    uid: str
+    name: str
+    namespace: str
+    job: str  # job uid ("<ns>/<podgroup>"), "" for pods of no job
+    role: str  # volcano.sh/task-spec, "" when absent
+    resreq: Vector
+    best_effort: bool
+    priority: int
+    preemptable: bool
+    status: TaskStatus
+    pod: PodObj
+    class_key: bytes  # tasks with equal keys share predicate and score work
+    index: int | None  # the integer after the last "-" of the pod name (Volcano's default task order)
+    node_name: str = ""
+    preemption_policy: str = ""  # "Never": this task never evicts others (pod, else its PriorityClass)
+    last_tx_status: TaskStatus | None = None  # status before the last discard (Volcano LastTransaction)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def clone(self) -> TaskInfo:
+        """A fresh copy to mutate in a new session (`resreq` is shared: it is never written in place)."""
+        return TaskInfo(
+            self.uid, self.name, self.namespace, self.job, self.role, self.resreq, self.best_effort,
+            self.priority, self.preemptable, self.status, self.pod, self.class_key, self.index,
+            self.node_name, self.preemption_policy, self.last_tx_status,
+        )
+
+
+@dataclass(slots=True, eq=False)
+class JobInfo:
+    uid: str
+    name: str
+    namespace: str
+    queue: str
+    min_available: int
+    task_min_available: dict[str, int]
+    min_resources: Vector | None
+    min_resources_dims: np.ndarray
+    priority: int
+    preemptable: bool
+    podgroup: PodGroupObj
+    phase: str
+    allocated: Vector
+    conditions: dict[str, PodGroupCondition] = field(default_factory=dict)
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)
+    by_status: dict[TaskStatus, dict[str, TaskInfo]] = field(default_factory=dict)
+    nodes_fit_errors: dict[str, FitErrors] = field(default_factory=dict)
+    job_fit_errors: str = ""
+    # Actionable sentences beyond Volcano's message, by source ("enqueue", "allocate:<queue>"):
+    # the latest check of a source replaces the earlier one, so numbers are never stale or repeated.
+    why: dict[str, str] = field(default_factory=dict)
+    # Kept up to date on every status change: job ordering asks for them thousands of times a cycle.
+    _ready: int = 0
+    _pending_best_effort: int = 0
+
+    def _tally(self, task: TaskInfo, sign: int) -> None:
+        if task.status in READY_STATUSES:
+            self._ready += sign
+        elif task.status == TaskStatus.PENDING and task.best_effort:
+            self._pending_best_effort += sign
+
+    def add_task(self, task: TaskInfo) -> None:
+        self.tasks[task.uid] = task
+        self.by_status.setdefault(task.status, {})[task.uid] = task
+        self._tally(task, 1)
+        if task.status in ALLOCATED_STATUSES:
+            self.allocated += task.resreq
+
+    def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        old = self.by_status.get(task.status)
+        if old is not None:
+            old.pop(task.uid, None)
+            if not old:
+                del self.by_status[task.status]
+        self._tally(task, -1)
+        was, task.status = task.status in ALLOCATED_STATUSES, status
+        self._tally(task, 1)
+        self.by_status.setdefault(status, {})[task.uid] = task
+        now = status in ALLOCATED_STATUSES
+        if now and not was:
+            self.allocated += task.resreq
+        elif was and not now:
+            self.allocated -= task.resreq
+
+    def count(self, *statuses: TaskStatus) -> int:
+        return sum(len(self.by_status.get(s, ())) for s in statuses)
+
+    def tasks_in(self, status: TaskStatus) -> list[TaskInfo]:
+        return list(self.by_status.get(status, {}).values())
+
+    def ready_task_num(self) -> int:
+        return self._ready
+
+    def waiting_task_num(self) -> int:
+        return self.count(TaskStatus.PIPELINED)
+
+    def pending_best_effort_num(self) -> int:
+        return self._pending_best_effort
+
+    def valid_task_num(self) -> int:
+        return self.count(*VALID_STATUSES)
+
+    def is_ready(self) -> bool:
+        return self.ready_task_num() + self.pending_best_effort_num() >= self.min_available
+
+    def is_pending(self) -> bool:
+        return self.phase in ("", PodGroupPhase.PENDING)
+
+    def is_starving(self) -> bool:
+        return self.waiting_task_num() + self.ready_task_num() < len(self.tasks)
+
+    def task_min_total(self) -> int:
+        return sum(self.task_min_available.values())
+
+    def _roles_meeting(self, counted: frozenset[TaskStatus], *, best_effort_pending: bool) -> bool:
+        if not self.task_min_available or self.min_available < self.task_min_total():
+            return True
+        occupied: dict[str, int] = {}
+        for task in self.tasks.values():
+            pending_be = best_effort_pending and task.status == TaskStatus.PENDING and task.best_effort
+            if task.status in counted or pending_be:
+                occupied[task.role] = occupied.get(task.role, 0) + 1
+        return all(occupied.get(role, 0) >= need for role, need in self.task_min_available.items())
+
+    def check_task_ready(self) -> bool:
+        return self._roles_meeting(READY_STATUSES, best_effort_pending=True)
+
+    def check_task_pipelined(self) -> bool:
+        return self._roles_meeting(READY_STATUSES | {TaskStatus.PIPELINED}, best_effort_pending=True)
+
+    def check_task_valid(self) -> bool:
+        return self._roles_meeting(VALID_STATUSES, best_effort_pending=False)
+
+    def need_continue_allocating(self) -> bool:
+        """Volcano's NeedContinueAllocating: keep trying other roles after one role found no node."""
+        if self.min_available >= len(self.tasks) or not self.task_min_available:
+            return False
+        failed_roles = {self.tasks[uid].role for uid in self.nodes_fit_errors if uid in self.tasks}
+        if self.min_available < self.task_min_total():
+            usable = self.ready_task_num() + sum(
+                1 for t in self.tasks_in(TaskStatus.PENDING) if t.role not in failed_roles
+            )
+            return usable >= self.min_available
+        for role in failed_roles:
+            allocated = sum(1 for t in self.tasks.values() if t.role == role and t.status in ALLOCATED_STATUSES)
+            if allocated < self.task_min_available.get(role, 0):
+                return False
+        return True
+
+
+@dataclass(slots=True, eq=False)
+class QueueInfo:
+    name: str
+    weight: int
+    spec: QueueObj
+
+    @property
+    def uid(self) -> str:
+        return self.name
+
+    @property
+    def is_open(self) -> bool:
+        return self.spec.state in ("", "Open")
+
+    def reclaimable(self) -> bool:
+        return self.spec.reclaimable is not False

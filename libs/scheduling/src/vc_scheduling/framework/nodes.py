@@ -1,0 +1,131 @@
+"""Nodes of a session as one node x resource matrix per quantity (idle, used, releasing, pipelined).
+
+Every node-wide question (which nodes fit this request?) is one NumPy expression over the matrix;
+adding or removing a task touches one row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from vc_scheduling.framework.model import TaskInfo, TaskStatus
+from vc_scheduling.framework.resources import ResourceSpace, Vector
+from vc_scheduling.snapshot.cluster import NodeObj
+
+
+@dataclass(slots=True, eq=False)
+class NodeInfo:
+    name: str
+    row: int
+    obj: NodeObj
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)
+
+
+class NodeTable:
+    """Resource state of all nodes; row `i` belongs to `nodes[i]`."""
+
+    def __init__(self, space: ResourceSpace, nodes: Sequence[NodeObj]) -> None:
+        self.space = space
+        self.nodes = [NodeInfo(n.name, i, n) for i, n in enumerate(nodes)]
+        self.by_name = {n.name: n for n in self.nodes}
+        shape = (len(self.nodes), space.size)
+        self.allocatable = np.zeros(shape, dtype=np.float64)
+        for node in self.nodes:
+            self.allocatable[node.row] = space.vector(node.obj.allocatable)
+        # Fixed for the session: scoring multiplies by the inverse instead of dividing per call.
+        self.offered = self.allocatable > 0
+        self.inverse_allocatable = np.where(self.offered, 1.0 / np.where(self.offered, self.allocatable, 1.0), 0.0)
+        self.idle = self.allocatable.copy()
+        self.used = np.zeros(shape, dtype=np.float64)
+        self.releasing = np.zeros(shape, dtype=np.float64)
+        self.pipelined = np.zeros(shape, dtype=np.float64)
+        self.future_idle = self.idle.copy()
+        no_limit = float("inf")
+        self.max_pods = np.array([no_limit if n.max_pods is None else n.max_pods for n in nodes], dtype=np.float64)
+        self.pod_count = np.zeros(len(self.nodes), dtype=np.float64)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def total_allocatable(self) -> Vector:
+        return np.asarray(self.allocatable.sum(axis=0), dtype=np.float64)
+
+    def add_task(self, node: NodeInfo, task: TaskInfo) -> None:
+        self._account(node.row, task.status, task.resreq, sign=1.0)
+        node.tasks[task.uid] = task
+        self.pod_count[node.row] += 1
+
+    def add_tasks(self, placed: Sequence[tuple[NodeInfo, TaskInfo]]) -> None:
+        """`add_task` for many tasks at once (a session's opening: every pod already on a node), as a
+        few vectorised updates instead of one row update per task."""
+        if not placed:
+            return
+        for node, task in placed:
+            node.tasks[task.uid] = task
+        rows = np.fromiter((node.row for node, _ in placed), dtype=np.intp, count=len(placed))
+        reqs = np.array([task.resreq for _, task in placed], dtype=np.float64).reshape(len(placed), self.space.size)
+        statuses = [task.status for _, task in placed]
+        releasing = np.fromiter((s == TaskStatus.RELEASING for s in statuses), dtype=bool, count=len(placed))
+        pipelined = np.fromiter((s == TaskStatus.PIPELINED for s in statuses), dtype=bool, count=len(placed))
+        other = ~(releasing | pipelined)
+        np.add.at(self.pod_count, rows, 1.0)
+        for mask, idle, used, future, releasing_, pipelined_ in (
+            (other, -1, 1, -1, 0, 0),
+            (releasing, -1, 1, 0, 1, 0),  # idle down, releasing up by as much: future idle unchanged
+            (pipelined, 0, 0, -1, 0, 1),
+        ):
+            if not mask.any():
+                continue
+            at, req = rows[mask], reqs[mask]
+            for matrix, sign in (
+                (self.idle, idle),
+                (self.used, used),
+                (self.future_idle, future),
+                (self.releasing, releasing_),
+                (self.pipelined, pipelined_),
+            ):
+                if sign > 0:
+                    np.add.at(matrix, at, req)
+                elif sign < 0:
+                    np.subtract.at(matrix, at, req)
+
+    def remove_task(self, node: NodeInfo, task: TaskInfo) -> None:
+        if node.tasks.pop(task.uid, None) is None:
+            return
+        self._account(node.row, task.status, task.resreq, sign=-1.0)
+        self.pod_count[node.row] -= 1
+
+    def _account(self, row: int, status: TaskStatus, req: Vector, *, sign: float) -> None:
+        delta = req * sign
+        if status == TaskStatus.RELEASING:
+            self.idle[row] -= delta
+            self.releasing[row] += delta
+            self.used[row] += delta  # idle down, releasing up by as much: future idle unchanged
+        elif status == TaskStatus.PIPELINED:
+            self.pipelined[row] += delta
+            self.future_idle[row] -= delta
+        else:
+            self.idle[row] -= delta
+            self.used[row] += delta
+            self.future_idle[row] -= delta
+
+    def fits_idle(self, rows: NDArray[np.intp], req: Vector) -> NDArray[np.bool_]:
+        return _fits(self.idle[rows], req, self.space.tolerance)
+
+    def fits_future_idle(self, rows: NDArray[np.intp] | slice, req: Vector) -> NDArray[np.bool_]:
+        return _fits(self.future_idle[rows], req, self.space.tolerance)
+
+    def free_pods(self, rows: NDArray[np.intp] | slice) -> NDArray[np.float64]:
+        return np.asarray(self.max_pods[rows] - self.pod_count[rows], dtype=np.float64)
+
+
+def _fits(avail: NDArray[np.float64], req: Vector, tol: Vector) -> NDArray[np.bool_]:
+    """Rows of `avail` that hold `req` on every requested dimension (zero requests always fit)."""
+    need = req > 0
+    if not need.any():
+        return np.ones(avail.shape[0], dtype=bool)
+    return np.asarray(np.all(avail[:, need] >= req[need] - tol[need], axis=1), dtype=bool)

@@ -1,0 +1,332 @@
+"""One scheduling session: the cluster state, the plugins' functions per extension point, and one
+generic tier walker that every dispatch method uses with Volcano's combination rule for that point.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from vc_scheduling.framework.conf import SchedulerConf, Tier
+from vc_scheduling.framework.decisions import Bind, Evict
+from vc_scheduling.framework.interfaces import (
+    ALLOWED,
+    Check,
+    EventHandler,
+    ExtensionPoint,
+    NodeFailure,
+    ValidateResult,
+    Verdict,
+    Vote,
+)
+from vc_scheduling.framework.model import JobInfo, QueueInfo, TaskInfo, TaskStatus
+from vc_scheduling.framework.nodes import NodeInfo, NodeTable
+from vc_scheduling.framework.resources import ResourceSpace, Vector
+from vc_scheduling.snapshot.cluster import PodGroupCondition, PriorityClassObj
+
+P = ExtensionPoint
+Rows = NDArray[np.intp]
+
+
+@dataclass(slots=True)
+class PredicateOutcome:
+    """Rows that passed, and for the failed ones a histogram of first-failure reasons."""
+
+    rows: Rows
+    failed: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+
+
+class Session:
+    def __init__(
+        self,
+        *,
+        uid: str,
+        conf: SchedulerConf,
+        space: ResourceSpace,
+        nodes: NodeTable,
+        jobs: dict[str, JobInfo],
+        queues: dict[str, QueueInfo],
+        priority_classes: Mapping[str, PriorityClassObj],
+        now: datetime | None,
+    ) -> None:
+        self.uid = uid
+        self.conf = conf
+        self.tiers: tuple[Tier, ...] = conf.tiers
+        self.space = space
+        self.nodes = nodes
+        self.jobs = jobs
+        self.queues = queues
+        self.priority_classes = priority_classes
+        self.now = now
+        self.total_resource: Vector = nodes.total_allocatable()
+        self.invalid_jobs: dict[str, JobInfo] = {}
+        self.decisions: list[Bind | Evict] = []
+        self.next_start_row = 0  # round-robin start of the feasible-node search (Volcano ph offset)
+        self._fns: dict[P, dict[str, Callable[..., Any]]] = {p: {} for p in P}
+        self._tier_cache: dict[P, list[list[Callable[..., Any]]]] = {}  # the walker's answer per point
+        self._handlers: list[EventHandler] = []
+
+    # -- registration (plugins call these from on_session_open) -----------------------------------
+
+    def add_fn(self, point: P, plugin: str, fn: Callable[..., Any]) -> None:
+        self._fns[point][plugin] = fn
+        self._tier_cache.pop(point, None)
+
+    def add_event_handler(self, handler: EventHandler) -> None:
+        self._handlers.append(handler)
+
+    def action_enabled(self, name: str) -> bool:
+        return name in self.conf.actions
+
+    # -- the one tier walker ------------------------------------------------------------------------
+
+    def tiers_of(self, point: P) -> list[list[Callable[..., Any]]]:
+        """Per tier, the functions registered for `point` by plugins that enable it, in conf order.
+
+        Computed once per point (registration happens at session open; the hot path only reads).
+        """
+        cached = self._tier_cache.get(point)
+        if cached is None:
+            table = self._fns[point]
+            cached = [
+                [table[p.name] for p in tier.plugins if p.name in table and p.enabled(point)] for tier in self.tiers
+            ]
+            self._tier_cache[point] = cached
+        return cached
+
+    def fns(self, point: P) -> Iterator[Callable[..., Any]]:
+        for tier_fns in self.tiers_of(point):
+            yield from tier_fns
+
+    # -- orderings: first non-zero comparison wins, then Volcano's fallbacks --------------------------
+
+    def _compare(self, point: P, left: object, right: object) -> int:
+        for fn in self.fns(point):
+            result: int = fn(left, right)
+            if result != 0:
+                return result
+        return 0
+
+    def job_order(self, left: JobInfo, right: JobInfo) -> bool:
+        result = self._compare(P.JOB_ORDER, left, right)
+        if result != 0:
+            return result < 0
+        return (left.podgroup.creation, left.uid) < (right.podgroup.creation, right.uid)
+
+    def queue_order(self, left: QueueInfo, right: QueueInfo) -> bool:
+        result = self._compare(P.QUEUE_ORDER, left, right)
+        if result != 0:
+            return result < 0
+        return (left.spec.creation, left.name) < (right.spec.creation, right.name)
+
+    def victim_queue_order(self, left: QueueInfo, right: QueueInfo, preemptor: QueueInfo) -> bool:
+        for fn in self.fns(P.VICTIM_QUEUE_ORDER):
+            result: int = fn(left, right, preemptor)
+            if result != 0:
+                return result < 0
+        return not self.queue_order(left, right)
+
+    def task_order(self, left: TaskInfo, right: TaskInfo) -> bool:
+        result = self._compare(P.TASK_ORDER, left, right)
+        if result != 0:
+            return result < 0
+        if left.index is not None and right.index is not None and left.index != right.index:
+            return left.index < right.index
+        return (left.pod.creation, left.uid) < (right.pod.creation, right.uid)
+
+    # -- predicates and scores (vectorised over node rows) ---------------------------------------------
+
+    def pre_predicate(self, task: TaskInfo) -> str | None:
+        for fn in self.fns(P.PRE_PREDICATE):
+            error: str | None = fn(task)
+            if error:
+                return error
+        return None
+
+    def predicate(self, task: TaskInfo, rows: Rows, *, resolvable_pass: bool = False) -> PredicateOutcome:
+        """All plugins must pass; each failed node counts its first failing reason.
+
+        `resolvable_pass` is Volcano's PredicateForPreemptAction: only unresolvable failures count.
+        """
+        outcome = PredicateOutcome(rows)
+        for fn in self.fns(P.PREDICATE):
+            if len(outcome.rows) == 0:
+                break
+            failing = np.zeros(len(outcome.rows), dtype=bool)
+            failure: NodeFailure
+            for failure in fn(task, outcome.rows):
+                if resolvable_pass and failure.resolvable:
+                    continue
+                fresh = failure.mask & ~failing
+                if fresh.any():
+                    outcome.reasons[failure.reason] += int(fresh.sum())
+                    failing |= fresh
+            outcome.failed += int(failing.sum())
+            outcome.rows = outcome.rows[~failing]
+        return outcome
+
+    def node_scores(self, task: TaskInfo, rows: Rows) -> NDArray[np.float64]:
+        """Sum of every NodeOrder and BatchNodeOrder score (Volcano PrioritizeNodes)."""
+        scores = np.zeros(len(rows), dtype=np.float64)
+        for point in (P.NODE_ORDER, P.BATCH_NODE_ORDER):
+            for fn in self.fns(point):
+                scores += fn(task, rows)
+        return scores
+
+    # -- victims: intersect within a tier; the first tier with a decision wins ---------------------------
+
+    def _victims(self, point: P, actor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        for tier_fns in self.tiers_of(point):
+            victims: list[TaskInfo] | None = None
+            for fn in tier_fns:
+                chosen: list[TaskInfo] | None = fn(actor, candidates)
+                if chosen is None:  # abstain
+                    continue
+                if not chosen:
+                    victims = None
+                    break
+                if victims is None:
+                    victims = chosen
+                else:
+                    keep = {id(task) for task in chosen}
+                    victims = [v for v in victims if id(v) in keep]
+            if victims is not None:
+                return victims
+        return []
+
+    def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        return self._victims(P.PREEMPTABLE, preemptor, candidates)
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        return self._victims(P.RECLAIMABLE, reclaimer, candidates)
+
+    def victim_tasks(self, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
+        """Union within a tier; the first tier with victims wins."""
+        for tier_fns in self.tiers_of(P.VICTIM_TASKS):
+            chosen: dict[str, TaskInfo] = {}
+            for fn in tier_fns:
+                chosen.update((t.uid, t) for t in fn(tasks))
+            if chosen:
+                return list(chosen.values())
+        return []
+
+    # -- job and queue questions --------------------------------------------------------------------------
+
+    def job_valid(self, job: JobInfo) -> ValidateResult | None:
+        for fn in self._fns[P.JOB_VALID].values():  # not switchable in Volcano
+            result: ValidateResult | None = fn(job)
+            if result is not None and not result.passed:
+                return result
+        return None
+
+    def _all(self, point: P, *args: object) -> bool:
+        return all(fn(*args) for fn in self.fns(point))
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return self._all(P.JOB_READY, job)
+
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return self._all(P.PREEMPTIVE, queue, task)
+
+    def overused(self, queue: QueueInfo) -> bool:
+        return any(fn(queue) for fn in self.fns(P.OVERUSED))
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> Check:
+        for fn in self.fns(P.ALLOCATABLE):
+            check: Check = fn(queue, task)
+            if not check.ok:
+                return check
+        return ALLOWED
+
+    def _vote(self, point: P, job: JobInfo) -> Verdict:
+        """Any Reject rejects; a Permit decides at the end of its tier; no Permit anywhere permits."""
+        for tier_fns in self.tiers_of(point):
+            permitted = False
+            for fn in tier_fns:
+                verdict: Verdict = fn(job)
+                if verdict.vote == Vote.REJECT:
+                    return verdict
+                permitted |= verdict.vote == Vote.PERMIT
+            if permitted:
+                return Verdict(Vote.PERMIT)
+        return Verdict(Vote.PERMIT)
+
+    def job_enqueueable(self, job: JobInfo) -> Verdict:
+        return self._vote(P.JOB_ENQUEUEABLE, job)
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        return self._vote(P.JOB_PIPELINED, job).vote == Vote.PERMIT
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        for fn in self.fns(P.JOB_ENQUEUED):
+            fn(job)
+
+    def job_starving(self, job: JobInfo) -> bool:
+        """Within a tier all registered must agree; the first tier with any decides; none: False."""
+        for tier_fns in self.tiers_of(P.JOB_STARVING):
+            if tier_fns:
+                return all(fn(job) for fn in tier_fns)
+        return False
+
+    # -- state changes (Statement uses the underscored ones) -------------------------------------------
+
+    def node_of(self, task: TaskInfo) -> NodeInfo | None:
+        return self.nodes.by_name.get(task.node_name) if task.node_name else None
+
+    def set_task(self, task: TaskInfo, status: TaskStatus, node_name: str) -> None:
+        """Move a task to `status` on `node_name` ("" = no node), keeping node and job totals right."""
+        old_node = self.node_of(task)
+        if old_node is not None:
+            self.nodes.remove_task(old_node, task)
+        job = self.jobs.get(task.job)
+        if job is not None:
+            job.update_task_status(task, status)
+        else:
+            task.status = status
+        task.node_name = node_name
+        new_node = self.node_of(task)
+        if new_node is not None:
+            self.nodes.add_task(new_node, task)
+
+    def fire_allocate(self, task: TaskInfo) -> None:
+        for handler in self._handlers:
+            if handler.allocate is not None:
+                handler.allocate(task)
+
+    def fire_deallocate(self, task: TaskInfo) -> None:
+        for handler in self._handlers:
+            if handler.deallocate is not None:
+                handler.deallocate(task)
+
+    def dispatch(self, task: TaskInfo) -> None:
+        """Hand an allocated task to the binder: status Binding and a Bind decision."""
+        self.set_task(task, TaskStatus.BINDING, task.node_name)
+        self.decisions.append(Bind(task.key, task.pod.uid, task.node_name))
+
+    def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
+        """Volcano ssn.Allocate: allocate now, bind the job's allocated tasks once it is ready."""
+        self.set_task(task, TaskStatus.ALLOCATED, node.name)
+        self.fire_allocate(task)
+        job = self.jobs[task.job]
+        if self.job_ready(job):
+            for ready in sorted(job.tasks_in(TaskStatus.ALLOCATED), key=lambda t: t.uid):
+                self.dispatch(ready)
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        """Volcano ssn.Evict: release now and emit the eviction."""
+        self.set_task(task, TaskStatus.RELEASING, task.node_name)
+        self.fire_deallocate(task)
+        self.decisions.append(Evict(task.key, task.pod.uid, reason))
+
+    def update_podgroup_condition(self, job: JobInfo, condition: PodGroupCondition) -> None:
+        job.conditions[condition.type] = condition
+
+    def queue_of(self, job: JobInfo) -> QueueInfo | None:
+        return self.queues.get(job.queue)

@@ -1,0 +1,37 @@
+"""In-tree plugins, one module each, returned as a registry value (no import-time registration)."""
+
+from __future__ import annotations
+
+from vc_scheduling.framework.interfaces import PluginFactory
+from vc_scheduling.framework.registry import Registry
+from vc_scheduling.plugins import (
+    binpack,
+    capacity,
+    conformance,
+    drf,
+    gang,
+    nodeorder,
+    overcommit,
+    predicates,
+    priority,
+    proportion,
+    sla,
+)
+
+
+def in_tree_plugins() -> Registry[PluginFactory]:
+    return Registry(
+        {
+            priority.NAME: priority.PriorityPlugin,
+            gang.NAME: gang.GangPlugin,
+            conformance.NAME: conformance.ConformancePlugin,
+            drf.NAME: drf.DrfPlugin,
+            proportion.NAME: proportion.ProportionPlugin,
+            capacity.NAME: capacity.CapacityPlugin,
+            predicates.NAME: predicates.PredicatesPlugin,
+            nodeorder.NAME: nodeorder.NodeOrderPlugin,
+            binpack.NAME: binpack.BinpackPlugin,
+            overcommit.NAME: overcommit.OvercommitPlugin,
+            sla.NAME: sla.SlaPlugin,
+        }
+    )

@@ -1,0 +1,142 @@
+"""nodeorder: Kubernetes scoring plugins with Volcano's weights (Volcano nodeorder.go).
+
+Resource scores (least/most requested, balanced allocation) are per node and depend on what is
+placed, computed vectorised over the candidate rows; node-affinity preference and PreferNoSchedule
+taint scores are per template (cached) and normalised over the candidates like k8s NormalizeScore.
+Pod affinity, image locality and topology spread are not modelled (the snapshot has no such data).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+from vc_scheduling.framework.interfaces import ExtensionPoint, PluginArgs
+from vc_scheduling.framework.model import TaskInfo
+from vc_scheduling.framework.nodes import NodeTable
+from vc_scheduling.framework.session import Session
+from vc_scheduling.plugins.node_filters import NodeLabels, count_untolerated
+
+NAME: Final = "nodeorder"
+MAX_SCORE: Final = 100.0
+BALANCED_RESOURCES: Final = ("cpu", "memory", "nvidia.com/gpu")
+Rows = NDArray[np.intp]
+Scores = NDArray[np.float64]
+
+
+def _weight(args: PluginArgs, key: str, default: int) -> float:
+    value = args.get(key, default)
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return float(default)
+
+
+def requested_fraction(nodes: NodeTable, rows: Rows, request: NDArray[np.float64]) -> Scores:
+    """(used + request) / allocatable per row and resource; 0 where nothing is allocatable."""
+    return np.asarray((nodes.used[rows] + request) * nodes.inverse_allocatable[rows], dtype=np.float64)
+
+
+def least_requested(fraction: Scores) -> Scores:
+    """k8s LeastAllocated over cpu and memory (the first two columns), equal weights."""
+    return np.asarray(np.clip(1.0 - fraction[:, :2], 0.0, 1.0).mean(axis=1) * MAX_SCORE, dtype=np.float64)
+
+
+def most_requested(fraction: Scores) -> Scores:
+    return np.asarray(np.clip(fraction[:, :2], 0.0, 1.0).mean(axis=1) * MAX_SCORE, dtype=np.float64)
+
+
+def balanced_allocation(fraction: Scores, offered: NDArray[np.bool_]) -> Scores:
+    """(1 - std of the requested fractions) * 100, over the resources each node offers."""
+    fraction = np.clip(fraction, 0.0, 1.0)
+    count = np.maximum(offered.sum(axis=1), 1)
+    mean = (fraction * offered).sum(axis=1) / count
+    std = np.sqrt((((fraction - mean[:, None]) ** 2) * offered).sum(axis=1) / count)
+    return np.asarray((1.0 - std) * MAX_SCORE, dtype=np.float64)
+
+
+def normalize(raw: Scores, *, reverse: bool = False) -> Scores:
+    """k8s DefaultNormalizeScore: scale to 0..100 by the maximum; `reverse` for lower-is-better."""
+    top = float(raw.max()) if raw.size else 0.0
+    if top == 0:
+        return np.full(raw.shape, MAX_SCORE if reverse else 0.0)
+    scaled = raw * MAX_SCORE / top
+    return MAX_SCORE - scaled if reverse else scaled
+
+
+class NodeOrderPlugin:
+    name: ClassVar[str] = NAME
+
+    def __init__(self, args: PluginArgs | None = None) -> None:
+        args = dict(args or {})
+        self.least_weight = _weight(args, "leastrequested.weight", 1)
+        self.most_weight = _weight(args, "mostrequested.weight", 0)
+        self.balanced_weight = _weight(args, "balancedresource.weight", 1)
+        self.affinity_weight = _weight(args, "nodeaffinity.weight", 2)
+        self.taint_weight = _weight(args, "tainttoleration.weight", 3)
+        self.nodes: NodeTable | None = None
+        self.labels: NodeLabels | None = None
+        self.balanced_dims: list[int] = []
+        self.template_cache: dict[bytes, tuple[Scores, Scores]] = {}
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.nodes = ssn.nodes
+        self.labels = NodeLabels([n.obj for n in ssn.nodes.nodes])
+        self.balanced_dims = [ssn.space.index[n] for n in BALANCED_RESOURCES if n in ssn.space.index]
+        ssn.add_fn(ExtensionPoint.NODE_ORDER, NAME, self.node_order)
+        ssn.add_fn(ExtensionPoint.BATCH_NODE_ORDER, NAME, self.batch_node_order)
+
+    def on_session_close(self, ssn: Session) -> None:
+        self.template_cache.clear()
+        self.nodes = self.labels = None
+
+    def node_order(self, task: TaskInfo, rows: Rows) -> Scores:
+        if self.nodes is None:
+            return np.zeros(len(rows))
+        scores = np.zeros(len(rows), dtype=np.float64)
+        fraction = requested_fraction(self.nodes, rows, task.resreq)
+        if self.least_weight:
+            scores += self.least_weight * least_requested(fraction)
+        if self.most_weight:
+            scores += self.most_weight * most_requested(fraction)
+        if self.balanced_weight:
+            dims = self.balanced_dims
+            offered = self.nodes.offered[rows][:, dims]
+            scores += self.balanced_weight * balanced_allocation(fraction[:, dims], offered)
+        return scores
+
+    def batch_node_order(self, task: TaskInfo, rows: Rows) -> Scores:
+        affinity_raw, taint_raw = self._template_scores(task)
+        # An all-zero raw score normalises to a constant (0, or 100 for taints): no per-row work.
+        constant = self.taint_weight * MAX_SCORE if not taint_raw.any() else 0.0
+        scores = np.full(len(rows), constant, dtype=np.float64)
+        if self.affinity_weight and affinity_raw.any():
+            scores += self.affinity_weight * normalize(affinity_raw[rows])
+        if self.taint_weight and taint_raw.any():
+            scores += self.taint_weight * normalize(taint_raw[rows], reverse=True)
+        return scores
+
+    def _template_scores(self, task: TaskInfo) -> tuple[Scores, Scores]:
+        cached = self.template_cache.get(task.class_key)
+        if cached is None:
+            cached = self.template_cache[task.class_key] = (self._preferred_affinity(task), self._soft_taints(task))
+        return cached
+
+    def _preferred_affinity(self, task: TaskInfo) -> Scores:
+        if self.labels is None:
+            raise RuntimeError("nodeorder used outside a session")
+        raw = np.zeros(len(self.labels.nodes), dtype=np.float64)
+        affinity = task.pod.affinity.node_affinity if task.pod.affinity else None
+        for term in affinity.preferred_during_scheduling_ignored_during_execution if affinity else ():
+            raw += term.weight * self.labels.match_term(term.preference)
+        return raw
+
+    def _soft_taints(self, task: TaskInfo) -> Scores:
+        if self.labels is None:
+            raise RuntimeError("nodeorder used outside a session")
+        return np.array(
+            [count_untolerated(n.taints, task.pod.tolerations, "PreferNoSchedule") for n in self.labels.nodes],
+            dtype=np.float64,
+        )

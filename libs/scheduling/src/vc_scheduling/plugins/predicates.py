@@ -1,0 +1,140 @@
+"""predicates: can this node run this pod at all (Volcano predicates.go over the k8s filters).
+
+Static filters (NodeUnschedulable, NodeAffinity incl. nodeSelector, TaintToleration) depend only on
+the task's template and the nodes, so their verdict per node is computed once per template. The pod
+count check depends on what the session has placed and is evaluated per call, vectorised.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+from vc_scheduling.framework.interfaces import ExtensionPoint, NodeFailure, PluginArgs
+from vc_scheduling.framework.model import TaskInfo
+from vc_scheduling.framework.nodes import NodeTable
+from vc_scheduling.framework.session import Session
+from vc_scheduling.plugins.node_filters import (
+    HARD_EFFECTS,
+    UNSCHEDULABLE_TAINT,
+    NodeLabels,
+    first_untolerated,
+    tolerates,
+)
+
+NAME: Final = "predicates"
+UNSCHEDULABLE_REASON: Final = "node(s) were unschedulable"
+AFFINITY_REASON: Final = "node(s) didn't match Pod's node affinity/selector"
+POD_NUMBER_REASON: Final = "node(s) pod number exceeded"
+Rows = NDArray[np.intp]
+
+
+@dataclass(frozen=True, slots=True)
+class StaticVerdict:
+    """Per node: 0 passes, k > 0 fails with reasons[k]."""
+
+    codes: NDArray[np.int32]
+    reasons: tuple[str, ...]
+    all_pass: bool = False  # no node fails: the per-call work is the pod count only
+
+
+def _flag(args: PluginArgs, key: str) -> bool:
+    value = args.get(key, True)
+    return value if isinstance(value, bool) else str(value).lower() == "true"
+
+
+class PredicatesPlugin:
+    name: ClassVar[str] = NAME
+
+    def __init__(self, args: PluginArgs | None = None) -> None:
+        args = dict(args or {})
+        self.node_affinity = _flag(args, "predicate.NodeAffinityEnable")
+        self.taint_toleration = _flag(args, "predicate.TaintTolerationEnable")
+        self.cache: dict[bytes, StaticVerdict] = {}
+        self.nodes: NodeTable | None = None
+        self.labels: NodeLabels | None = None
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.nodes = ssn.nodes
+        self.labels = NodeLabels([n.obj for n in ssn.nodes.nodes])
+        ssn.add_fn(ExtensionPoint.PREDICATE, NAME, self.predicate)
+
+    def on_session_close(self, ssn: Session) -> None:
+        self.cache.clear()
+        self.nodes = self.labels = None
+
+    def predicate(self, task: TaskInfo, rows: Rows) -> list[NodeFailure]:
+        if self.nodes is None:
+            return []
+        verdict = self.static_verdict(task)
+        if verdict.all_pass:
+            full = self.nodes.free_pods(rows) < 1
+            return [NodeFailure(full, POD_NUMBER_REASON, resolvable=True)] if full.any() else []
+        codes = verdict.codes[rows]
+        failures = [
+            NodeFailure(codes == code, reason, resolvable=False)
+            for code, reason in enumerate(verdict.reasons)
+            if code > 0 and (codes == code).any()
+        ]
+        full = self.nodes.free_pods(rows) < 1
+        if full.any():
+            failures.append(NodeFailure(full & (codes == 0), POD_NUMBER_REASON, resolvable=True))
+        return failures
+
+    def static_verdict(self, task: TaskInfo) -> StaticVerdict:
+        cached = self.cache.get(task.class_key)
+        if cached is None:
+            cached = self.cache[task.class_key] = self._compute(task)
+        return cached
+
+    def _compute(self, task: TaskInfo) -> StaticVerdict:
+        if self.nodes is None or self.labels is None:
+            raise RuntimeError("predicates used outside a session")
+        nodes = [n.obj for n in self.nodes.nodes]
+        codes = np.zeros(len(nodes), dtype=np.int32)
+        reasons: list[str] = [""]
+        pod = task.pod
+        unschedulable = np.array([n.unschedulable for n in nodes], dtype=bool)
+        if unschedulable.any() and not any(tolerates(t, UNSCHEDULABLE_TAINT) for t in pod.tolerations):
+            codes[unschedulable] = len(reasons)
+            reasons.append(UNSCHEDULABLE_REASON)
+        if self.node_affinity:
+            matched = self._affinity_matches(task)
+            codes[(codes == 0) & ~matched] = len(reasons)
+            reasons.append(AFFINITY_REASON)
+        if self.taint_toleration:
+            self._mark_taints(task, codes, reasons)
+        return StaticVerdict(codes, tuple(reasons), all_pass=not codes.any())
+
+    def _affinity_matches(self, task: TaskInfo) -> NDArray[np.bool_]:
+        labels = self.labels
+        if labels is None:
+            raise RuntimeError("predicates used outside a session")
+        ok = labels.match_selector(task.pod.node_selector)
+        affinity = task.pod.affinity.node_affinity if task.pod.affinity else None
+        required = affinity.required_during_scheduling_ignored_during_execution if affinity else None
+        if required is not None:
+            any_term = np.zeros(len(ok), dtype=bool)
+            for term in required.node_selector_terms:
+                any_term |= labels.match_term(term)
+            ok &= any_term
+        return ok
+
+    def _mark_taints(self, task: TaskInfo, codes: NDArray[np.int32], reasons: list[str]) -> None:
+        if self.nodes is None:
+            return
+        by_reason: dict[str, int] = {}
+        for node in self.nodes.nodes:
+            if not node.obj.taints or codes[node.row] != 0:
+                continue
+            taint = first_untolerated(node.obj.taints, task.pod.tolerations, HARD_EFFECTS)
+            if taint is None:
+                continue
+            reason = f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+            if reason not in by_reason:
+                by_reason[reason] = len(reasons)
+                reasons.append(reason)
+            codes[node.row] = by_reason[reason]

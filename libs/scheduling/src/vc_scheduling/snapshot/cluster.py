@@ -1,0 +1,115 @@
+"""The cluster snapshot a cycle runs on: parsed, immutable views of nodes, pods, podgroups, queues."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from vc_core.resources import Resources
+from vc_scheduling.snapshot.kube import Affinity, Taint, Toleration
+
+GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+DEFAULT_QUEUE = "default"
+ROOT_QUEUE = "root"
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupCondition:
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    transition_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeObj:
+    name: str
+    labels: dict[str, str]
+    taints: tuple[Taint, ...]
+    unschedulable: bool
+    allocatable: Resources
+    max_pods: int | None  # None: the node sets no `pods` limit
+
+
+@dataclass(frozen=True, slots=True)
+class PodObj:
+    name: str
+    namespace: str
+    uid: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    scheduler_name: str
+    node_name: str
+    priority: int | None
+    priority_class_name: str
+    preemption_policy: str
+    node_selector: dict[str, str]
+    affinity: Affinity | None
+    tolerations: tuple[Toleration, ...]
+    requests: Resources
+    phase: str
+    deleting: bool
+    creation: str = ""
+    order: int = 0  # position in the snapshot, the last ordering tie-break
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def group_name(self) -> str | None:
+        return self.annotations.get(GROUP_NAME_ANNOTATION)
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupObj:
+    name: str
+    namespace: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    min_member: int
+    min_task_member: dict[str, int]
+    min_resources: Resources | None
+    queue: str
+    priority_class_name: str
+    phase: str
+    conditions: tuple[PodGroupCondition, ...] = ()
+    creation: str = ""
+    order: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class QueueObj:
+    name: str
+    weight: int = 1
+    capability: Resources = field(default_factory=dict)
+    deserved: Resources = field(default_factory=dict)
+    guarantee: Resources = field(default_factory=dict)
+    reclaimable: bool | None = None
+    parent: str = ""
+    priority: int = 0
+    state: str = "Open"
+    annotations: dict[str, str] = field(default_factory=dict)
+    creation: str = ""
+    order: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityClassObj:
+    name: str
+    value: int
+    global_default: bool = False
+    preemption_policy: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    nodes: tuple[NodeObj, ...] = ()
+    pods: tuple[PodObj, ...] = ()
+    podgroups: tuple[PodGroupObj, ...] = ()
+    queues: tuple[QueueObj, ...] = ()
+    priority_classes: tuple[PriorityClassObj, ...] = ()

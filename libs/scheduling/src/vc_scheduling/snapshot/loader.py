@@ -1,0 +1,274 @@
+"""Build a ClusterSnapshot from Kubernetes-shaped objects (mappings, YAML or JSON bytes).
+
+The same loader serves `vcctl sim cycle` (a YAML file) and the scheduler service (the shared cache's
+JSON). Errors are `SnapshotError`s naming the document index and the field.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+import msgspec
+import yaml
+
+from vc_core.errors import InvalidObject
+from vc_core.resources import Resources, add, maximum, parse_resources
+from vc_scheduling.snapshot import kube
+from vc_scheduling.snapshot.cluster import (
+    ClusterSnapshot,
+    NodeObj,
+    PodGroupCondition,
+    PodGroupObj,
+    PodObj,
+    PriorityClassObj,
+    QueueObj,
+)
+
+_PATH: Final = re.compile(r"at `\$\.?(.*)`")
+
+
+class SnapshotError(InvalidObject):
+    """A malformed document: `index` is its position in the input, `field` the offending path."""
+
+    def __init__(self, index: int, kind: str, field: str, message: str) -> None:
+        super().__init__(field, "snapshot", f"document {index} ({kind or 'no kind'}): field {field}: {message}")
+        self.index = index
+        self.kind = kind
+
+
+def load_snapshot(data: bytes | str) -> ClusterSnapshot:
+    """Parse a multi-document YAML (or JSON) text of Kubernetes objects."""
+    try:
+        documents = [doc for doc in yaml.safe_load_all(data) if doc is not None]
+    except yaml.YAMLError as exc:
+        raise SnapshotError(_yaml_error_index(data, exc), "", "(document)", f"not valid YAML: {exc}") from exc
+    if len(documents) == 1 and isinstance(documents[0], list):
+        documents = documents[0]
+    return load_objects(documents)
+
+
+def load_objects(documents: Iterable[object]) -> ClusterSnapshot:
+    """Decode Kubernetes JSON-shaped mappings; unknown kinds are skipped, `kind: List` is expanded."""
+    parts: dict[str, list[Any]] = {k: [] for k in ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")}
+    for index, doc in enumerate(documents):
+        if not isinstance(doc, Mapping):
+            raise SnapshotError(index, "", "(document)", f"expected an object, got {type(doc).__name__}")
+        for obj in _expand_list(index, doc):
+            kind = obj.get("kind")
+            if kind in parts:
+                parts[kind].append(_decode(index, str(kind), obj))
+    return ClusterSnapshot(
+        nodes=tuple(parts["Node"]),
+        pods=tuple(parts["Pod"]),
+        podgroups=tuple(parts["PodGroup"]),
+        queues=tuple(parts["Queue"]),
+        priority_classes=tuple(parts["PriorityClass"]),
+    )
+
+
+def _expand_list(index: int, doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    if doc.get("kind") != "List":
+        return [doc]
+    items = doc.get("items") or []
+    if not isinstance(items, list):
+        raise SnapshotError(index, "List", "items", "expected a list")
+    for position, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise SnapshotError(index, "List", f"items[{position}]", "expected an object")
+    return items
+
+
+_VIEWS: Final[dict[str, type[msgspec.Struct]]] = {
+    "Node": kube.Node,
+    "Pod": kube.Pod,
+    "PodGroup": kube.PodGroup,
+    "Queue": kube.Queue,
+    "PriorityClass": kube.PriorityClass,
+}
+_JSON_DECODERS: Final = {kind: msgspec.json.Decoder(view, strict=False) for kind, view in _VIEWS.items()}
+
+
+def decode_json(kind: str, data: bytes, index: int = 0) -> tuple[object, kube.ObjectMeta]:
+    """One stored object's JSON straight into its snapshot view (no intermediate dict: this is the
+    scheduler cache's per-event path), with the metadata view (owner references) alongside."""
+    try:
+        view = _JSON_DECODERS[kind].decode(data)
+    except msgspec.DecodeError as exc:
+        raise _snapshot_error(index, kind, exc) from exc
+    return _convert(index, kind, view), view.metadata  # type: ignore[attr-defined]
+
+
+def _decode(index: int, kind: str, obj: Mapping[str, Any]) -> object:
+    try:
+        view = msgspec.convert(obj, _VIEWS[kind], strict=False)
+    except msgspec.ValidationError as exc:
+        raise _snapshot_error(index, kind, exc) from exc
+    return _convert(index, kind, view)
+
+
+def _snapshot_error(index: int, kind: str, exc: msgspec.DecodeError) -> SnapshotError:
+    match = _PATH.search(str(exc))
+    field = match.group(1) if match and match.group(1) else "(document)"
+    return SnapshotError(index, kind, field, str(exc).split(" - at ")[0])
+
+
+def _convert(index: int, kind: str, view: Any) -> object:
+    try:
+        match kind:
+            case "Node":
+                return _node(view)
+            case "Pod":
+                return _pod(view, index)
+            case "PodGroup":
+                return _podgroup(view, index)
+            case "Queue":
+                return _queue(view, index)
+            case _:
+                return _priority_class(view)
+    except InvalidObject as exc:
+        raise SnapshotError(index, kind, exc.field, exc.message) from exc
+
+
+def _require_name(meta: kube.ObjectMeta) -> None:
+    if not meta.name:
+        raise InvalidObject("metadata.name", "required", "is required")
+
+
+def _node(node: kube.Node) -> NodeObj:
+    _require_name(node.metadata)
+    allocatable = parse_resources(node.status.allocatable, field="status.allocatable")
+    pods = allocatable.pop("pods", None)
+    return NodeObj(
+        name=node.metadata.name,
+        labels=dict(node.metadata.labels),
+        taints=tuple(node.spec.taints),
+        unschedulable=node.spec.unschedulable,
+        allocatable=allocatable,
+        max_pods=None if pods is None else int(pods),
+    )
+
+
+def _container_requests(container: kube.Container, field: str) -> Resources:
+    # The API server defaults a missing request to the limit, so snapshots may carry limits only.
+    limits = parse_resources(container.resources.limits, field=f"{field}.resources.limits")
+    requests = parse_resources(container.resources.requests, field=f"{field}.resources.requests")
+    return {**limits, **requests}
+
+
+def pod_requests(spec: kube.PodSpec) -> Resources:
+    """Σ containers, at least the largest init container, plus overhead (Volcano's InitResreq)."""
+    total = add(*(_container_requests(c, f"spec.containers[{i}]") for i, c in enumerate(spec.containers)))
+    for i, init in enumerate(spec.init_containers):
+        total = maximum(total, _container_requests(init, f"spec.initContainers[{i}]"))
+    total = add(total, parse_resources(spec.overhead, field="spec.overhead"))
+    total.pop("pods", None)
+    return {name: value for name, value in total.items() if value != 0}
+
+
+def _pod(pod: kube.Pod, index: int) -> PodObj:
+    meta = pod.metadata
+    _require_name(meta)
+    return PodObj(
+        name=meta.name,
+        namespace=meta.namespace or "default",
+        uid=meta.uid or f"{meta.namespace or 'default'}/{meta.name}",
+        labels=dict(meta.labels),
+        annotations=dict(meta.annotations),
+        scheduler_name=pod.spec.scheduler_name,
+        node_name=pod.spec.node_name,
+        priority=pod.spec.priority,
+        priority_class_name=pod.spec.priority_class_name,
+        preemption_policy=pod.spec.preemption_policy,
+        node_selector=dict(pod.spec.node_selector),
+        affinity=pod.spec.affinity,
+        tolerations=pod.spec.tolerations,
+        requests=pod_requests(pod.spec),
+        phase=pod.status.phase or "Pending",
+        deleting=meta.deletion_timestamp is not None,
+        creation=meta.creation_timestamp or "",
+        order=index,
+    )
+
+
+def _podgroup(pg: kube.PodGroup, index: int) -> PodGroupObj:
+    meta = pg.metadata
+    _require_name(meta)
+    if pg.spec.min_member < 0:
+        raise InvalidObject("spec.minMember", "minimum", "must be >= 0")
+    min_resources = None
+    if pg.spec.min_resources is not None:
+        min_resources = schedulable_resources(parse_resources(pg.spec.min_resources, field="spec.minResources"))
+    conditions = tuple(
+        PodGroupCondition(c.type, c.status, c.reason, c.message, c.transition_id) for c in pg.status.conditions
+    )
+    return PodGroupObj(
+        name=meta.name,
+        namespace=meta.namespace or "default",
+        labels=dict(meta.labels),
+        annotations=dict(meta.annotations),
+        min_member=pg.spec.min_member,
+        min_task_member=dict(pg.spec.min_task_member),
+        min_resources=min_resources,
+        queue=pg.spec.queue or "default",
+        priority_class_name=pg.spec.priority_class_name,
+        phase=pg.status.phase,
+        conditions=conditions,
+        creation=meta.creation_timestamp or "",
+        order=index,
+    )
+
+
+def schedulable_resources(resources: Resources) -> Resources:
+    """The resources a node offers, from a quota-style list such as a vcjob PodGroup's minResources.
+
+    The job controller writes Kubernetes quota usage (`requests.cpu`, `limits.cpu`, `count/pods`,
+    `pods`); Volcano's NewResource keeps only cpu, memory and scalar resources, so `limits.*` and
+    `count/*` never constrain scheduling and `requests.<r>` stands for `<r>` when `<r>` is absent.
+    """
+    out: Resources = {}
+    for name, value in resources.items():
+        if name == "pods" or name.startswith(("limits.", "count/")):
+            continue
+        out[name.removeprefix("requests.")] = (
+            out.get(name.removeprefix("requests."), value) if name.startswith("requests.") else value
+        )
+    return out
+
+
+def _queue(queue: kube.Queue, index: int) -> QueueObj:
+    _require_name(queue.metadata)
+    if queue.spec.weight < 1:
+        raise InvalidObject("spec.weight", "minimum", "must be >= 1")
+    return QueueObj(
+        name=queue.metadata.name,
+        weight=queue.spec.weight,
+        capability=parse_resources(queue.spec.capability, field="spec.capability"),
+        deserved=parse_resources(queue.spec.deserved, field="spec.deserved"),
+        guarantee=parse_resources(queue.spec.guarantee.resource, field="spec.guarantee.resource"),
+        reclaimable=queue.spec.reclaimable,
+        parent=queue.spec.parent,
+        priority=queue.spec.priority,
+        state=queue.status.state or "Open",
+        annotations=dict(queue.metadata.annotations),
+        creation=queue.metadata.creation_timestamp or "",
+        order=index,
+    )
+
+
+def _priority_class(pc: kube.PriorityClass) -> PriorityClassObj:
+    _require_name(pc.metadata)
+    return PriorityClassObj(pc.metadata.name, pc.value, pc.global_default, pc.preemption_policy)
+
+
+def _yaml_error_index(data: bytes | str, exc: yaml.YAMLError) -> int:
+    """The document index of a YAML syntax error: the `---` separators before the error line."""
+    mark = getattr(exc, "problem_mark", None)
+    if mark is None:
+        return 0
+    text = data.decode() if isinstance(data, bytes) else data
+    lines = text.splitlines()
+    separators = sum(1 for line in lines[: mark.line] if line.rstrip() == "---" or line.startswith("--- "))
+    first = next((line for line in lines if line.strip() and not line.lstrip().startswith("#")), "")
+    return max(0, separators - (1 if first.startswith("---") else 0))
