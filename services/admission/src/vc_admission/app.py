@@ -16,9 +16,10 @@ from vc_admission import certs
 from vc_admission.context import CacheContext
 from vc_admission.http import serve_webhook, tls_context
 from vc_admission.review import Admitter
-from vc_admission.write_api import WriteApi
+from vc_admission.write_api import WriteApi, error_reply
 from vc_core.errors import ConfigError
 from vc_proto import subjects
+from vc_proto.api import INTERNAL
 from vc_runtime.aio import wait_or_stop
 from vc_runtime.service import FnWorker, ServiceContext, Worker
 from vc_runtime.settings import RuntimeSettings
@@ -97,7 +98,19 @@ async def _worker(api: WriteApi, inbox: asyncio.Queue[Msg], shutdown: asyncio.Ev
         except TimeoutError:
             continue
         with LATENCY.time():
-            reply = await api.handle(msg.data)
+            reply = await _answer(api, msg.data)
         REQUESTS.labels("error" if b'"error"' in reply[:12] else "ok").inc()
         if msg.reply:
-            await msg.respond(reply)
+            try:
+                await msg.respond(reply)
+            except Exception as exc:  # the asker is gone or the connection dropped: its retry asks again
+                log.warning("write_api.reply_failed", error=repr(exc))
+
+
+async def _answer(api: WriteApi, data: bytes) -> bytes:
+    """Handler boundary: whatever a request does, the worker answers it and lives on to serve the next."""
+    try:
+        return await api.handle(data)
+    except Exception as exc:
+        log.error("write_api.request_failed", size=len(data), exc_info=exc)
+        return error_reply(INTERNAL, f"admission failed on this request: {type(exc).__name__}")

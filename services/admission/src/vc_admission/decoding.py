@@ -28,6 +28,8 @@ def decode_object(data: bytes) -> KubeObject:
         head = msgspec.json.decode(data, type=dict[str, object])
     except msgspec.DecodeError as exc:
         raise InvalidObject("", "json", f"the request is not a JSON object: {exc}") from exc
+    except RecursionError as exc:  # msgspec gives up at Python's recursion limit (~1000 levels)
+        raise InvalidObject("", "nesting", "the object is nested too deeply") from exc
     kind = head.get("kind")
     if not isinstance(kind, str) or not kind:
         raise InvalidObject("kind", "required", "kind is required")
@@ -44,3 +46,5 @@ def decode_object(data: bytes) -> KubeObject:
     except msgspec.ValidationError as exc:
         field, message = field_of(exc)
         raise InvalidObject(field, "type", message) from exc
+    except RecursionError as exc:
+        raise InvalidObject("", "nesting", "the object is nested too deeply") from exc

@@ -12,9 +12,10 @@ import structlog
 
 from vc_admission.decoding import decode_object
 from vc_admission.review import Admitter, Rejected
+from vc_bus.decoding import UNDECODABLE, describe, report_undecodable
 from vc_core.errors import AlreadyExists, Conflict, InvalidObject, NotFound, PolicyViolation, VcError
 from vc_core.store import ObjectStore
-from vc_proto import api, codec
+from vc_proto import api, codec, subjects
 from vc_proto.kinds import KINDS, KubeObject
 
 log = structlog.get_logger(__name__)
@@ -40,6 +41,11 @@ class WriteApi:
             return error_reply(api.TOO_LARGE, f"request is {len(data)} bytes; the limit is {api.MAX_REQUEST_BYTES} (3 MiB)")
         try:
             request = _request.decode(data)
+        except UNDECODABLE as exc:
+            # Anyone on the bus can send bytes here: a bad request is answered, counted and forgotten.
+            report_undecodable(source=subjects.ADMISSION_WRITE, kind="WriteRequest", error=exc, size=len(data))
+            return error_reply(api.INVALID, f"malformed write request: {describe(exc)}")
+        try:
             obj = await self._dispatch(request)
         except msgspec.ValidationError as exc:
             return error_reply(api.INVALID, f"malformed write request: {exc}")
