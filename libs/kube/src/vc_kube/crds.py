@@ -20,6 +20,7 @@ from vc_kube.client import KubeApiError, KubeClient
 
 log = structlog.get_logger(__name__)
 
+CRD_KIND = "CustomResourceDefinition"
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 DEFAULT_DIR = Path(__file__).resolve().parents[4] / "deploy" / "k8s" / "crds"
 
@@ -27,7 +28,8 @@ DEFAULT_DIR = Path(__file__).resolve().parents[4] / "deploy" / "k8s" / "crds"
 def load_crds(directory: Path = DEFAULT_DIR) -> list[dict[str, Any]]:
     docs: list[dict[str, Any]] = []
     for path in sorted(directory.glob("*.yaml")):
-        docs.extend(d for d in yaml.safe_load_all(path.read_text()) if d)
+        # Only the CRDs: the folder also holds the kustomization that lists them for `kubectl apply -k`.
+        docs.extend(d for d in yaml.safe_load_all(path.read_text()) if d and d.get("kind") == CRD_KIND)
     return docs
 
 
