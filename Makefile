@@ -85,4 +85,4 @@ test-kube: deps ## the tests against the real kube-apiserver (run make kube-up f
 	$(BIN)/pytest -q -m kube
 
 bench-kube: deps ## the gang benchmark on the real kube-apiserver (run make kube-up first)
-	$(BIN)/python -m vc_kube.bench
+	$(BIN)/python -m benchmarks.kube_bench

@@ -39,7 +39,7 @@ from vc_proto.kinds import KINDS
 from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec, QueueStatus
 
-ROOT = Path(__file__).resolve().parents[4]
+ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 NAMESPACE = "bench"
 
@@ -437,7 +437,9 @@ async def wipe_namespace(kube: KubeClient) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m vc_kube.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m benchmarks.kube_bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--kubeconfig", default=str(ROOT / ".kube" / "config"))
     parser.add_argument(

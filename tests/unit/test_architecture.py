@@ -50,6 +50,11 @@ def test_vc_core_imports_no_event_loop_transport_or_adapter() -> None:
     assert offenders(modules(ROOT / "libs" / "core" / "src" / "vc_core"), IO_ROOTS | ADAPTERS) == {}
 
 
+def test_the_kube_adapter_does_not_import_the_runtime() -> None:
+    """vc_runtime opens the kube store for `--backend kube`; the reverse would be a package cycle."""
+    assert offenders(modules(ROOT / "libs" / "kube" / "src" / "vc_kube"), frozenset({"vc_runtime"})) == {}
+
+
 @pytest.mark.parametrize("lib", sorted(packages("libs")))
 def test_a_lib_imports_no_service(lib: str) -> None:
     services = frozenset(packages("services"))

@@ -1,7 +1,7 @@
 """vc-kube-relay: the one process that mirrors the apiserver into the NATS cache (`--backend kube`).
 
 Run exactly one per cluster (two are harmless, only wasteful: both write the same values). Ready once
-every kind has been listed and mirrored.
+every kind has been listed and mirrored. The mirroring itself is vc_kube.relay; this is its wiring.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 from vc_kube.client import KubeClient
 from vc_kube.relay import Relay
-from vc_runtime.service import FnWorker, ServiceContext, Worker, main_entry
-from vc_runtime.settings import RuntimeSettings, parse
+from vc_runtime.service import FnWorker, ServiceContext, Worker
+from vc_runtime.settings import RuntimeSettings
 
 
 class RelayApp:
@@ -30,11 +30,3 @@ class RelayApp:
             ctx.probes.set("relay-synced")
 
         return [FnWorker("relay", relay.run), FnWorker("relay-synced", synced)]
-
-
-def main() -> None:
-    main_entry(RelayApp, lambda: parse("kube-relay"))
-
-
-if __name__ == "__main__":
-    main()
