@@ -24,6 +24,8 @@ import asyncio
 import os
 import pstats
 import re
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -46,6 +48,7 @@ from vc_proto.core import Pod
 from vc_proto.scheduling import PodGroup
 
 BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parents[1]
 GANG = 10
 
 
@@ -230,7 +233,14 @@ def stage_report(tl: Timeline) -> list[tuple[str, list[float]]]:
 
 
 async def run_once(
-    nodes: int, pods: int, schedulers: int, concurrency: int, profile: Path | None, lease_ttl: float, sync: SyncMode
+    nodes: int,
+    pods: int,
+    schedulers: int,
+    concurrency: int,
+    profile: Path | None,
+    lease_ttl: float,
+    sync: SyncMode,
+    spy: Path | None = None,
 ) -> dict[str, float]:
     jobs = pods // GANG
     with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "nats", sync=sync) as server:
@@ -275,6 +285,9 @@ async def run_once(
                 store = NatsStore(nc)
                 watcher = asyncio.create_task(follow(store, tl, pods))
                 await asyncio.sleep(0.5)
+                cpu_before = {p.name: cpu_seconds(p.proc.pid if p.proc else None) for p in procs}
+                cpu_before["nats-server"] = cpu_seconds(server.pid)
+                spies = start_spies(procs, spy, schedulers)
                 start = time.perf_counter()
                 await submit_all(server.url, tl, jobs, concurrency)
                 submit_s = time.perf_counter() - start
@@ -291,6 +304,8 @@ async def run_once(
                 watcher.cancel()
             cpu = {p.name: cpu_seconds(p.proc.pid if p.proc else None) for p in procs}
             cpu["nats-server"] = cpu_seconds(server.pid)
+            stop_spies(spies)
+            load_cpu = {name: seconds - cpu_before.get(name, 0.0) for name, seconds in cpu.items()}
             await asyncio.sleep(2.0)  # the last gangs' bind events are still being published
             texts = [scrape(p.port) for p in sched_procs]
             if profile:  # every service's metrics next to its profile
@@ -329,14 +344,47 @@ async def run_once(
         flush=True,
     )
     busiest = sorted(cpu.items(), key=lambda kv: -kv[1])
-    print("  cpu seconds: " + ", ".join(f"{name} {seconds:.1f}" for name, seconds in busiest), flush=True)
+    print("  cpu seconds (whole run): " + ", ".join(f"{name} {seconds:.1f}" for name, seconds in busiest), flush=True)
+    in_load = sorted(load_cpu.items(), key=lambda kv: -kv[1])
+    per_pod_ms = 1000 * sum(load_cpu.values()) / max(1, tl.running)
+    print(
+        f"  cpu-ms per pod (first submit -> last Running, all processes): {per_pod_ms:.2f}  ["
+        + ", ".join(f"{name} {1000 * seconds / max(1, tl.running):.2f}" for name, seconds in in_load)
+        + "]",
+        flush=True,
+    )
     if profile:
         for name, _ in busiest[:3]:
             path = profile / f"{name}-{schedulers}.prof"
             if path.exists():
                 print(f"  -- profile of {name} (internal time, top 30; the main thread only)")
                 pstats.Stats(str(path)).sort_stats("tottime").print_stats(30)
-    return {"pods_per_s": tl.running / total_s, "total_s": total_s}
+    return {"pods_per_s": tl.running / total_s, "total_s": total_s, "cpu_ms_per_pod": per_pod_ms}
+
+
+def start_spies(procs: list[Proc], spy: Path | None, schedulers: int) -> list[subprocess.Popen[bytes]]:
+    """py-spy (sampling, every thread, native frames off) on each service for the load phase only."""
+    if spy is None:
+        return []
+    binary = shutil.which("py-spy") or str(ROOT / ".tools" / "bin" / "py-spy")
+    spies = []
+    for p in procs:
+        if p.proc is None:
+            continue
+        out = spy / f"{p.name}-{schedulers}.txt"
+        argv = [binary, "record", "--pid", str(p.proc.pid), "--format", "raw", "--rate", "200", "-o", str(out)]
+        spies.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    return spies
+
+
+def stop_spies(spies: list[subprocess.Popen[bytes]]) -> None:
+    for s in spies:
+        s.send_signal(signal.SIGINT)
+    for s in spies:
+        try:
+            s.wait(30)
+        except subprocess.TimeoutExpired:
+            s.kill()
 
 
 async def main() -> None:
@@ -353,16 +401,22 @@ async def main() -> None:
     )
     parser.add_argument("--profile", type=Path, help="run every service under cProfile, keep profiles and logs here")
     parser.add_argument(
+        "--py-spy", type=Path, help="sample every service with py-spy during the load (collapsed stacks in this folder)"
+    )
+    parser.add_argument(
         "--sync",
         choices=("always", "default"),
         default="always",
         help="nats-server fsync: before every acknowledgement (always) or the JetStream default (every 2 min)",
     )
     args = parser.parse_args()
-    if args.profile:
-        args.profile.mkdir(parents=True, exist_ok=True)
+    for folder in (args.profile, args.py_spy):
+        if folder:
+            folder.mkdir(parents=True, exist_ok=True)
     for count in (int(c) for c in args.schedulers.split(",")):
-        await run_once(args.nodes, args.pods, count, args.concurrency, args.profile, args.lease_ttl, args.sync)
+        await run_once(
+            args.nodes, args.pods, count, args.concurrency, args.profile, args.lease_ttl, args.sync, args.py_spy
+        )
 
 
 if __name__ == "__main__":
