@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ssl
 from collections.abc import Sequence
-from pathlib import Path
 
 import structlog
 from nats.aio.msg import Msg
 from prometheus_client import Counter, Histogram
 
-from vc_admission import certs
 from vc_admission.context import CacheContext
-from vc_admission.http import serve_webhook, tls_context
 from vc_admission.review import Admitter
+from vc_admission.webhook_tls import add_webhook_arguments, webhook_worker
 from vc_admission.write_api import WriteApi, error_reply
-from vc_core.errors import ConfigError
 from vc_proto import subjects
 from vc_proto.api import INTERNAL
 from vc_runtime.aio import wait_or_stop
@@ -31,23 +27,7 @@ LATENCY = Histogram("tephra_admission_request_seconds", "Write request handling 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--webhook-port", type=int, default=0, help="serve AdmissionReview over HTTPS on this port (0: off)")
-    parser.add_argument("--webhook-host", default="0.0.0.0")
-    parser.add_argument("--tls-cert", help="serving certificate (PEM)")
-    parser.add_argument("--tls-key", help="serving key (PEM)")
-    parser.add_argument("--generate-certs", help="development: write a self-signed CA and serving cert to this directory")
-    parser.add_argument("--service-dns", default="tephra-admission.tephra-system.svc", help="DNS name in a generated cert")
-
-
-def webhook_tls(extra: dict[str, object]) -> ssl.SSLContext:
-    cert, key = extra.get("tls_cert"), extra.get("tls_key")
-    generate_dir = extra.get("generate_certs")
-    if generate_dir:
-        _, cert_path, key_path = certs.generate([str(extra.get("service_dns"))]).write(Path(str(generate_dir)))
-        cert, key = str(cert_path), str(key_path)
-    if not cert or not key:
-        raise ConfigError("--webhook-port needs --tls-cert and --tls-key (or --generate-certs DIR)")
-    return tls_context(Path(str(cert)), Path(str(key)))
+    add_webhook_arguments(parser)
 
 
 class AdmissionApp:
@@ -82,11 +62,8 @@ class AdmissionApp:
 
         workers: list[Worker] = [*(FnWorker(f"informer:{i.kind.__name__}", i.run) for i in informers),
                                  FnWorker("synced", synced), FnWorker("write-api", serve)]
-        port = int(self.settings.extra.get("webhook_port") or 0)  # type: ignore[call-overload]
-        if port:
-            tls = webhook_tls(self.settings.extra)
-            host = str(self.settings.extra.get("webhook_host", "0.0.0.0"))
-            workers.append(FnWorker("webhook", lambda _: serve_webhook(context, host=host, port=port, tls=tls)))
+        if self.settings.extra.get("webhook_port"):
+            workers.append(webhook_worker(self.settings.extra, self.settings.kubeconfig, context, ctx.probes))
         return workers
 
 

@@ -1,0 +1,232 @@
+"""Where the webhook's certificate comes from, and the worker that serves the webhook with it.
+
+Three sources, by flag:
+- `--cert-secret NAME` (the install's default): self-managed in a Secret of `--cert-namespace`, its
+  CA put into the webhook configurations named by `--mutating-webhook`/`--validating-webhook`,
+  renewed before expiry (`cert_manager`);
+- `--tls-cert`/`--tls-key`: files someone else renews (e.g. cert-manager into a mounted Secret);
+  re-read every `--cert-check-interval` and served anew when they change;
+- `--generate-certs DIR`: development, a throwaway CA written to DIR.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import structlog
+
+from vc_admission import certs
+from vc_admission.cert_manager import CertConfig, CertManager
+from vc_admission.http import ServingTLS, serve_webhook
+from vc_admission.rules import AdmissionContext
+from vc_core.durations import parse_duration
+from vc_core.errors import ConfigError, InvalidObject, PermanentError, TemporaryError
+from vc_runtime.probes import Probes
+from vc_runtime.service import FnWorker
+
+log = structlog.get_logger(__name__)
+PROBE = "webhook-serving"
+
+
+def add_webhook_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--webhook-port", type=int, default=0, help="serve AdmissionReview over HTTPS on this port (0: off)"
+    )
+    parser.add_argument("--webhook-host", default="0.0.0.0")
+    parser.add_argument("--tls-cert", help="serving certificate (PEM), re-read when it changes")
+    parser.add_argument("--tls-key", help="serving key (PEM)")
+    parser.add_argument(
+        "--generate-certs", help="development: write a self-signed CA and serving cert to this directory"
+    )
+    parser.add_argument(
+        "--service-dns",
+        default="tephra-admission.tephra-system.svc",
+        help="DNS name(s), comma-separated, in a generated or self-managed cert",
+    )
+    parser.add_argument("--cert-secret", help="self-managed: keep the CA and serving cert in this Secret (kube)")
+    parser.add_argument(
+        "--cert-namespace",
+        default=os.environ.get("POD_NAMESPACE", "tephra-system"),
+        help="namespace of --cert-secret (default: $POD_NAMESPACE, else tephra-system)",
+    )
+    parser.add_argument(
+        "--mutating-webhook",
+        action="append",
+        default=[],
+        help="self-managed: MutatingWebhookConfiguration whose caBundle to keep (repeatable)",
+    )
+    parser.add_argument(
+        "--validating-webhook",
+        action="append",
+        default=[],
+        help="self-managed: ValidatingWebhookConfiguration whose caBundle to keep (repeatable)",
+    )
+    parser.add_argument("--cert-validity", default="8760h", help="self-managed: serving cert lifetime (Go duration)")
+    parser.add_argument("--ca-validity", default="87600h", help="self-managed: CA lifetime (Go duration)")
+    parser.add_argument(
+        "--cert-check-interval",
+        default="1h",
+        help="how often the certificate is re-read and renewal considered (Go duration)",
+    )
+
+
+def _duration(extra: dict[str, object], key: str) -> datetime.timedelta:
+    flag = "--" + key.replace("_", "-")
+    try:
+        seconds = parse_duration(str(extra.get(key)), field=flag)
+    except InvalidObject as exc:
+        raise ConfigError(f"{flag}: {exc}") from exc
+    if seconds <= 0:
+        raise ConfigError(f"{flag}: must be positive, got {extra.get(key)!r}")
+    return datetime.timedelta(seconds=seconds)
+
+
+def cert_config(extra: dict[str, object]) -> CertConfig:
+    validity = certs.Validity(ca=_duration(extra, "ca_validity"), leaf=_duration(extra, "cert_validity"))
+    if validity.leaf > validity.ca:
+        raise ConfigError("--cert-validity: longer than --ca-validity (a certificate never outlives its CA)")
+    return CertConfig(
+        namespace=str(extra["cert_namespace"]),
+        secret=str(extra["cert_secret"]),
+        dns_names=_dns_names(extra),
+        mutating=_names(extra, "mutating_webhook"),
+        validating=_names(extra, "validating_webhook"),
+        validity=validity,
+        check_interval_s=_duration(extra, "cert_check_interval").total_seconds(),
+    )
+
+
+def _names(extra: dict[str, object], key: str) -> tuple[str, ...]:
+    value = extra.get(key) or []
+    return tuple(str(n) for n in value) if isinstance(value, list) else (str(value),)
+
+
+def _dns_names(extra: dict[str, object]) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in str(extra.get("service_dns") or "").split(",") if n.strip())
+    if not names:
+        raise ConfigError("--service-dns: at least one DNS name is needed")
+    return names
+
+
+Renew = Callable[[asyncio.Event], Awaitable[None]]  # keeps the served certificate current until shutdown
+# Loads the first certificate into the ServingTLS; None when shutdown came first.
+Source = Callable[[ServingTLS, asyncio.Event, contextlib.AsyncExitStack], Awaitable[Renew | None]]
+
+
+def webhook_worker(
+    extra: dict[str, object], kubeconfig: str | None, context: AdmissionContext, probes: Probes
+) -> FnWorker:
+    """The webhook: the first certificate, then the HTTPS server and the renewal loop side by side.
+    Readiness waits for the server (a Service sends the apiserver only to replicas that serve)."""
+    port = int(extra["webhook_port"])  # type: ignore[call-overload]
+    host = str(extra.get("webhook_host") or "0.0.0.0")
+    source = _source(extra, kubeconfig)
+    probes.require(PROBE)
+
+    async def run(shutdown: asyncio.Event) -> None:
+        tls = ServingTLS()
+        async with contextlib.AsyncExitStack() as stack:
+            renew = await source(tls, shutdown, stack)
+            if renew is None:  # shut down before the first certificate
+                return
+            started = asyncio.Event()
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(
+                    serve_webhook(context, host=host, port=port, tls=tls.context, started=started, shutdown=shutdown),
+                    name="webhook-server",
+                )
+                tg.create_task(renew(shutdown), name="webhook-cert")
+                await started.wait()
+                probes.set(PROBE)
+
+    return FnWorker("webhook", run)
+
+
+def _source(extra: dict[str, object], kubeconfig: str | None) -> Source:
+    """Validate the flags now (a bad flag exits 2 at start) and return how to get certificates."""
+    if extra.get("cert_secret"):
+        config = cert_config(extra)
+        return lambda tls, shutdown, stack: _self_managed(config, kubeconfig, tls, shutdown, stack)
+    if extra.get("generate_certs"):
+        directory = Path(str(extra["generate_certs"]))
+        names = list(_dns_names(extra))
+        return lambda tls, shutdown, stack: _generated(directory, names, tls)
+    cert, key = extra.get("tls_cert"), extra.get("tls_key")
+    if not cert or not key:
+        raise ConfigError(
+            "--webhook-port needs --cert-secret NAME, or --tls-cert and --tls-key, or --generate-certs DIR"
+        )
+    interval = _duration(extra, "cert_check_interval").total_seconds()
+    return lambda tls, shutdown, stack: _files(Path(str(cert)), Path(str(key)), interval, tls)
+
+
+async def _self_managed(
+    config: CertConfig,
+    kubeconfig: str | None,
+    tls: ServingTLS,
+    shutdown: asyncio.Event,
+    stack: contextlib.AsyncExitStack,
+) -> Renew | None:
+    from vc_kube.client import KubeClient
+
+    try:
+        kube = await KubeClient.connect(kubeconfig)
+    except Exception as exc:  # kubeconfig/in-cluster loading raises assorted types; all mean bad config
+        raise ConfigError(f"--cert-secret: cannot load kube credentials ({kubeconfig or 'in-cluster'}): {exc}") from exc
+    stack.push_async_callback(kube.close)
+    manager = CertManager(kube, config, tls)
+    delay = 0.5
+    while not shutdown.is_set():
+        try:
+            await manager.sync()
+            return manager.run
+        except TemporaryError as exc:  # the apiserver is not there yet: keep trying, not ready meanwhile
+            log.warning("webhook_cert.waiting", error=str(exc), retry_in_s=delay)
+        except PermanentError as exc:  # e.g. 403: the role lacks a permission; say which and stop
+            raise ConfigError(f"--cert-secret {config.namespace}/{config.secret}: {exc}") from exc
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(shutdown.wait(), timeout=delay)
+        delay = min(delay * 2, 10.0)
+    return None
+
+
+async def _generated(directory: Path, names: list[str], tls: ServingTLS) -> Renew:
+    cert = certs.generate(names)
+    cert.write(directory)
+    tls.load(cert.cert_pem, cert.key_pem)
+
+    async def idle(shutdown: asyncio.Event) -> None:
+        await shutdown.wait()
+
+    return idle
+
+
+async def _files(cert: Path, key: Path, interval_s: float, tls: ServingTLS) -> Renew:
+    def load() -> bool:
+        return tls.load(cert.read_bytes(), key.read_bytes())
+
+    try:
+        load()
+    except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+        raise ConfigError(f"--tls-cert/--tls-key: cannot load {cert}, {key}: {exc}") from exc
+
+    async def reread(shutdown: asyncio.Event) -> None:
+        # A mounted Secret is swapped atomically by the kubelet; a half-written pair fails to load and
+        # the previous certificate keeps serving until the next look.
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(shutdown.wait(), timeout=interval_s)
+                return
+            try:
+                if load():
+                    log.info("webhook_cert.reloaded", cert=str(cert))
+            except (OSError, ValueError) as exc:
+                log.error("webhook_cert.reload_failed", cert=str(cert), error=str(exc))
+
+    return reread
