@@ -38,9 +38,13 @@ from vc_proto.batch import Job
 from vc_proto.core import Pod
 from vc_proto.scheduling import PodGroup
 from vc_scheduler import ledger as pure
+from vc_scheduler.binder import BOUND_BY, GangBinder
 from vc_scheduler.cache import SchedulerCache
-from vc_scheduler.dispatch import BOUND_BY, Dispatcher, Gang, SoleOwner
+from vc_scheduler.events import SchedulerEvents
+from vc_scheduler.gangs import Gang
+from vc_scheduler.inflight import InFlight
 from vc_scheduler.ledger_kv import Ledger, node_key
+from vc_scheduler.sharding import SoleOwner
 from vc_scheduling.framework.decisions import Bind
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
@@ -315,6 +319,13 @@ async def test_ledger_writers_racing_on_one_node_never_overcommit(nc: Client) ->
     assert sum(await asyncio.gather(*(reserve(writers[1], f"u{i}") for i in range(40, 50)))) == 4
 
 
+def binder_for(instance: str, led: Ledger) -> GangBinder:
+    """A gang binder on the ledger alone (these tests reserve; nothing reaches the store)."""
+    events = SchedulerEvents(lambda event: asyncio.sleep(0), source="test")
+    owner = SoleOwner(instance)
+    return GangBinder(None, SchedulerCache(), events, ownership=owner, work=InFlight(instance), ledger_kv=led)  # type: ignore[arg-type]
+
+
 async def test_a_gang_refused_on_one_node_is_rolled_back_on_the_others(nc: Client) -> None:
     js = nc.jetstream()
     led = Ledger(js, instance="s0", can_write=lambda: True)
@@ -332,8 +343,8 @@ async def test_a_gang_refused_on_one_node_is_rolled_back_on_the_others(nc: Clien
         {"n1": {"cpu": Fraction(4), "pods": Fraction(110)}, "n2": {"cpu": Fraction(4), "pods": Fraction(110)}},
         view,
     )
-    dispatcher = Dispatcher(None, SchedulerCache(), None, source="test", ownership=SoleOwner("s0"), ledger_kv=led)  # type: ignore[arg-type]
-    await dispatcher._gang(gang)  # refused on n2: nothing bound, n1's reservations rolled back
+    binder = binder_for("s0", led)
+    await binder.commit(gang)  # refused on n2: nothing bound, n1's reservations rolled back
     kv = await js.key_value("vc-sched-ledger")
     n1 = pure.decode((await kv.get(node_key("n1"))).value)
     assert n1.reservations == {}
@@ -346,12 +357,11 @@ async def test_instances_racing_in_sibling_queues_never_exceed_their_parents_cap
     one = {"cpu": Fraction(1), "pods": Fraction(1)}
     pods = {f"{q}{i}": pure.PodState(node="", terminal=False, requests=one, queue=q) for q in "ab" for i in range(20)}
     parents = {"a": "org", "b": "org", "org": "root"}
-    dispatchers = []
+    binders = []
     for instance in ("s0", "s1"):
         led = Ledger(js, instance=instance, can_write=lambda: True)
         view = pure.View.of(pods, parents=parents, live=frozenset({"s0", "s1"}), instance=instance, epoch=1)
-        dispatcher = Dispatcher(None, SchedulerCache(), None, source="test", ownership=SoleOwner(instance), ledger_kv=led)  # type: ignore[arg-type]
-        dispatchers.append((dispatcher, view))
+        binders.append((binder_for(instance, led), view))
 
     def gang(queue: str, index: int, view: pure.View) -> Gang:
         uids = (f"{queue}{2 * index}", f"{queue}{2 * index + 1}")
@@ -365,9 +375,9 @@ async def test_instances_racing_in_sibling_queues_never_exceed_their_parents_cap
         )
 
     async def reserve(k: int) -> bool:
-        dispatcher, view = dispatchers[k % 2]
+        binder, view = binders[k % 2]
         held: list[tuple[str, list[str]]] = []
-        return await dispatcher._reserve(gang("ab"[k % 2], k // 2, view), held)
+        return await binder.reserve(gang("ab"[k % 2], k // 2, view), held)
 
     granted = await asyncio.gather(*(reserve(k) for k in range(20)))
     assert sum(granted) == 3

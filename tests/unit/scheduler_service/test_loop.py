@@ -1,18 +1,26 @@
 """The loop's shell logic without I/O: gangs grouped per PodGroup with what their reservations need,
-status writes only when something changed."""
+status writes only when something changed, and a cycle's work handed to the binder and the writer."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from fractions import Fraction
 
 from service_builders import group, node, pod
 
+from vc_scheduler.binder import GangBinder
 from vc_scheduler.cache import SchedulerCache
-from vc_scheduler.dispatch import Dispatcher
+from vc_scheduler.events import SchedulerEvents
+from vc_scheduler.evictor import Evictor
+from vc_scheduler.gangs import gangs_of, hierarchical
+from vc_scheduler.inflight import InFlight
 from vc_scheduler.ledger import View
-from vc_scheduler.loop import ALLOCATED_EVERY_S, COUNTS_EVERY_S, Plan, SchedulingLoop
-from vc_scheduling.cycle import CycleResult, CycleStats, load_scheduler_conf
+from vc_scheduler.loop import SchedulingLoop
+from vc_scheduler.sharding import SoleOwner
+from vc_scheduler.status_policy import ALLOCATED_EVERY_S, COUNTS_EVERY_S
+from vc_scheduler.status_writer import StatusWriter
+from vc_scheduling.cycle import load_scheduler_conf
 from vc_scheduling.framework.decisions import Bind, PodGroupStatusUpdate, QueueStatusUpdate
 from vc_scheduling.snapshot.cluster import ClusterSnapshot, PodGroupCondition, QueueObj
 
@@ -26,13 +34,18 @@ tiers:
 """
 
 
-def loop_with(cache: SchedulerCache, conf: str | None = None) -> SchedulingLoop:
-    dispatcher = Dispatcher(None, cache, None, source="test")  # type: ignore[arg-type]
-    return SchedulingLoop(cache, dispatcher, load_scheduler_conf(conf), period_s=1.0, instance="s0")
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
-def result(*decisions: Bind) -> CycleResult:
-    return CycleResult(decisions, {}, (), (), CycleStats(0.0, {}, 0, 0, 0))
+def writer_with(cache: SchedulerCache, clock: Clock) -> tuple[StatusWriter, InFlight]:
+    work = InFlight("s0")
+    events = SchedulerEvents(lambda event: asyncio.sleep(0), source="test")
+    return StatusWriter(None, cache, events, ownership=SoleOwner("s0"), work=work, clock=clock), work  # type: ignore[arg-type]
 
 
 def test_binds_are_grouped_per_podgroup_with_capacities_and_capped_queue() -> None:
@@ -43,7 +56,7 @@ def test_binds_are_grouped_per_podgroup_with_capacities_and_capped_queue() -> No
         queues=(QueueObj(name="capped", capability={"cpu": Fraction(3)}), QueueObj(name="open")),
     )
     binds = (Bind("ns/a0", "uid-a0", "n1"), Bind("ns/a1", "uid-a1", "n2"), Bind("ns/b0", "uid-b0", "n1"))
-    gangs = {g.podgroup: g for g in loop_with(SchedulerCache())._gangs(Plan(result(*binds), snap, View(), 2, 0.0))}
+    gangs = {g.podgroup: g for g in gangs_of(binds, snap, View(), tree=False)}
     assert set(gangs) == {"ns/a", "ns/b"}
     a, b = gangs["ns/a"], gangs["ns/b"]
     assert [x.pod for x in a.binds] == ["ns/a0", "ns/a1"]
@@ -64,48 +77,82 @@ def test_a_gang_is_reserved_on_every_capped_ancestor_of_its_queue() -> None:
             QueueObj(name="root", capability={"cpu": Fraction(100)}),
         ),
     )
-    plan = Plan(result(Bind("ns/a0", "uid-a0", "n1")), snap, View(), 1, 0.0)
-    (gang,) = loop_with(SchedulerCache(), HIERARCHY_CONF)._gangs(plan)
+    binds = (Bind("ns/a0", "uid-a0", "n1"),)
+    tree = hierarchical(load_scheduler_conf(HIERARCHY_CONF))
+    assert tree
+    (gang,) = gangs_of(binds, snap, View(), tree=tree)
     assert [name for name, _ in gang.capped_queues] == ["leaf", "org", "root"]
     # Without a queue tree in the conf (Volcano's default proportion) parents cap nothing.
-    (flat,) = loop_with(SchedulerCache())._gangs(plan)
+    assert not hierarchical(load_scheduler_conf())
+    (flat,) = gangs_of(binds, snap, View(), tree=False)
     assert [name for name, _ in flat.capped_queues] == ["leaf"]
 
 
 def test_a_status_is_sent_once_until_it_changes() -> None:
-    cache = SchedulerCache()
+    cache, clock = SchedulerCache(), Clock()
     cache.podgroups["ns/a"] = group("a", "q", min_member=2)
-    loop = loop_with(cache)
+    writer, work = writer_with(cache, clock)
     cond = PodGroupCondition("Scheduled", "True", "tasks in gang are ready to be scheduled", "", "s0-1")
     update = PodGroupStatusUpdate("ns/a", "Running", (cond,), 2, 0, 0)
-    assert loop._status_changed("ns/a", update)
+    assert writer.offer_podgroup(update)
     # Next cycle: the same status under a new session's transition id; the store has not caught up.
-    assert not loop._status_changed("ns/a", replace(update, conditions=(replace(cond, transition_id="s0-2"),)))
+    assert not writer.offer_podgroup(replace(update, conditions=(replace(cond, transition_id="s0-2"),)))
     # The store caught up (it keeps conditions the update does not mention).
     cache.podgroups["ns/a"] = replace(
         group("a", "q", min_member=2),
         phase="Running",
         conditions=(replace(cond, transition_id=""), PodGroupCondition("Unschedulable", "True")),
     )
-    assert not loop._status_changed("ns/a", update)
+    assert not writer.offer_podgroup(update)
     # Only a pod count moved: held back for COUNTS_EVERY_S, so a gang's pods starting make one write.
-    assert not loop._status_changed("ns/a", replace(update, running=1))
-    signature, sent_at = loop._statuses["ns/a"]
-    loop._statuses["ns/a"] = (signature, sent_at - COUNTS_EVERY_S)
-    assert loop._status_changed("ns/a", replace(update, running=1))
+    assert not writer.offer_podgroup(replace(update, running=1))
+    clock.now += COUNTS_EVERY_S
+    assert writer.offer_podgroup(replace(update, running=1))
     # A phase change is never held back.
-    assert loop._status_changed("ns/a", replace(update, phase="Completed", running=0, succeeded=2))
+    assert writer.offer_podgroup(replace(update, phase="Completed", running=0, succeeded=2))
+    # The three statuses found due coalesced into the one write still waiting for its turn.
+    assert work.backlog == 1
 
 
 def test_queue_allocated_is_sent_when_it_changes_at_most_every_second() -> None:
-    cache = SchedulerCache()
+    cache, clock = SchedulerCache(), Clock()
     cache.queues["default"] = QueueObj(name="default")
-    loop = loop_with(cache)
+    writer, work = writer_with(cache, clock)
     update = QueueStatusUpdate("default", {"cpu": "2"})
-    assert loop._allocated_due(update)
-    assert not loop._allocated_due(update)  # unchanged
-    assert not loop._allocated_due(QueueStatusUpdate("default", {"cpu": "3"}))  # changed, but too soon
-    figure, sent_at = loop._allocated_sent["default"]
-    loop._allocated_sent["default"] = (figure, sent_at - ALLOCATED_EVERY_S)
-    assert loop._allocated_due(QueueStatusUpdate("default", {"cpu": "3"}))
-    assert not loop._allocated_due(QueueStatusUpdate("gone", {"cpu": "1"}))  # no such queue
+    assert writer.offer_queue(update)
+    assert not writer.offer_queue(update)  # unchanged
+    assert not writer.offer_queue(QueueStatusUpdate("default", {"cpu": "3"}))  # changed, but too soon
+    clock.now += ALLOCATED_EVERY_S
+    assert writer.offer_queue(QueueStatusUpdate("default", {"cpu": "3"}))
+    assert not writer.offer_queue(QueueStatusUpdate("gone", {"cpu": "1"}))  # no such queue
+    assert work.backlog == 1
+
+
+def test_a_cycle_assumes_its_binds_and_hands_gangs_and_statuses_over_without_waiting() -> None:
+    async def scenario() -> None:
+        cache = SchedulerCache()
+        cache.nodes["n1"] = node("n1")
+        cache.queues["default"] = QueueObj(name="default")
+        cache.podgroups["ns/a"] = group("a", min_member=2)
+        for name in ("a0", "a1"):
+            cache.pods[f"ns/{name}"] = pod(name, "a")
+        work, owner = InFlight("s0"), SoleOwner("s0")
+        events = SchedulerEvents(lambda event: asyncio.sleep(0), source="test")
+        loop = SchedulingLoop(
+            cache,
+            load_scheduler_conf(),
+            binder=GangBinder(None, cache, events, ownership=owner, work=work),  # type: ignore[arg-type]
+            evictor=Evictor(None, events, ownership=owner, work=work),  # type: ignore[arg-type]
+            statuses=StatusWriter(None, cache, events, ownership=owner, work=work),  # type: ignore[arg-type]
+            period_s=1.0,
+            instance="s0",
+        )
+        result = await loop.run_once()
+        assert set(result.binds) == {"ns/a0", "ns/a1"}
+        assert cache.assumed() == {"ns/a0", "ns/a1"}  # the next cycle will not place them again
+        # Nothing was written yet: one gang, the PodGroup's status and the queue's figure wait their turn.
+        assert work.backlog == 3
+        again = await loop.run_once()
+        assert again.binds == {}
+
+    asyncio.run(scenario())

@@ -14,8 +14,6 @@ from vc_scheduling.snapshot.cluster import ClusterSnapshot, NodeObj, QueueObj
 NOW = 1_000_000.0
 
 
-
-
 def test_keeps_owned_pending_every_bound_and_reserved_as_bound() -> None:
     snap = ClusterSnapshot(
         pods=(pod("mine", "g1"), pod("theirs", "g2"), pod("bound", "g2", node="n1"), pod("reserved", "g2")),

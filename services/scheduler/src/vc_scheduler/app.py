@@ -1,4 +1,5 @@
-"""Wiring of the scheduler service: membership, cache watches, the placement ledger, the loop, the dispatcher.
+"""Wiring of the scheduler service: membership, cache watches, the placement ledger, the loop, and the
+writers it hands work to (gang binder, evictor, status writer) over one bounded in-flight queue.
 
 Any number of instances run at once (`vcctl up --scheduler-replicas N`): each owns the PodGroups
 rendezvous hashing gives it among the live members, and every placement goes through the ledger.
@@ -16,10 +17,15 @@ from vc_runtime.aio import wait_or_stop
 from vc_runtime.membership import Membership
 from vc_runtime.service import FnWorker, ServiceContext, Worker
 from vc_runtime.settings import RuntimeSettings
+from vc_scheduler.binder import GangBinder
 from vc_scheduler.cache import KINDS, SchedulerCache
-from vc_scheduler.dispatch import Dispatcher
+from vc_scheduler.events import SchedulerEvents
+from vc_scheduler.evictor import Evictor
+from vc_scheduler.inflight import InFlight
 from vc_scheduler.ledger_kv import Ledger
+from vc_scheduler.ledger_sweep import LedgerSweeper
 from vc_scheduler.loop import SchedulingLoop
+from vc_scheduler.status_writer import StatusWriter
 from vc_scheduling.cycle import load_scheduler_conf
 
 
@@ -50,18 +56,20 @@ class SchedulerApp:
         membership = Membership(ctx.nc, group="scheduler", instance=self.settings.instance, ttl_s=self.lease_ttl_s)
         js = ctx.nc.jetstream()
         ledger = Ledger(js, instance=membership.instance, can_write=membership.can_write)
-        dispatcher = Dispatcher(
-            ctx.store, cache, ctx.events.publish, source=source, ownership=membership, ledger_kv=ledger
-        )
+        work = InFlight(membership.instance)
+        events = SchedulerEvents(ctx.events.publish, source=source)
         loop = SchedulingLoop(
             cache,
-            dispatcher,
             self.conf,
+            binder=GangBinder(ctx.store, cache, events, ownership=membership, work=work, ledger_kv=ledger),
+            evictor=Evictor(ctx.store, events, ownership=membership, work=work),
+            statuses=StatusWriter(ctx.store, cache, events, ownership=membership, work=work),
             period_s=self.period_s,
             instance=membership.instance,
             members=membership,
             ledger_kv=ledger,
         )
+        sweeper = LedgerSweeper(ledger, membership, lambda: loop.last_view)
         ctx.probes.require("cache-synced", "membership")
 
         async def schedule(shutdown: asyncio.Event) -> None:
@@ -88,7 +96,7 @@ class SchedulerApp:
             *(FnWorker(f"cache:{kind}", lambda s, k=kind: cache.follow(js, k, s)) for kind in KINDS),
             FnWorker("ledger", ledger.follow),
             FnWorker("loop", schedule),
-            FnWorker("ledger-sweep", loop.sweep),
+            FnWorker("ledger-sweep", sweeper.run),
             FnWorker("membership-follow", follow_membership),
-            FnWorker("dispatcher", dispatcher.run),
+            FnWorker("in-flight", work.run),
         ]

@@ -15,11 +15,13 @@ import asyncio
 import time
 from collections import OrderedDict
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from vc_bus.kvwatch import watch_bucket
+from vc_bus.objects import with_meta
 from vc_core.store import WatchOp
-from vc_proto import subjects
+from vc_proto import codec, subjects
+from vc_proto.kinds import KubeObject
 from vc_runtime.aio import until
 from vc_scheduler.sharding import TERMINAL
 from vc_scheduling.snapshot.cluster import ClusterSnapshot, NodeObj, PodGroupObj, PodObj, PriorityClassObj, QueueObj
@@ -27,6 +29,14 @@ from vc_scheduling.snapshot.loader import SnapshotError, decode_json
 
 KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")
 MAX_TOMBSTONES = 200_000
+ObjT = TypeVar("ObjT", bound=KubeObject)
+
+
+def stored_object(kind: type[ObjT], stored: tuple[bytes, int]) -> ObjT | None:
+    """The cache's stored bytes of an object (stored_unbound, stored_podgroup) as the object at that
+    revision, ready for a compare-and-set without reading it back (None: not that kind)."""
+    obj = codec.decode_object(stored[0])
+    return with_meta(obj, resource_version=str(stored[1])) if isinstance(obj, kind) else None
 
 
 def _new_work(kind: str, old: Any, new: Any) -> bool:

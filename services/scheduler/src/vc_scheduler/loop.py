@@ -1,9 +1,8 @@
 """SHELL: the scheduling loop. Every --schedule-period, or early when work arrives, snapshot the
 cache, cut it down to this instance's share (sharding.py), run one cycle in a worker thread (the core
-is pure and the snapshot immutable), assume its binds and hand them to the dispatcher as gangs.
-
-Also sweeps the ledger keys this instance owns, so reservations of finished pods and of crashed
-instances are reclaimed even on nodes nobody reserves on right now.
+is pure and the snapshot immutable), then hand its gangs to the binder (which assumes their binds),
+its evictions to the evictor and every status it reports to the status writer. The loop never waits
+for those writes; they run bounded in the in-flight queue (inflight.py).
 """
 
 from __future__ import annotations
@@ -12,8 +11,6 @@ import asyncio
 import itertools
 import time
 import traceback
-from collections import defaultdict
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -22,12 +19,12 @@ import structlog
 
 from vc_core.errors import VcError
 from vc_core.resources import parse_resources
-from vc_proto.subjects import unescape_token
 from vc_scheduler import metrics
+from vc_scheduler.binder import GangBinder
 from vc_scheduler.cache import SchedulerCache
-from vc_scheduler.dispatch import Dispatcher, Gang
-from vc_scheduler.ledger import Record, View, queue_chain
-from vc_scheduler.ledger import prune as prune_record
+from vc_scheduler.evictor import Evictor
+from vc_scheduler.gangs import gangs_of, hierarchical
+from vc_scheduler.ledger import Record, View
 from vc_scheduler.ledger_kv import Ledger
 from vc_scheduler.sharding import (
     Ownership,
@@ -35,29 +32,23 @@ from vc_scheduler.sharding import (
     SoleOwner,
     ledger_view,
     live_reservations,
-    node_capacity,
     owner_filter,
-    podgroup_key,
     shard_snapshot,
 )
+from vc_scheduler.status_writer import StatusWriter
 from vc_scheduling.cycle import CycleResult, run_cycle
 from vc_scheduling.framework.build import TaskMemo
 from vc_scheduling.framework.conf import SchedulerConf
-from vc_scheduling.framework.decisions import Bind, Evict, PodGroupStatusUpdate, QueueStatusUpdate
-from vc_scheduling.snapshot.cluster import ROOT_QUEUE, ClusterSnapshot, PodGroupCondition, PodGroupObj, QueueObj
+from vc_scheduling.framework.decisions import Evict
+from vc_scheduling.snapshot.cluster import ClusterSnapshot
 
 log = structlog.get_logger(__name__)
 MIN_GAP_S = 0.05
-SWEEP_EVERY_S = 2.0
-STATUS_RESEND_S = 5.0
-# A PodGroup whose phase and conditions hold gets its pod counts rewritten at most this often.
-COUNTS_EVERY_S = 1.0
-ALLOCATED_EVERY_S = 1.0  # a queue's status.allocated is rewritten at most this often
 
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """What one cycle produced, with the views the dispatcher checks its reservations against."""
+    """What one cycle produced, with the views the binder checks its reservations against."""
 
     result: CycleResult
     snapshot: ClusterSnapshot
@@ -99,84 +90,35 @@ def plan_cycle(
     return Plan(result, snapshot, view, owned, shard_s)
 
 
-def _conditions(conditions: tuple[PodGroupCondition, ...]) -> dict[str, tuple[str, str, str]]:
-    return {c.type: (c.status or "", c.reason or "", c.message or "") for c in conditions}
-
-
-def _signature(update: PodGroupStatusUpdate) -> tuple[object, ...]:
-    """An update without its transition ids (they differ per session even when nothing changed)."""
-    return (
-        update.phase,
-        update.running,
-        update.succeeded,
-        update.failed,
-        tuple(sorted(_conditions(update.conditions).items())),
-    )
-
-
-def _counts_only(sent: tuple[object, ...], now: tuple[object, ...]) -> bool:
-    """Two signatures differ only in the pod counts (phase and conditions are the same)."""
-    return sent[0] == now[0] and sent[4] == now[4] and sent != now
-
-
-def _stored_matches(phase: str, stored: tuple[PodGroupCondition, ...], update: PodGroupStatusUpdate) -> bool:
-    """The stored status already says what the update says (stored conditions may hold more types:
-    a write keeps the conditions an update does not mention)."""
-    have = _conditions(stored)
-    return phase == update.phase and all(have.get(t) == v for t, v in _conditions(update.conditions).items())
-
-
-def hierarchical(conf: SchedulerConf) -> bool:
-    """Whether the conf enforces ancestors' capabilities (capacity with enableHierarchy); without it
-    Volcano ignores `spec.parent` for capability, and so does the ledger."""
-    return any(
-        option.name == "capacity" and bool({**option.arguments, **option.flags}.get("enableHierarchy"))
-        for tier in conf.tiers
-        for option in tier.plugins
-    )
-
-
-def _capped(
-    pg: PodGroupObj | None, queues: Mapping[str, QueueObj], *, tree: bool
-) -> tuple[tuple[str, dict[str, Fraction]], ...]:
-    """The PodGroup's queue and (in a queue tree) its ancestors, nearest first, that have a capability."""
-    if pg is None:
-        return ()
-    if not tree:
-        own = queues.get(pg.queue)
-        return ((own.name, dict(own.capability)),) if own is not None and own.capability else ()
-    parents = {name: q.parent or ROOT_QUEUE for name, q in queues.items() if name != ROOT_QUEUE}
-    chain = (queues[name] for name in queue_chain(pg.queue, parents) if name in queues)
-    return tuple((q.name, dict(q.capability)) for q in chain if q.capability)
-
-
 class SchedulingLoop:
     def __init__(
         self,
         cache: SchedulerCache,
-        dispatcher: Dispatcher,
         conf: SchedulerConf,
         *,
+        binder: GangBinder,
+        evictor: Evictor,
+        statuses: StatusWriter,
         period_s: float,
         instance: str,
         members: Ownership | None = None,
         ledger_kv: Ledger | None = None,
     ) -> None:
         self.cache = cache
-        self.dispatcher = dispatcher
         self.conf = conf
+        self.binder = binder
+        self.evictor = evictor
+        self.statuses = statuses
         self.period_s = period_s
         self.instance = instance
         self.members: Ownership = members or SoleOwner(instance)
         self.ledger = ledger_kv
         self.cycles = itertools.count(1)
         self.last: CycleResult | None = None
-        self._last_view: View | None = None
-        self._statuses: dict[str, tuple[tuple[object, ...], float]] = {}  # PodGroup -> (last status sent, when)
+        self.last_view: View | None = None  # the ledger sweeper prunes against it
         self._memo = TaskMemo()  # tasks of unchanged pods carry over between cycles
         self._states_memo = PodStateMemo()  # and so do their ledger states
         self._tree = hierarchical(conf)
-        self._allocated_sent: dict[str, tuple[dict[str, str], float]] = {}  # queue -> (allocated, when)
 
     async def run(self, shutdown: asyncio.Event) -> None:
         while not shutdown.is_set():
@@ -210,23 +152,19 @@ class SchedulingLoop:
         )
         result = plan.result
         self.last = result
-        self._last_view = plan.view
+        self.last_view = plan.view
         self._record(plan)
         if not members.can_write():
             return result  # the lease lapsed while we planned: another instance may own these now
-        for gang in self._gangs(plan):
-            for bind in gang.binds:
-                self.cache.assume(bind.pod, bind.node)
-            self.dispatcher.submit(gang)
+        for gang in gangs_of(result.decisions, plan.snapshot, plan.view, tree=self._tree):
+            self.binder.submit(gang)
         for decision in result.decisions:
             if isinstance(decision, Evict):
-                self.dispatcher.submit(decision)
-        for key, update in result.podgroups.items():
-            if self._status_changed(key, update):
-                self.dispatcher.submit(update)
+                self.evictor.submit(decision)
+        for update in result.podgroups.values():
+            self.statuses.offer_podgroup(update)
         for queue in result.queues:
-            if self._allocated_due(queue):
-                self.dispatcher.submit(queue)
+            self.statuses.offer_queue(queue)
         if result.decisions:
             log.info(
                 "cycle.finished",
@@ -240,62 +178,6 @@ class SchedulingLoop:
                 shard_ms=round(plan.shard_s * 1000, 1),
             )
         return result
-
-    def _status_changed(self, key: str, update: PodGroupStatusUpdate) -> bool:
-        """Every cycle reports every PodGroup's status; a write (a read and a compare-and-set) is
-        only worth it when the status differs from what we last sent. What we sent is re-sent only
-        if the store still disagrees after a while (the write failed, or another writer won):
-        until then the watch simply has not caught up."""
-        if not self.members.owns(key):
-            return False
-        signature, now = _signature(update), time.monotonic()
-        sent = self._statuses.get(key)
-        if sent is not None and _counts_only(sent[0], signature) and now - sent[1] < COUNTS_EVERY_S:
-            return False  # only running/succeeded/failed moved: wait, so a gang's pods make one write
-        if sent is not None and sent[0] == signature:
-            cached = self.cache.podgroups.get(key)
-            if now - sent[1] < STATUS_RESEND_S or (
-                cached is not None and _stored_matches(cached.phase, cached.conditions, update)
-            ):
-                return False
-        self._statuses[key] = (signature, now)
-        if len(self._statuses) > 4 * max(1024, len(self.cache.podgroups)):
-            live = self.cache.podgroups
-            self._statuses = {k: v for k, v in self._statuses.items() if k in live}
-        return True
-
-    def _allocated_due(self, update: QueueStatusUpdate) -> bool:
-        """A queue's `status.allocated` is written by the instance owning the queue, when it changed,
-        at most every ALLOCATED_EVERY_S (binds move it many times a second on a busy cluster)."""
-        if update.queue not in self.cache.queues or not self.members.owns(f"queue:{update.queue}"):
-            return False
-        now = time.monotonic()
-        sent = self._allocated_sent.get(update.queue)
-        if sent is not None and (sent[0] == update.allocated or now - sent[1] < ALLOCATED_EVERY_S):
-            return False
-        self._allocated_sent[update.queue] = (update.allocated, now)
-        return True
-
-    def _gangs(self, plan: Plan) -> list[Gang]:
-        """The cycle's binds grouped by PodGroup, each with what its ledger reservations need."""
-        snapshot = plan.snapshot
-        pods = {p.key: p for p in snapshot.pods}
-        groups = {pg.key: pg for pg in snapshot.podgroups}
-        queues = {q.name: q for q in snapshot.queues}
-        nodes = {n.name: n for n in snapshot.nodes}
-        by_group: dict[str | None, list[Bind]] = defaultdict(list)
-        for decision in plan.result.decisions:
-            if isinstance(decision, Bind):
-                pod = pods.get(decision.pod)
-                by_group[podgroup_key(pod) if pod else None].append(decision)
-        gangs = []
-        for key, binds in by_group.items():
-            requests = {b.uid: dict(pods[b.pod].requests) for b in binds if b.pod in pods}
-            capacities = {b.node: node_capacity(nodes[b.node]) for b in binds if b.node in nodes}
-            pg = groups.get(key) if key else None
-            capped = _capped(pg, queues, tree=self._tree)
-            gangs.append(Gang(key, tuple(binds), requests, capacities, plan.view, capped_queues=capped))
-        return gangs
 
     def _record(self, plan: Plan) -> None:
         result = plan.result
@@ -328,30 +210,3 @@ class SchedulingLoop:
                     await self.cache.changed.wait()
             except TimeoutError:
                 return
-
-    # -- ledger sweeping ---------------------------------------------------------------------------
-    async def sweep(
-        self, shutdown: asyncio.Event, *, every_s: float = SWEEP_EVERY_S, clock: Callable[[], float] = time.time
-    ) -> None:
-        """Prune the ledger keys this instance owns (rendezvous on the key) of dead reservations."""
-        while not shutdown.is_set():
-            try:
-                async with asyncio.timeout(every_s):
-                    await shutdown.wait()
-                return
-            except TimeoutError:
-                pass
-            view, ledger_kv = self._last_view, self.ledger
-            if view is None or ledger_kv is None or not self.members.can_write():
-                continue
-            now = clock()
-            for key, record in ledger_kv.records():
-                if not self.members.owns(f"ledger:{key}"):
-                    continue
-                node = unescape_token(key.removeprefix("node.")) if key.startswith("node.") else None
-                if prune_record(record, view, now, node=node) is record:
-                    continue
-                try:
-                    await ledger_kv.prune(key, view, node=node)
-                except Exception as exc:  # transport boundary: the next sweep tries again
-                    log.info("ledger.sweep_failed", key=key, error=repr(exc))

@@ -1,5 +1,6 @@
 """Status writes: the scheduler writes on its cached copy, and on its own last write while the watch
-has not delivered it yet (writing on the older cached copy would only lose the compare-and-set)."""
+has not delivered it yet (writing on the older cached copy would only lose the compare-and-set); the
+statuses of one PodGroup offered while its write waits make one write, of the newest."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ from vc_proto import codec
 from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, PodGroupSpec
 from vc_scheduler.cache import SchedulerCache
-from vc_scheduler.dispatch import Dispatcher
+from vc_scheduler.events import SchedulerEvents
+from vc_scheduler.inflight import InFlight
+from vc_scheduler.sharding import SoleOwner
+from vc_scheduler.status_writer import StatusWriter
 from vc_scheduling.framework.decisions import PodGroupStatusUpdate
 from vc_scheduling.snapshot.cluster import PodGroupCondition
 
@@ -19,13 +23,14 @@ from vc_scheduling.snapshot.cluster import PodGroupCondition
 class CountingStore(MemoryStore):
     def __init__(self) -> None:
         super().__init__()
-        self.reads = self.conflicts = 0
+        self.reads = self.conflicts = self.updates = 0
 
     async def get(self, kind, namespace, name):  # type: ignore[no-untyped-def]
         self.reads += 1
         return await super().get(kind, namespace, name)
 
     async def update(self, obj):  # type: ignore[no-untyped-def]
+        self.updates += 1
         try:
             return await super().update(obj)
         except Conflict:
@@ -52,14 +57,41 @@ def test_consecutive_status_writes_neither_read_nor_conflict_while_the_watch_lag
             published.append(event)
             return len(published)
 
-        dispatcher = Dispatcher(store, cache, publish, source="test")
+        events = SchedulerEvents(publish, source="test")
+        writer = StatusWriter(store, cache, events, ownership=SoleOwner(), work=InFlight("test"))
         scheduled = PodGroupCondition("Scheduled", "True", "tasks in gang are ready to be scheduled")
-        await dispatcher._podgroup_status(PodGroupStatusUpdate("ns/g", "Inqueue", (), 0, 0, 0))
-        await dispatcher._podgroup_status(PodGroupStatusUpdate("ns/g", "Running", (scheduled,), 0, 0, 0))
-        await dispatcher._podgroup_status(PodGroupStatusUpdate("ns/g", "Running", (scheduled,), 2, 0, 0))
+        await writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Inqueue", (), 0, 0, 0))
+        await writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Running", (scheduled,), 0, 0, 0))
+        await writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Running", (scheduled,), 2, 0, 0))
         assert (store.reads, store.conflicts) == (0, 0)
         final = await store.get(PodGroup, "ns", "g")
         assert final.status is not None and final.status.phase == "Running" and final.status.running == 2
         assert len(published) == 1  # the verdict "Scheduled", once
+
+    asyncio.run(scenario())
+
+
+def test_statuses_offered_while_a_write_waits_coalesce_into_one_write_of_the_newest() -> None:
+    async def scenario() -> None:
+        store = CountingStore()
+        await store.create(
+            PodGroup(
+                api_version=SCHEDULING_V1BETA1,
+                metadata=ObjectMeta(name="g", namespace="ns"),
+                spec=PodGroupSpec(min_member=1),
+            )
+        )
+        work = InFlight("test")
+        events = SchedulerEvents(lambda event: asyncio.sleep(0), source="test")
+        writer = StatusWriter(store, SchedulerCache(), events, ownership=SoleOwner(), work=work)
+        for phase in ("Pending", "Inqueue", "Running"):  # each a phase change: each due a write
+            assert writer.offer_podgroup(PodGroupStatusUpdate("ns/g", phase, (), 0, 0, 0))
+        assert work.backlog == 1
+        shutdown = asyncio.Event()
+        shutdown.set()  # the runner still carries out what was submitted before it stops
+        await work.run(shutdown)
+        assert store.updates == 1
+        final = await store.get(PodGroup, "ns", "g")
+        assert final.status is not None and final.status.phase == "Running"
 
     asyncio.run(scenario())

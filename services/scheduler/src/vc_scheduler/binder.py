@@ -1,0 +1,207 @@
+"""SHELL: commit a gang (one PodGroup's binds of one cycle) all or nothing.
+
+A gang is first reserved in the placement ledger (ledger_kv.py): on its queue and each ancestor that
+has a capability, then on each of its nodes, all or nothing (a refused node rolls back the
+reservations already made). Only then are its pods bound, each a compare-and-set on the pod (only an
+unbound, undeleted pod of the same uid is bound, the fence the binding subresource gives in
+Kubernetes); a pod that could not be bound gives its reservations back. Every write stops at the
+membership fence (the ledger's own, and a FencedStore for the pods), so an instance whose lease lapsed
+(paused, partitioned) writes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+from collections.abc import Mapping
+from fractions import Fraction
+
+import msgspec
+import structlog
+
+from vc_core.errors import Conflict, Fenced, NotFound
+from vc_core.resources import Resources
+from vc_core.store import ObjectStore
+from vc_proto import events as ev
+from vc_proto.core import Pod
+from vc_runtime.sharding import FencedStore
+from vc_scheduler import ledger
+from vc_scheduler.cache import SchedulerCache, stored_object
+from vc_scheduler.events import SchedulerEvents
+from vc_scheduler.gangs import Gang
+from vc_scheduler.inflight import InFlight
+from vc_scheduler.ledger_kv import Ledger, node_key, queue_key
+from vc_scheduler.metrics import BINDS, GANGS, TASK_LATENCY
+from vc_scheduler.sharding import Ownership
+from vc_scheduling.framework.decisions import Bind
+
+log = structlog.get_logger(__name__)
+BOUND_BY = "scheduling.tephra.dev/bound-by"  # "<instance>/<epoch>": which scheduler life bound the pod
+BIND_ATTEMPTS = 5
+Held = list[tuple[str, list[str]]]  # ledger key -> the pod uids reserved on it, for the rollback
+
+
+class GangBinder:
+    def __init__(
+        self,
+        store: ObjectStore,
+        cache: SchedulerCache,
+        events: SchedulerEvents,
+        *,
+        ownership: Ownership,
+        work: InFlight,
+        ledger_kv: Ledger | None = None,
+    ) -> None:
+        self._store = FencedStore(store, ownership)
+        self._cache = cache
+        self._events = events
+        self._own = ownership
+        self._work = work
+        self._ledger = ledger_kv
+
+    @property
+    def instance(self) -> str:
+        return self._own.instance
+
+    def submit(self, gang: Gang) -> None:
+        """Assume the gang's binds in the cache (the next cycle must not place them again) and queue it."""
+        for bind in gang.binds:
+            self._cache.assume(bind.pod, bind.node)
+        self._work.submit("Gang", lambda: self.commit(gang), on_failure=lambda: self._forget(gang.binds))
+
+    def _forget(self, binds: tuple[Bind, ...]) -> None:
+        for bind in binds:
+            self._cache.forget_assumed(bind.pod)
+
+    async def commit(self, gang: Gang) -> None:
+        if gang.podgroup is not None and not self._own.owns(gang.podgroup):
+            # Ownership moved since the cycle planned it: the new owner places it.
+            GANGS.labels(self.instance, "moved").inc()
+            self._forget(gang.binds)
+            return
+        held: Held = []
+        try:
+            reserved = self._ledger is None or await self.reserve(gang, held)
+        except Exception:
+            await self._release(held)  # all or nothing, also when a write failed half-way
+            raise
+        if not reserved:
+            GANGS.labels(self.instance, "conflict").inc()
+            await self._release(held)
+            self._forget(gang.binds)
+            return
+        outcomes = await asyncio.gather(*(self._bind(b) for b in gang.binds), return_exceptions=True)
+        failed = {b.uid for b, ok in zip(gang.binds, outcomes, strict=True) if ok is not True}
+        if failed:
+            self._forget(tuple(b for b in gang.binds if b.uid in failed))
+            await self._release([(key, [u for u in uids if u in failed]) for key, uids in held])
+        for outcome in outcomes:
+            if isinstance(outcome, Fenced):
+                raise outcome
+        GANGS.labels(self.instance, "ok" if not failed else "partial").inc()
+
+    # -- the ledger --------------------------------------------------------------------------------
+    async def reserve(self, gang: Gang, held: Held) -> bool:
+        """All of the gang's reservations, its capped queues first, then every node at once; False if any
+        refused (what was taken is in `held`, for the caller to roll back)."""
+        assert self._ledger is not None
+        stamp = time.time()
+        for queue, capability in gang.capped_queues:  # in order: a refusal stops the rest
+            occupying = gang.view.occupying_queue(queue)
+            if not await self._take(gang, queue_key(queue), gang.binds, capability, occupying, None, stamp, held):
+                return False
+        by_node: dict[str, list[Bind]] = defaultdict(list)
+        for b in gang.binds:
+            by_node[b.node].append(b)
+
+        async def one(node: str) -> bool:
+            binds, capacity = tuple(by_node[node]), gang.capacities.get(node, {})
+            return await self._take(
+                gang, node_key(node), binds, capacity, gang.view.occupying_node(node), node, stamp, held
+            )
+
+        # The nodes are independent keys: reserve on all at once (one round trip, not one per node);
+        # the caller rolls back whatever was taken if any node refused.
+        results = await asyncio.gather(*(one(node) for node in sorted(by_node)), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return all(results)
+
+    async def _take(
+        self,
+        gang: Gang,
+        key: str,
+        binds: tuple[Bind, ...],
+        capacity: Mapping[str, Fraction],
+        occupying: Mapping[str, Resources],
+        node: str | None,
+        stamp: float,
+        held: Held,
+    ) -> bool:
+        """Reserve `binds` on one ledger key (a node's, or a queue's when `node` is None); what was
+        taken goes into `held` for the caller's all-or-nothing rollback."""
+        assert self._ledger is not None
+        if not self._own.can_write():  # fail fast; the ledger fences its write as well
+            raise Fenced(f"ledger {key}")
+        new = {
+            b.uid: ledger.reservation(
+                b.pod, gang.requests.get(b.uid, {}), instance=self.instance, epoch=self._own.epoch, at=stamp
+            )
+            for b in binds
+        }
+        outcome = await self._ledger.reserve(key, new, capacity, occupying, gang.view, node=node)
+        if outcome.record is None:
+            log.info("gang.refused", podgroup=gang.podgroup, key=key, over=outcome.over)
+            return False
+        held.append((key, [b.uid for b in binds]))
+        return True
+
+    async def _release(self, held: Held) -> None:
+        assert self._ledger is not None or not held
+        for key, uids in held:
+            if uids and self._ledger is not None and self._own.can_write():
+                try:
+                    await self._ledger.release(key, uids)
+                except Exception as exc:  # left for pruning: it reclaims unbound reservations
+                    log.info("ledger.release_failed", key=key, error=str(exc))
+
+    # -- the pods ----------------------------------------------------------------------------------
+    async def _bind(self, bind: Bind) -> bool:
+        namespace, name = bind.pod.split("/", 1)
+        stored = self._cache.stored_unbound(bind.pod)
+        for attempt in range(BIND_ATTEMPTS):
+            pod = stored_object(Pod, stored) if attempt == 0 and stored is not None else None
+            if pod is None:
+                try:
+                    pod = await self._store.get(Pod, namespace, name)
+                except NotFound:
+                    BINDS.labels(self.instance, "gone").inc()
+                    return False
+            if pod.metadata.uid != bind.uid or pod.metadata.deletion_timestamp or (pod.spec and pod.spec.node_name):
+                if attempt == 0 and stored is not None:
+                    continue  # judge by the stored pod, not by our copy
+                BINDS.labels(self.instance, "stale").inc()
+                # Bound already (by a previous owner) is not a failure of the gang if it is our node.
+                return bool(pod.spec and pod.spec.node_name == bind.node and pod.metadata.uid == bind.uid)
+            spec = msgspec.structs.replace(pod.spec, node_name=bind.node) if pod.spec else None
+            annotations = {**(pod.metadata.annotations or {}), BOUND_BY: f"{self.instance}/{self._own.epoch}"}
+            meta = msgspec.structs.replace(pod.metadata, annotations=annotations)
+            try:
+                await self._store.update(msgspec.structs.replace(pod, spec=spec, metadata=meta))
+            except Conflict:
+                continue  # e.g. a label write in between (or our copy was stale): re-read and retry
+            except NotFound:
+                BINDS.labels(self.instance, "gone").inc()
+                return False
+            BINDS.labels(self.instance, "ok").inc()
+            assumed = self._cache.bound(bind.pod)
+            if assumed is not None:
+                TASK_LATENCY.labels("Bound").observe((time.monotonic() - assumed) * 1000)
+            await self._events.pod(
+                pod, ev.POD_BOUND, f"Successfully assigned {bind.pod} to {bind.node}", node=bind.node
+            )
+            return True
+        BINDS.labels(self.instance, "conflict").inc()
+        return False

@@ -1,0 +1,55 @@
+"""SHELL: the scheduler's domain events on a job's history (a pod bound or evicted, a PodGroup's verdict).
+
+History is best effort here: the state itself is in the store, so a publish that fails is logged and
+dropped. An event's id is derived from what it says, so a retried write publishes the same event.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+
+import structlog
+
+from vc_proto.core import Pod
+from vc_proto.events import DomainEvent
+
+log = structlog.get_logger(__name__)
+Publish = Callable[[DomainEvent], Awaitable[object]]
+
+
+def timestamp() -> str:
+    """Now, as the store's timestamps are written (RFC 3339, seconds, UTC)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class SchedulerEvents:
+    def __init__(self, publish: Publish, *, source: str) -> None:
+        self._publish = publish
+        self._source = source
+
+    async def pod(self, pod: Pod, reason: str, message: str, *, node: str | None) -> None:
+        labels = pod.metadata.labels or {}
+        await self.publish(
+            kind="Pod",
+            namespace=pod.metadata.namespace,
+            name=pod.metadata.name or "",
+            reason=reason,
+            message=message,
+            job=labels.get("volcano.sh/job-name"),
+            task=labels.get("volcano.sh/task-spec"),
+            uid=pod.metadata.uid,
+            node=node,
+        )
+
+    async def publish(self, **fields: object) -> None:
+        identity = "/".join(str(fields.get(k)) for k in ("uid", "reason", "message", "phase", "node"))
+        event = DomainEvent(
+            id=uuid.uuid5(uuid.NAMESPACE_URL, identity).hex, occurred_at=timestamp(), source=self._source, **fields
+        )  # type: ignore[arg-type]
+        try:
+            await self._publish(event)
+        except Exception as exc:  # history is best effort here; the state itself is in the store
+            log.info("event.publish_failed", error=repr(exc), at=time.time())

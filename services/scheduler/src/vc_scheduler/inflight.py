@@ -1,0 +1,85 @@
+"""SHELL: the scheduler's writes, bounded and off the loop's path. The binder, the evictor and the status
+writer hand their work here as jobs; jobs start in the order submitted, at most MAX_IN_FLIGHT at once,
+so a cycle never waits for the previous cycle's writes and a backlog never floods JetStream.
+
+A job that fails is logged and counted here, the same way for every kind; the submitter may pass
+`on_failure` to undo what it assumed (the binder forgets the gang's assumed binds). Nothing is
+retried here: the next cycle plans what did not happen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import structlog
+
+from vc_core.errors import Fenced, VcError
+from vc_scheduler.metrics import ERRORS, FENCED
+
+log = structlog.get_logger(__name__)
+# Jobs in flight. A gang is ~3 requests per pod (reserve, bind, event): 64 gangs of 10 keep
+# ~2,000 requests outstanding; more only piles JetStream timeouts up at 100k pods on 2 cores.
+MAX_IN_FLIGHT = 64
+POLL_S = 0.5  # how often an idle runner looks at the shutdown flag
+
+Job = Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class _Queued:
+    kind: str  # "Gang", "Evict", "PodGroupStatus", "QueueStatus": names the job in logs
+    job: Job
+    on_failure: Callable[[], None] | None
+
+
+class InFlight:
+    def __init__(self, instance: str, *, limit: int = MAX_IN_FLIGHT) -> None:
+        self.instance = instance
+        self._gate = asyncio.Semaphore(limit)
+        self._queue: asyncio.Queue[_Queued] = asyncio.Queue()
+        self.in_flight = 0
+
+    def submit(self, kind: str, job: Job, *, on_failure: Callable[[], None] | None = None) -> None:
+        self._queue.put_nowait(_Queued(kind, job, on_failure))
+
+    @property
+    def backlog(self) -> int:
+        return self._queue.qsize() + self.in_flight
+
+    async def run(self, shutdown: asyncio.Event) -> None:
+        """Until shutdown, and then until what was submitted has started (and, in the group, ended)."""
+        async with asyncio.TaskGroup() as tg:
+            while not (shutdown.is_set() and self._queue.empty()):
+                try:
+                    async with asyncio.timeout(POLL_S):
+                        queued = await self._queue.get()
+                except TimeoutError:
+                    continue
+                await self._gate.acquire()
+                self.in_flight += 1
+                tg.create_task(self._carry_out(queued), name=f"decision:{queued.kind}")
+
+    async def _carry_out(self, queued: _Queued) -> None:
+        try:
+            await queued.job()
+        except Fenced as exc:
+            FENCED.labels(self.instance).inc()
+            log.info("decision.fenced", decision=queued.kind, error=str(exc))
+            self._undo(queued)
+        except VcError as exc:
+            log.info("decision.failed", decision=queued.kind, error=str(exc))
+            self._undo(queued)
+        except Exception as exc:  # transport boundary (a NATS timeout under load): the next cycle retries
+            ERRORS.labels(self.instance).inc()
+            log.warning("decision.error", decision=queued.kind, error=repr(exc))
+            self._undo(queued)
+        finally:
+            self.in_flight -= 1
+            self._gate.release()
+
+    @staticmethod
+    def _undo(queued: _Queued) -> None:
+        if queued.on_failure is not None:
+            queued.on_failure()

@@ -1,0 +1,132 @@
+"""PURE: when a PodGroup's or a queue's status is worth a write, and what the write says.
+
+Every cycle reports every PodGroup's status and every queue's `status.allocated`; a write costs a
+compare-and-set (and on kube an apiserver request), so only a change is written, and changes that
+come in bursts are spaced:
+- a PodGroup's phase or conditions changing is written at once; its pod counts alone moving waits
+  COUNTS_EVERY_S, so a gang's pods starting make one write, not one per pod;
+- an update equal to what was last sent is re-sent only after STATUS_RESEND_S, and only if the
+  stored status still disagrees (the write failed, or another writer won); until then the watch
+  simply has not caught up;
+- a queue's `status.allocated` is written when it changed, at most every ALLOCATED_EVERY_S (binds
+  move it many times a second on a busy cluster).
+The clock is the caller's (a monotonic reading, in seconds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container
+
+from vc_proto.scheduling import PodGroupCondition as StoredCondition
+from vc_proto.scheduling import PodGroupStatus
+from vc_scheduling.framework.decisions import PodGroupStatusUpdate, QueueStatusUpdate
+from vc_scheduling.snapshot.cluster import PodGroupCondition, PodGroupObj
+
+STATUS_RESEND_S = 5.0
+COUNTS_EVERY_S = 1.0  # a PodGroup whose phase and conditions hold gets its pod counts rewritten at most this often
+ALLOCATED_EVERY_S = 1.0  # a queue's status.allocated is rewritten at most this often
+
+Signature = tuple[object, ...]
+
+
+def _conditions(conditions: tuple[PodGroupCondition, ...]) -> dict[str, tuple[str, str, str]]:
+    return {c.type: (c.status or "", c.reason or "", c.message or "") for c in conditions}
+
+
+def signature(update: PodGroupStatusUpdate) -> Signature:
+    """An update without its transition ids (they differ per session even when nothing changed)."""
+    return (
+        update.phase,
+        update.running,
+        update.succeeded,
+        update.failed,
+        tuple(sorted(_conditions(update.conditions).items())),
+    )
+
+
+def counts_only(sent: Signature, now: Signature) -> bool:
+    """Two signatures differ only in the pod counts (phase and conditions are the same)."""
+    return sent[0] == now[0] and sent[4] == now[4] and sent != now
+
+
+def stored_matches(phase: str, stored: tuple[PodGroupCondition, ...], update: PodGroupStatusUpdate) -> bool:
+    """The stored status already says what the update says (stored conditions may hold more types:
+    a write keeps the conditions an update does not mention)."""
+    have = _conditions(stored)
+    return phase == update.phase and all(have.get(t) == v for t, v in _conditions(update.conditions).items())
+
+
+class SentStatuses:
+    """The PodGroup statuses last sent, and when: whether a new update is due a write."""
+
+    def __init__(self) -> None:
+        self._sent: dict[str, tuple[Signature, float]] = {}
+
+    def due(self, update: PodGroupStatusUpdate, now: float, stored: PodGroupObj | None) -> bool:
+        """Whether to write `update` now (`stored`: the PodGroup as the watch last delivered it); a
+        True is recorded as sent."""
+        key, sig = update.podgroup, signature(update)
+        sent = self._sent.get(key)
+        if sent is not None and counts_only(sent[0], sig) and now - sent[1] < COUNTS_EVERY_S:
+            return False  # only running/succeeded/failed moved: wait, so a gang's pods make one write
+        if sent is not None and sent[0] == sig:
+            if now - sent[1] < STATUS_RESEND_S or (
+                stored is not None and stored_matches(stored.phase, stored.conditions, update)
+            ):
+                return False
+        self._sent[key] = (sig, now)
+        return True
+
+    def forget_all_but(self, live: Container[str], *, above: int) -> None:
+        """Drop deleted PodGroups' entries once more than `above` are held (bounded by the cluster)."""
+        if len(self._sent) > above:
+            self._sent = {k: v for k, v in self._sent.items() if k in live}
+
+
+class SentAllocations:
+    """Each queue's `status.allocated` last sent, and when."""
+
+    def __init__(self) -> None:
+        self._sent: dict[str, tuple[dict[str, str], float]] = {}
+
+    def due(self, update: QueueStatusUpdate, now: float) -> bool:
+        sent = self._sent.get(update.queue)
+        if sent is not None and (sent[0] == update.allocated or now - sent[1] < ALLOCATED_EVERY_S):
+            return False
+        self._sent[update.queue] = (update.allocated, now)
+        return True
+
+
+def merge_status(old: PodGroupStatus, update: PodGroupStatusUpdate, now: str) -> PodGroupStatus:
+    """The status to store: Volcano keeps a condition's transition time unless its status, reason or
+    message changed, and a write keeps the stored conditions the update does not mention. `now` is
+    the transition time of what changed."""
+    previous = {c.type: c for c in old.conditions or []}
+    conditions = []
+    for cond in update.conditions:
+        before = previous.get(cond.type)
+        same = before is not None and (before.status, before.reason or "", before.message or "") == (
+            cond.status,
+            cond.reason,
+            cond.message,
+        )
+        conditions.append(
+            StoredCondition(
+                type=cond.type,
+                status=cond.status,
+                reason=cond.reason or None,
+                message=cond.message or None,
+                transition_id=before.transition_id if same and before else cond.transition_id or None,
+                last_transition_time=(before.last_transition_time if same and before else now),
+            )
+        )
+    for kind, cond in previous.items():
+        if kind not in {c.type for c in update.conditions}:
+            conditions.append(cond)
+    return PodGroupStatus(
+        phase=update.phase,
+        conditions=conditions or None,
+        running=update.running or None,
+        succeeded=update.succeeded or None,
+        failed=update.failed or None,
+    )
