@@ -7,7 +7,11 @@ that every affected service is still up and still serves good input.
 
 from __future__ import annotations
 
+import asyncio
+import os
 import re
+import subprocess
+import sys
 import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,14 +19,34 @@ from pathlib import Path
 import msgspec
 import pytest
 from nats.aio.client import Client
+from nats.js.errors import BucketNotFoundError
+from prometheus_client import REGISTRY
 
-from tests.support.services import ServiceProcess
+from tests.support.services import ServiceProcess, eventually
+from tests.support.system import System, start_system
+from vc_bus.connection import connect
+from vc_bus.decoding import CorruptObject
+from vc_bus.events import EventPublisher, ensure_events_stream, follow
 from vc_bus.server import NatsServer
+from vc_bus.store import NatsStore
 from vc_cli.up import ensure_default_queues
+from vc_core.errors import NotFound
+from vc_core.store import WatchOp
+from vc_job_controller.delays import BUCKET as DELAYS_BUCKET
 from vc_proto import api, subjects
+from vc_proto.batch import BATCH_V1ALPHA1, Job
+from vc_proto.events import DomainEvent
+from vc_proto.meta import ObjectMeta
+from vc_runtime.informer import Informer
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration]
 _reply = msgspec.json.Decoder(api.WriteReply)
+VCCTL = str(Path(sys.executable).parent / "vcctl")
+
+
+def vcctl(server: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "VC_SERVER": server}
+    return subprocess.run([VCCTL, *args], capture_output=True, text=True, env=env, input=stdin, timeout=60)
 
 
 def metric(service: ServiceProcess, name: str, **labels: str) -> float:
@@ -40,7 +64,8 @@ def metric(service: ServiceProcess, name: str, **labels: str) -> float:
 
 def assert_alive(*services: ServiceProcess) -> None:
     for service in services:
-        assert service.proc is not None and service.proc.poll() is None, f"{service.binary} died: {service.log_text()[-3000:]}"
+        died = f"{service.binary} died: {service.log_text()[-3000:]}"
+        assert service.proc is not None and service.proc.poll() is None, died
         assert service.ready(), f"{service.binary} is not ready: {service.log_text()[-3000:]}"
 
 
@@ -57,7 +82,8 @@ async def write(nc: Client, payload: bytes) -> api.WriteReply:
     return _reply.decode((await nc.request(subjects.ADMISSION_WRITE, payload, timeout=10)).data)
 
 
-QUEUE = b'{"operation":"create","object":{"apiVersion":"scheduling.volcano.sh/v1beta1","kind":"Queue","metadata":{"name":"q1"}}}'
+QUEUE = (b'{"operation":"create","object":{"apiVersion":"scheduling.volcano.sh/v1beta1","kind":"Queue",'
+         b'"metadata":{"name":"q1"}}}')
 
 
 async def test_one_byte_on_the_admission_subject_is_refused_and_admission_keeps_serving(
@@ -75,3 +101,208 @@ async def test_one_byte_on_the_admission_subject_is_refused_and_admission_keeps_
     assert created.error is None and b'"q1"' in bytes(created.object)
     labels = {"source": subjects.ADMISSION_WRITE, "kind": "WriteRequest"}
     assert metric(admission, "tephra_decode_errors_total", **labels) == 2 * len(garbage)
+
+
+# -- finding 2: one bad store entry must not crash-loop anything --------------------------------------
+
+GARBAGE_JOBS = {
+    "default.garbage": b"\xff",
+    "default.a-pod": b'{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a-pod","namespace":"default"}}',
+    "default.elsewhere": b'{"kind":"Job","apiVersion":"batch.volcano.sh/v1alpha1","metadata":{"name":"x"}}',
+}
+BAD_POD = b'{"kind":"Pod","apiVersion":"v1","metadata":5}'
+DEEP_POD = b'{"kind":"Pod","apiVersion":"v1","spec":{"containers":[{"name":"a","livenessProbe":{"a":%s}}]}}' % (
+    b"[" * 3000 + b"]" * 3000
+)
+
+
+async def put_raw(nc: Client, kind: str, key: str, value: bytes) -> int:
+    """What any client on the bus can do: write bytes straight into a bucket, past admission."""
+    kv = await nc.jetstream().key_value(subjects.bucket(kind))
+    return await kv.put(key, value)
+
+
+def a_job(name: str) -> Job:
+    return Job(api_version=BATCH_V1ALPHA1, metadata=ObjectMeta(name=name, namespace="default"))
+
+
+def skipped(kind: str) -> float:
+    labels = {"source": subjects.bucket(kind), "kind": kind}
+    return REGISTRY.get_sample_value("tephra_decode_errors_total", labels) or 0.0
+
+
+async def test_bad_values_are_skipped_by_watch_and_list_and_get_raises_corrupt_object(
+    nats_store: NatsStore, nc: Client
+) -> None:
+    await nats_store.create(a_job("good"))
+    for key, value in GARBAGE_JOBS.items():
+        await put_raw(nc, "Job", key, value)
+    before = skipped("Job")
+    jobs, _ = await nats_store.list(Job)
+    assert [j.metadata.name for j in jobs] == ["good"]
+    assert skipped("Job") == before + len(GARBAGE_JOBS)
+    with pytest.raises(CorruptObject, match=r"default\.garbage"):
+        await nats_store.get(Job, "default", "garbage")
+    with pytest.raises(CorruptObject, match="it is a Pod"):
+        await nats_store.get(Job, "default", "a-pod")
+
+    seen: list[str] = []
+
+    async def watch() -> None:
+        async for event in nats_store.watch(Job):
+            if event.op is WatchOp.PUT:
+                seen.append(event.name)
+                if event.name == "later":
+                    return
+
+    async with asyncio.timeout(20), asyncio.TaskGroup() as tg:
+        tg.create_task(watch())
+        await put_raw(nc, "Job", "default.live-garbage", b"{")
+        await nats_store.create(a_job("later"))
+    assert seen == ["good", "later"]
+
+    with pytest.raises(CorruptObject):  # a precondition cannot hold on a value that is not an object
+        await nats_store.delete(Job, "default", "garbage", uid="some-uid")
+    await nats_store.delete(Job, "default", "garbage")  # no precondition: the bad value goes
+    with pytest.raises(NotFound):
+        await nats_store.get(Job, "default", "garbage")
+
+
+async def test_an_informer_survives_a_handler_that_chokes_on_one_object(nats_store: NatsStore) -> None:
+    def on_change(old: Job | None, new: Job | None) -> None:
+        if new is not None and new.metadata.name == "poison":
+            raise ValueError("this handler cannot digest it")
+
+    informer = Informer(nats_store, Job, on_change=on_change)
+    stop = asyncio.Event()
+    labels = {"source": "informer:Job", "kind": "Job"}
+    before = REGISTRY.get_sample_value("tephra_decode_errors_total", labels) or 0.0
+    async with asyncio.TaskGroup() as tg:
+        tg.create_task(informer.run(stop))
+        await nats_store.create(a_job("poison"))
+        await nats_store.create(a_job("after"))
+
+        async def has_after() -> bool:
+            return informer.get("default", "after") is not None
+
+        await eventually(has_after, timeout=10)
+        stop.set()
+    assert REGISTRY.get_sample_value("tephra_decode_errors_total", labels) == before + 1
+
+
+async def test_garbage_on_an_event_subject_is_skipped_and_history_ends(nats_server: NatsServer, nc: Client) -> None:
+    await ensure_events_stream(nc)
+    publisher = EventPublisher(nc)
+    subject = subjects.event_subject("job", "default", "train")
+    js = nc.jetstream()
+    await js.publish(subject, b"\xff")
+    for i in range(3):
+        await publisher.publish(DomainEvent(id=f"e{i}", occurred_at="2030-01-01T00:00:00Z", source="test", kind="Job",
+                                            namespace="default", name="train", job="train", reason=f"Step{i}"))
+    await js.publish(subject, b'{"id": 5}')  # the last message is garbage too
+    async with asyncio.timeout(20):
+        events = [s.event.reason async for s in follow(nc, subjects.event_filter("job", "default", "train"),
+                                                        stop_when_caught_up=True)]
+    assert events == ["Step0", "Step1", "Step2"]
+    result = await asyncio.to_thread(vcctl, nats_server.url, "job", "history", "-N", "train")
+    assert result.returncode == 0, result.stderr
+    assert [line.split()[3] for line in result.stdout.splitlines()] == ["Step0", "Step1", "Step2"]
+    assert result.stderr.count("warning: decode.skipped") == 2 and "Traceback" not in result.stderr
+
+
+def small_job(name: str, *, replicas: int = 1, duration: str = "1s") -> dict[str, object]:
+    container = {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
+    template = {"metadata": {"annotations": {"sim.tephra.dev/duration": duration}},
+                "spec": {"restartPolicy": "Never", "containers": [container]}}
+    tasks = [{"name": "work", "replicas": replicas, "template": template}]
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name},
+            "spec": {"schedulerName": "volcano", "tasks": tasks}}
+
+
+DEEP_JOB = (b'{"kind":"Job","apiVersion":"batch.volcano.sh/v1alpha1","metadata":{"name":"deep","namespace":"default"},'
+            b'"spec":{"tasks":[{"template":{"spec":{"containers":[{"name":"a","livenessProbe":{"a":%s}}]}}}]}}'
+            % (b"[" * 3000 + b"]" * 3000))
+# (bucket kind, key, value): garbage anyone on the bus could write. The scheduler's own cache is not
+# under test here (a deeply nested value goes only where it does not watch).
+STORE_GARBAGE = [
+    *(("Job", key, value) for key, value in GARBAGE_JOBS.items()),
+    ("Job", "default.deep", DEEP_JOB),
+    ("Pod", "default.bad-pod", BAD_POD),
+    ("Pod", "default.not-json", b"\xff"),
+    ("PodGroup", "default.bad-pg", b"\xff"),
+    ("Queue", "_.bad-queue", b"\xff"),
+    ("Command", "default.bad-command", b'{"kind":"Command","apiVersion":"bus.volcano.sh/v1alpha1","metadata":[]}'),
+    ("PriorityClass", "_.bad-pc", b"\xff"),
+    ("Node", "_.node-1", b"\xff"),  # over one of node-sim's own nodes
+]
+# Which buckets each service reads through the store (so its decode-error count must grow).
+WATCHED = {
+    "admission": ("Job", "Queue", "PodGroup"),
+    "job-controller": ("Job", "Pod", "PodGroup", "Command", "PriorityClass"),
+    "queue-controller": ("Queue", "PodGroup", "Command"),
+    "podgroup-controller": ("Pod",),
+    "gc": ("Job", "Pod", "PodGroup"),
+    "node-sim": ("Pod",),
+}
+
+
+async def put_garbage(url: str) -> None:
+    async with connect(url, name="hostile") as nc:
+        for kind, key, value in STORE_GARBAGE:
+            await put_raw(nc, kind, key, value)
+        await put_raw_delay(nc)
+        await nc.jetstream().publish(subjects.event_subject("job", "default", "good"), b"\xff")
+
+
+async def put_raw_delay(nc: Client) -> None:
+    js = nc.jetstream()
+    try:
+        kv = await js.key_value(DELAYS_BUCKET)
+    except BucketNotFoundError:
+        kv = await js.create_key_value(bucket=DELAYS_BUCKET)
+    await kv.put("default.good.p-0", b"\xff")
+    await kv.put("nonsense", b"{}")
+
+
+async def wait_counted(system: System) -> None:
+    """Each service has met the garbage in every bucket it reads (a condition, not a sleep)."""
+    for name, kinds in WATCHED.items():
+        service = system.services[name]
+        for kind in kinds:
+            async def counted(service: ServiceProcess = service, kind: str = kind) -> bool:
+                source = subjects.bucket(kind)
+                return await asyncio.to_thread(metric, service, "tephra_decode_errors_total", source=source) > 0
+
+            await eventually(counted, timeout=30)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+async def test_bad_store_entries_crash_no_service_and_a_good_job_still_completes(tmp_path: Path) -> None:
+    system = await start_system(tmp_path, nodes=2)
+    try:
+        await put_garbage(system.url)
+        await wait_counted(system)
+        assert_alive(*system.services.values())
+        for service in system.services.values():  # each replays the garbage on start: no crash loop
+            service.kill()
+            service.start()
+        for service in system.services.values():
+            await service.wait_ready(timeout=60)
+        await wait_counted(system)
+        assert_alive(*system.services.values())
+
+        system.submit(small_job("good", replicas=2))
+        await system.wait_phase("good", "Completed", timeout=90)
+        assert_alive(*system.services.values())
+        listed = await asyncio.to_thread(system.vcctl, "job", "list")
+        assert listed.returncode == 0 and "good" in listed.stdout and "Traceback" not in listed.stderr
+        assert "warning: decode.skipped" in listed.stderr and "default.garbage" in listed.stderr
+        pods = await asyncio.to_thread(system.vcctl, "pod", "list")
+        assert pods.returncode == 0 and "good-work-0" in pods.stdout, pods.stderr
+        removed = await asyncio.to_thread(system.vcctl, "job", "delete", "-N", "garbage")
+        assert removed.returncode == 0, removed.stderr
+        history = await asyncio.to_thread(system.vcctl, "job", "history", "-N", "good")
+        assert history.returncode == 0 and "PhaseChanged" in history.stdout
+    finally:
+        system.stop()

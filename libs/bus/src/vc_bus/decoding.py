@@ -49,6 +49,13 @@ def report_undecodable(*, source: str, kind: str, error: BaseException | str, **
     log.warning("decode.skipped", source=source, kind=kind, error=describe(error), **where)
 
 
+def report_unprocessable(*, source: str, kind: str, error: Exception, **where: object) -> None:
+    """Log (with the traceback: it may be a bug as much as bad input) and count one value that decoded but
+    that a handler could not digest, so the stage that met it goes on with the next."""
+    DECODE_ERRORS.labels(source, kind).inc()
+    log.error("decode.unprocessable", source=source, kind=kind, error=describe(error), exc_info=error, **where)
+
+
 def describe(error: BaseException | str) -> str:
     """A bounded one-line reason (an error message may quote the hostile input)."""
     text = error if isinstance(error, str) else (str(error) or type(error).__name__)

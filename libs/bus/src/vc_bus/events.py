@@ -13,10 +13,12 @@ from dataclasses import dataclass
 
 import structlog
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 from nats.js import api
 from nats.js.errors import NotFoundError
 from prometheus_client import Counter
 
+from vc_bus.decoding import decode_or_none
 from vc_proto import codec, subjects
 from vc_proto.events import DomainEvent
 
@@ -25,6 +27,7 @@ log = structlog.get_logger(__name__)
 EVENTS_MAX_AGE_S = 30 * 24 * 3600
 EVENTS_MAX_BYTES = 4 * 1024**3
 _BATCH = 512
+_event = codec.decoder(DomainEvent)
 PUBLISHED = Counter("tephra_events_published_total", "History events this process published", ["outcome"])
 
 
@@ -72,24 +75,27 @@ class EventPublisher:
 async def follow(
     nc: Client, filter_subject: str, *, from_sequence: int = 1, stop_when_caught_up: bool = False
 ) -> AsyncIterator[StoredEvent]:
-    """Events matching `filter_subject` from `from_sequence` on, in order, resuming after failures."""
+    """Events matching `filter_subject` from `from_sequence` on, in order, resuming after failures.
+
+    Anyone can publish on an event subject: a message that is not a DomainEvent is logged, counted
+    and skipped (and not read again after a resume), so a reader neither stops nor loops on it.
+    """
     js = nc.jetstream()
-    last = from_sequence - 1
+    cursor = _Cursor(from_sequence - 1)
     failures = 0
     while True:
         try:
-            async for stored in _consume(js, filter_subject, last, stop_when_caught_up):
+            async for stored in _consume(js, filter_subject, cursor, stop_when_caught_up):
                 failures = 0
-                last = stored.sequence
                 yield stored
             if stop_when_caught_up:
                 return
         except _CaughtUp:
             return
-        except Exception as exc:  # transport boundary: resubscribe after the last yielded sequence
+        except Exception as exc:  # transport boundary: resubscribe after the last sequence read
             failures += 1
             delay = min(0.05 * 2**failures, 2.0)
-            log.info("events.resume", after=last, error=repr(exc), delay_s=delay)
+            log.info("events.resume", after=cursor.last, error=repr(exc), delay_s=delay)
             await asyncio.sleep(delay)
 
 
@@ -97,13 +103,20 @@ class _CaughtUp(Exception):
     pass
 
 
-async def _consume(js: object, filter_subject: str, last: int, stop_when_caught_up: bool) -> AsyncIterator[StoredEvent]:
+@dataclass(slots=True)
+class _Cursor:
+    last: int  # the sequence of the last message read (yielded or skipped)
+
+
+async def _consume(
+    js: object, filter_subject: str, cursor: _Cursor, stop_when_caught_up: bool
+) -> AsyncIterator[StoredEvent]:
     config = api.ConsumerConfig(
         ack_policy=api.AckPolicy.NONE,
         inactive_threshold=30.0,
         mem_storage=True,
         deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
-        opt_start_seq=last + 1,
+        opt_start_seq=cursor.last + 1,
     )
     psub = await js.pull_subscribe(filter_subject, stream=subjects.EVENTS_STREAM, config=config)  # type: ignore[attr-defined]
     try:
@@ -118,9 +131,19 @@ async def _consume(js: object, filter_subject: str, last: int, stop_when_caught_
                     raise _CaughtUp from None
                 continue
             for msg in msgs:
-                yield StoredEvent(msg.metadata.sequence.stream, codec.decode(msg.data, DomainEvent))
+                stored = _read(msg)
+                cursor.last = msg.metadata.sequence.stream
+                if stored is not None:
+                    yield stored
                 if stop_when_caught_up and msg.metadata.num_pending == 0:
                     raise _CaughtUp
     finally:
         with contextlib.suppress(Exception):
             await asyncio.shield(psub.unsubscribe())
+
+
+def _read(msg: Msg) -> StoredEvent | None:
+    sequence = msg.metadata.sequence.stream
+    where = {"subject": msg.subject, "sequence": sequence}
+    event = decode_or_none(_event.decode, msg.data, source=subjects.EVENTS_STREAM, kind="DomainEvent", **where)
+    return None if event is None else StoredEvent(sequence, event)

@@ -3,6 +3,11 @@
 Every write is a compare-and-set: create-if-absent, update-if-revision, delete-if-revision. Watches are
 pull consumers on the bucket's stream that resume after the last revision they yielded, so a reconnect
 or a server restart loses nothing.
+
+Anyone who reaches NATS can put bytes into a bucket, so every value read is checked here, once, for
+every reader: it must decode, be of the bucket's kind and carry the identity of its key. A watch (and
+so a list) skips a value that is not, after logging and counting it; `get` raises CorruptObject, never
+NotFound (a bad value is not an absence), and a delete without preconditions removes it.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from nats.js.errors import (
 from nats.js.kv import KeyValue
 from prometheus_client import Counter
 
+from vc_bus.decoding import UNDECODABLE, CorruptObject, describe, report_undecodable
 from vc_bus.kvwatch import watch_bucket
 from vc_bus.objects import (
     check_identity,
@@ -104,8 +110,12 @@ class NatsStore:
             _count(kind, "get", "not_found")
             raise NotFound(kind, _display(namespace, name)) from exc
         _count(kind, "get")
-        assert entry.value is not None
-        return _decode(entry.value, entry.revision), entry.revision
+        revision = entry.revision or 0
+        try:
+            return decode_stored(kind, key, entry.value or b"", revision), revision
+        except CorruptObject as exc:
+            report_undecodable(source=subjects.bucket(kind), kind=kind, error=exc.reason, key=key, revision=revision)
+            raise
 
     async def create(self, obj: O) -> O:
         kind, namespace, name = identity(obj)
@@ -167,8 +177,15 @@ class NatsStore:
     async def _delete_once(
         self, kind: type[O], namespace: str | None, name: str, *, resource_version: str | None, uid: str | None, grace: bool
     ) -> None:
-        current, revision = await self._get(kind.__name__, namespace, name)
         display = _display(namespace, name)
+        try:
+            current, revision = await self._get(kind.__name__, namespace, name)
+        except CorruptObject as exc:
+            if uid is not None or (resource_version is not None and int(resource_version) != exc.revision):
+                raise  # a precondition cannot be checked against a value that is not an object
+            await self._delete_at(kind.__name__, namespace, name, exc.revision)
+            log.warning("store.corrupt_deleted", kind=kind.__name__, key=exc.key, revision=exc.revision)
+            return
         if resource_version is not None and int(resource_version) != revision:
             raise Conflict(kind.__name__, display, expected=int(resource_version))
         if uid is not None and current.metadata.uid != uid:
@@ -177,7 +194,10 @@ class NatsStore:
             if current.metadata.deletion_timestamp is None:
                 await self.update(mark_deleting(with_meta(current, resource_version=str(revision)), now=now_rfc3339()))
             return
-        kv = await self._bucket(kind.__name__)
+        await self._delete_at(kind.__name__, namespace, name, revision)
+
+    async def _delete_at(self, kind: str, namespace: str | None, name: str, revision: int) -> None:
+        kv = await self._bucket(kind)
         try:
             await kv.delete(subjects.object_key(namespace, name), last=revision)
         except (KeyWrongLastSequenceError, APIError) as exc:
@@ -185,9 +205,9 @@ class NatsStore:
             # on delete it surfaces as a bare API error with JetStream's "wrong last sequence" codes.
             if isinstance(exc, APIError) and not isinstance(exc, KeyWrongLastSequenceError) and exc.err_code not in _WRONG_LAST:
                 raise
-            _count(kind.__name__, "delete", "conflict")
-            raise Conflict(kind.__name__, display, expected=revision) from exc
-        _count(kind.__name__, "delete")
+            _count(kind, "delete", "conflict")
+            raise Conflict(kind, _display(namespace, name), expected=revision) from exc
+        _count(kind, "delete")
 
     async def list(self, kind: type[O], namespace: str | None = None) -> tuple[list[O], int]:
         return await collect_list(self.watch(kind, namespace=namespace), kind)
@@ -197,10 +217,17 @@ class NatsStore:
     ) -> AsyncIterator[WatchEvent]:
         await self._bucket(kind.__name__)
         key_filter = subjects.namespace_filter(namespace)
-        async for entry in watch_bucket(self._js, subjects.bucket(kind.__name__), key_filter, from_revision):
+        bucket = subjects.bucket(kind.__name__)
+        async for entry in watch_bucket(self._js, bucket, key_filter, from_revision):
             if entry.op is WatchOp.PUT:
+                try:
+                    obj = decode_stored(kind.__name__, entry.key, entry.value, entry.revision)
+                except CorruptObject as exc:
+                    where = {"key": entry.key, "revision": entry.revision}
+                    report_undecodable(source=bucket, kind=kind.__name__, error=exc.reason, **where)
+                    continue  # readers see only objects; the watch resumes after it all the same
                 namespace_, name = subjects.split_key(entry.key)
-                yield WatchEvent(WatchOp.PUT, entry.revision, namespace_, name, _decode(entry.value, entry.revision))
+                yield WatchEvent(WatchOp.PUT, entry.revision, namespace_, name, obj)
             elif entry.op is WatchOp.DELETE:
                 namespace_, name = subjects.split_key(entry.key)
                 yield WatchEvent(WatchOp.DELETE, entry.revision, namespace_, name)
@@ -208,8 +235,23 @@ class NatsStore:
                 yield WatchEvent(WatchOp.SYNCED, entry.revision)
 
 
-def _decode(data: bytes, revision: int) -> KubeObject:
-    return with_meta(codec.decode_object(data), resource_version=str(revision))
+def decode_stored(kind: str, key: str, data: bytes, revision: int, *, keep_resource_version: bool = False) -> KubeObject:
+    """The object stored under `key` in `kind`'s bucket, with its revision as resourceVersion (or, for a
+    mirror of the apiserver, the resourceVersion it carries).
+
+    Raises CorruptObject when the bytes are not an object, are another kind, or name another key.
+    """
+    try:
+        obj = codec.decode_object(data)
+    except UNDECODABLE as exc:
+        raise CorruptObject(kind, key, revision, describe(exc)) from exc
+    found = type(obj).__name__
+    if found != kind:
+        raise CorruptObject(kind, key, revision, f"it is a {found}")
+    _, namespace, name = identity(obj)
+    if subjects.object_key(namespace, name) != key:
+        raise CorruptObject(kind, key, revision, f"its metadata names {_display(namespace, name)!r}")
+    return obj if keep_resource_version else with_meta(obj, resource_version=str(revision))
 
 
 def _revision(obj: KubeObject) -> int:

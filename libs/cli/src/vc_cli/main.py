@@ -41,6 +41,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["sim"]:
         return _sim(argv[1:])
     args = build_parser().parse_args(argv)
+    from vc_cli.logs import configure_logging
+
+    configure_logging()
     try:
         return asyncio.run(_run(args))
     except CliError as exc:

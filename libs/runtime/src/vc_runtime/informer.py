@@ -3,6 +3,10 @@
 `on_change(old, new)` runs after each change (old None = added, new None = deleted), so the owner
 can submit the keys it concerns to its dispatcher. `synced` is set once the initial state has been
 replayed: nothing may act on the *absence* of an object before that (GC discipline).
+
+The store's watch yields only objects of the kind (values that are not are skipped there); `on_change`
+is a handler boundary on top: an object that makes it raise is logged and counted and the cache goes on,
+because one object anyone could write must not stop a service's view of all the others.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from vc_bus.decoding import report_unprocessable
 from vc_core.store import ObjectStore, WatchOp
 from vc_proto.kinds import KubeObject
 from vc_runtime.aio import until
@@ -61,10 +66,19 @@ class Informer(Generic[ObjT]):
         if old is not None and revision_of(old) >= revision_of(obj):
             return  # an echo of our own write, or an older state arriving late
         self.items[key] = obj
-        if self._on_change is not None:
-            self._on_change(old, obj)
+        self._notify(key, old, obj)
 
     def _delete(self, key: ObjectKey) -> None:
         old = self.items.pop(key, None)
-        if old is not None and self._on_change is not None:
-            self._on_change(old, None)
+        if old is not None:
+            self._notify(key, old, None)
+
+    def _notify(self, key: ObjectKey, old: ObjT | None, new: ObjT | None) -> None:
+        if self._on_change is None:
+            return
+        try:
+            self._on_change(old, new)
+        except Exception as exc:  # handler boundary (see the module docstring)
+            kind = self.kind.__name__
+            where = {"key": "/".join(k for k in key if k), "revision": revision_of(new or old)}  # type: ignore[arg-type]
+            report_unprocessable(source=f"informer:{kind}", kind=kind, error=exc, **where)

@@ -12,7 +12,7 @@ import structlog
 
 from vc_admission.decoding import decode_object
 from vc_admission.review import Admitter, Rejected
-from vc_bus.decoding import UNDECODABLE, describe, report_undecodable
+from vc_bus.decoding import UNDECODABLE, CorruptObject, describe, report_undecodable
 from vc_core.errors import AlreadyExists, Conflict, InvalidObject, NotFound, PolicyViolation, VcError
 from vc_core.store import ObjectStore
 from vc_proto import api, codec, subjects
@@ -61,6 +61,8 @@ class WriteApi:
             return error_reply(api.NOT_FOUND, str(exc))
         except Conflict as exc:
             return error_reply(api.CONFLICT, str(exc))
+        except CorruptObject as exc:  # what the request must read is not an object (a delete removes it)
+            return error_reply(api.INTERNAL, str(exc))
         except VcError as exc:
             return error_reply(api.UNAVAILABLE, str(exc))
         return object_reply(obj) if obj is not None else _reply.encode(api.WriteReply())
@@ -110,7 +112,12 @@ class WriteApi:
         if row is None or not request.name:
             raise InvalidObject("kind", "required", "delete needs a supported kind and a name")
         namespace = (request.namespace or "default") if row.namespaced else None
-        old = await self._store.get(row.type, namespace, request.name)
+        try:
+            old = await self._store.get(row.type, namespace, request.name)
+        except CorruptObject:
+            # What is stored there is not an object, so no rule can judge it; deleting it is the cure.
+            await self._store.delete(row.type, namespace, request.name, resource_version=request.resource_version, grace=False)
+            return
         await self._admit.delete(old)
         await self._store.delete(row.type, namespace, request.name, resource_version=request.resource_version, uid=request.uid)
 

@@ -15,10 +15,13 @@ from nats.js import api
 from nats.js.errors import BucketNotFoundError, KeyDeletedError, KeyNotFoundError
 from nats.js.kv import KeyValue
 
+from vc_bus.decoding import decode_or_none, report_undecodable
 from vc_bus.kvwatch import watch_bucket
 from vc_core.store import WatchOp
+from vc_job_controller.logic.history import parse_rfc3339
 from vc_job_controller.logic.view import DelayedAction
 from vc_proto import subjects
+from vc_proto.vocabulary import Action
 
 BUCKET = "vc-job-delays"
 JOB_LEVEL = "_"  # key token for a job-level delay (its delay key is ""); no pod is named "_"
@@ -53,11 +56,28 @@ class DelayStore:
             pass
 
     async def load(self) -> AsyncIterator[tuple[str, str, DelayedAction]]:
-        """Every stored delay as (namespace, job, action), read once up to now."""
+        """Every stored delay as (namespace, job, action), read once up to now; bad entries are skipped."""
         await self._bucket()
         async for entry in watch_bucket(self._nc.jetstream(), BUCKET):
             if entry.op is WatchOp.SYNCED:
                 return
-            if entry.op is WatchOp.PUT:
-                namespace, job, _ = entry.key.split(".", 2)
-                yield namespace, subjects.unescape_token(job), _decoder.decode(entry.value)
+            if entry.op is not WatchOp.PUT:
+                continue
+            where = {"key": entry.key, "revision": entry.revision}
+            parts = entry.key.split(".", 2)
+            if len(parts) != 3:
+                report_undecodable(source=BUCKET, kind="DelayedAction", error="key is not ns.job.delay", **where)
+                continue
+            delayed = decode_or_none(decode_delay, entry.value, source=BUCKET, kind="DelayedAction", **where)
+            if delayed is not None:
+                yield parts[0], subjects.unescape_token(parts[1]), delayed
+
+
+def decode_delay(data: bytes) -> DelayedAction:
+    """A stored delay, checked as far as firing it needs: a known action and a readable due time."""
+    delayed = _decoder.decode(data)
+    if delayed.action not in Action.__members__.values():
+        raise ValueError(f"unknown action {delayed.action[:64]!r}")
+    if delayed.due_at:
+        parse_rfc3339(delayed.due_at)  # raises ValueError
+    return delayed

@@ -12,6 +12,7 @@ import msgspec
 import structlog
 from prometheus_client import Counter, Gauge
 
+from vc_bus.decoding import CorruptObject
 from vc_core.errors import Conflict, NotFound
 from vc_core.store import ObjectStore, WatchOp
 from vc_node_sim.logic import Next, SimConfig, Step, format_time, parse_time, plan
@@ -58,10 +59,7 @@ class Kubelet:
         """Create the node, or adopt it keeping its readiness unless `ready` says otherwise."""
         now = format_time(time.time())
         for _ in range(10):
-            try:
-                existing = await self.store.get(Node, None, name)
-            except NotFound:
-                existing = None
+            existing = await self._stored_node(name)
             is_ready = ready if ready is not None else (node_ready(existing) if existing else True)
             node = node_object(name, capacity=capacity, ready=is_ready, now=now, existing=existing)
             if existing and node_ready(existing) == is_ready:
@@ -78,6 +76,17 @@ class Kubelet:
             NODES.set(len(self.nodes))
             return
         raise Conflict("Node", name, expected=None)
+
+    async def _stored_node(self, name: str) -> Node | None:
+        try:
+            return await self.store.get(Node, None, name)
+        except NotFound:
+            return None
+        except CorruptObject:
+            # This simulator owns its nodes: a value someone wrote over one is replaced, not obeyed.
+            log.warning("node.corrupt_replaced", node=name)
+            await self.store.delete(Node, None, name, grace=False)  # no precondition: removes the bad value
+            return None
 
     async def set_ready(self, name: str, ready: bool) -> None:
         state = self.nodes.get(name)
@@ -186,9 +195,11 @@ class Kubelet:
     async def _refresh(self, key: PodKey) -> None:
         try:
             self.pods[key] = await self.store.get(Pod, key[0], key[1])
-        except NotFound:
-            self._forget(key)
+        except (NotFound, CorruptObject):
+            self._forget(key)  # gone, or no longer a pod anyone can run
             return
+        except Exception as exc:  # NATS unavailable: keep the cached copy; its step is due again
+            log.warning("pod.refresh_failed", pod=f"{key[0]}/{key[1]}", error=repr(exc))
         self._scheduled.pop(key, None)
         self._schedule(key)
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 import msgspec
 import structlog
 
+from vc_bus.decoding import CorruptObject
 from vc_core.errors import AlreadyExists, Conflict, NotFound
 from vc_core.store import ObjectStore
 from vc_podgroup_controller.logic.build import build_podgroup
@@ -108,8 +109,8 @@ class PodGroupController:
             return None
         try:
             owner = await self._writer.get(row.type, pod.metadata.namespace, ref.name)
-        except NotFound:
-            return None
+        except (NotFound, CorruptObject):
+            return None  # an owner that is gone or unreadable says nothing about the group's size
         return owner.metadata.annotations if owner.metadata.uid == ref.uid else None
 
     async def _annotate(self, pod: Pod, group: str) -> None:
@@ -133,7 +134,7 @@ class PodGroupController:
         """The pod as stored now, if it still needs the annotation."""
         try:
             fresh = await self._writer.get(Pod, pod.metadata.namespace, pod.metadata.name or "")
-        except NotFound:
+        except (NotFound, CorruptObject):
             return None
         return fresh if wants_podgroup(fresh, self._scheduler_names) else None
 
