@@ -14,8 +14,10 @@ HERE = Path(__file__).resolve().parent
 
 
 def run(script: str, *args: str) -> int:
+    """One benchmark as `python -m benchmarks.<name>` from the repository root (they share modules)."""
     print(f"== {script} {' '.join(args)}", flush=True)
-    return subprocess.call([sys.executable, str(HERE / script), *args])
+    module = f"benchmarks.{script.removesuffix('.py')}"
+    return subprocess.call([sys.executable, "-m", module, *args], cwd=HERE.parent)
 
 
 def main() -> int:

@@ -21,11 +21,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import pstats
 import re
-import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -37,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.procstat import CpuMeter, Spies, cpu_seconds
 from vc_bus.connection import connect
 from vc_bus.server import NatsServer, SyncMode, free_port
 from vc_bus.store import NatsStore
@@ -48,7 +46,6 @@ from vc_proto.core import Pod
 from vc_proto.scheduling import PodGroup
 
 BIN = Path(sys.executable).parent
-ROOT = Path(__file__).resolve().parents[1]
 GANG = 10
 
 
@@ -66,15 +63,6 @@ def scrape(port: int) -> str:
             return str(r.read().decode())
     except OSError:
         return ""
-
-
-def cpu_seconds(pid: int | None) -> float:
-    """User plus system CPU time a process has used so far (Linux /proc), 0 when unknown."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError, TypeError):
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def metric_sum(text: str, name: str, label: str = "") -> float:
@@ -285,9 +273,10 @@ async def run_once(
                 store = NatsStore(nc)
                 watcher = asyncio.create_task(follow(store, tl, pods))
                 await asyncio.sleep(0.5)
-                cpu_before = {p.name: cpu_seconds(p.proc.pid if p.proc else None) for p in procs}
-                cpu_before["nats-server"] = cpu_seconds(server.pid)
-                spies = start_spies(procs, spy, schedulers)
+                pids = {p.name: (p.proc.pid if p.proc else None) for p in procs} | {"nats-server": server.pid}
+                meter, spies = CpuMeter(pids), Spies(spy)
+                meter.start()
+                spies.start(pids, suffix=f"-{schedulers}")
                 start = time.perf_counter()
                 await submit_all(server.url, tl, jobs, concurrency)
                 submit_s = time.perf_counter() - start
@@ -302,10 +291,9 @@ async def run_once(
                     print(f"  timed out: {tl.running}/{pods} pods Running", flush=True)
                 total_s = time.perf_counter() - start
                 watcher.cancel()
-            cpu = {p.name: cpu_seconds(p.proc.pid if p.proc else None) for p in procs}
-            cpu["nats-server"] = cpu_seconds(server.pid)
-            stop_spies(spies)
-            load_cpu = {name: seconds - cpu_before.get(name, 0.0) for name, seconds in cpu.items()}
+            cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            meter.stop()
+            spies.stop()
             await asyncio.sleep(2.0)  # the last gangs' bind events are still being published
             texts = [scrape(p.port) for p in sched_procs]
             if profile:  # every service's metrics next to its profile
@@ -345,14 +333,8 @@ async def run_once(
     )
     busiest = sorted(cpu.items(), key=lambda kv: -kv[1])
     print("  cpu seconds (whole run): " + ", ".join(f"{name} {seconds:.1f}" for name, seconds in busiest), flush=True)
-    in_load = sorted(load_cpu.items(), key=lambda kv: -kv[1])
-    per_pod_ms = 1000 * sum(load_cpu.values()) / max(1, tl.running)
-    print(
-        f"  cpu-ms per pod (first submit -> last Running, all processes): {per_pod_ms:.2f}  ["
-        + ", ".join(f"{name} {1000 * seconds / max(1, tl.running):.2f}" for name, seconds in in_load)
-        + "]",
-        flush=True,
-    )
+    per_pod_ms = 1000 * sum(meter.used.values()) / max(1, tl.running)
+    print(f"  first submit -> last Running, all processes: {meter.report(tl.running)}", flush=True)
     if profile:
         for name, _ in busiest[:3]:
             path = profile / f"{name}-{schedulers}.prof"
@@ -360,31 +342,6 @@ async def run_once(
                 print(f"  -- profile of {name} (internal time, top 30; the main thread only)")
                 pstats.Stats(str(path)).sort_stats("tottime").print_stats(30)
     return {"pods_per_s": tl.running / total_s, "total_s": total_s, "cpu_ms_per_pod": per_pod_ms}
-
-
-def start_spies(procs: list[Proc], spy: Path | None, schedulers: int) -> list[subprocess.Popen[bytes]]:
-    """py-spy (sampling, every thread, native frames off) on each service for the load phase only."""
-    if spy is None:
-        return []
-    binary = shutil.which("py-spy") or str(ROOT / ".tools" / "bin" / "py-spy")
-    spies = []
-    for p in procs:
-        if p.proc is None:
-            continue
-        out = spy / f"{p.name}-{schedulers}.txt"
-        argv = [binary, "record", "--pid", str(p.proc.pid), "--format", "raw", "--rate", "200", "-o", str(out)]
-        spies.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-    return spies
-
-
-def stop_spies(spies: list[subprocess.Popen[bytes]]) -> None:
-    for s in spies:
-        s.send_signal(signal.SIGINT)
-    for s in spies:
-        try:
-            s.wait(30)
-        except subprocess.TimeoutExpired:
-            s.kill()
 
 
 async def main() -> None:

@@ -1,13 +1,16 @@
-"""make bench-kube: Tephra and kube-scheduler side by side on the same real kube-apiserver.
+"""make bench-kube: Tephra, then kube-scheduler, on the same real kube-apiserver in the same run.
 
 1. Tephra: every service on `--backend kube` (plus the relay and node-sim's hollow nodes); gang
-   vcjobs are created on the apiserver; pods/s = pods bound / (last bind - first submit).
-2. kube-scheduler (built by scripts/kube/build.sh): the same number of plain pods, same requests,
-   on the same nodes (Tephra's pods removed first).
+   vcjobs are created on the apiserver; pods/s = pods bound / (last bind - first create).
+2. kube-scheduler (built by scripts/kube/build.sh), twice on the same nodes with the same number of
+   plain pods and the same requests: at its default client rate limit (50 QPS, 100 burst: that run
+   measures the limiter) and at --kube-api-qps/--kube-api-burst 5000 (the fair peer).
 3. The seeds' deadlock case for both: 4 one-GPU nodes, two 4-pod jobs. A gang scheduler places one
    job whole; the default scheduler places pods regardless of their group (2 + 2: both jobs stuck).
 
-Needs `make kube-up`. Figures go to stdout as one table; every process logs under --workdir.
+For every run: CPU seconds of every process over the load phase (kube-apiserver and etcd included)
+and apiserver requests per pod by verb and resource (from the apiserver's own request counter).
+Tephra's rate is printed as a ratio to the unthrottled kube-scheduler's. Needs `make kube-up`.
 """
 
 from __future__ import annotations
@@ -16,24 +19,32 @@ import argparse
 import asyncio
 import contextlib
 import fcntl
+import json
 import os
+import re
 import shutil
 import signal
 import socket
+import ssl as ssl_module
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+
+from benchmarks.procstat import CpuMeter, Spies
 from vc_bus.server import NatsServer
-from vc_kube.client import KubeApiError, KubeClient, resource_path
+from vc_core.store import WatchOp
+from vc_kube.client import KubeApiError, KubeClient, load_config, resource_path
 from vc_kube.crds import ensure_crds
 from vc_kube.store import KubeStore
-from vc_kube.watching import list_raw
+from vc_kube.watching import list_raw, watch_kind
 from vc_proto.codec import from_dict
 from vc_proto.kinds import KINDS
 from vc_proto.meta import ObjectMeta
@@ -42,14 +53,19 @@ from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec, QueueStatu
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 NAMESPACE = "bench"
+SERVICES = ("admission", "queue-controller", "podgroup-controller", "job-controller", "scheduler", "node-sim")
+TEPHRA_WRITERS = ("admission", "queue-controller", "podgroup-controller", "job-controller", "scheduler")
 
 
 @dataclass
 class Result:
-    scheduler: str
+    system: str
     pods: int
     bound: int
     seconds: float
+    whole: str = ""  # gangs placed whole, e.g. "500/500"
+    cpu: str = ""
+    requests: str = ""
 
     @property
     def rate(self) -> float:
@@ -73,6 +89,9 @@ class Procs:
         log = open(self.workdir / f"{name}.log", "ab")
         self.procs[name] = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
 
+    def pids(self) -> dict[str, int | None]:
+        return {name: proc.pid for name, proc in self.procs.items() if proc.poll() is None}
+
     def stop(self, *names: str) -> None:
         for name in names or list(self.procs):
             proc = self.procs.pop(name, None)
@@ -85,6 +104,16 @@ class Procs:
                     proc.wait()
 
 
+def apiserver_pids() -> dict[str, int | None]:
+    """kube-apiserver and etcd as `make kube-up` started them (their pid files under .kube/run)."""
+    run = ROOT / ".kube" / "run"
+    out: dict[str, int | None] = {}
+    for name, file in (("kube-apiserver", "apiserver.pid"), ("etcd", "etcd.pid")):
+        with contextlib.suppress(OSError, ValueError):
+            out[name] = int((run / file).read_text().strip())
+    return out
+
+
 @contextlib.contextmanager
 def nats(workdir: Path) -> Iterator[NatsServer]:
     server = NatsServer(workdir / "nats")
@@ -95,61 +124,41 @@ def nats(workdir: Path) -> Iterator[NatsServer]:
         server.stop()
 
 
-async def wipe(kube: KubeClient, *, parallel: int = 32) -> None:
-    """Delete every Tephra-kind object outside the system namespaces (nodes included), in parallel."""
-    gate = asyncio.Semaphore(parallel)
-
-    async def delete(path: str) -> None:
-        async with gate:
-            with contextlib.suppress(KubeApiError):
-                await kube.request(
-                    "DELETE", path, body={"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
-                )
-
-    for row in KINDS.values():
-        items, _ = await list_raw(kube, row, None)
-        paths = []
-        for raw in items:
-            meta = raw["metadata"]
-            ns, name = meta.get("namespace"), meta["name"]
-            if ns in ("kube-system", "kube-public", "kube-node-lease") or (
-                row.kind == "Service" and name == "kubernetes"
-            ):
-                continue
-            if row.kind == "PriorityClass" and name.startswith("system-"):
-                continue
-            paths.append(resource_path(row, ns, name))
-        await asyncio.gather(*(delete(p) for p in paths))
+# --- the apiserver's own request counter ---------------------------------------------------------------
+_REQUEST = re.compile(r"^apiserver_request_total\{([^}]*)\} ([0-9.e+]+)$", re.M)
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
 
 
-async def count_bound(kube: KubeClient, namespace: str) -> tuple[int, int]:
-    items, _ = await list_raw(kube, KINDS["Pod"], namespace)
-    return len(items), sum(1 for p in items if (p.get("spec") or {}).get("nodeName"))
+async def request_counts(kubeconfig: str) -> Counter[tuple[str, str]]:
+    """apiserver_request_total summed by (verb, resource[/subresource]), from /metrics."""
+    cfg = await load_config(kubeconfig)
+    auth = (await cfg.auth_settings()).values()
+    headers = {a["key"]: a["value"] for a in auth if a.get("in") == "header" and a.get("value")}
+    ssl: Any = ssl_module.create_default_context(cafile=cfg.ssl_ca_cert) if cfg.verify_ssl else False
+    async with aiohttp.ClientSession() as http, http.get(f"{cfg.host}/metrics", headers=headers, ssl=ssl) as resp:
+        text = await resp.text()
+    counts: Counter[tuple[str, str]] = Counter()
+    for match in _REQUEST.finditer(text):
+        labels = dict(_LABEL.findall(match.group(1)))
+        resource = labels.get("resource", "")
+        if labels.get("subresource"):
+            resource += "/" + labels["subresource"]
+        counts[(labels.get("verb", ""), resource)] += int(float(match.group(2)))
+    return counts
 
 
-async def wait_bound(kube: KubeClient, namespace: str, want: int, *, start: float, stall_s: float) -> tuple[int, float]:
-    """Poll until `want` pods are bound or nothing new binds for `stall_s`; (bound, seconds to last bind)."""
-    last_bound, last_change = 0, time.monotonic()
-    while True:
-        _, bound = await count_bound(kube, namespace)
-        if bound != last_bound:
-            last_bound, last_change = bound, time.monotonic()
-        if bound >= want or time.monotonic() - last_change > stall_s:
-            return bound, last_change - start
-        await asyncio.sleep(0.5)
+def per_pod(before: Counter[tuple[str, str]], after: Counter[tuple[str, str]], pods: int) -> str:
+    """'X req/pod [VERB resource n, ...]' for the requests made between the two readings."""
+    delta = Counter({k: after[k] - before.get(k, 0) for k in after if after[k] > before.get(k, 0)})
+    watches = {k for k in delta if k[0] in ("WATCH", "WATCHLIST")}  # streams, not per-pod work
+    for key in watches:
+        del delta[key]
+    total = sum(delta.values())
+    busiest = ", ".join(f"{verb} {res} {n / max(1, pods):.2f}" for (verb, res), n in delta.most_common(8))
+    return f"{total / max(1, pods):.2f} req/pod [{busiest}]"
 
 
-async def wait_nodes(kube: KubeClient, count: int, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        items, _ = await list_raw(kube, KINDS["Node"], None)
-        ready = [n for n in items if not (n.get("spec") or {}).get("taints")]
-        if len(ready) >= count:
-            return
-        await asyncio.sleep(1)
-    raise TimeoutError(f"{count} nodes not Ready after {timeout_s}s")
-
-
+# --- objects -------------------------------------------------------------------------------------------
 def gang_job(name: str, size: int, *, gpu: bool) -> dict[str, Any]:
     requests = {"cpu": "100m", "memory": "128Mi", **({"nvidia.com/gpu": "1"} if gpu else {})}
     return {
@@ -192,7 +201,12 @@ def plain_pod(name: str, *, gpu: bool, group: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"group": group}},
+        "metadata": {
+            "name": name,
+            "namespace": NAMESPACE,
+            "labels": {"group": group},
+            "annotations": {"sim.tephra.dev/duration": "1h"},
+        },
         "spec": {
             "schedulerName": "default-scheduler",
             "containers": [{"name": "w", "image": "busybox", "resources": {"requests": requests, "limits": limits}}],
@@ -215,96 +229,295 @@ async def default_queue(kube: KubeClient) -> None:
     store = KubeStore(kube)
     for name, reclaimable in (("root", False), ("default", True)):
         spec = QueueSpec(weight=1, reclaimable=reclaimable, parent=None if name == "root" else "root")
-        with contextlib.suppress(Exception):
-            await store.create(
-                Queue(
-                    api_version=SCHEDULING_V1BETA1,
-                    metadata=ObjectMeta(name=name),
-                    spec=spec,
-                    status=QueueStatus(state="Open"),
-                )
-            )
+        queue = Queue(
+            api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(name=name), spec=spec, status=QueueStatus(state="Open")
+        )
+        with contextlib.suppress(Exception):  # already there from an earlier run
+            await store.create(queue)
 
 
+# --- clean-up ------------------------------------------------------------------------------------------
+async def _delete_paths(kube: KubeClient, paths: list[str], *, parallel: int = 32) -> None:
+    gate = asyncio.Semaphore(parallel)
+    options = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
+
+    async def delete(path: str) -> None:
+        async with gate:
+            with contextlib.suppress(KubeApiError):
+                await kube.request("DELETE", path, body=options)
+
+    await asyncio.gather(*(delete(p) for p in paths))
+
+
+async def wipe(kube: KubeClient) -> None:
+    """Delete every Tephra-kind object outside the system namespaces (nodes included)."""
+    for row in KINDS.values():
+        items, _ = await list_raw(kube, row, None)
+        paths = []
+        for raw in items:
+            meta = raw["metadata"]
+            ns, name = meta.get("namespace"), meta["name"]
+            if ns in ("kube-system", "kube-public", "kube-node-lease", "tephra-system"):
+                continue
+            if (row.kind == "Service" and name == "kubernetes") or (
+                row.kind == "PriorityClass" and name.startswith("system-")
+            ):
+                continue
+            paths.append(resource_path(row, ns, name))
+        await _delete_paths(kube, paths)
+
+
+async def wipe_namespace(kube: KubeClient) -> None:
+    """Jobs, podgroups, pods and plugin objects of the bench namespace (nodes stay)."""
+    for kind in ("Job", "PodGroup", "Pod", "Service", "ConfigMap", "Secret", "NetworkPolicy"):
+        row = KINDS[kind]
+        items, _ = await list_raw(kube, row, NAMESPACE)
+        await _delete_paths(kube, [resource_path(row, NAMESPACE, i["metadata"]["name"]) for i in items])
+    for _ in range(600):  # pods with gracePeriodSeconds 0 go at once; wait until the list is empty
+        items, _ = await list_raw(kube, KINDS["Pod"], NAMESPACE)
+        if not items:
+            return
+        await asyncio.sleep(0.5)
+    raise TimeoutError("bench pods not deleted after 5 minutes")
+
+
+# --- progress ------------------------------------------------------------------------------------------
+@dataclass
+class Binds:
+    """Pods bound in the bench namespace, from one watch (a list every half second would load the
+    apiserver as much as the system under test)."""
+
+    bound: dict[str, str] = field(default_factory=dict)  # pod name -> node
+    last_bind: float = 0.0
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def follow(self, kube: KubeClient) -> None:
+        async for change in watch_kind(kube, KINDS["Pod"], namespace=NAMESPACE):
+            if change.op is not WatchOp.PUT or change.raw is None:
+                continue
+            node = (change.raw.get("spec") or {}).get("nodeName")
+            if node and change.name not in self.bound:
+                self.bound[change.name] = node
+                self.last_bind = time.monotonic()
+                self.changed.set()
+
+    async def wait(self, want: int, *, stall_s: float) -> None:
+        """Until `want` pods are bound, or nothing new binds for `stall_s`."""
+        while len(self.bound) < want:
+            self.changed.clear()
+            try:
+                async with asyncio.timeout(stall_s):
+                    await self.changed.wait()
+            except TimeoutError:
+                return
+
+
+async def wait_nodes(kube: KubeClient, count: int, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        items, _ = await list_raw(kube, KINDS["Node"], None)
+        ready = [n for n in items if not (n.get("spec") or {}).get("taints")]
+        if len(ready) >= count:
+            return
+        await asyncio.sleep(1)
+    raise TimeoutError(f"{count} nodes not Ready after {timeout_s}s")
+
+
+def gangs_whole(bound: dict[str, str], *, size: int, by_label: dict[str, str] | None = None) -> tuple[int, int]:
+    """(groups with `size` pods bound, groups with any pod bound); Tephra's pods are <job>-<task>-<i>."""
+    groups: Counter[str] = Counter()
+    for pod in bound:
+        groups[by_label[pod] if by_label is not None else pod.rsplit("-", 2)[0]] += 1
+    return sum(1 for c in groups.values() if c >= size), len(groups)
+
+
+# --- the runs ------------------------------------------------------------------------------------------
 def start_tephra(procs: Procs, nats_url: str, kubeconfig: str, *, nodes: int, gpu: str) -> None:
     common = ["--nats", nats_url, "--backend", "kube", "--kubeconfig", kubeconfig, "--log-level", "warning"]
     procs.start("kube-relay", [str(BIN / "vc-kube-relay"), *common])
-    for service, extra in (
-        ("admission", []),
-        ("queue-controller", []),
-        ("podgroup-controller", []),
-        ("job-controller", []),
-        ("scheduler", ["--schedule-period", "0.5"]),
-        (
-            "node-sim",
-            ["--nodes", str(nodes), "--node-gpu", gpu, "--node-prefix", "bench-", "--heartbeat-period", "600"],
-        ),
-    ):
+    for service in SERVICES:
+        extra: list[str] = []
+        if service == "scheduler":
+            extra = ["--schedule-period", "0.5"]
+        elif service == "node-sim":
+            extra = ["--nodes", str(nodes), "--node-gpu", gpu, "--node-prefix", "bench-", "--heartbeat-period", "600"]
         procs.start(service, [str(BIN / f"vc-{service}"), *common, *extra])
 
 
-async def run_tephra(
-    kube: KubeClient,
-    procs: Procs,
-    nats_url: str,
-    kubeconfig: str,
-    *,
-    nodes: int,
-    pods: int,
-    gang: int,
-    gpu: bool,
-    stall_s: float,
+def kube_scheduler_argv(binary: Path, kubeconfig: str, qps: int | None) -> list[str]:
+    argv = [
+        str(binary),
+        "--kubeconfig",
+        kubeconfig,
+        "--leader-elect=false",
+        "--port=0",
+        f"--secure-port={_free_port()}",
+        "--authentication-kubeconfig",
+        kubeconfig,
+        "--authorization-kubeconfig",
+        kubeconfig,
+    ]
+    if qps is not None:
+        argv += [f"--kube-api-qps={qps}", f"--kube-api-burst={qps}"]
+    return argv
+
+
+@dataclass
+class Run:
+    """What a measured phase needs: the apiserver, the processes, where to sample them."""
+
+    kube: KubeClient
+    kubeconfig: str
+    procs: Procs
+    spies: Spies
+    stall_s: float
+
+
+async def measured(
+    run: Run, name: str, pods: int, create: Any, *, group_of: dict[str, str] | None, size: int
 ) -> Result:
-    start_tephra(procs, nats_url, kubeconfig, nodes=nodes, gpu="1" if gpu else "8")
-    await wait_nodes(kube, nodes, timeout_s=max(120, nodes / 5))
-    await asyncio.sleep(3)  # caches synced
-    docs = [gang_job(f"j{i}", gang, gpu=gpu) for i in range(pods // gang)]
+    """Create the load, wait until every pod is bound (or binding stalls), and measure it."""
+    binds = Binds()
+    watcher = asyncio.create_task(binds.follow(run.kube))
+    await asyncio.sleep(1)  # the watch is established
+    pids = {**run.procs.pids(), **apiserver_pids()}
+    meter = CpuMeter(pids)
+    requests_before = await request_counts(run.kubeconfig)
+    meter.start()
+    run.spies.start(run.procs.pids(), suffix=f"-{name.split()[0]}")
     start = time.monotonic()
-    await create_all(kube, docs)
-    bound, seconds = await wait_bound(kube, NAMESPACE, pods, start=start, stall_s=stall_s)
-    return Result("tephra (gang vcjobs)", pods, bound, seconds)
-
-
-async def run_kube_scheduler(
-    kube: KubeClient, procs: Procs, kubeconfig: str, binary: Path, *, pods: int, gpu: bool, group: int, stall_s: float
-) -> Result:
-    procs.start(
-        "kube-scheduler",
-        [
-            str(binary),
-            "--kubeconfig",
-            kubeconfig,
-            "--leader-elect=false",
-            "--port=0",
-            f"--secure-port={_free_port()}",
-            "--authentication-kubeconfig",
-            kubeconfig,
-            "--authorization-kubeconfig",
-            kubeconfig,
-        ],
+    await create()
+    await binds.wait(pods, stall_s=run.stall_s)
+    seconds = (binds.last_bind or time.monotonic()) - start
+    meter.stop()
+    run.spies.stop()
+    requests_after = await request_counts(run.kubeconfig)
+    watcher.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await watcher
+    whole, groups = gangs_whole(binds.bound, size=size, by_label=group_of)
+    return Result(
+        name,
+        pods,
+        len(binds.bound),
+        seconds,
+        whole=f"{whole}/{pods // size} whole" + ("" if groups * size >= pods else f" ({groups} started)"),
+        cpu=meter.report(max(1, len(binds.bound))),
+        requests=per_pod(requests_before, requests_after, max(1, len(binds.bound))),
     )
+
+
+async def run_tephra(run: Run, nats_url: str, *, nodes: int, pods: int, gang: int) -> Result:
+    start_tephra(run.procs, nats_url, run.kubeconfig, nodes=nodes, gpu="8")
+    await wait_nodes(run.kube, nodes, timeout_s=max(120, nodes / 5))
+    await asyncio.sleep(3)  # caches synced
+    docs = [gang_job(f"j{i}", gang, gpu=False) for i in range(pods // gang)]
+    return await measured(
+        run, "tephra (gang vcjobs)", pods, lambda: create_all(run.kube, docs), group_of=None, size=gang
+    )
+
+
+async def run_kube_scheduler(run: Run, binary: Path, *, pods: int, gang: int, qps: int | None) -> Result:
+    name = "kube-scheduler" if qps is None else f"kube-scheduler-{qps}qps"
+    run.procs.start(name, kube_scheduler_argv(binary, run.kubeconfig, qps))
     await asyncio.sleep(3)
-    docs = [plain_pod(f"p{i}", gpu=gpu, group=f"g{i // group}") for i in range(pods)]
-    start = time.monotonic()
-    await create_all(kube, docs)
-    bound, seconds = await wait_bound(kube, NAMESPACE, pods, start=start, stall_s=stall_s)
-    procs.stop("kube-scheduler")
-    return Result("kube-scheduler (plain pods)", pods, bound, seconds)
+    docs = [plain_pod(f"p{i}", gpu=False, group=f"g{i // gang}") for i in range(pods)]
+    group_of = {d["metadata"]["name"]: d["metadata"]["labels"]["group"] for d in docs}
+    label = f"kube-scheduler (plain pods, {'default 50' if qps is None else qps} qps)"
+    result = await measured(run, label, pods, lambda: create_all(run.kube, docs), group_of=group_of, size=gang)
+    run.procs.stop(name)
+    await wipe_namespace(run.kube)
+    return result
 
 
-async def deadlock_groups_whole(kube: KubeClient, *, by_label: bool) -> tuple[int, int]:
-    """(groups with all 4 pods bound, pods bound) in the bench namespace."""
+async def deadlock_case(kube: KubeClient, kubeconfig: str, binary: Path, workdir: Path, wait_s: float) -> list[str]:
+    """The seeds' 4-GPU case for both systems: lines 'system: N whole, M bound'."""
+    lines = []
+    await wipe(kube)
+    await default_queue(kube)
+    with nats(workdir / "deadlock") as server:
+        procs = Procs(workdir / "deadlock")
+        try:
+            start_tephra(procs, server.url, kubeconfig, nodes=4, gpu="1")
+            await wait_nodes(kube, 4, timeout_s=120)
+            await asyncio.sleep(3)
+            await create_all(kube, [gang_job("job1", 4, gpu=True), gang_job("job2", 4, gpu=True)])
+            await asyncio.sleep(wait_s)
+            bound = await _bound(kube)
+            whole, _ = gangs_whole(bound, size=4)
+            lines.append(f"{'tephra':32} {whole} whole, {len(bound)} bound")
+            procs.stop(*TEPHRA_WRITERS)
+            await wipe_namespace(kube)
+            procs.start("kube-scheduler", kube_scheduler_argv(binary, kubeconfig, None))
+            await asyncio.sleep(3)
+            # Interleaved creation, as two controllers would create their jobs' pods concurrently.
+            docs = [plain_pod(f"job{j}-w-{i}", gpu=True, group=f"job{j}") for i in range(4) for j in (1, 2)]
+            await create_all(kube, docs, parallel=2)
+            await asyncio.sleep(wait_s)
+            bound = await _bound(kube)
+            whole, _ = gangs_whole(
+                bound, size=4, by_label={d["metadata"]["name"]: d["metadata"]["labels"]["group"] for d in docs}
+            )
+            lines.append(f"{'kube-scheduler':32} {whole} whole, {len(bound)} bound")
+        finally:
+            procs.stop()
+    return lines
+
+
+async def _bound(kube: KubeClient) -> dict[str, str]:
     items, _ = await list_raw(kube, KINDS["Pod"], NAMESPACE)
-    groups: dict[str, int] = {}
-    bound = 0
-    for pod in items:
-        if not (pod.get("spec") or {}).get("nodeName"):
-            continue
-        bound += 1
-        meta = pod["metadata"]
-        group = (meta.get("labels") or {}).get("group") if by_label else meta["name"].rsplit("-", 2)[0]
-        groups[str(group)] = groups.get(str(group), 0) + 1
-    return sum(1 for c in groups.values() if c == 4), bound
+    return {p["metadata"]["name"]: p["spec"]["nodeName"] for p in items if (p.get("spec") or {}).get("nodeName")}
+
+
+async def main_async(args: argparse.Namespace, kubeconfig: str, binary: Path, workdir: Path) -> int:
+    results: list[Result] = []
+    async with await KubeClient.connect(kubeconfig) as kube:
+        await ensure_crds(kube)
+        await wipe(kube)
+        await default_queue(kube)
+        procs = Procs(workdir)
+        run = Run(kube, kubeconfig, procs, Spies(args.py_spy), args.stall)
+        with nats(workdir / "throughput") as server:
+            try:
+                results.append(await run_tephra(run, server.url, nodes=args.nodes, pods=args.pods, gang=args.gang))
+                # Same nodes for kube-scheduler: Tephra's writers stop, node-sim (and the relay it reads
+                # through) keeps the nodes and runs the pods kube-scheduler binds, as it did Tephra's.
+                procs.stop(*TEPHRA_WRITERS)
+                await wipe_namespace(kube)
+                for qps in (5000, None) if not args.skip_default_qps else (5000,):
+                    results.append(await run_kube_scheduler(run, binary, pods=args.pods, gang=args.gang, qps=qps))
+            finally:
+                procs.stop()
+        deadlock = await deadlock_case(kube, kubeconfig, binary, workdir, args.deadlock_wait)
+        await wipe(kube)
+    report(args, results, deadlock)
+    if args.json:
+        args.json.write_text(json.dumps([r.__dict__ | {"pods_per_s": r.rate} for r in results], indent=2))
+    print(f"\nlogs: {workdir}")
+    if not args.keep:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0 if all(r.bound == r.pods for r in results) else 1
+
+
+def report(args: argparse.Namespace, results: list[Result], deadlock: list[str]) -> None:
+    print(
+        f"\nbench-kube: {args.nodes} nodes, {args.pods} pods (gangs of {args.gang}), kube-apiserver 1.20 on 127.0.0.1"
+    )
+    print(f"{'system':46} {'pods':>6} {'bound':>6} {'seconds':>8} {'pods/s':>8}")
+    for r in results:
+        print(f"{r.system:46} {r.pods:6d} {r.bound:6d} {r.seconds:8.1f} {r.rate:8.1f}")
+    tephra = next((r for r in results if r.system.startswith("tephra")), None)
+    peer = next((r for r in results if "5000" in r.system), None)
+    if tephra and peer and peer.rate:
+        print(f"\ntephra / kube-scheduler at 5000 qps, same run: {tephra.rate / peer.rate:.2f}x")
+    print("\nper run, over the load phase (first create -> last bind):")
+    for r in results:
+        print(f"  {r.system}: {r.whole}")
+        print(f"    cpu: {r.cpu}")
+        print(f"    apiserver: {r.requests}")
+    print("\ndeadlock case (4 one-GPU nodes, two 4-pod jobs): jobs placed whole / pods bound")
+    for line in deadlock:
+        print(line)
 
 
 def prepare(args: argparse.Namespace) -> tuple[str, Path, Path]:
@@ -316,7 +529,7 @@ def prepare(args: argparse.Namespace) -> tuple[str, Path, Path]:
             [str(ROOT / "scripts" / "kube" / "build.sh")],
             env={**os.environ, "KUBE_WHAT": "cmd/kube-scheduler"},
             check=True,
-            capture_output=True,
+            stdout=subprocess.PIPE,
             text=True,
         )
         binary = Path(out.stdout.strip().splitlines()[-1]) / "kube-scheduler"
@@ -324,115 +537,6 @@ def prepare(args: argparse.Namespace) -> tuple[str, Path, Path]:
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "deadlock").mkdir(exist_ok=True)
     return kubeconfig, binary, workdir
-
-
-async def main_async(args: argparse.Namespace, kubeconfig: str, binary: Path, workdir: Path) -> int:
-    results: list[Result] = []
-    deadlock: list[tuple[str, int, int]] = []
-    async with await KubeClient.connect(kubeconfig) as kube:
-        await ensure_crds(kube)
-        # --- throughput -------------------------------------------------------------------------
-        await wipe(kube)
-        await default_queue(kube)
-        procs = Procs(workdir)
-        with nats(workdir / "throughput") as server:
-            try:
-                results.append(
-                    await run_tephra(
-                        kube,
-                        procs,
-                        server.url,
-                        kubeconfig,
-                        nodes=args.nodes,
-                        pods=args.pods,
-                        gang=args.gang,
-                        gpu=False,
-                        stall_s=args.stall,
-                    )
-                )
-                procs.stop("scheduler", "job-controller", "podgroup-controller", "queue-controller", "admission")
-                # Same nodes for kube-scheduler: drop Tephra's jobs and pods, keep node-sim's nodes.
-                await wipe_namespace(kube)
-                results.append(
-                    await run_kube_scheduler(
-                        kube, procs, kubeconfig, binary, pods=args.pods, gpu=False, group=args.gang, stall_s=args.stall
-                    )
-                )
-            finally:
-                procs.stop()
-        # --- the deadlock case ------------------------------------------------------------------
-        await wipe(kube)
-        await default_queue(kube)
-        with nats(workdir / "deadlock") as server:
-            procs = Procs(workdir / "deadlock")
-            try:
-                start_tephra(procs, server.url, kubeconfig, nodes=4, gpu="1")
-                await wait_nodes(kube, 4, timeout_s=120)
-                await asyncio.sleep(3)
-                await create_all(kube, [gang_job("job1", 4, gpu=True), gang_job("job2", 4, gpu=True)])
-                await asyncio.sleep(args.deadlock_wait)
-                deadlock.append(("tephra", *await deadlock_groups_whole(kube, by_label=False)))
-                procs.stop("scheduler", "job-controller", "podgroup-controller", "queue-controller", "admission")
-                await wipe_namespace(kube)
-                procs.start(
-                    "kube-scheduler",
-                    [
-                        str(binary),
-                        "--kubeconfig",
-                        kubeconfig,
-                        "--leader-elect=false",
-                        "--port=0",
-                        f"--secure-port={_free_port()}",
-                        "--authentication-kubeconfig",
-                        kubeconfig,
-                        "--authorization-kubeconfig",
-                        kubeconfig,
-                    ],
-                )
-                await asyncio.sleep(3)
-                # Interleaved creation, as two controllers would create their jobs' pods concurrently.
-                docs = [plain_pod(f"job{j}-w-{i}", gpu=True, group=f"job{j}") for i in range(4) for j in (1, 2)]
-                await create_all(kube, docs, parallel=2)
-                await asyncio.sleep(args.deadlock_wait)
-                deadlock.append(("kube-scheduler", *await deadlock_groups_whole(kube, by_label=True)))
-            finally:
-                procs.stop()
-        await wipe(kube)
-    print(
-        f"\nbench-kube: {args.nodes} nodes, {args.pods} pods (gangs of {args.gang}), kube-apiserver 1.20 on 127.0.0.1"
-    )
-    print(f"{'scheduler':32} {'pods':>6} {'bound':>6} {'seconds':>8} {'pods/s':>8}")
-    for r in results:
-        print(f"{r.scheduler:32} {r.pods:6d} {r.bound:6d} {r.seconds:8.1f} {r.rate:8.1f}")
-    print("\ndeadlock case (4 one-GPU nodes, two 4-pod jobs): jobs placed whole / pods bound")
-    for name, whole, bound in deadlock:
-        print(f"{name:32} {whole} whole, {bound} bound")
-    print(f"\nlogs: {workdir}")
-    if not args.keep:
-        shutil.rmtree(workdir, ignore_errors=True)
-    return 0
-
-
-async def wipe_namespace(kube: KubeClient) -> None:
-    """Jobs, podgroups and pods of the bench namespace (nodes stay)."""
-    gate = asyncio.Semaphore(32)
-
-    async def delete(path: str) -> None:
-        async with gate:
-            with contextlib.suppress(KubeApiError):
-                await kube.request(
-                    "DELETE", path, body={"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0}
-                )
-
-    for kind in ("Job", "PodGroup", "Pod", "Service", "ConfigMap", "Secret", "NetworkPolicy"):
-        row = KINDS[kind]
-        items, _ = await list_raw(kube, row, NAMESPACE)
-        await asyncio.gather(*(delete(resource_path(row, NAMESPACE, i["metadata"]["name"])) for i in items))
-    for _ in range(600):  # pods with gracePeriodSeconds 0 go at once; wait until the list is empty
-        if not (await count_bound(kube, NAMESPACE))[0]:
-            return
-        await asyncio.sleep(0.5)
-    raise TimeoutError("bench pods not deleted after 5 minutes")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -450,15 +554,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--gang", type=int, default=10, help="pods per gang job")
     parser.add_argument("--stall", type=float, default=60.0, help="give up when nothing binds for this long (s)")
     parser.add_argument(
-        "--deadlock-wait", type=float, default=15.0, help="seconds to let each scheduler work on the deadlock case"
+        "--deadlock-wait", type=float, default=15.0, help="seconds each scheduler gets for the deadlock case"
     )
+    parser.add_argument("--skip-default-qps", action="store_true", help="only the unthrottled kube-scheduler run")
+    parser.add_argument("--py-spy", type=Path, help="sample Tephra's processes with py-spy (collapsed stacks here)")
+    parser.add_argument("--json", type=Path, help="also write the results as JSON to this file")
     parser.add_argument("--workdir")
     parser.add_argument("--keep", action="store_true", help="keep the logs")
     args = parser.parse_args(argv)
     kubeconfig, binary, workdir = prepare(args)
     # The kube tests (tests/kube/support.py) take this lock too: they wipe and restart the apiserver.
     with open(Path(kubeconfig).parent / "run" / "tests.lock", "w") as lock:
-        print("waiting for the kube-apiserver test lock...", file=sys.stderr)
+        print("waiting for the kube-apiserver test lock...", file=sys.stderr, flush=True)
         fcntl.flock(lock, fcntl.LOCK_EX)
         sys.exit(asyncio.run(main_async(args, kubeconfig, binary, workdir)))
 
