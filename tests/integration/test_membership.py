@@ -7,7 +7,8 @@ import asyncio
 import pytest
 from nats.aio.client import Client
 
-from vc_runtime.membership import Membership, rendezvous_owner
+from vc_core.ownership import rendezvous_owner
+from vc_runtime.membership import Membership
 
 pytestmark = [pytest.mark.nats]
 

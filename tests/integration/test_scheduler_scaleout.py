@@ -37,6 +37,7 @@ from vc_core.quantity import parse_quantity
 from vc_proto.batch import Job
 from vc_proto.core import Pod
 from vc_proto.scheduling import PodGroup
+from vc_runtime.sharding import SoleOwner
 from vc_scheduler import ledger as pure
 from vc_scheduler.binder import BOUND_BY, GangBinder
 from vc_scheduler.cache import SchedulerCache
@@ -44,7 +45,6 @@ from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.gangs import Gang
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.ledger_kv import Ledger, node_key
-from vc_scheduler.sharding import SoleOwner
 from vc_scheduling.framework.decisions import Bind
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]

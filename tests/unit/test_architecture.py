@@ -46,6 +46,27 @@ def test_the_scheduling_core_imports_no_event_loop_transport_or_adapter() -> Non
     assert offenders(files, IO_ROOTS | ADAPTERS) == {}
 
 
+SCHEDULER_PURE = ("planning.py", "sharding.py", "ledger.py", "gangs.py", "status_policy.py")
+CLOCK_CALLS = frozenset({"now", "utcnow", "today", "time", "monotonic", "perf_counter", "time_ns", "monotonic_ns"})
+
+
+def called_names(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Call):
+            func = node.func
+            names.add(func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else "")
+    return names
+
+
+@pytest.mark.parametrize("name", SCHEDULER_PURE)
+def test_the_pure_scheduler_shell_modules_import_no_transport_and_read_no_clock(name: str) -> None:
+    """Documented PURE: they run in the cycle's worker thread, or decide on times they are given."""
+    path = ROOT / "services" / "scheduler" / "src" / "vc_scheduler" / name
+    assert offenders([path], IO_ROOTS | ADAPTERS) == {}
+    assert not called_names(path) & CLOCK_CALLS
+
+
 def test_vc_core_imports_no_event_loop_transport_or_adapter() -> None:
     assert offenders(modules(ROOT / "libs" / "core" / "src" / "vc_core"), IO_ROOTS | ADAPTERS) == {}
 

@@ -9,6 +9,7 @@ from fractions import Fraction
 
 from service_builders import group, node, pod
 
+from vc_runtime.sharding import SoleOwner
 from vc_scheduler.binder import GangBinder
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.events import SchedulerEvents
@@ -17,7 +18,6 @@ from vc_scheduler.gangs import gangs_of, hierarchical
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.ledger import View
 from vc_scheduler.loop import SchedulingLoop
-from vc_scheduler.sharding import SoleOwner
 from vc_scheduler.status_policy import ALLOCATED_EVERY_S, COUNTS_EVERY_S
 from vc_scheduler.status_writer import StatusWriter
 from vc_scheduling.cycle import load_scheduler_conf

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 from service_builders import group, pod
 
-from vc_runtime.membership import rendezvous_owner
+from vc_core.ownership import rendezvous_owner
 from vc_scheduler import ledger
 from vc_scheduler.sharding import ledger_view, live_reservations, node_capacity, owner_filter, shard_snapshot
 from vc_scheduling.snapshot.cluster import ClusterSnapshot, NodeObj, QueueObj

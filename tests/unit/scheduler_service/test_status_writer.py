@@ -11,10 +11,10 @@ from vc_core.errors import Conflict
 from vc_proto import codec
 from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, PodGroupSpec
+from vc_runtime.sharding import SoleOwner
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.inflight import InFlight
-from vc_scheduler.sharding import SoleOwner
 from vc_scheduler.status_writer import StatusWriter
 from vc_scheduling.framework.decisions import PodGroupStatusUpdate
 from vc_scheduling.snapshot.cluster import PodGroupCondition

@@ -5,17 +5,17 @@ compare-and-set every ttl/3. Its epoch is the KV revision of the lease's creatio
 so a re-joining instance always gets a larger epoch. Peers consider an instance alive while they keep
 seeing renewals (timed on their own monotonic clock, so no wall-clock skew matters).
 
-Keys (jobs, queues, PodGroups) belong to the live member with the highest rendezvous hash: when a
-member joins or leaves only its share moves. Fencing: `can_write()` is False once this instance's own
-lease deadline has passed on its monotonic clock. A paused instance (SIGSTOP) that wakes after its
-lease lapsed therefore writes nothing; it re-joins under a new epoch and waits a settle period, so the
-peers that took over its keys have seen it before it claims any back.
+Keys (jobs, queues, PodGroups) belong to the live member with the highest rendezvous hash
+(vc_core.ownership.rendezvous_owner): when a member joins or leaves only its share moves. Fencing:
+`can_write()` is False once this instance's own lease deadline has passed on its monotonic clock. A
+paused instance (SIGSTOP) that wakes after its lease lapsed therefore writes nothing; it re-joins
+under a new epoch and waits a settle period, so the peers that took over its keys have seen it before
+it claims any back.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import time
 from collections.abc import Callable
@@ -27,22 +27,12 @@ from nats.js.errors import BucketNotFoundError, KeyNotFoundError, KeyWrongLastSe
 from nats.js.kv import KeyValue
 
 from vc_bus.kvwatch import watch_bucket
+from vc_core.ownership import rendezvous_owner
 from vc_core.store import WatchOp
 from vc_proto import subjects
 from vc_runtime.aio import sleep_or_stop, until
 
 log = structlog.get_logger(__name__)
-
-
-def rendezvous_owner(key: str, members: tuple[str, ...]) -> str | None:
-    """The member with the highest hash of (member, key); stable as other members come and go."""
-    best, best_score = None, -1
-    for member in members:
-        digest = hashlib.blake2b(f"{member}\x00{key}".encode(), digest_size=8).digest()
-        score = int.from_bytes(digest, "big")
-        if score > best_score:
-            best, best_score = member, score
-    return best
 
 
 async def lease_bucket(nc: Client) -> KeyValue:

@@ -1,5 +1,6 @@
-"""One writer per key: the ownership port, and a store whose writes stop at the membership fence.
+"""One writer per key: the sole owner, and a store whose writes stop at the membership fence.
 
+The ownership port itself (`Ownership`, re-exported here) is vc_core.ownership's;
 `vc_runtime.membership.Membership` is the production implementation; `SoleOwner` serves a single
 instance (and unit tests). Every write goes through `FencedStore`, so an instance whose lease has
 lapsed (paused, partitioned) writes nothing even if a handler was already past its ownership check.
@@ -8,25 +9,24 @@ lapsed (paused, partitioned) writes nothing even if a handler was already past i
 from __future__ import annotations
 
 import asyncio
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from vc_core.errors import Fenced
+from vc_core.ownership import Ownership
 from vc_core.store import ObjectStore
 from vc_proto.kinds import KubeObject
 
+__all__ = ["FencedStore", "Ownership", "SoleOwner"]
 ObjT = TypeVar("ObjT", bound=KubeObject)
 
 
-class Ownership(Protocol):
-    def owns(self, key: str) -> bool: ...
-
-    def can_write(self) -> bool: ...
-
-    async def wait_changed(self) -> None: ...
-
-
 class SoleOwner:
-    """The only instance: owns every key, may always write, never changes."""
+    """The only instance: owns every key, may always write, never changes (an `Ownership`)."""
+
+    def __init__(self, instance: str = "sole") -> None:
+        self.instance = instance
+        self.epoch = 1
+        self.members = (instance,)
 
     def owns(self, key: str) -> bool:
         return True

@@ -21,6 +21,7 @@ import msgspec
 import structlog
 
 from vc_core.errors import Conflict, Fenced, NotFound
+from vc_core.ownership import Ownership
 from vc_core.resources import Resources
 from vc_core.store import ObjectStore
 from vc_proto import events as ev
@@ -33,7 +34,6 @@ from vc_scheduler.gangs import Gang
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.ledger_kv import Ledger, node_key, queue_key
 from vc_scheduler.metrics import BINDS, GANGS, TASK_LATENCY
-from vc_scheduler.sharding import Ownership
 from vc_scheduling.framework.decisions import Bind
 
 log = structlog.get_logger(__name__)

@@ -5,6 +5,7 @@ changed under us, is left alone (the next cycle decides again). Writes stop at t
 from __future__ import annotations
 
 from vc_core.errors import Conflict, NotFound
+from vc_core.ownership import Ownership
 from vc_core.store import ObjectStore
 from vc_proto import events as ev
 from vc_proto.core import Pod
@@ -12,7 +13,6 @@ from vc_runtime.sharding import FencedStore
 from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.metrics import EVICTS
-from vc_scheduler.sharding import Ownership
 from vc_scheduling.framework.decisions import Evict
 
 

@@ -9,11 +9,11 @@ from collections.abc import Callable
 
 import structlog
 
+from vc_core.ownership import Ownership
 from vc_proto.subjects import unescape_token
 from vc_scheduler.ledger import View
 from vc_scheduler.ledger import prune as prune_record
 from vc_scheduler.ledger_kv import Ledger
-from vc_scheduler.sharding import Ownership
 
 log = structlog.get_logger(__name__)
 SWEEP_EVERY_S = 2.0

@@ -11,83 +11,32 @@ import asyncio
 import itertools
 import time
 import traceback
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
 
 import structlog
 
 from vc_core.errors import VcError
+from vc_core.ownership import Ownership
 from vc_core.resources import parse_resources
+from vc_runtime.sharding import SoleOwner
 from vc_scheduler import metrics
 from vc_scheduler.binder import GangBinder
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.evictor import Evictor
 from vc_scheduler.gangs import gangs_of, hierarchical
-from vc_scheduler.ledger import Record, View
+from vc_scheduler.ledger import View
 from vc_scheduler.ledger_kv import Ledger
-from vc_scheduler.sharding import (
-    Ownership,
-    PodStateMemo,
-    SoleOwner,
-    ledger_view,
-    live_reservations,
-    owner_filter,
-    shard_snapshot,
-)
+from vc_scheduler.planning import Plan, plan_cycle
+from vc_scheduler.sharding import PodStateMemo
 from vc_scheduler.status_writer import StatusWriter
-from vc_scheduling.cycle import CycleResult, run_cycle
+from vc_scheduling.cycle import CycleResult
 from vc_scheduling.framework.build import TaskMemo
 from vc_scheduling.framework.conf import SchedulerConf
 from vc_scheduling.framework.decisions import Evict
-from vc_scheduling.snapshot.cluster import ClusterSnapshot
 
 log = structlog.get_logger(__name__)
 MIN_GAP_S = 0.05
-
-
-@dataclass(frozen=True, slots=True)
-class Plan:
-    """What one cycle produced, with the views the binder checks its reservations against."""
-
-    result: CycleResult
-    snapshot: ClusterSnapshot
-    view: View
-    owned: int
-    shard_s: float
-
-
-def plan_cycle(
-    full: ClusterSnapshot,
-    conf: SchedulerConf,
-    *,
-    instance: str,
-    epoch: int,
-    members: tuple[str, ...],
-    gone: frozenset[str],
-    assumed: frozenset[str],
-    ledger_records: list[tuple[str, Record]],
-    session_uid: str,
-    sharded: bool,
-    memo: TaskMemo | None = None,
-    states: PodStateMemo | None = None,
-) -> Plan:
-    """PURE (runs in a worker thread): view, shard, one scheduling cycle. The memos carry work on
-    unchanged pods over from the previous call."""
-    started = time.perf_counter()
-    view = ledger_view(
-        full, gone=gone, live=frozenset(members), instance=instance, epoch=epoch, assumed=assumed, memo=states
-    )
-    if sharded:
-        owns = owner_filter(instance, members)
-        reserved = live_reservations(ledger_records, view, time.time())
-        snapshot = shard_snapshot(full, owns, reserved)
-        owned = sum(1 for pg in full.podgroups if owns(pg.key))
-    else:
-        snapshot, owned = full, len(full.podgroups)
-    shard_s = time.perf_counter() - started
-    result = run_cycle(snapshot, conf, now=datetime.now(UTC), session_uid=session_uid, memo=memo)
-    return Plan(result, snapshot, view, owned, shard_s)
 
 
 class SchedulingLoop:
@@ -149,6 +98,9 @@ class SchedulingLoop:
             sharded=self.ledger is not None,
             memo=self._memo,
             states=self._states_memo,
+            now=datetime.now(UTC),
+            wall_s=time.time(),
+            timer=time.perf_counter,
         )
         result = plan.result
         self.last = result

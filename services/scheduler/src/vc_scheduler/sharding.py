@@ -16,41 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from fractions import Fraction
-from typing import Protocol
 
+from vc_core.ownership import rendezvous_owner
 from vc_core.resources import PODS
 from vc_proto.subjects import unescape_token
-from vc_runtime.membership import rendezvous_owner
 from vc_scheduler.ledger import PodState, Record, View, keep
 from vc_scheduling.snapshot.cluster import ROOT_QUEUE, ClusterSnapshot, NodeObj, PodObj
-
-
-class Ownership(Protocol):
-    """What the shell needs of `vc_runtime.membership.Membership`."""
-
-    instance: str
-    epoch: int
-    members: tuple[str, ...]
-
-    def owns(self, key: str) -> bool: ...
-
-    def can_write(self) -> bool: ...
-
-
-class SoleOwner:
-    """A single instance without membership (tests, tools): owns every key, may always write."""
-
-    def __init__(self, instance: str = "scheduler") -> None:
-        self.instance = instance
-        self.epoch = 1
-        self.members = (instance,)
-
-    def owns(self, key: str) -> bool:
-        return True
-
-    def can_write(self) -> bool:
-        return True
-
 
 TERMINAL = frozenset({"Succeeded", "Failed"})
 UNLIMITED_PODS = Fraction(10**9)

@@ -17,6 +17,7 @@ from typing import TypeVar
 import msgspec
 
 from vc_core.errors import Conflict, NotFound
+from vc_core.ownership import Ownership
 from vc_core.store import ObjectStore
 from vc_proto import events as ev
 from vc_proto.scheduling import PodGroup, PodGroupStatus, Queue, QueueStatus
@@ -25,7 +26,6 @@ from vc_scheduler.cache import SchedulerCache, stored_object
 from vc_scheduler.events import SchedulerEvents, timestamp
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.metrics import PG_WRITES, QUEUE_WRITES
-from vc_scheduler.sharding import Ownership
 from vc_scheduler.status_policy import SentAllocations, SentStatuses, merge_status
 from vc_scheduling.framework.decisions import PodGroupStatusUpdate, QueueStatusUpdate
 

@@ -1,0 +1,67 @@
+"""PURE (runs in a worker thread): one instance's plan for a cycle. The ledger view of every pod, this
+instance's share of the cluster (sharding.py), and one scheduling session over it (vc_scheduling).
+
+No clock is read here: the caller passes the session's time, the wall-clock time the ledger's
+reservation stamps are compared with, and a timer for the durations it reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from vc_scheduler.ledger import Record, View
+from vc_scheduler.sharding import PodStateMemo, ledger_view, live_reservations, owner_filter, shard_snapshot
+from vc_scheduling.cycle import CycleResult, run_cycle
+from vc_scheduling.framework.build import TaskMemo
+from vc_scheduling.framework.conf import SchedulerConf
+from vc_scheduling.snapshot.cluster import ClusterSnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What one cycle produced, with the views the binder checks its reservations against."""
+
+    result: CycleResult
+    snapshot: ClusterSnapshot
+    view: View
+    owned: int
+    shard_s: float
+
+
+def plan_cycle(
+    full: ClusterSnapshot,
+    conf: SchedulerConf,
+    *,
+    instance: str,
+    epoch: int,
+    members: tuple[str, ...],
+    gone: frozenset[str],
+    assumed: frozenset[str],
+    ledger_records: list[tuple[str, Record]],
+    session_uid: str,
+    sharded: bool,
+    now: datetime,
+    wall_s: float,
+    timer: Callable[[], float],
+    memo: TaskMemo | None = None,
+    states: PodStateMemo | None = None,
+) -> Plan:
+    """View, shard, one scheduling cycle. `now`: the session's time (conditions, SLA waits); `wall_s`:
+    Unix time, against which reservation stamps age; `timer`: seconds from any origin, for the
+    reported durations. The memos carry work on unchanged pods over from the previous call."""
+    started = timer()
+    view = ledger_view(
+        full, gone=gone, live=frozenset(members), instance=instance, epoch=epoch, assumed=assumed, memo=states
+    )
+    if sharded:
+        owns = owner_filter(instance, members)
+        reserved = live_reservations(ledger_records, view, wall_s)
+        snapshot = shard_snapshot(full, owns, reserved)
+        owned = sum(1 for pg in full.podgroups if owns(pg.key))
+    else:
+        snapshot, owned = full, len(full.podgroups)
+    shard_s = timer() - started
+    result = run_cycle(snapshot, conf, now=now, session_uid=session_uid, memo=memo, clock=timer)
+    return Plan(result, snapshot, view, owned, shard_s)
