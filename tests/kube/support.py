@@ -116,6 +116,14 @@ async def wipe(kube: KubeClient) -> None:
     from vc_kube.client import resource_path
     from vc_kube.watching import list_raw
 
+    # Webhook configurations a killed test left behind first: Tephra's fail closed, and one pointing
+    # at a process that is gone would refuse every vcjob, queue and podgroup (and queue deletes here).
+    for plural in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+        path = f"/apis/admissionregistration.k8s.io/v1/{plural}"
+        for config in (await kube.request("GET", path))["items"]:
+            if config["metadata"]["name"].startswith("tephra-"):
+                await kube.request("DELETE", f"{path}/{config['metadata']['name']}")
+
     for row in KINDS.values():
         items, _ = await list_raw(kube, row, None)
         for raw in items:

@@ -125,6 +125,11 @@ async def test_the_manifests_apply_in_a_server_side_dry_run(kube: KubeClient) ->
         errors = [line for line in done.stderr.splitlines() if line.strip() and not line.startswith("Warning:")]
         assert errors == [], f"{target}: {done.stderr}"
         assert "(server dry run)" in done.stdout, done.stdout
+    # Removal (docs/install.md): base first, which keeps the CRDs and so every user's objects; CRDs last.
+    base_removed = kubectl("delete", "-k", str(K8S / "base"), "--dry-run=server", "--ignore-not-found").stdout
+    assert 'namespace "tephra-system" deleted' in base_removed and "customresourcedefinition" not in base_removed
+    crds_removed = kubectl("delete", "-k", str(K8S / "crds"), "--dry-run=server").stdout
+    assert crds_removed.count("customresourcedefinition") == 4, crds_removed
 
 
 @pytest.mark.timeout(240)
