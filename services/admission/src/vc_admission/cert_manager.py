@@ -28,7 +28,7 @@ from cryptography import x509
 
 from vc_admission import certs
 from vc_admission.http import ServingTLS
-from vc_core.errors import PermanentError, TemporaryError
+from vc_core.errors import PermanentError, TemporaryError, VcError
 from vc_kube.client import MERGE_PATCH, KubeApiError, KubeClient, map_error
 
 log = structlog.get_logger(__name__)
@@ -131,7 +131,7 @@ class CertManager:
             try:
                 await self.sync()
                 delay = self.config.check_interval_s
-            except (TemporaryError, PermanentError) as exc:
+            except VcError as exc:
                 # The served certificate stays valid for a third of its life: keep serving, retry.
                 log.error("webhook_cert.check_failed", error=str(exc))
                 delay = min(self.config.check_interval_s, 30.0)
@@ -172,8 +172,12 @@ class CertManager:
                 }
                 await self.kube.request("PATCH", f"{self._secret_path}/{name}", body=patch, content_type=MERGE_PATCH)
         except KubeApiError as exc:
-            if exc.status == 409:  # AlreadyExists (a replica created it first) or Conflict (it renewed first)
+            # 409: AlreadyExists (a replica created it first) or Conflict (it renewed first);
+            # 404 on a patch: deleted since we read it (created again on the next read).
+            if exc.status == 409 or (exc.status == 404 and secret is not None):
                 raise _Raced from exc
+            if exc.status == 404:
+                raise PermanentError(f"namespace {self.config.namespace!r} (--cert-namespace) does not exist") from exc
             raise map_error(exc, "Secret", f"{self.config.namespace}/{name}") from exc
 
     async def _webhook_configs(self) -> list[tuple[str, Json]]:
@@ -203,7 +207,7 @@ class CertManager:
                 "PATCH", f"{ADMISSIONREGISTRATION}/{plural}/{name}", body=body, content_type=MERGE_PATCH
             )
         except KubeApiError as exc:
-            if exc.status == 409:  # re-applied or patched by another replica meanwhile
+            if exc.status in (404, 409):  # deleted, re-applied or patched by another replica meanwhile
                 raise _Raced from exc
             raise map_error(exc, plural, name) from exc
         log.info("webhook_cert.trusted", kind=plural, name=name, webhooks=len(hooks))

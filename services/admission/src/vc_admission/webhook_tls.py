@@ -26,7 +26,7 @@ from vc_admission.cert_manager import CertConfig, CertManager
 from vc_admission.http import ServingTLS, serve_webhook
 from vc_admission.rules import AdmissionContext
 from vc_core.durations import parse_duration
-from vc_core.errors import ConfigError, InvalidObject, PermanentError, TemporaryError
+from vc_core.errors import ConfigError, InvalidObject, TemporaryError, VcError
 from vc_runtime.probes import Probes
 from vc_runtime.service import FnWorker
 
@@ -188,7 +188,7 @@ async def _self_managed(
             return manager.run
         except TemporaryError as exc:  # the apiserver is not there yet: keep trying, not ready meanwhile
             log.warning("webhook_cert.waiting", error=str(exc), retry_in_s=delay)
-        except PermanentError as exc:  # e.g. 403: the role lacks a permission; say which and stop
+        except VcError as exc:  # e.g. 403: the role lacks a permission; say which and stop
             raise ConfigError(f"--cert-secret {config.namespace}/{config.secret}: {exc}") from exc
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(shutdown.wait(), timeout=delay)
