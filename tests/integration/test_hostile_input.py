@@ -13,7 +13,7 @@ import re
 import subprocess
 import sys
 import urllib.request
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import msgspec
@@ -33,10 +33,12 @@ from vc_cli.up import ensure_default_queues
 from vc_core.errors import NotFound
 from vc_core.store import WatchOp
 from vc_job_controller.delays import BUCKET as DELAYS_BUCKET
-from vc_proto import api, subjects
+from vc_proto import api, codec, subjects
 from vc_proto.batch import BATCH_V1ALPHA1, Job
+from vc_proto.core import CORE_V1, Container, Pod, PodSpec, ResourceRequirements
 from vc_proto.events import DomainEvent
 from vc_proto.meta import ObjectMeta
+from vc_proto.scheduling import PodGroup
 from vc_runtime.informer import Informer
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration]
@@ -304,5 +306,102 @@ async def test_bad_store_entries_crash_no_service_and_a_good_job_still_completes
         assert removed.returncode == 0, removed.stderr
         history = await asyncio.to_thread(system.vcctl, "job", "history", "-N", "good")
         assert history.returncode == 0 and "PhaseChanged" in history.stdout
+    finally:
+        system.stop()
+
+
+# -- finding 3: objects that skipped admission are not acted on ---------------------------------------
+
+def bypassing_job(name: str, *, replicas: int, queue: str) -> Job:
+    document = small_job(name, replicas=replicas, duration="2s")
+    document["spec"]["queue"] = queue  # type: ignore[index]
+    document["metadata"]["namespace"] = "default"  # type: ignore[index]
+    job = codec.from_dict(document)
+    assert isinstance(job, Job)
+    return job
+
+
+def pod_on(name: str, node: str | None, *, gpus: str | None = None, containers: bool = True) -> Pod:
+    requests = {"cpu": "1", **({"nvidia.com/gpu": gpus} if gpus else {})}
+    main = Container(name="main", resources=ResourceRequirements(requests=requests))
+    scheduler = None if node else "volcano"
+    spec = PodSpec(node_name=node, scheduler_name=scheduler, containers=[main] if containers else None)
+    meta = ObjectMeta(name=name, namespace="default", annotations={"sim.tephra.dev/duration": "1h"})
+    return Pod(api_version=CORE_V1, metadata=meta, spec=spec)
+
+
+async def job_state(system: System, name: str) -> tuple[str | None, str | None, str | None]:
+    job = await system.job(name)
+    state = job.status.state if job.status else None
+    return (state.phase, state.reason, state.message) if state else (None, None, None)
+
+
+async def pod_status(system: System, name: str) -> tuple[str | None, str | None, str | None]:
+    pod = await system.store_call(lambda s: s.get(Pod, "default", name))
+    return (pod.status.phase, pod.status.reason, pod.status.message) if pod.status else (None, None, None)
+
+
+async def wait_until(check: Callable[[], Awaitable[bool]], system: System) -> None:
+    try:
+        await eventually(check, timeout=60, interval=0.2)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{system.logs()}") from exc
+
+
+async def owned_podgroups(system: System, *uids: str | None) -> list[str]:
+    groups, _ = await system.store_call(lambda s: s.list(PodGroup, "default"))
+    return [g.metadata.name or "" for g in groups if any(o.uid in uids for o in g.metadata.owner_references or [])]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+async def test_objects_that_skipped_admission_are_not_acted_on_and_nodes_never_overcommitted(tmp_path: Path) -> None:
+    system = await start_system(tmp_path, nodes=2, node_gpu="1")
+    try:
+        store_create = lambda obj: system.store_call(lambda s: s.create(obj))  # noqa: E731  (straight into the store)
+        bypass = await store_create(bypassing_job("bypass", replicas=-5, queue="nowhere"))
+        await store_create(bypassing_job("early", replicas=1, queue="later"))
+        await store_create(pod_on("greedy", "node-0", gpus="100"))
+        await store_create(pod_on("holder", "node-1", gpus="1"))
+        empty = await store_create(pod_on("empty", None, containers=False))
+
+        async def refused(name: str, rule_text: str) -> bool:
+            _, reason, message = await job_state(system, name)
+            return reason == "Invalid" and rule_text in (message or "")
+
+        await wait_until(lambda: refused("bypass", "'replicas' must be >= 0"), system)
+        await wait_until(lambda: refused("early", 'queue.scheduling.volcano.sh "later" not found'), system)
+
+        async def pod_reason(name: str, phase: str, reason: str | None) -> bool:
+            status = await pod_status(system, name)
+            return status[0] == phase and status[1] == reason
+
+        await wait_until(lambda: pod_reason("greedy", "Failed", "OutOfnvidia.com/gpu"), system)
+        _, _, message = await pod_status(system, "greedy")
+        assert message == ("Pod was rejected: Node didn't have enough resource: nvidia.com/gpu, "
+                           "requested: 100, used: 0, capacity: 1")
+        await wait_until(lambda: pod_reason("holder", "Running", None), system)
+        await store_create(pod_on("second", "node-1", gpus="1"))  # the node's one GPU is taken
+        await wait_until(lambda: pod_reason("second", "Failed", "OutOfnvidia.com/gpu"), system)
+        assert "used: 1, capacity: 1" in ((await pod_status(system, "second"))[2] or "")
+
+        pgc = system.services["podgroup-controller"]
+
+        async def pgc_refused() -> bool:
+            return await asyncio.to_thread(metric, pgc, "tephra_refused_objects_total", kind="Pod") > 0
+
+        await wait_until(pgc_refused, system)
+
+        created = await asyncio.to_thread(system.vcctl, "queue", "create", "-N", "later")  # now "early" may run
+        assert created.returncode == 0, created.stderr
+        await system.wait_phase("early", "Completed", timeout=90)
+        system.submit(small_job("good", replicas=2))
+        await system.wait_phase("good", "Completed", timeout=90)
+
+        assert await owned_podgroups(system, bypass.metadata.uid, empty.metadata.uid) == []
+        assert (await job_state(system, "bypass"))[1] == "Invalid"
+        history = await asyncio.to_thread(system.vcctl, "job", "history", "-N", "bypass")
+        assert "Invalid" in history.stdout and "not acted on" in history.stdout
+        assert_alive(*system.services.values())
     finally:
         system.stop()

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from vc_admission.rules import StaticContext, Verdict, Violation
 from vc_proto.base import ResourceList
 from vc_proto.batch import BATCH_V1ALPHA1, Job, JobSpec, LifecyclePolicy, TaskSpec
 from vc_proto.core import CORE_V1, Container, Pod, PodSpec, PodTemplateSpec, ResourceRequirements
@@ -19,6 +18,7 @@ from vc_proto.scheduling import (
     QueueSpec,
     QueueStatus,
 )
+from vc_validation import StaticContext, Verdict, Violation
 
 
 def container(

@@ -9,9 +9,9 @@ from typing import NamedTuple
 import pytest
 
 from tests.unit.admission.admission_builders import container, context, job, only, policy, queue, task, template
-from vc_admission.rules import review
 from vc_proto.batch import DependsOn, NetworkTopologySpec, PartitionPolicySpec, VolumeSpec
 from vc_proto.core import PodSpec, PodTemplateSpec
+from vc_validation import review
 
 TIER = NetworkTopologySpec(highest_tier_allowed=1, highest_tier_name="tier-1")
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from tests.unit.admission.admission_builders import context, job, task, template
-from vc_admission.rules import apply_json_patch, json_patch, mutate_job, review
 from vc_proto.batch import Job, PartitionPolicySpec
 from vc_proto.codec import to_dict
+from vc_validation import apply_json_patch, json_patch, mutate_job, review
 
 
 def bare_job(*tasks: Any, **spec: Any) -> Job:

@@ -9,8 +9,8 @@ import pytest
 from msgspec.structs import replace
 
 from tests.unit.admission.admission_builders import context, job, only, policy, task
-from vc_admission.rules import review
 from vc_proto.batch import Job, JobSpec, JobStatus, VolumeSpec
+from vc_validation import review
 
 
 def stored_job(**spec: Any) -> Job:

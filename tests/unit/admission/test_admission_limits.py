@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from tests.unit.admission.admission_builders import container, context, job, only, policy, task, template
-from vc_admission.rules import MAX_REQUEST_BYTES, check_request_size, limits, review
 from vc_proto.batch import VolumeSpec
+from vc_validation import MAX_REQUEST_BYTES, check_request_size, limits, review
 
 
 def test_request_at_the_limit_passes() -> None:

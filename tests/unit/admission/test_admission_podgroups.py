@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from tests.unit.admission.admission_builders import context, only, podgroup, queue
-from vc_admission.rules import json_patch, mutate_podgroup, review
 from vc_proto.batch import NetworkTopologySpec
 from vc_proto.scheduling import SubGroupPolicySpec
+from vc_validation import json_patch, mutate_podgroup, review
 
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 BOTH = NetworkTopologySpec(highest_tier_allowed=1, highest_tier_name="tier-1")

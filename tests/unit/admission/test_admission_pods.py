@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.unit.admission.admission_builders import context, only, pod
-from vc_admission.rules import review
+from vc_validation import review
 
 MIN, MAX = "volcano.sh/jdb-min-available", "volcano.sh/jdb-max-unavailable"
 

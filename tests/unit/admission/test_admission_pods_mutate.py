@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from msgspec.structs import replace
 
-from vc_admission.rules import ResourceGroup, StaticContext, json_patch, mutate_pod, review
-from vc_proto.core import CORE_V1, Pod, PodSpec, Toleration
+from vc_proto.core import CORE_V1, Container, Pod, PodSpec, Toleration
 from vc_proto.meta import ObjectMeta
+from vc_validation import ResourceGroup, StaticContext, json_patch, mutate_pod, review
 
 AFFINITY = {
     "nodeAffinity": {
@@ -131,7 +131,8 @@ def test_gate_off_by_default() -> None:
 def test_review_mutates_then_validates_the_result() -> None:
     # The group hands the pod to volcano, so the budget annotations are then checked.
     ctx = StaticContext(resource_groups=GROUPS)
-    pod = bare_pod("cpu-pod", annotations={"volcano.sh/resource-group": "cpu", "volcano.sh/jdb-min-available": "0"})
+    annotations = {"volcano.sh/resource-group": "cpu", "volcano.sh/jdb-min-available": "0"}
+    pod = bare_pod("cpu-pod", annotations=annotations, containers=[Container(name="main")])
     verdict = review("CREATE", pod, None, ctx)
     assert not verdict.allowed
     assert verdict.violations[0].rule == "jdb-annotation"

@@ -9,10 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.unit.admission.admission_builders import context, queue
-from vc_admission.rules import StaticContext, Verdict, mutate_job, mutate_queue, review
 from vc_proto.batch import Job
 from vc_proto.codec import from_dict
 from vc_proto.scheduling import Queue
+from vc_validation import StaticContext, Verdict, mutate_job, mutate_queue, review
 
 PROFILE = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

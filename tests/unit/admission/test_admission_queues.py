@@ -11,9 +11,9 @@ import pytest
 from msgspec.structs import replace
 
 from tests.unit.admission.admission_builders import context, only, queue
-from vc_admission.rules import StaticContext, mutate_queue, review
 from vc_proto.base import ResourceList
 from vc_proto.scheduling import Queue, QueueStatus
+from vc_validation import StaticContext, mutate_queue, review
 
 H, HW = "volcano.sh/hierarchy", "volcano.sh/hierarchy-weights"
 

@@ -10,10 +10,10 @@ import pytest
 import yaml
 
 from tests.unit.admission.admission_builders import context
-from vc_admission.rules import apply_json_patch, json_patch, review
 from vc_proto.batch import Job
 from vc_proto.codec import from_dict, to_dict
 from vc_proto.scheduling import PodGroup
+from vc_validation import apply_json_patch, json_patch, review
 
 SEEDS = Path(__file__).resolve().parents[2] / "fixtures" / "seeds"
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from tests.unit.admission.admission_builders import policy, rules, task
-from vc_admission.rules.dependencies import has_cycle
-from vc_admission.rules.names import dns1123_label_errors, dns1123_subdomain_errors, qualified_name_errors
-from vc_admission.rules.plugins import PLUGIN_FLAGS, FlagError, parse_flags, with_dependencies
-from vc_admission.rules.policies import validate_policies
 from vc_proto.batch import DependsOn, LifecyclePolicy
+from vc_validation.dependencies import has_cycle
+from vc_validation.names import dns1123_label_errors, dns1123_subdomain_errors, qualified_name_errors
+from vc_validation.plugins import PLUGIN_FLAGS, FlagError, parse_flags, with_dependencies
+from vc_validation.policies import validate_policies
 
 POLICY_CASES = [
     pytest.param([policy(event="PodFailed")], set(), id="single-event"),

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tests.unit.admission.admission_builders import context, job, only, podgroup, queue
-from vc_admission.rules import review
-from vc_admission.rules.tenancy import allows_namespace
+from vc_validation import review
+from vc_validation.tenancy import allows_namespace
 
 TEAMS = context(
     queue("open-to-all"),

@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 
 from tests.unit.admission.admission_builders import context, job, queue
-from vc_admission.rules import Verdict, Violation, apply_json_patch, review
-from vc_admission.rules.jsonpatch import diff, escape
 from vc_core.errors import InvalidObject, PolicyViolation
 from vc_proto.core import CORE_V1, ConfigMap
 from vc_proto.meta import ObjectMeta
+from vc_validation import Verdict, Violation, apply_json_patch, review
+from vc_validation.jsonpatch import diff, escape
 
 
 def test_allowed_verdict_raises_nothing() -> None:

@@ -1,23 +1,26 @@
 """Tephra's admission rules: pure functions from (operation, object, old object, context) to a Verdict.
 
-No I/O and no asyncio here; the embedded NATS front-end and the Kubernetes webhook both call `review`.
+No I/O and no asyncio here. Admission's front-ends (the embedded NATS write API and the Kubernetes
+webhook) call `review`; the services that act on stored objects call `job_violations` and
+`pod_violations` (module `acting`), so nothing admission would refuse is acted on, whoever stored it.
 """
 
 from __future__ import annotations
 
-from vc_admission.rules.context import AdmissionContext, StaticContext
-from vc_admission.rules.jobs_mutate import mutate_job
-from vc_admission.rules.jobs_update import validate_job_update
-from vc_admission.rules.jobs_validate import validate_job_create
-from vc_admission.rules.jsonpatch import apply_json_patch, json_patch
-from vc_admission.rules.limits import MAX_REQUEST_BYTES, check_request_size
-from vc_admission.rules.podgroups import mutate_podgroup, validate_podgroup_create
-from vc_admission.rules.pods import validate_pod_create
-from vc_admission.rules.pods_mutate import ResourceGroup, mutate_pod
-from vc_admission.rules.queues_mutate import mutate_queue
-from vc_admission.rules.queues_validate import validate_queue_delete, validate_queue_write
-from vc_admission.rules.review import Operation, review
-from vc_admission.rules.verdict import Verdict, Violation
+from vc_validation.acting import job_violations, pod_violations, summarize
+from vc_validation.context import AdmissionContext, StaticContext
+from vc_validation.jobs_mutate import mutate_job
+from vc_validation.jobs_update import validate_job_update
+from vc_validation.jobs_validate import validate_job_create, validate_job_spec
+from vc_validation.jsonpatch import apply_json_patch, json_patch
+from vc_validation.limits import MAX_REQUEST_BYTES, check_request_size
+from vc_validation.podgroups import mutate_podgroup, validate_podgroup_create
+from vc_validation.pods import validate_pod, validate_pod_create
+from vc_validation.pods_mutate import ResourceGroup, mutate_pod
+from vc_validation.queues_mutate import mutate_queue
+from vc_validation.queues_validate import validate_queue_delete, validate_queue_write
+from vc_validation.review import Operation, review
+from vc_validation.verdict import Verdict, Violation
 
 __all__ = [
     "MAX_REQUEST_BYTES",
@@ -29,14 +32,19 @@ __all__ = [
     "Violation",
     "apply_json_patch",
     "check_request_size",
+    "job_violations",
     "json_patch",
     "mutate_job",
     "mutate_pod",
     "mutate_podgroup",
     "mutate_queue",
+    "pod_violations",
     "review",
+    "summarize",
     "validate_job_create",
+    "validate_job_spec",
     "validate_job_update",
+    "validate_pod",
     "validate_pod_create",
     "validate_podgroup_create",
     "validate_queue_delete",

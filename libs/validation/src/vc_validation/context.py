@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol
 
-from vc_admission.rules.limits import MAX_QUEUE_DEPTH
-from vc_admission.rules.pods_mutate import ResourceGroup
 from vc_proto.scheduling import Queue
 from vc_proto.vocabulary import DEFAULT_SCHEDULER_NAME
+from vc_validation.limits import MAX_QUEUE_DEPTH
+from vc_validation.pods_mutate import ResourceGroup
 
 
 class AdmissionContext(Protocol):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Final
 
-from vc_admission.rules.verdict import Violation
 from vc_proto.batch import TaskSpec
+from vc_validation.verdict import Violation
 
 ITERATIONS: Final = frozenset({"any", "all"})
 DAG_MESSAGE: Final = "job has dependencies between tasks, but doesn't form a directed acyclic graph(DAG)"

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from vc_admission.rules.limits import MAX_MAX_RETRY, MAX_REPLICAS_PER_TASK, MAX_TOTAL_REPLICAS
-from vc_admission.rules.names import dns1123_label_errors, format_errors, qualified_name_errors
-from vc_admission.rules.policies import validate_policies
-from vc_admission.rules.templates import validate_template
-from vc_admission.rules.verdict import Violation
 from vc_proto.batch import NetworkTopologySpec, TaskSpec
+from vc_validation.limits import MAX_MAX_RETRY, MAX_REPLICAS_PER_TASK, MAX_TOTAL_REPLICAS
+from vc_validation.names import dns1123_label_errors, format_errors, qualified_name_errors
+from vc_validation.policies import validate_policies
+from vc_validation.templates import validate_template
+from vc_validation.verdict import Violation
 
 TOPOLOGY_BOTH_MESSAGE = "must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology simultaneously"
 

@@ -13,10 +13,10 @@ from typing import Final
 
 from msgspec.structs import replace
 
-from vc_admission.rules.plugins import with_dependencies
 from vc_proto.batch import Job, JobSpec, TaskSpec
 from vc_proto.core import PodSpec, PodTemplateSpec
 from vc_proto.vocabulary import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME
+from vc_validation.plugins import with_dependencies
 
 DEFAULT_MAX_RETRY: Final = 3
 DEFAULT_TASK_PREFIX: Final = "default"

@@ -12,12 +12,12 @@ from typing import Any, Final
 
 from msgspec.structs import replace
 
-from vc_admission.rules.job_tasks import validate_network_topology, validate_task_counts
-from vc_admission.rules.limits import MAX_TASKS, MAX_TOTAL_REPLICAS
-from vc_admission.rules.names import validate_metadata_bounds
-from vc_admission.rules.verdict import Violation
 from vc_proto.batch import Job, JobSpec, VolumeSpec
 from vc_proto.codec import to_dict
+from vc_validation.job_tasks import validate_network_topology, validate_task_counts
+from vc_validation.limits import MAX_TASKS, MAX_TOTAL_REPLICAS
+from vc_validation.names import validate_metadata_bounds
+from vc_validation.verdict import Violation
 
 IMMUTABLE_MESSAGE: Final = (
     "job updates may not change fields other than `minAvailable`, "

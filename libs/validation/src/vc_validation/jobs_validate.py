@@ -9,28 +9,39 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from vc_admission.rules.context import AdmissionContext
-from vc_admission.rules.dependencies import validate_depends_on
-from vc_admission.rules.job_tasks import validate_network_topology, validate_tasks
-from vc_admission.rules.limits import MAX_MAX_RETRY, MAX_TASKS
-from vc_admission.rules.names import (
+from vc_proto.batch import Job, JobSpec
+from vc_proto.vocabulary import DEFAULT_QUEUE
+from vc_validation.context import AdmissionContext
+from vc_validation.dependencies import validate_depends_on
+from vc_validation.job_tasks import validate_network_topology, validate_tasks
+from vc_validation.limits import MAX_MAX_RETRY, MAX_TASKS
+from vc_validation.names import (
     dns1123_subdomain_errors,
     format_errors,
     qualified_name_errors,
     validate_metadata_bounds,
 )
-from vc_admission.rules.plugins import MPI_DEFAULT_MASTER, flag_value, validate_plugins
-from vc_admission.rules.policies import validate_policies
-from vc_admission.rules.submission import validate_submission
-from vc_admission.rules.verdict import Violation
-from vc_admission.rules.volumes import validate_volumes
-from vc_proto.batch import Job, JobSpec
-from vc_proto.vocabulary import DEFAULT_QUEUE
+from vc_validation.plugins import MPI_DEFAULT_MASTER, flag_value, validate_plugins
+from vc_validation.policies import validate_policies
+from vc_validation.submission import validate_submission
+from vc_validation.verdict import Violation
+from vc_validation.volumes import validate_volumes
 
 DEFAULT_NAMESPACE = "default"
 
 
 def validate_job_create(job: Job, ctx: AdmissionContext) -> list[Violation]:
+    violations = validate_job_spec(job)
+    if violations and violations[0].rule in _ALONE:
+        return violations
+    spec = job.spec or JobSpec()
+    namespace = job.metadata.namespace or DEFAULT_NAMESPACE
+    violations.extend(validate_submission(ctx, spec.queue or DEFAULT_QUEUE, namespace, kind="job"))
+    return violations
+
+
+def validate_job_spec(job: Job) -> list[Violation]:
+    """Every rule of `validate_job_create` that needs no cluster state (all but the queue's)."""
     spec = job.spec or JobSpec()
     tasks = spec.tasks or []
     if not tasks:
@@ -40,7 +51,7 @@ def validate_job_create(job: Job, ctx: AdmissionContext) -> list[Violation]:
     if missing_master := _missing_mpi_master(spec):
         return [missing_master]
     name = job.metadata.name or ""
-    violations = [
+    return [
         *validate_job_name(job),
         *validate_metadata_bounds(job.metadata),
         *validate_network_topology(spec.network_topology, path="spec.networkTopology"),
@@ -51,9 +62,10 @@ def validate_job_create(job: Job, ctx: AdmissionContext) -> list[Violation]:
         *validate_volumes(spec.volumes),
         *validate_depends_on(tasks),
     ]
-    namespace = job.metadata.namespace or DEFAULT_NAMESPACE
-    violations.extend(validate_submission(ctx, spec.queue or DEFAULT_QUEUE, namespace, kind="job"))
-    return violations
+
+
+# Violations that make the rest meaningless: reported alone, as Volcano does.
+_ALONE = frozenset({"tasks-required", "tasks-count", "mpi-master"})
 
 
 def validate_job_name(job: Job) -> Iterator[Violation]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from vc_admission.rules.verdict import Verdict, deny
+from vc_validation.verdict import Verdict, deny
 
 # The Kubernetes API server's own request limit is 3 MiB; we refuse anything larger before decoding.
 MAX_REQUEST_BYTES: Final = 3 * 1024 * 1024

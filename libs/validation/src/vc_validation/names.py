@@ -6,7 +6,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Final
 
-from vc_admission.rules.limits import (
+from vc_proto.meta import ObjectMeta
+from vc_validation.limits import (
     MAX_ANNOTATIONS_BYTES,
     MAX_LABEL_KEY_LENGTH,
     MAX_LABEL_NAME_LENGTH,
@@ -14,8 +15,7 @@ from vc_admission.rules.limits import (
     MAX_LABELS,
     MAX_SUBDOMAIN_LENGTH,
 )
-from vc_admission.rules.verdict import Violation
-from vc_proto.meta import ObjectMeta
+from vc_validation.verdict import Violation
 
 _DNS1123_LABEL: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Final
 
-from vc_admission.rules.limits import MAX_PLUGIN_ARG_LENGTH, MAX_PLUGIN_ARGS, MAX_PLUGINS
-from vc_admission.rules.verdict import Violation
+from vc_validation.limits import MAX_PLUGIN_ARG_LENGTH, MAX_PLUGIN_ARGS, MAX_PLUGINS
+from vc_validation.verdict import Violation
 
 
 class FlagType(Enum):

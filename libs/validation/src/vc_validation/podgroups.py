@@ -12,15 +12,15 @@ from collections.abc import Iterator
 
 from msgspec.structs import replace
 
-from vc_admission.rules.context import AdmissionContext
-from vc_admission.rules.job_tasks import TOPOLOGY_BOTH_MESSAGE, validate_network_topology
-from vc_admission.rules.limits import MAX_TASKS, MAX_TOTAL_REPLICAS
-from vc_admission.rules.names import dns1123_subdomain_errors, format_errors, validate_metadata_bounds
-from vc_admission.rules.queue_resources import safe_resources
-from vc_admission.rules.submission import validate_submission
-from vc_admission.rules.verdict import Violation
 from vc_proto.scheduling import PodGroup, PodGroupSpec
 from vc_proto.vocabulary import DEFAULT_QUEUE, QUEUE_NAME_ANNOTATION
+from vc_validation.context import AdmissionContext
+from vc_validation.job_tasks import TOPOLOGY_BOTH_MESSAGE, validate_network_topology
+from vc_validation.limits import MAX_TASKS, MAX_TOTAL_REPLICAS
+from vc_validation.names import dns1123_subdomain_errors, format_errors, validate_metadata_bounds
+from vc_validation.queue_resources import safe_resources
+from vc_validation.submission import validate_submission
+from vc_validation.verdict import Violation
 
 DEFAULT_NAMESPACE = "default"
 

@@ -1,7 +1,10 @@
-"""Pod validation on CREATE (Volcano `pods/validate/admit_pod.go`), for pods a Volcano scheduler serves.
+"""Pod validation on CREATE.
 
-The disruption-budget annotations `volcano.sh/jdb-min-available` and `volcano.sh/jdb-max-unavailable`
-take a positive integer or a percentage between 1% and 99%, and only one of them may be set.
+Every pod: what an API server checks that Tephra depends on (metadata bounds, containers and their
+resources); the embedded store has no other API server. Pods a Volcano
+scheduler serves also get Volcano's checks (`pods/validate/admit_pod.go`): the disruption-budget
+annotations `volcano.sh/jdb-min-available` and `volcano.sh/jdb-max-unavailable` take a positive integer
+or a percentage between 1% and 99%, and only one of them may be set.
 """
 
 from __future__ import annotations
@@ -9,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Final
 
-from vc_admission.rules.names import validate_metadata_bounds
-from vc_admission.rules.verdict import Violation
 from vc_proto.core import Pod
+from vc_validation.names import validate_metadata_bounds
+from vc_validation.templates import validate_pod_spec
+from vc_validation.verdict import Violation
 
 JDB_MIN_AVAILABLE: Final = "volcano.sh/jdb-min-available"
 JDB_MAX_UNAVAILABLE: Final = "volcano.sh/jdb-max-unavailable"
@@ -23,10 +27,19 @@ def is_volcano_pod(pod: Pod, scheduler_names: Sequence[str]) -> bool:
 
 
 def validate_pod_create(pod: Pod, scheduler_names: Sequence[str]) -> list[Violation]:
-    """Pods for other schedulers pass untouched, as in Volcano."""
-    if not is_volcano_pod(pod, scheduler_names):
-        return []
-    return [*validate_metadata_bounds(pod.metadata), *_validate_budget(pod.metadata.annotations or {})]
+    """Volcano's own checks only for pods a Volcano scheduler serves, as in Volcano."""
+    violations = validate_pod(pod)
+    if is_volcano_pod(pod, scheduler_names):
+        violations.extend(_validate_budget(pod.metadata.annotations or {}))
+    return violations
+
+
+def validate_pod(pod: Pod) -> list[Violation]:
+    """What any pod must be before anything acts on it, whoever stored it."""
+    return [
+        *validate_metadata_bounds(pod.metadata),
+        *validate_pod_spec(pod.spec, "spec"),
+    ]
 
 
 def _validate_budget(annotations: dict[str, str]) -> Iterator[Violation]:

@@ -11,10 +11,10 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Final
 
-from vc_admission.rules.limits import MAX_EVENTS_PER_POLICY, MAX_POLICIES
-from vc_admission.rules.verdict import Violation
 from vc_proto.batch import LifecyclePolicy
 from vc_proto.vocabulary import Action, Event
+from vc_validation.limits import MAX_EVENTS_PER_POLICY, MAX_POLICIES
+from vc_validation.verdict import Violation
 
 # Volcano's policyEventMap / policyActionMap entries marked `true`.
 USER_EVENTS: Final = (

@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from fractions import Fraction
 
-from vc_admission.rules.queue_resources import guarantee_of, safe_resources, show, show_resources
-from vc_admission.rules.verdict import Violation
 from vc_core.resources import Resources, add
 from vc_proto.scheduling import Queue
+from vc_validation.queue_resources import guarantee_of, safe_resources, show, show_resources
+from vc_validation.verdict import Violation
 
 _ROOTS = (None, "", "root")
 

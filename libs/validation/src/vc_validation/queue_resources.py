@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from fractions import Fraction
 
-from vc_admission.rules.resource_lists import parse_resource_list
-from vc_admission.rules.verdict import Violation
 from vc_core.errors import InvalidObject
 from vc_core.quantity import format_quantity
 from vc_core.resources import Resources, parse_resources
 from vc_proto.base import ResourceList
 from vc_proto.scheduling import QueueSpec
+from vc_validation.resource_lists import parse_resource_list
+from vc_validation.verdict import Violation
 
 _BINARY = frozenset({"memory", "ephemeral-storage", "hugepages-2Mi", "hugepages-1Gi"})
 

@@ -4,22 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from vc_admission.rules.context import AdmissionContext
-from vc_admission.rules.limits import MAX_LABEL_NAME_LENGTH, MAX_QUEUE_WEIGHT
-from vc_admission.rules.names import dns1123_subdomain_errors, format_errors, validate_metadata_bounds
-from vc_admission.rules.queue_hierarchy import (
+from vc_proto.scheduling import Queue, QueueSpec
+from vc_proto.vocabulary import DEFAULT_QUEUE, ROOT_QUEUE, QueueState
+from vc_validation.context import AdmissionContext
+from vc_validation.limits import MAX_LABEL_NAME_LENGTH, MAX_QUEUE_WEIGHT
+from vc_validation.names import dns1123_subdomain_errors, format_errors, validate_metadata_bounds
+from vc_validation.queue_hierarchy import (
     children_of,
     parent_busy_reason,
     parent_of,
     validate_hierarchy_resources,
     validate_parent,
 )
-from vc_admission.rules.queue_resources import guarantee_of, validate_queue_resources
-from vc_admission.rules.queues_mutate import HIERARCHY_ANNOTATION, HIERARCHY_WEIGHTS_ANNOTATION
-from vc_admission.rules.tenancy import validate_allowed_namespaces
-from vc_admission.rules.verdict import Violation
-from vc_proto.scheduling import Queue, QueueSpec
-from vc_proto.vocabulary import DEFAULT_QUEUE, ROOT_QUEUE, QueueState
+from vc_validation.queue_resources import guarantee_of, validate_queue_resources
+from vc_validation.queues_mutate import HIERARCHY_ANNOTATION, HIERARCHY_WEIGHTS_ANNOTATION
+from vc_validation.tenancy import validate_allowed_namespaces
+from vc_validation.verdict import Violation
 
 DEQUEUE_STRATEGIES = frozenset({"fifo", "traverse"})
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Generator
 from fractions import Fraction
 
-from vc_admission.rules.limits import MAX_RESOURCE_NAMES
-from vc_admission.rules.verdict import Violation
 from vc_core.errors import InvalidObject
 from vc_core.quantity import parse_quantity
 from vc_proto.base import ResourceList
+from vc_validation.limits import MAX_RESOURCE_NAMES
+from vc_validation.verdict import Violation
 
 
 def parse_resource_list(

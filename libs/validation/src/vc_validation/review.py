@@ -11,20 +11,20 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from vc_admission.rules.context import AdmissionContext
-from vc_admission.rules.jobs_mutate import mutate_job
-from vc_admission.rules.jobs_update import validate_job_update
-from vc_admission.rules.jobs_validate import validate_job_create
-from vc_admission.rules.podgroups import mutate_podgroup, validate_podgroup_create
-from vc_admission.rules.pods import validate_pod_create
-from vc_admission.rules.pods_mutate import mutate_pod
-from vc_admission.rules.queues_mutate import mutate_queue
-from vc_admission.rules.queues_validate import validate_queue_delete, validate_queue_write
-from vc_admission.rules.verdict import Verdict, allow, decide, deny
 from vc_proto.batch import Job
 from vc_proto.core import Pod
 from vc_proto.scheduling import PodGroup, Queue
 from vc_proto.vocabulary import DEFAULT_SCHEDULER_NAME
+from vc_validation.context import AdmissionContext
+from vc_validation.jobs_mutate import mutate_job
+from vc_validation.jobs_update import validate_job_update
+from vc_validation.jobs_validate import validate_job_create
+from vc_validation.podgroups import mutate_podgroup, validate_podgroup_create
+from vc_validation.pods import validate_pod_create
+from vc_validation.pods_mutate import mutate_pod
+from vc_validation.queues_mutate import mutate_queue
+from vc_validation.queues_validate import validate_queue_delete, validate_queue_write
+from vc_validation.verdict import Verdict, allow, decide, deny
 
 Operation = Literal["CREATE", "UPDATE", "DELETE"]
 OPERATIONS: Final = frozenset({"CREATE", "UPDATE", "DELETE"})

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from vc_admission.rules.context import AdmissionContext
-from vc_admission.rules.queue_hierarchy import children_of
-from vc_admission.rules.tenancy import namespace_violation
-from vc_admission.rules.verdict import Violation
 from vc_proto.scheduling import Queue
 from vc_proto.vocabulary import ROOT_QUEUE, QueueState
+from vc_validation.context import AdmissionContext
+from vc_validation.queue_hierarchy import children_of
+from vc_validation.tenancy import namespace_violation
+from vc_validation.verdict import Violation
 
 
 def queue_state(queue: Queue) -> str:

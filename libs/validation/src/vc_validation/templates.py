@@ -1,4 +1,4 @@
-"""The parts of a task's pod template admission checks.
+"""The parts of a pod spec (a task's template, or a pod's own) admission checks.
 
 Volcano runs Kubernetes' full `ValidatePodTemplate`; in the `kube` backend the API server does that
 again for every pod. Here we check what Tephra itself depends on: at least one container, container
@@ -10,46 +10,50 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Final
 
-from vc_admission.rules.limits import MAX_CONTAINERS
-from vc_admission.rules.names import dns1123_label_errors, format_errors
-from vc_admission.rules.resource_lists import parse_resource_list
-from vc_admission.rules.verdict import Violation
 from vc_core.errors import InvalidObject
 from vc_core.quantity import parse_quantity
 from vc_proto.batch import TaskSpec
-from vc_proto.core import Container, ResourceRequirements
+from vc_proto.core import Container, PodSpec, ResourceRequirements
+from vc_validation.limits import MAX_CONTAINERS
+from vc_validation.names import dns1123_label_errors, format_errors
+from vc_validation.resource_lists import parse_resource_list
+from vc_validation.verdict import Violation
 
 TOPOLOGY_POLICIES: Final = frozenset({"none", "best-effort", "restricted", "single-numa-node"})
 RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
+# After these the containers are not worth a closer look (and may be too many to look at).
+_STOPPING: Final = frozenset({"template-containers", "containers-count"})
 
 
 def validate_template(task: TaskSpec, path: str) -> Iterator[Violation]:
     spec = task.template.spec if task.template else None
+    problems = list(validate_pod_spec(spec, f"{path}.template.spec"))
+    yield from problems
+    if not any(v.rule in _STOPPING for v in problems):
+        containers = [*((spec.containers or []) if spec else []), *((spec.init_containers or []) if spec else [])]
+        yield from _validate_topology(task, path, containers)
+
+
+def validate_pod_spec(spec: PodSpec | None, path: str) -> Iterator[Violation]:
+    """A pod spec at `path` (`spec` of a pod, `spec.tasks[i].template.spec` of a job)."""
     containers = (spec.containers or []) if spec else []
     init_containers = (spec.init_containers or []) if spec else []
     if not containers:
-        yield Violation(
-            f"{path}.template.spec.containers", "template-containers", "Required value: at least one container"
-        )
+        yield Violation(f"{path}.containers", "template-containers", "Required value: at least one container")
         return
     if len(containers) + len(init_containers) > MAX_CONTAINERS:
-        yield Violation(
-            f"{path}.template.spec.containers",
-            "containers-count",
-            f"may not have more than {MAX_CONTAINERS} containers",
-        )
+        yield Violation(f"{path}.containers", "containers-count", f"may not have more than {MAX_CONTAINERS} containers")
         return
     if spec is not None and spec.restart_policy not in (None, *RESTART_POLICIES):
         yield Violation(
-            f"{path}.template.spec.restartPolicy",
+            f"{path}.restartPolicy",
             "restart-policy",
             f'Unsupported value: "{spec.restart_policy[:64]}": supported values: "Always", "OnFailure", "Never"',
         )
-    yield from _validate_containers(containers, f"{path}.template.spec.containers", set())
-    yield from _validate_containers(
-        init_containers, f"{path}.template.spec.initContainers", {c.name for c in containers}
-    )
-    yield from _validate_topology(task, path, [*containers, *init_containers])
+    yield from _validate_containers(containers, f"{path}.containers", set())
+    yield from _validate_containers(init_containers, f"{path}.initContainers", {c.name for c in containers})
+    if spec is not None and spec.overhead:
+        yield from parse_resource_list(spec.overhead, f"{path}.overhead")
 
 
 def _validate_containers(containers: Sequence[Container], path: str, taken: set[str]) -> Iterator[Violation]:

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Final
 
-from vc_admission.rules.limits import MAX_ALLOWED_NAMESPACES, MAX_QUEUE_DEPTH
-from vc_admission.rules.names import dns1123_label_errors, format_errors
-from vc_admission.rules.verdict import Violation
 from vc_proto.scheduling import Queue
+from vc_validation.limits import MAX_ALLOWED_NAMESPACES, MAX_QUEUE_DEPTH
+from vc_validation.names import dns1123_label_errors, format_errors
+from vc_validation.verdict import Violation
 
 ANY_NAMESPACE: Final = "*"
 

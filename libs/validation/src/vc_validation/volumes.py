@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from vc_admission.rules.limits import MAX_VOLUMES
-from vc_admission.rules.names import dns1123_subdomain_errors, format_errors
-from vc_admission.rules.verdict import Violation
 from vc_proto.batch import VolumeSpec
+from vc_validation.limits import MAX_VOLUMES
+from vc_validation.names import dns1123_subdomain_errors, format_errors
+from vc_validation.verdict import Violation
 
 CONFLICT_MESSAGE = (
     "conflict: If you want to use an existing PVC, just specify VolumeClaimName."

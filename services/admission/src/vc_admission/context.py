@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
-from vc_admission.rules import ResourceGroup
 from vc_core.errors import NotFound
 from vc_core.store import ObjectStore
 from vc_proto.batch import Job
@@ -17,6 +16,7 @@ from vc_proto.kinds import KubeObject
 from vc_proto.scheduling import PodGroup, Queue
 from vc_proto.vocabulary import DEFAULT_QUEUE
 from vc_runtime.informer import Informer
+from vc_validation import ResourceGroup
 
 MAX_QUEUE_DEPTH = 5
 

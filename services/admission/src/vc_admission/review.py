@@ -1,14 +1,14 @@
-"""The seam between the write API and the pure admission rules (`vc_admission.rules.review`)."""
+"""The seam between the write API and the pure admission rules (`vc_validation.review`)."""
 
 from __future__ import annotations
 
 from typing import Literal
 
 from vc_admission.context import CacheContext
-from vc_admission.rules import Verdict, review
 from vc_core.errors import PolicyViolation, VcError
 from vc_proto import api
 from vc_proto.kinds import KubeObject
+from vc_validation import Verdict, review
 
 
 class Rejected(VcError):

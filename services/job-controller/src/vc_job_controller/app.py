@@ -33,7 +33,8 @@ class JobControllerApp:
             workers=int(extra.get("workers", 16)),  # type: ignore[call-overload]
             delays=DelayStore(ctx.nc),
         )
-        informers = (controller.jobs, controller.pods, controller.podgroups, controller.commands, controller.priority_classes)
+        informers = (controller.jobs, controller.pods, controller.podgroups, controller.commands, controller.priority_classes,
+                     controller.queues)
         ctx.probes.require("caches-synced", "membership")
 
         async def start(shutdown: asyncio.Event) -> None:

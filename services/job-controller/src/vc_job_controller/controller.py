@@ -3,7 +3,8 @@
 Requests for one job are handled one at a time, in order (Volcano hashes a job to one worker); jobs
 are shared between instances by rendezvous hashing (`Membership`), and every write is fenced by the
 instance's lease. Delayed policy actions are timers of this loop; a restart re-derives them from
-state (see `startup_requests`).
+state (see `startup_requests`). A job admission would refuse (it reached the store some other way)
+is not acted on: its status and history say why (`Admissibility`, `logic/refusal.py`).
 """
 
 from __future__ import annotations
@@ -15,22 +16,27 @@ from datetime import UTC, datetime
 import structlog
 from prometheus_client import Counter, Histogram
 
+from vc_bus.decoding import CorruptObject
 from vc_bus.dispatch import KeyedDispatcher
 from vc_core.errors import Conflict, NotFound, TemporaryError
 from vc_core.store import ObjectStore
 from vc_job_controller import requests as rq
+from vc_job_controller.admissibility import Admissibility
 from vc_job_controller.delays import DelayStore
 from vc_job_controller.executor import PlanExecutor, Publish
 from vc_job_controller.logic.decision import decide
 from vc_job_controller.logic.history import parse_rfc3339
+from vc_job_controller.logic.refusal import is_refused_for, plan_refusal
 from vc_job_controller.logic.view import DelayedAction, JobView, Request, request_for_fired
 from vc_proto.batch import Job
 from vc_proto.bus import Command
 from vc_proto.core import Pod, PriorityClass
-from vc_proto.scheduling import PodGroup
-from vc_proto.vocabulary import JOB_VERSION_KEY
+from vc_proto.scheduling import PodGroup, Queue
+from vc_proto.vocabulary import DEFAULT_QUEUE, JOB_VERSION_KEY
 from vc_runtime.informer import Informer
 from vc_runtime.membership import Membership
+from vc_runtime.refusals import report_refused
+from vc_validation import Violation, summarize
 
 log = structlog.get_logger(__name__)
 JobKey = tuple[str, str]
@@ -54,6 +60,9 @@ class JobController:
         self.podgroups = Informer(store, PodGroup, on_change=self._podgroup_changed)
         self.commands = Informer(store, Command, on_change=self._command_changed)
         self.priority_classes = Informer(store, PriorityClass)
+        self.queues = Informer(store, Queue, on_change=self._queue_changed)
+        self.admissibility = Admissibility(queue_exists=self._queue_exists)
+        self.awaiting_queue: dict[str, set[JobKey]] = {}
         self.pods_by_job: dict[JobKey, dict[str, Pod]] = {}
         self.pending: dict[JobKey, deque[Request]] = {}
         self.delayed: dict[JobKey, dict[str, DelayedAction]] = {}
@@ -82,6 +91,7 @@ class JobController:
             key = (old.metadata.namespace or "", old.metadata.name or "") if old else ("", "")
             self.pending.pop(key, None)
             self.delayed.pop(key, None)
+            self.admissibility.forget(key)
             return
         request = rq.for_job_changed(old, new)
         if request is not None:
@@ -112,6 +122,24 @@ class JobController:
                 request = rq.for_podgroup_changed(old, new)
                 if request is not None:
                     self.enqueue((new.metadata.namespace or "", ref.name), request)
+
+    def _queue_changed(self, old: Queue | None, new: Queue | None) -> None:
+        """A job refused for want of its queue is looked at again once the queue exists."""
+        if new is None or old is not None:
+            return
+        for key in self.awaiting_queue.pop(new.metadata.name or "", set()):
+            job = self.jobs.get(*key)
+            if job is not None:
+                self.enqueue(key, rq.Request(event=rq.Event.OUT_OF_SYNC.value, job_uid=job.metadata.uid or ""))
+
+    async def _queue_exists(self, name: str) -> bool:
+        if self.queues.get(None, name) is not None:
+            return True
+        try:
+            self.queues.remember(await self.store.get(Queue, None, name))
+        except (NotFound, CorruptObject):
+            return False
+        return True
 
     def _command_changed(self, old: Command | None, new: Command | None) -> None:
         if new is not None and old is None and new.target and new.target.kind == "Job":
@@ -148,6 +176,10 @@ class JobController:
         job = self.jobs.get(key[0], key[1])
         if job is None:
             return
+        refused = await self.admissibility.violations(key, job)
+        if refused:
+            await self._refuse(key, job, refused)
+            return
         view = JobView(
             job,
             dict(self.pods_by_job.get(key, {})),
@@ -166,6 +198,19 @@ class JobController:
             self.jobs.remember(stored)
         await self._apply_delays(key, plan.delays_to_cancel, plan.delays_to_schedule)
         RECONCILES.labels(plan.action, "ok").inc()
+
+    async def _refuse(self, key: JobKey, job: Job, violations: tuple[Violation, ...]) -> None:
+        """Act on nothing; say why once (status, history, log, metric)."""
+        if violations[0].rule == "queue-exists":
+            self.awaiting_queue.setdefault((job.spec.queue if job.spec else None) or DEFAULT_QUEUE, set()).add(key)
+        message = summarize(violations)
+        if is_refused_for(job, message):
+            return
+        report_refused(kind="Job", key=f"{key[0]}/{key[1]}", rule=violations[0].rule, message=message)
+        plan = plan_refusal(job, message, datetime.now(UTC))
+        stored = await self.executor.execute(job, plan, can_write=self.membership.can_write)
+        self.jobs.remember(stored)
+        RECONCILES.labels("Refuse", "ok").inc()
 
     async def _apply_delays(self, key: JobKey, cancel: tuple[str, ...], schedule: tuple[DelayedAction, ...]) -> None:
         table = self.delayed.setdefault(key, {})

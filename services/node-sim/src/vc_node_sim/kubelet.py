@@ -1,4 +1,8 @@
-"""The simulated kubelet for a set of nodes: follows the pods bound to them and carries out `plan()`."""
+"""The simulated kubelet for a set of nodes: follows the pods bound to them and carries out `plan()`.
+
+Before starting a pod it admits it as a kubelet does (`admit.py`): a pod admission would refuse, or one
+that does not fit beside what its node already runs, ends Failed with the reason instead of running.
+"""
 
 from __future__ import annotations
 
@@ -14,17 +18,21 @@ from prometheus_client import Counter, Gauge
 
 from vc_bus.decoding import CorruptObject
 from vc_core.errors import Conflict, NotFound
+from vc_core.resources import Resources
 from vc_core.store import ObjectStore, WatchOp
+from vc_node_sim.admit import Rejection, admit, pod_requests
 from vc_node_sim.logic import Next, SimConfig, Step, format_time, parse_time, plan
-from vc_node_sim.statuses import finished_status, node_object, node_ready, running_status
+from vc_node_sim.statuses import finished_status, node_object, node_ready, rejected_status, running_status
 from vc_proto import events as ev
-from vc_proto.core import Node, Pod
+from vc_proto.core import Node, Pod, PodStatus
 from vc_proto.events import DomainEvent
 from vc_runtime.aio import until
+from vc_runtime.refusals import report_refused
 
 log = structlog.get_logger(__name__)
 PodKey = tuple[str, str]
 
+REJECTED = Counter("tephra_node_sim_pods_rejected_total", "Pods node-sim refused to start, by reason", ["reason"])
 TRANSITIONS = Counter("tephra_node_sim_pod_transitions_total", "Pod transitions made by node-sim", ["step"])
 PODS = Gauge("tephra_node_sim_pods", "Pods on simulated nodes")
 NODES = Gauge("tephra_node_sim_nodes", "Simulated nodes")
@@ -48,6 +56,10 @@ class Kubelet:
     nodes: dict[str, NodeState] = field(default_factory=dict)
     pods: dict[PodKey, Pod] = field(default_factory=dict)
     seen_at: dict[PodKey, float] = field(default_factory=dict)
+    by_node: dict[str, set[PodKey]] = field(default_factory=dict)
+    # Pods whose start is decided but not yet stored: they hold their node's room meanwhile.
+    _starting: set[PodKey] = field(default_factory=set)
+    _requests: dict[PodKey, tuple[object, Resources]] = field(default_factory=dict)
     _timers: list[tuple[float, int, PodKey, Step]] = field(default_factory=list)
     _scheduled: dict[PodKey, tuple[Step, float]] = field(default_factory=dict)
     _seq: itertools.count[int] = field(default_factory=itertools.count)
@@ -115,15 +127,28 @@ class Kubelet:
             if node not in self.nodes:
                 self._forget(key)
                 continue
-            self.pods[key] = event.obj
+            self._keep(key, event.obj)
             self.seen_at.setdefault(key, time.time())
             self._schedule(key)
         PODS.set(len(self.pods))
 
+    def _keep(self, key: PodKey, pod: Pod) -> None:
+        old = self.pods.get(key)
+        old_node = old.spec.node_name if old is not None and old.spec else None
+        node = pod.spec.node_name if pod.spec else None
+        if old_node != node and old_node is not None:
+            self.by_node.get(old_node, set()).discard(key)
+        if node is not None:
+            self.by_node.setdefault(node, set()).add(key)
+        self.pods[key] = pod
+
     def _forget(self, key: PodKey) -> None:
-        self.pods.pop(key, None)
+        pod = self.pods.pop(key, None)
+        if pod is not None and pod.spec and pod.spec.node_name:
+            self.by_node.get(pod.spec.node_name, set()).discard(key)
         self.seen_at.pop(key, None)
         self._scheduled.pop(key, None)
+        self._requests.pop(key, None)
 
     def _next(self, key: PodKey) -> Next | None:
         pod = self.pods.get(key)
@@ -194,7 +219,7 @@ class Kubelet:
 
     async def _refresh(self, key: PodKey) -> None:
         try:
-            self.pods[key] = await self.store.get(Pod, key[0], key[1])
+            self._keep(key, await self.store.get(Pod, key[0], key[1]))
         except (NotFound, CorruptObject):
             self._forget(key)  # gone, or no longer a pod anyone can run
             return
@@ -215,15 +240,60 @@ class Kubelet:
             await self._event(pod, ev.POD_EVICTED, f"node {node} is NotReady: pod evicted", phase=None)
             return
         if nxt.step is Step.START:
-            status = running_status(pod, now=now, host_ip=self.nodes[node or ""].host_ip)
+            await self._start(key, pod, node or "", now)
+            return
+        status = finished_status(pod, now=now, exit_code=nxt.exit_code)
+        updated = await self._write_status(key, pod, status)
+        await self._event(updated, ev.POD_EXITED, None, phase=status.phase, exit_code=nxt.exit_code)
+
+    async def _start(self, key: PodKey, pod: Pod, node: str, now: str) -> None:
+        """Admit, then run (or reject) the pod. No await between the admission and taking the room."""
+        rejection = admit(pod, allocatable=self.nodes[node].capacity, running=self._running_on(node, besides=key))
+        if rejection is not None:
+            await self._reject(key, pod, rejection, now)
+            return
+        self._starting.add(key)
+        try:
+            updated = await self._write_status(key, pod, running_status(pod, now=now, host_ip=self.nodes[node].host_ip))
+        finally:
+            self._starting.discard(key)
+        await self._event(updated, ev.POD_STARTED, None, phase="Running")
+
+    async def _reject(self, key: PodKey, pod: Pod, rejection: Rejection, now: str) -> None:
+        status = rejected_status(pod, now=now, reason=rejection.reason, message=rejection.message)
+        updated = await self._write_status(key, pod, status)
+        REJECTED.labels(rejection.reason).inc()
+        if rejection.reason.startswith("OutOf"):
+            log.warning("pod.rejected", pod=f"{key[0]}/{key[1]}", reason=rejection.reason, message=rejection.message)
         else:
-            status = finished_status(pod, now=now, exit_code=nxt.exit_code)
+            report_refused(kind="Pod", key=f"{key[0]}/{key[1]}", rule=rejection.reason, message=rejection.message)
+        await self._event(updated, rejection.reason, rejection.message, phase="Failed")
+
+    async def _write_status(self, key: PodKey, pod: Pod, status: PodStatus) -> Pod:
         updated = await self.store.update(msgspec.structs.replace(pod, status=status))
-        self.pods[key] = updated
+        self._keep(key, updated)
         self._scheduled.pop(key, None)
         self._schedule(key)
-        reason = ev.POD_STARTED if nxt.step is Step.START else ev.POD_EXITED
-        await self._event(updated, reason, None, phase=status.phase, exit_code=None if nxt.step is Step.START else nxt.exit_code)
+        return updated
+
+    def _running_on(self, node: str, *, besides: PodKey) -> list[Resources]:
+        """Requests of the pods `node` runs now, or is starting (a pod's room is held from its admission)."""
+        out = []
+        for key in self.by_node.get(node, ()):
+            pod = self.pods.get(key)
+            if key == besides or pod is None:
+                continue
+            if key in self._starting or (pod.status is not None and pod.status.phase == "Running"):
+                out.append(self._requests_of(key, pod))
+        return out
+
+    def _requests_of(self, key: PodKey, pod: Pod) -> Resources:
+        known = self._requests.get(key)
+        if known is not None and known[0] is pod.spec:
+            return known[1]
+        requests = pod_requests(pod)
+        self._requests[key] = (pod.spec, requests)
+        return requests
 
     async def _event(self, pod: Pod, reason: str, message: str | None, *, phase: str | None, exit_code: int | None = None) -> None:
         labels = pod.metadata.labels or {}

@@ -79,6 +79,17 @@ def finished_status(pod: Pod, *, now: str, exit_code: int, reason: str | None = 
     )
 
 
+def rejected_status(pod: Pod, *, now: str, reason: str, message: str) -> PodStatus:
+    """A pod the kubelet would not start (its admission refused it): Failed, no container ever ran."""
+    return PodStatus(
+        phase="Failed",
+        conditions=[PodCondition(type="PodScheduled", status="True", last_transition_time=now)],
+        reason=reason,
+        message=message,
+        qos_class=(pod.status.qos_class if pod.status else None),
+    )
+
+
 def node_object(name: str, *, capacity: dict[str, str], ready: bool, now: str, existing: Node | None = None) -> Node:
     condition = NodeCondition(
         type="Ready",

@@ -3,6 +3,8 @@
 Keying by group (not by pod) makes the group's owner the single writer of the PodGroup *and* of the
 annotations on all its pods, so two instances never race to create the same group. Creation is
 create-if-absent and annotation is a compare-and-set, so a restart mid-way simply finishes the job.
+A pod admission would refuse (it reached the store some other way) gets no group: it is reported once
+and left alone.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from vc_proto.kinds import KINDS
 from vc_proto.scheduling import PodGroup
 from vc_proto.vocabulary import GROUP_NAME_ANNOTATION
 from vc_runtime.informer import Informer, ObjectKey
+from vc_runtime.refusals import report_refused
 from vc_runtime.sharding import FencedStore, Ownership
+from vc_validation import pod_violations, summarize
 
 log = structlog.get_logger(__name__)
 GroupKey = tuple[str, str]  # (namespace, podgroup name)
@@ -50,6 +54,7 @@ class PodGroupController:
         self._submit = submit
         self.pods: Informer[Pod] = Informer(store, Pod, on_change=self._pod_changed)
         self._waiting: dict[GroupKey, set[ObjectKey]] = {}
+        self._refused: set[tuple[ObjectKey, str]] = set()  # (pod key, uid) already reported
 
     def waiting_groups(self) -> list[GroupKey]:
         return list(self._waiting)
@@ -64,6 +69,8 @@ class PodGroupController:
             self._submit(group)
         elif group in self._waiting:
             self._waiting[group].discard(key)
+        if new is None:
+            self._refused.discard((key, pod.metadata.uid or ""))
 
     async def handle(self, group: GroupKey) -> None:
         if not self.pods.synced.is_set() or not self._ownership.owns(ownership_key(group)):
@@ -78,7 +85,18 @@ class PodGroupController:
 
     def _pods_waiting(self, group: GroupKey) -> list[Pod]:
         found = (self.pods.get(ns, name) for ns, name in self._waiting.get(group, ()))
-        return [p for p in found if p is not None and wants_podgroup(p, self._scheduler_names)]
+        return [p for p in found if p is not None and wants_podgroup(p, self._scheduler_names) and self._admissible(p)]
+
+    def _admissible(self, pod: Pod) -> bool:
+        violations = pod_violations(pod, tuple(self._scheduler_names))
+        if not violations:
+            return True
+        key = ((pod.metadata.namespace, pod.metadata.name or ""), pod.metadata.uid or "")
+        if key not in self._refused:
+            self._refused.add(key)
+            where = f"{pod.metadata.namespace}/{pod.metadata.name}"
+            report_refused(kind="Pod", key=where, rule=violations[0].rule, message=summarize(violations))
+        return False
 
     async def _ensure_group(self, pod: Pod) -> None:
         namespace, name = pod.metadata.namespace, group_name(pod)
