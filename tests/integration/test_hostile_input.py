@@ -8,6 +8,7 @@ that every affected service is still up and still serves good input.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import subprocess
@@ -35,7 +36,7 @@ from vc_core.store import WatchOp
 from vc_job_controller.delays import BUCKET as DELAYS_BUCKET
 from vc_proto import api, codec, subjects
 from vc_proto.batch import BATCH_V1ALPHA1, Job
-from vc_proto.core import CORE_V1, Container, Pod, PodSpec, ResourceRequirements
+from vc_proto.core import CORE_V1, Container, Node, Pod, PodSpec, ResourceRequirements
 from vc_proto.events import DomainEvent
 from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import PodGroup
@@ -405,3 +406,113 @@ async def test_objects_that_skipped_admission_are_not_acted_on_and_nodes_never_o
         assert_alive(*system.services.values())
     finally:
         system.stop()
+
+
+# -- finding 5: local input, quantities, durations, booleans -------------------------------------------
+
+LAUGHS = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: lol\n  annotations:\n    a: &a [l, l, l, l, l, l, l, l, l]\n"
+BILLION_LAUGHS = LAUGHS + "".join(
+    f"    {x}: &{x} [{', '.join([f'*{p}'] * 9)}]\n" for p, x in zip("abcdefgh", "bcdefghi", strict=True)
+)
+TEN_MIB = "x" * (10 * 1024 * 1024)
+HOSTILE_FILES = {
+    "ten-mib.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: big, annotations: {a: " + TEN_MIB + "}}\n",
+    "deep.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: deep}\nspec: " + "[" * 50_000 + "]" * 50_000 + "\n",
+    "laughs.yaml": BILLION_LAUGHS,
+    "list-key.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: k}\n? [1, 2]\n: 3\n",
+}
+
+
+async def test_vcctl_refuses_huge_deep_and_aliased_files_in_one_line(nats_server: NatsServer, tmp_path: Path) -> None:
+    for name, content in HOSTILE_FILES.items():
+        path = tmp_path / name
+        path.write_text(content)
+        result = await asyncio.to_thread(vcctl, nats_server.url, "apply", "-f", str(path))
+        assert result.returncode == 2, (name, result.stderr[-2000:])
+        assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, (name, result.stderr[-2000:])
+
+
+def job_with(name: str, *, requests: dict[str, str], annotations: dict[str, str] | None = None) -> str:
+    document = small_job(name)
+    template = document["spec"]["tasks"][0]["template"]  # type: ignore[index]
+    template["spec"]["containers"][0]["resources"]["requests"] = requests
+    template["metadata"]["annotations"] = annotations or {}
+    return json.dumps(document)
+
+
+@pytest.mark.parametrize(
+    ("requests", "annotations", "field", "message"),
+    [
+        pytest.param({"cpu": "1e29"}, None, "requests[cpu]", "must be at most", id="cpu-1e29"),
+        pytest.param({"cpu": "1", "nvidia.com/gpu": "0.5"}, None, "requests[nvidia.com/gpu]", "must be an integer",
+                     id="half-gpu"),
+        pytest.param({"cpu": "1"}, {"sim.tephra.dev/duration": "-5s"}, "annotations[sim.tephra.dev/duration]",
+                     "is negative", id="negative-duration"),
+    ],
+)
+async def test_admission_refuses_absurd_quantities_fractional_devices_and_negative_durations(
+    admission: ServiceProcess, nats_server: NatsServer, requests: dict[str, str], annotations: dict[str, str] | None,
+    field: str, message: str,
+) -> None:
+    document = job_with("absurd", requests=requests, annotations=annotations)
+    result = await asyncio.to_thread(vcctl, nats_server.url, "job", "run", "-f", "-", stdin=document)
+    assert result.returncode == 1 and field in result.stderr and message in result.stderr, result.stderr
+    listed = await asyncio.to_thread(vcctl, nats_server.url, "job", "list")
+    assert listed.stdout.strip() == "No resources found"
+    assert_alive(admission)
+
+
+@pytest.fixture
+async def node_sim(nats_server: NatsServer, tmp_path: Path) -> AsyncIterator[ServiceProcess]:
+    args = ["--nodes", "2", "--start-delay", "0.1"]
+    service = ServiceProcess("vc-node-sim", nats_server.url, args, tmp_path / "node-sim.log")
+    service.start()
+    await service.wait_ready()
+    yield service
+    service.stop_quietly()
+
+
+def sim_pod(name: str, duration: str) -> Pod:
+    meta = ObjectMeta(name=name, namespace="default", annotations={"sim.tephra.dev/duration": duration})
+    spec = PodSpec(node_name="node-0", containers=[Container(name="main")])
+    return Pod(api_version=CORE_V1, metadata=meta, spec=spec)
+
+
+async def test_node_sim_fails_bad_durations_and_reads_ready_strictly(
+    node_sim: ServiceProcess, nats_store: NatsStore, nc: Client
+) -> None:
+    async def status_of(name: str) -> tuple[str | None, str | None, str | None]:
+        pod = await nats_store.get(Pod, "default", name)
+        return (pod.status.phase, pod.status.reason, pod.status.message) if pod.status else (None, None, None)
+
+    async def reached(name: str, phase: str) -> None:
+        async def check() -> bool:
+            return (await status_of(name))[0] == phase
+
+        await eventually(check, timeout=20)
+
+    await nats_store.create(sim_pod("negative", "-5s"))
+    running = await nats_store.create(sim_pod("changed", "1h"))
+    await reached("negative", "Failed")
+    _, reason, message = await status_of("negative")
+    assert reason == "Invalid" and "sim.tephra.dev/duration" in (message or "")
+    await reached("changed", "Running")
+    current = await nats_store.get(Pod, "default", "changed")
+    await nats_store.update(msgspec.structs.replace(current, metadata=msgspec.structs.replace(
+        current.metadata, annotations={"sim.tephra.dev/duration": "soon"})))
+    await reached("changed", "Failed")
+    assert (await status_of("changed"))[1] == "Invalid" and running.metadata.uid
+
+    async def control(payload: bytes) -> dict[str, object]:
+        reply = await nc.request(subjects.NODE_SIM_CONTROL, payload, timeout=10)
+        decoded: dict[str, object] = json.loads(reply.data)
+        return decoded
+
+    for garbage in (b"\xff", b'{"node": "node-1", "ready": "maybe"}', b'{"node": "node-1", "ready": 1}', b"[" * 5000):
+        assert "error" in await control(garbage)
+    assert await control(b'{"node": "node-1", "ready": "false"}') == {"ok": True}
+    node = await nats_store.get(Node, None, "node-1")
+    assert [c.status for c in (node.status.conditions if node.status else None) or [] if c.type == "Ready"] == ["False"]
+    await nats_store.create(sim_pod("fine", "1s"))
+    await reached("fine", "Succeeded")
+    assert_alive(node_sim)

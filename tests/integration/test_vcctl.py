@@ -69,7 +69,7 @@ async def test_malformed_files_fail_clearly(nats_server: NatsServer, admission: 
     path = tmp_path / "job.yaml"
     path.write_text(content)
     result = vcctl(nats_server.url, "job", "run", "-f", str(path))
-    assert result.returncode == 1
+    assert result.returncode == 2  # bad local input, as a bad flag
     assert message in result.stderr
     assert "Traceback" not in result.stderr
 
@@ -102,7 +102,7 @@ async def test_missing_objects_and_files(nats_server: NatsServer, admission: Ser
     view = vcctl(nats_server.url, "job", "view", "-N", "nope")
     assert view.returncode == 1 and "job default/nope not found" in view.stderr
     missing = vcctl(nats_server.url, "apply", "-f", "/does/not/exist.yaml")
-    assert missing.returncode == 1 and "no such file" in missing.stderr
+    assert missing.returncode == 2 and "no such file" in missing.stderr
 
 
 def test_no_server_is_a_clear_error() -> None:

@@ -11,6 +11,7 @@ import nats
 import nats.errors
 from nats.aio.client import Client
 
+from vc_bus.decoding import UNDECODABLE, describe
 from vc_bus.store import NatsStore
 from vc_cli.errors import CliError
 from vc_proto import api, codec, subjects
@@ -26,19 +27,30 @@ class Tephra:
         self.store = NatsStore(nc)
 
     async def write(self, request: api.WriteRequest) -> KubeObject | None:
+        data = msgspec.json.encode(request)
+        if len(data) > api.MAX_REQUEST_BYTES:
+            limit = api.MAX_REQUEST_BYTES
+            raise CliError(f"the request is {len(data):,} bytes; the limit is {limit:,} (3 MiB)", code=2)
         try:
-            msg = await self.nc.request(subjects.ADMISSION_WRITE, msgspec.json.encode(request), timeout=WRITE_TIMEOUT_S)
+            msg = await self.nc.request(subjects.ADMISSION_WRITE, data, timeout=WRITE_TIMEOUT_S)
         except nats.errors.NoRespondersError as exc:
             raise CliError("no admission service is running (start Tephra with `vcctl up` or `make run`)") from exc
         except nats.errors.TimeoutError as exc:
             raise CliError("admission did not answer within 15 s; the request may or may not have been applied") from exc
-        reply = _reply.decode(msg.data)
-        if reply.error is not None:
-            raise CliError(format_error(reply.error))
-        return None if api.is_absent(reply.object) else codec.decode_object(bytes(reply.object))
+        try:
+            reply = _reply.decode(msg.data)
+            if reply.error is not None:
+                raise CliError(format_error(reply.error))
+            return None if api.is_absent(reply.object) else codec.decode_object(bytes(reply.object))
+        except UNDECODABLE as exc:  # whoever answered on that subject did not answer as admission does
+            raise CliError(f"the answer to the write is not readable: {describe(exc)}") from exc
 
     async def submit(self, operation: api.Operation, document: dict[str, Any], *, namespace: str | None = None) -> KubeObject:
-        obj = await self.write(api.WriteRequest(operation=operation, object=msgspec.Raw(msgspec.json.encode(document)), namespace=namespace))
+        try:
+            raw = msgspec.Raw(msgspec.json.encode(document))
+        except (msgspec.EncodeError, OverflowError, TypeError, ValueError) as exc:  # e.g. an integer past 64 bits
+            raise CliError(f"the document cannot be sent as JSON: {describe(exc)}", code=2) from exc
+        obj = await self.write(api.WriteRequest(operation=operation, object=raw, namespace=namespace))
         assert obj is not None
         return obj
 

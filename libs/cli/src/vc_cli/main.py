@@ -54,6 +54,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except OSError as exc:  # a local failure (a file, a socket): its reason, not a traceback
+        print(f"error: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # the last line of defence: one line, never a traceback
+        print(f"error: unexpected {type(exc).__name__}: {' '.join(str(exc).split())[:300]}", file=sys.stderr)
+        return 1
 
 
 def _sim(argv: list[str]) -> int:

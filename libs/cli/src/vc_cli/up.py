@@ -27,14 +27,17 @@ from vc_bus.server import NatsServer, NatsServerError, die_with_parent, free_por
 from vc_bus.store import NatsStore
 from vc_cli.datalock import DataDirLock, lock_data_dir
 from vc_cli.errors import CliError
-from vc_core.errors import AlreadyExists
+from vc_core.errors import AlreadyExists, InvalidObject
+from vc_core.quantity import parse_quantity
 from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec, QueueStatus
+from vc_validation.simulation import parse_sim_duration
 
 READY_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 30.0
 # nats-server restarted more often than this within a minute is not coming back by itself.
 NATS_QUICK_RESTARTS = 5
+MAX_NODES = 100_000  # node-sim's own bound
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -139,9 +142,33 @@ async def ensure_default_queues(url: str) -> None:
                 pass
 
 
-async def run(args: argparse.Namespace) -> int:
-    if args.scheduler_replicas < 1 or args.scheduler_replicas > 16:
+def check_arguments(args: argparse.Namespace) -> None:
+    """Every flag's value, before anything starts: one line and exit 2 for a bad one."""
+    if not 1 <= args.scheduler_replicas <= 16:
         raise CliError("--scheduler-replicas must be between 1 and 16", code=2)
+    if not 0 <= args.nats_port <= 65535:
+        raise CliError("--nats-port must be between 0 and 65535", code=2)
+    if args.nodes is not None and not 0 <= args.nodes <= MAX_NODES:
+        raise CliError(f"--nodes must be between 0 and {MAX_NODES:,}", code=2)
+    for flag in ("node_cpu", "node_memory", "node_gpu", "node_pods"):
+        name = "--" + flag.replace("_", "-")
+        try:
+            amount = parse_quantity(getattr(args, flag), field=name)
+        except InvalidObject as exc:
+            raise CliError(f"{name}: {exc.message}", code=2) from exc
+        if amount < 0 or (flag != "node_memory" and amount.denominator != 1):
+            raise CliError(f"{name} must be a whole number of at least 0", code=2)
+    if args.default_duration:
+        try:
+            parse_sim_duration(args.default_duration, path="--default-duration")
+        except InvalidObject as exc:
+            raise CliError(f"--default-duration: {exc.message}", code=2) from exc
+    if args.scheduler_conf and not Path(args.scheduler_conf).is_file():
+        raise CliError(f"--scheduler-conf {args.scheduler_conf}: no such file", code=2)
+
+
+async def run(args: argparse.Namespace) -> int:
+    check_arguments(args)
     data = Path(args.data).resolve()
     lock = lock_data_dir(data)
     try:

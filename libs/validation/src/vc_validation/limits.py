@@ -7,6 +7,7 @@ spin or run out of memory. Sizes are checked on the raw bytes before anything is
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Final
 
 from vc_validation.verdict import Verdict, deny
@@ -46,6 +47,10 @@ MAX_QUEUE_WEIGHT: Final = 65_535
 
 # Kubernetes int32 fields.
 INT32_MAX: Final = 2**31 - 1
+
+# Quantities: Kubernetes computes with int64 milli-units (Quantity.MilliValue), so anything larger
+# overflows there; ours would be accepted and then wrap nothing but sense (cpu `1e29`).
+MAX_QUANTITY: Final = Fraction(2**63 - 1, 1000)
 
 
 def check_request_size(size: int) -> Verdict | None:

@@ -1,7 +1,7 @@
 """Pod validation on CREATE.
 
 Every pod: what an API server checks that Tephra depends on (metadata bounds, containers and their
-resources); the embedded store has no other API server. Pods a Volcano
+resources, node-sim's annotations); the embedded store has no other API server. Pods a Volcano
 scheduler serves also get Volcano's checks (`pods/validate/admit_pod.go`): the disruption-budget
 annotations `volcano.sh/jdb-min-available` and `volcano.sh/jdb-max-unavailable` take a positive integer
 or a percentage between 1% and 99%, and only one of them may be set.
@@ -14,6 +14,7 @@ from typing import Final
 
 from vc_proto.core import Pod
 from vc_validation.names import validate_metadata_bounds
+from vc_validation.simulation import validate_sim_annotations
 from vc_validation.templates import validate_pod_spec
 from vc_validation.verdict import Violation
 
@@ -38,6 +39,7 @@ def validate_pod(pod: Pod) -> list[Violation]:
     """What any pod must be before anything acts on it, whoever stored it."""
     return [
         *validate_metadata_bounds(pod.metadata),
+        *validate_sim_annotations(pod.metadata.annotations, path="metadata.annotations"),
         *validate_pod_spec(pod.spec, "spec"),
     ]
 

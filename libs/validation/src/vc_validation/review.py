@@ -24,6 +24,7 @@ from vc_validation.pods import validate_pod_create
 from vc_validation.pods_mutate import mutate_pod
 from vc_validation.queues_mutate import mutate_queue
 from vc_validation.queues_validate import validate_queue_delete, validate_queue_write
+from vc_validation.simulation import validate_sim_annotations
 from vc_validation.verdict import Verdict, allow, decide, deny
 
 Operation = Literal["CREATE", "UPDATE", "DELETE"]
@@ -83,7 +84,9 @@ def review_podgroup(operation: Operation, podgroup: PodGroup, ctx: AdmissionCont
 
 
 def review_pod(operation: Operation, pod: Pod, ctx: AdmissionContext) -> Verdict:
+    if operation == "UPDATE":  # annotations may change on a running pod; node-sim's must stay readable
+        return decide(validate_sim_annotations(pod.metadata.annotations, path="metadata.annotations"), pod)
     if operation != "CREATE":
-        return allow(pod if operation == "UPDATE" else None)
+        return allow(None)
     patched = mutate_pod(pod, resource_groups=ctx.resource_groups, queue_gate=ctx.queue_allocation_gate)
     return decide(validate_pod_create(patched, ctx.scheduler_names), patched)

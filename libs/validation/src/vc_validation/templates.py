@@ -2,7 +2,8 @@
 
 Volcano runs Kubernetes' full `ValidatePodTemplate`; in the `kube` backend the API server does that
 again for every pod. Here we check what Tephra itself depends on: at least one container, container
-names, parseable and consistent resource quantities, and Volcano's integer-CPU rule for NUMA policies.
+names, parseable, bounded and consistent resource quantities (whole extended resources), node-sim's
+annotations, and Volcano's integer-CPU rule for NUMA policies.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from vc_proto.core import Container, PodSpec, ResourceRequirements
 from vc_validation.limits import MAX_CONTAINERS
 from vc_validation.names import dns1123_label_errors, format_errors
 from vc_validation.resource_lists import parse_resource_list
+from vc_validation.simulation import validate_sim_annotations
 from vc_validation.verdict import Violation
 
 TOPOLOGY_POLICIES: Final = frozenset({"none", "best-effort", "restricted", "single-numa-node"})
@@ -26,8 +28,12 @@ _STOPPING: Final = frozenset({"template-containers", "containers-count"})
 
 
 def validate_template(task: TaskSpec, path: str) -> Iterator[Violation]:
-    spec = task.template.spec if task.template else None
-    problems = list(validate_pod_spec(spec, f"{path}.template.spec"))
+    template = task.template
+    here = f"{path}.template"
+    if template is not None and template.metadata is not None:
+        yield from validate_sim_annotations(template.metadata.annotations, path=f"{here}.metadata.annotations")
+    spec = template.spec if template else None
+    problems = list(validate_pod_spec(spec, f"{here}.spec"))
     yield from problems
     if not any(v.rule in _STOPPING for v in problems):
         containers = [*((spec.containers or []) if spec else []), *((spec.init_containers or []) if spec else [])]
@@ -53,7 +59,7 @@ def validate_pod_spec(spec: PodSpec | None, path: str) -> Iterator[Violation]:
     yield from _validate_containers(containers, f"{path}.containers", set())
     yield from _validate_containers(init_containers, f"{path}.initContainers", {c.name for c in containers})
     if spec is not None and spec.overhead:
-        yield from parse_resource_list(spec.overhead, f"{path}.overhead")
+        yield from parse_resource_list(spec.overhead, f"{path}.overhead", container=True)
 
 
 def _validate_containers(containers: Sequence[Container], path: str, taken: set[str]) -> Iterator[Violation]:
@@ -71,8 +77,8 @@ def _validate_containers(containers: Sequence[Container], path: str, taken: set[
 def _validate_resources(resources: ResourceRequirements | None, path: str) -> Iterator[Violation]:
     if resources is None:
         return
-    requests = yield from parse_resource_list(resources.requests, f"{path}.requests", bracketed=True)
-    limits = yield from parse_resource_list(resources.limits, f"{path}.limits", bracketed=True)
+    requests = yield from parse_resource_list(resources.requests, f"{path}.requests", bracketed=True, container=True)
+    limits = yield from parse_resource_list(resources.limits, f"{path}.limits", bracketed=True, container=True)
     for name, requested in requests.items():
         if name in limits and requested > limits[name]:
             yield Violation(

@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 from collections.abc import Sequence
 
+import msgspec
 import structlog
 from nats.aio.msg import Msg
 
-from vc_core.errors import NotFound, VcError
+from vc_bus.decoding import UNDECODABLE, describe, report_undecodable
+from vc_core.errors import ConfigError, InvalidObject, VcError
+from vc_node_sim.control import parse_control
 from vc_node_sim.kubelet import Kubelet
 from vc_node_sim.logic import SimConfig
 from vc_proto import subjects
 from vc_runtime.aio import sleep_or_stop, wait_or_stop
 from vc_runtime.service import FnWorker, ServiceContext, Worker
 from vc_runtime.settings import RuntimeSettings
+from vc_validation.simulation import parse_sim_duration
 
 log = structlog.get_logger(__name__)
 MAX_NODES = 100_000
@@ -37,6 +40,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--not-ready", default="", help="comma-separated nodes to register NotReady")
 
 
+def default_duration(text: str) -> float:
+    """--default-duration: a duration of 0s or more (as the pod annotation), else ConfigError (exit 2)."""
+    try:
+        return parse_sim_duration(text, path="--default-duration")
+    except InvalidObject as exc:
+        raise ConfigError(f"--default-duration: {exc.message}") from exc
+
+
 def host_ip(index: int) -> str:
     return f"10.{(index >> 16) & 255}.{(index >> 8) & 255}.{index & 255}"
 
@@ -45,13 +56,9 @@ class NodeSimApp:
     name = "node-sim"
 
     def __init__(self, settings: RuntimeSettings) -> None:
-        from vc_core.durations import parse_duration
-
         extra = settings.extra
         count = int(extra.get("nodes", 4))  # type: ignore[call-overload]
         if not 0 <= count <= MAX_NODES:
-            from vc_core.errors import ConfigError
-
             raise ConfigError(f"--nodes must be between 0 and {MAX_NODES}")
         default = extra.get("default_duration")
         self.count = count
@@ -68,7 +75,7 @@ class NodeSimApp:
         self.heartbeat_s = float(extra.get("heartbeat_period", 60.0))  # type: ignore[arg-type]
         self.cfg = SimConfig(
             start_delay_s=float(extra.get("start_delay", 0.2)),  # type: ignore[arg-type]
-            default_duration_s=parse_duration(str(default), field="--default-duration") if default else None,
+            default_duration_s=default_duration(str(default)) if default else None,
             termination_s=float(extra.get("termination", 0.0)),  # type: ignore[arg-type]
             eviction_delay_s=float(extra.get("eviction_delay", 0.0)),  # type: ignore[arg-type]
         )
@@ -122,16 +129,22 @@ class NodeSimApp:
 
     def _control_handler(self, kubelet: Kubelet):  # type: ignore[no-untyped-def]
         async def handle(msg: Msg) -> None:
-            try:
-                request = json.loads(msg.data)
-                await kubelet.set_ready(str(request["node"]), bool(request["ready"]))
-                reply = {"ok": True}
-            except NotFound as exc:
-                reply = {"error": str(exc)}
-            except (KeyError, ValueError, TypeError) as exc:
-                reply = {"error": f"bad request: {exc!r}; expected {{'node': NAME, 'ready': BOOL}}"}
+            reply = await _control(kubelet, msg.data)
             if msg.reply:
-                await msg.respond(json.dumps(reply).encode())
+                await msg.respond(msgspec.json.encode(reply))
 
         return handle
 
+
+async def _control(kubelet: Kubelet, data: bytes) -> dict[str, object]:
+    """One control request, answered whatever it holds (a handler boundary: nobody on the bus can stop it)."""
+    try:
+        node, ready = parse_control(data)
+    except UNDECODABLE as exc:
+        report_undecodable(source=subjects.NODE_SIM_CONTROL, kind="ControlRequest", error=exc, size=len(data))
+        return {"error": f"bad request: {describe(exc)}; expected {{\"node\": NAME, \"ready\": true|false}}"}
+    try:
+        await kubelet.set_ready(node, ready)
+    except VcError as exc:  # NotFound (no such simulated node), or the store refused
+        return {"error": str(exc)}
+    return {"ok": True}

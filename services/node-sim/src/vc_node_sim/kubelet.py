@@ -242,9 +242,11 @@ class Kubelet:
         if nxt.step is Step.START:
             await self._start(key, pod, node or "", now)
             return
-        status = finished_status(pod, now=now, exit_code=nxt.exit_code)
+        status = finished_status(pod, now=now, exit_code=nxt.exit_code, reason=nxt.reason, message=nxt.message)
         updated = await self._write_status(key, pod, status)
-        await self._event(updated, ev.POD_EXITED, None, phase=status.phase, exit_code=nxt.exit_code)
+        if nxt.reason is not None:
+            report_refused(kind="Pod", key=f"{key[0]}/{key[1]}", rule=nxt.reason, message=nxt.message or "")
+        await self._event(updated, ev.POD_EXITED, nxt.message, phase=status.phase, exit_code=nxt.exit_code)
 
     async def _start(self, key: PodKey, pod: Pod, node: str, now: str) -> None:
         """Admit, then run (or reject) the pod. No await between the admission and taking the room."""

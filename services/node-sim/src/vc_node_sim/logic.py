@@ -2,7 +2,10 @@
 
 Pending -> Running after a start delay -> Succeeded (exit 0) or Failed (exit code) once the pod's
 `sim.tephra.dev/duration` has passed since it started. A deleted pod is removed after its (bounded)
-grace period. On a NotReady node, pods are evicted once their not-ready toleration runs out.
+grace period. On a NotReady node, pods are evicted once their not-ready toleration runs out. A duration
+or exit code that is not one (a negative duration, `soon`, exit code `-1`) is an error, never a
+default: the pod ends Failed at once with reason `Invalid` and the rule it breaks (admission refuses
+such pods, and node-sim does not start them; this covers one whose annotations changed while running).
 """
 
 from __future__ import annotations
@@ -11,12 +14,14 @@ import enum
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from vc_core.durations import parse_duration
 from vc_core.errors import InvalidObject
 from vc_proto.core import Pod
 from vc_proto.vocabulary import SIM_DURATION_ANNOTATION, SIM_EXIT_CODE_ANNOTATION
+from vc_validation.simulation import parse_sim_duration, parse_sim_exit_code
 
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+INVALID = "Invalid"
+INVALID_EXIT_CODE = 1  # a pod failed for a bad annotation exits like a process failing its own start
 
 
 class Step(enum.Enum):
@@ -42,6 +47,9 @@ class Next:
     step: Step
     due: float  # epoch seconds
     exit_code: int = 0
+    # Why a FINISH fails the pod other than by its exit code (its status reason and message).
+    reason: str | None = None
+    message: str | None = None
 
 
 def parse_time(text: str | None) -> float | None:
@@ -55,23 +63,14 @@ def format_time(epoch: float) -> str:
 
 
 def pod_run_time(pod: Pod, cfg: SimConfig) -> float | None:
-    """Seconds the pod runs; None means until deleted. A malformed annotation is a user error: 0 s."""
-    annotations = pod.metadata.annotations or {}
-    text = annotations.get(SIM_DURATION_ANNOTATION)
-    if text is None:
-        return cfg.default_duration_s
-    try:
-        return max(0.0, parse_duration(text, field=f"metadata.annotations[{SIM_DURATION_ANNOTATION}]"))
-    except InvalidObject:
-        return 0.0
+    """Seconds the pod runs; None means until deleted. Raises InvalidObject for a malformed annotation."""
+    text = (pod.metadata.annotations or {}).get(SIM_DURATION_ANNOTATION)
+    return cfg.default_duration_s if text is None else parse_sim_duration(text)
 
 
 def pod_exit_code(pod: Pod) -> int:
-    text = (pod.metadata.annotations or {}).get(SIM_EXIT_CODE_ANNOTATION, "0")
-    try:
-        return int(text)
-    except ValueError:
-        return 1
+    """Raises InvalidObject for a malformed annotation."""
+    return parse_sim_exit_code((pod.metadata.annotations or {}).get(SIM_EXIT_CODE_ANNOTATION, "0"))
 
 
 def not_ready_toleration_s(pod: Pod, default: float) -> float:
@@ -99,7 +98,10 @@ def plan(pod: Pod, *, seen_at: float, node_not_ready_since: float | None, cfg: S
     started = parse_time(pod.status.start_time if pod.status else None)
     if phase != "Running" or started is None:
         return Next(Step.START, seen_at + cfg.start_delay_s)
-    run_time = pod_run_time(pod, cfg)
+    try:
+        run_time, exit_code = pod_run_time(pod, cfg), pod_exit_code(pod)
+    except InvalidObject as exc:
+        return Next(Step.FINISH, started, INVALID_EXIT_CODE, INVALID, f"{exc.field}: {exc.message}")
     if run_time is None:
         return None
-    return Next(Step.FINISH, started + run_time, pod_exit_code(pod))
+    return Next(Step.FINISH, started + run_time, exit_code)

@@ -55,7 +55,8 @@ async def run(tephra: Tephra, args: argparse.Namespace) -> int:
 async def _run(tephra: Tephra, args: argparse.Namespace) -> int:
     for index, doc in enumerate(read_documents(args.filename)):
         if doc.get("kind") != "Job":
-            raise CliError(f"{args.filename}: document {index} is a {doc.get('kind')!r}, not a Job (use `vcctl apply`)")
+            kind = str(doc.get("kind"))[:64]
+            raise CliError(f"{args.filename}: document {index} is a {kind!r}, not a Job (use `vcctl apply`)", code=2)
         created = await tephra.submit("create", doc, namespace=args.namespace)
         print(f"run job {created.metadata.name} successfully")
     return 0
