@@ -478,7 +478,7 @@ def sim_pod(name: str, duration: str) -> Pod:
     return Pod(api_version=CORE_V1, metadata=meta, spec=spec)
 
 
-async def test_node_sim_fails_bad_durations_and_reads_ready_strictly(
+async def test_node_sim_fails_bad_durations_reads_ready_strictly_and_survives_bad_times(
     node_sim: ServiceProcess, nats_store: NatsStore, nc: Client
 ) -> None:
     async def status_of(name: str) -> tuple[str | None, str | None, str | None]:
@@ -513,6 +513,19 @@ async def test_node_sim_fails_bad_durations_and_reads_ready_strictly(
     assert await control(b'{"node": "node-1", "ready": "false"}') == {"ok": True}
     node = await nats_store.get(Node, None, "node-1")
     assert [c.status for c in (node.status.conditions if node.status else None) or [] if c.type == "Ready"] == ["False"]
+
+    # Timestamps that are not times, on a node and on a running pod: node-sim serves on.
+    assert node.status is not None
+    bad_time = [msgspec.structs.replace(c, last_transition_time="yesterday") for c in node.status.conditions or []]
+    status = msgspec.structs.replace(node.status, conditions=bad_time)
+    await nats_store.update(msgspec.structs.replace(node, status=status))
+    assert await control(b'{"node": "node-1", "ready": "false"}') == {"ok": True}
+    await nats_store.create(sim_pod("doomed", "1h"))
+    await reached("doomed", "Running")
+    doomed = await nats_store.get(Pod, "default", "doomed")
+    await nats_store.update(msgspec.structs.replace(doomed, metadata=msgspec.structs.replace(
+        doomed.metadata, deletion_timestamp="not a time")))
     await nats_store.create(sim_pod("fine", "1s"))
     await reached("fine", "Succeeded")
     assert_alive(node_sim)
+    assert await asyncio.to_thread(metric, node_sim, "tephra_decode_errors_total", source="node-sim:plan") > 0

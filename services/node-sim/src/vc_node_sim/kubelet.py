@@ -16,7 +16,7 @@ import msgspec
 import structlog
 from prometheus_client import Counter, Gauge
 
-from vc_bus.decoding import CorruptObject
+from vc_bus.decoding import CorruptObject, report_unprocessable
 from vc_core.errors import Conflict, NotFound
 from vc_core.resources import Resources
 from vc_core.store import ObjectStore, WatchOp
@@ -156,7 +156,12 @@ class Kubelet:
             return None
         node = self.nodes.get(pod.spec.node_name or "") if pod.spec else None
         since = node.not_ready_since if node else None
-        return plan(pod, seen_at=self.seen_at.get(key, time.time()), node_not_ready_since=since, cfg=self.cfg)
+        try:
+            return plan(pod, seen_at=self.seen_at.get(key, time.time()), node_not_ready_since=since, cfg=self.cfg)
+        except ValueError as exc:  # a timestamp someone wrote that is not one: leave this pod, serve the rest
+            where = {"key": f"{key[0]}/{key[1]}", "revision": pod.metadata.resource_version}
+            report_unprocessable(source="node-sim:plan", kind="Pod", error=exc, **where)
+            return None
 
     def _schedule(self, key: PodKey) -> None:
         nxt = self._next(key)
@@ -323,15 +328,25 @@ class Kubelet:
 def _not_ready_since(node: Node) -> float | None:
     for cond in (node.status.conditions if node.status else None) or []:
         if cond.type == "Ready" and cond.status != "True":
-            return parse_time(cond.last_transition_time) or time.time()
+            return _time_or_none(cond.last_transition_time) or time.time()
     return None
+
+
+def _time_or_none(text: str | None) -> float | None:
+    """A node's timestamps are node-sim's own, but the store is anyone's: one that is not a time is none."""
+    try:
+        return parse_time(text)
+    except ValueError:
+        return None
 
 
 def _keep_transition_time(node: Node, existing: Node) -> Node:
     old = {c.type: c for c in (existing.status.conditions if existing.status else None) or []}
     assert node.status is not None
     conditions = [
-        msgspec.structs.replace(c, last_transition_time=old[c.type].last_transition_time) if c.type in old else c
+        msgspec.structs.replace(c, last_transition_time=old[c.type].last_transition_time)
+        if c.type in old and _time_or_none(old[c.type].last_transition_time) is not None
+        else c
         for c in node.status.conditions or []
     ]
     return msgspec.structs.replace(node, status=msgspec.structs.replace(node.status, conditions=conditions))
