@@ -1,0 +1,97 @@
+"""Wiring of the dashboard: the cache (informers over the read-only store), the hub, the HTTP site."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+from collections.abc import Sequence
+from typing import Final
+
+import structlog
+from aiohttp import web
+
+from vc_core.errors import ConfigError
+from vc_dashboard.cache import ClusterCache
+from vc_dashboard.hub import Hub
+from vc_dashboard.readonly import ReadOnlyStore
+from vc_dashboard.web import Dashboard
+from vc_runtime.probes import Probes
+from vc_runtime.resync import wait_synced
+from vc_runtime.service import FnWorker, ServiceContext, Worker
+from vc_runtime.settings import RuntimeSettings
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_PORT: Final = 8090
+# aiohttp waits this long at shutdown for open handlers; live streams end as soon as the hub closes.
+SHUTDOWN_TIMEOUT_S: Final = 5.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--http-host",
+        default=os.environ.get("VC_DASHBOARD__HOST", "127.0.0.1"),
+        help="address the pages are served on (env VC_DASHBOARD__HOST)",
+    )
+    parser.add_argument(
+        "--http-port",
+        type=int,
+        default=int(os.environ.get("VC_DASHBOARD__PORT", DEFAULT_PORT)),
+        help=f"port of the pages (env VC_DASHBOARD__PORT; default {DEFAULT_PORT}, 0 picks a free one)",
+    )
+
+
+class DashboardApp:
+    name = "dashboard"
+
+    def __init__(self, settings: RuntimeSettings) -> None:
+        self.host = str(settings.extra.get("http_host", "127.0.0.1"))
+        self.port = int(settings.extra.get("http_port", DEFAULT_PORT))  # type: ignore[call-overload]
+        if not 0 <= self.port <= 65535:
+            raise ConfigError(f"--http-port {self.port}: must be from 0 to 65535")
+        self.bound_port: int | None = None
+
+    async def open(self, ctx: ServiceContext) -> Sequence[Worker]:
+        hub = Hub()
+        cache = ClusterCache(ReadOnlyStore(ctx.store), publish=hub.publish)
+        dashboard = Dashboard(cache=cache, hub=hub, nc=ctx.nc)
+        ctx.probes.require("caches-synced", "http-listening")
+
+        async def synced(shutdown: asyncio.Event) -> None:
+            if await wait_synced(cache.synced, shutdown):
+                ctx.probes.set("caches-synced")
+                hub.publish(("Queue", "Job", "PodGroup", "Pod", "Node"))  # open pages drop their "reading" note
+                log.info(
+                    "caches.synced",
+                    queues=len(cache.queues.items),
+                    jobs=len(cache.jobs.items),
+                    pods=len(cache.pods.items),
+                    nodes=len(cache.nodes.items),
+                )
+
+        async def serve(shutdown: asyncio.Event) -> None:
+            await self._serve(dashboard.application(), hub, ctx.probes, shutdown)
+
+        return [
+            *(FnWorker(f"watch:{i.kind.__name__}", i.run) for i in cache.informers),
+            FnWorker("synced", synced),
+            FnWorker("http", serve),
+        ]
+
+    async def _serve(self, app: web.Application, hub: Hub, probes: Probes, shutdown: asyncio.Event) -> None:
+        runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT_S)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, self.host, self.port)
+            await site.start()  # a taken port raises here: the service exits non-zero, saying so
+            sockets = getattr(site._server, "sockets", None) or []
+            self.bound_port = sockets[0].getsockname()[1] if sockets else self.port
+            probes.set("http-listening")
+            log.info("dashboard.listening", url=f"http://{self.host}:{self.bound_port}/")
+            await shutdown.wait()
+        finally:
+            hub.close()
+            with contextlib.suppress(Exception):
+                await asyncio.shield(runner.cleanup())

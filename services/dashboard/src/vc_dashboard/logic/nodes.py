@@ -1,0 +1,135 @@
+"""Nodes' allocation: the requests of the pods bound to each node and not finished, against allocatable.
+
+`NodeUsage` is kept up to date from the pod watch, one change at a time (remove the old state's share,
+add the new one's), so the nodes page never sums 100,000 pods per view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Final
+
+from vc_core.resources import PODS, Resources, add, maximum
+from vc_dashboard.logic.amounts import human, ordered, parse_amounts, percent
+from vc_proto.core import Container, Node, Pod
+
+TERMINAL_POD_PHASES: Final = frozenset({"Succeeded", "Failed"})
+
+
+def _container(container: Container) -> Resources:
+    resources = container.resources
+    if resources is None:
+        return {}
+    # The apiserver defaults a missing request to the limit.
+    return {**parse_amounts(resources.limits), **parse_amounts(resources.requests)}
+
+
+def pod_requests(pod: Pod) -> Resources:
+    """Σ containers, at least the largest init container, plus overhead; one of the node's `pods`."""
+    spec = pod.spec
+    total: Resources = {}
+    if spec is not None:
+        total = add(*(_container(c) for c in spec.containers or ()))
+        for init in spec.init_containers or ():
+            total = maximum(total, _container(init))
+        total = add(total, parse_amounts(spec.overhead))
+    total[PODS] = Fraction(1)
+    return total
+
+
+def placement(pod: Pod) -> tuple[str, Resources] | None:
+    """(node, requests) while the pod holds a share of its node: bound and not finished."""
+    node = pod.spec.node_name if pod.spec else None
+    phase = (pod.status.phase if pod.status else None) or "Pending"
+    if not node or phase in TERMINAL_POD_PHASES:
+        return None
+    return node, pod_requests(pod)
+
+
+@dataclass(slots=True)
+class NodeUsage:
+    """Requested resources per node, maintained from pod changes (pure bookkeeping)."""
+
+    requested: dict[str, Resources] = field(default_factory=dict)
+
+    def apply(self, old: Pod | None, new: Pod | None) -> None:
+        before = placement(old) if old is not None else None
+        after = placement(new) if new is not None else None
+        if before == after:
+            return
+        if before is not None:
+            self._add(before[0], before[1], sign=-1)
+        if after is not None:
+            self._add(after[0], after[1], sign=1)
+
+    def of(self, node: str) -> Resources:
+        return self.requested.get(node, {})
+
+    def _add(self, node: str, amounts: Resources, *, sign: int) -> None:
+        current = self.requested.setdefault(node, {})
+        for name, value in amounts.items():
+            current[name] = current.get(name, Fraction(0)) + sign * value
+            if current[name] == 0:
+                del current[name]
+        if not current:
+            del self.requested[node]
+
+
+@dataclass(frozen=True, slots=True)
+class UsageBar:
+    resource: str
+    requested: Fraction
+    allocatable: Fraction
+
+    @property
+    def pct(self) -> float:
+        return percent(self.requested, self.allocatable)
+
+    @property
+    def overcommitted(self) -> bool:
+        return self.requested > self.allocatable
+
+    @property
+    def label(self) -> str:
+        return f"{human(self.resource, self.requested)} / {human(self.resource, self.allocatable)}"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRow:
+    name: str
+    ready: bool
+    schedulable: bool
+    pods: UsageBar
+    bars: list[UsageBar]
+
+
+def node_row(node: Node, requested: Mapping[str, Fraction]) -> NodeRow:
+    status = node.status
+    allocatable = parse_amounts(status.allocatable if status else None)
+    ready = any(c.type == "Ready" and c.status == "True" for c in (status.conditions if status else None) or [])
+    names = ordered([*allocatable, *requested])
+    zero = Fraction(0)
+    return NodeRow(
+        name=node.metadata.name or "",
+        ready=ready,
+        schedulable=not (node.spec and node.spec.unschedulable),
+        pods=UsageBar(PODS, requested.get(PODS, zero), allocatable.get(PODS, zero)),
+        bars=[UsageBar(n, requested.get(n, zero), allocatable.get(n, zero)) for n in names],
+    )
+
+
+def cluster_allocatable(nodes: Iterable[Node]) -> Resources:
+    """Σ allocatable over the nodes (the width of a queue bar without a capability)."""
+    return add(*(parse_amounts(n.status.allocatable if n.status else None) for n in nodes))
+
+
+def cluster_totals(rows: list[NodeRow]) -> list[UsageBar]:
+    """Σ over nodes per resource (the overview's one-line summary)."""
+    sums: dict[str, tuple[Fraction, Fraction]] = {}
+    for row in rows:
+        for bar in (row.pods, *row.bars):
+            requested, allocatable = sums.get(bar.resource, (Fraction(0), Fraction(0)))
+            sums[bar.resource] = (requested + bar.requested, allocatable + bar.allocatable)
+    return [UsageBar(n, *sums[n]) for n in ordered(sums, skip=())]

@@ -1,0 +1,108 @@
+"""What each page shows, from the cache: plain dicts for the templates (sync, no I/O).
+
+Every list is one bounded page (logic.paging); the overview shows the first rows of each and links on.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Final
+
+from vc_dashboard.cache import ClusterCache
+from vc_dashboard.history import HistoryTail
+from vc_dashboard.logic.jobs import FINISHED, job_phase, job_row, phase_counts, select_jobs
+from vc_dashboard.logic.nodes import cluster_allocatable, cluster_totals, node_row
+from vc_dashboard.logic.paging import paginate
+from vc_dashboard.logic.query import ListQuery
+from vc_dashboard.logic.quota import queue_order, queue_row
+from vc_dashboard.logic.timeline import build_timeline
+from vc_dashboard.logic.verdict import latest_unschedulable
+
+OVERVIEW_ROWS: Final = 8
+JOB_PODS_SHOWN: Final = 100
+HISTORY_ROWS: Final = 200
+FILTER_OPTIONS: Final = 200
+
+Context = dict[str, Any]
+
+
+def queues_page(cache: ClusterCache, query: ListQuery) -> Context:
+    queues = sorted(cache.queues.items.values(), key=queue_order)
+    page = paginate(queues, number=query.page, size=query.size)
+    cluster = cluster_allocatable(cache.nodes.items.values())
+    return {"queues": [queue_row(q, cluster) for q in page.items], "page": page, "query": query}
+
+
+def jobs_page(cache: ClusterCache, query: ListQuery) -> Context:
+    everything = list(cache.jobs.items.values())
+    chosen = select_jobs(everything, query.jobs)
+    page = paginate(chosen, number=query.page, size=query.size)
+    rows = [job_row(j, cache.podgroup_of(j.metadata.namespace or "", j.metadata.name or "")) for j in page.items]
+    return {
+        "jobs": rows,
+        "page": page,
+        "query": query,
+        "options": {
+            "namespace": _bounded(sorted({j.metadata.namespace or "" for j in everything})),
+            "queue": _bounded(sorted({q.metadata.name or "" for q in cache.queues.items.values()})),
+            "phase": _bounded(sorted({job_phase(j) for j in everything} | {query.jobs.phase} - {""})),
+        },
+    }
+
+
+def nodes_page(cache: ClusterCache, query: ListQuery) -> Context:
+    nodes = sorted(cache.nodes.items.values(), key=lambda n: n.metadata.name or "")
+    every = [node_row(n, cache.usage.of(n.metadata.name or "")) for n in nodes]
+    page = paginate(every, number=query.page, size=query.size)
+    return {
+        "nodes": page.items,
+        "page": page,
+        "query": query,
+        "totals": cluster_totals(every),
+        "ready": sum(1 for row in every if row.ready),
+    }
+
+
+def overview_page(cache: ClusterCache) -> Context:
+    first = ListQuery(size=OVERVIEW_ROWS)
+    queues, jobs, nodes = queues_page(cache, first), jobs_page(cache, first), nodes_page(cache, first)
+    return {
+        "queues": queues["queues"],
+        "queue_page": queues["page"],
+        "jobs": jobs["jobs"],
+        "job_page": jobs["page"],
+        "phases": phase_counts(cache.jobs.items.values()),
+        "node_page": nodes["page"],
+        "ready_nodes": nodes["ready"],
+        "totals": nodes["totals"],
+        "query": first,
+    }
+
+
+def job_page(cache: ClusterCache, namespace: str, name: str, tail: HistoryTail, *, now: datetime) -> Context | None:
+    """None when there is neither the job nor any history of it."""
+    job = cache.jobs.get(namespace, name)
+    if job is None and not tail.events:
+        return None
+    group = cache.podgroup_of(namespace, name)
+    phase = job_phase(job) if job is not None else ""
+    events = [stored.event for stored in tail.events]
+    pods = cache.pods_of(namespace, name)
+    return {
+        "namespace": namespace,
+        "name": name,
+        "job": job_row(job, group) if job is not None else None,
+        "group": group,
+        "group_verdict": latest_unschedulable(group),
+        "pods": pods[:JOB_PODS_SHOWN],
+        "pod_total": len(pods),
+        "timeline": build_timeline(events, now=None if (job is None or phase in FINISHED) else now),
+        "history": list(tail.events)[-HISTORY_ROWS:],
+        "history_total": tail.total,
+        "history_complete": tail.complete,
+        "history_sequence": tail.last_sequence,
+    }
+
+
+def _bounded(values: list[str]) -> list[str]:
+    return values[:FILTER_OPTIONS]

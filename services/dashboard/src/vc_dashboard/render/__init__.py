@@ -1,0 +1,1 @@
+"""HTML from views: Jinja2 templates with autoescaping always on (every user string is escaped)."""
