@@ -8,12 +8,10 @@ from __future__ import annotations
 
 from typing import ClassVar, Final
 
-import numpy as np
-
 from vc_scheduling.framework.fit_errors import FitErrors
 from vc_scheduling.framework.interfaces import PluginArgs
 from vc_scheduling.framework.model import JobInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
-from vc_scheduling.framework.node_search import find_feasible_nodes, select_best_node
+from vc_scheduling.framework.node_search import find_feasible_nodes, fits_idle, select_best_node
 from vc_scheduling.framework.ordering import PriorityQueue
 from vc_scheduling.framework.session import Session
 from vc_scheduling.framework.statement import Statement
@@ -126,7 +124,7 @@ class AllocateAction:
             failed_classes.add(task.class_key)
             return False
         node = select_best_node(ssn, task, found.rows)
-        if ssn.nodes.fits_idle(np.array([node.row]), task.resreq)[0]:
+        if fits_idle(ssn, task, node):
             stmt.allocate(task, node)
         else:
             stmt.pipeline(task, node)

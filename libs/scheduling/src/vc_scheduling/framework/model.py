@@ -63,6 +63,8 @@ class TaskInfo:
     node_name: str = ""
     preemption_policy: str = ""  # "Never": this task never evicts others (pod, else its PriorityClass)
     last_tx_status: TaskStatus | None = None  # status before the last discard (Volcano LastTransaction)
+    # (class_key, request bytes): the tasks that share node answers (equivalence.py); set on first use.
+    node_class: tuple[bytes, bytes] | None = None
 
     @property
     def key(self) -> str:
@@ -73,8 +75,8 @@ class TaskInfo:
         return TaskInfo(
             self.uid, self.name, self.namespace, self.job, self.role, self.resreq, self.best_effort,
             self.priority, self.preemptable, self.status, self.pod, self.class_key, self.index,
-            self.node_name, self.preemption_policy, self.last_tx_status,
-        )
+            self.node_name, self.preemption_policy, self.last_tx_status, self.node_class,
+        )  # fmt: skip
 
 
 @dataclass(slots=True, eq=False)

@@ -47,25 +47,16 @@ def num_feasible_nodes_to_find(
 def find_feasible_nodes(ssn: Session, task: TaskInfo, *, sample: bool = True) -> SearchResult:
     """Nodes whose future idle holds the task and that pass every predicate plugin.
 
-    Like Volcano, the scan starts where the previous one stopped and ends once enough feasible nodes
-    are found; it goes in chunks, each one vectorised, so a typical search touches a few hundred rows.
+    Like Volcano, the search starts where the previous one stopped and ends once enough feasible nodes
+    are found. The answers per node are the task's class's (equivalence.py): shared by its siblings,
+    and recomputed only for nodes that changed since.
     """
     total = len(ssn.nodes)
     wanted = num_feasible_nodes_to_find(total) if sample else total
     start = ssn.next_start_row if sample else 0
-    chunk = max(2 * wanted, 512)
-    found: list[Rows] = []
-    count = scanned = 0
-    while scanned < total and count < wanted:
-        rows = (start + scanned + np.arange(min(chunk, total - scanned))) % total
-        scanned += len(rows)
-        fits = ssn.nodes.fits_future_idle(rows, task.resreq)
-        passed = ssn.predicate(task, rows[fits]).rows
-        found.append(passed)
-        count += len(passed)
-    if count == 0:
+    feasible = ssn.equivalence.window(task, start, wanted) if total else np.zeros(0, dtype=np.intp)
+    if len(feasible) == 0:
         return SearchResult(np.zeros(0, dtype=np.intp), _fit_errors_everywhere(ssn, task))
-    feasible = np.concatenate(found)[:wanted]
     if sample and len(feasible) == wanted and wanted < total:
         ssn.next_start_row = (int(feasible[-1]) + 1) % total
     return SearchResult(feasible)
@@ -102,15 +93,24 @@ def select_best_node(ssn: Session, task: TaskInfo, rows: Rows) -> NodeInfo:
 
     Ties go to the first candidate in search order (Volcano picks at random among equals).
     """
-    idle_ok = ssn.nodes.fits_idle(rows, task.resreq)
+    state = ssn.equivalence.ensure_known(task, rows)
+    idle_ok = state.fits_idle[rows]
     for group in (rows[idle_ok], rows[~idle_ok]):
         if len(group) == 0:
             continue
         if len(group) == 1:
             return ssn.nodes.nodes[int(group[0])]
-        scores = ssn.node_scores(task, group)
+        scores = ssn.equivalence.scores(task, group, state)
         return ssn.nodes.nodes[int(group[int(np.argmax(scores))])]
     raise ValueError("select_best_node needs at least one candidate")
+
+
+def fits_idle(ssn: Session, task: TaskInfo, node: NodeInfo) -> bool:
+    """Whether the node's idle (not only its future idle) holds the task now: allocate, else pipeline."""
+    state = ssn.equivalence.of(task)
+    if not state.known[node.row]:
+        state = ssn.equivalence.ensure_known(task, np.array([node.row]))
+    return bool(state.fits_idle[node.row])
 
 
 def sort_nodes_by_score(ssn: Session, task: TaskInfo, rows: Rows) -> list[NodeInfo]:

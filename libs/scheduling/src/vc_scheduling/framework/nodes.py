@@ -39,14 +39,16 @@ class NodeTable:
         # Fixed for the session: scoring multiplies by the inverse instead of dividing per call.
         self.offered = self.allocatable > 0
         self.inverse_allocatable = np.where(self.offered, 1.0 / np.where(self.offered, self.allocatable, 1.0), 0.0)
-        self.idle = self.allocatable.copy()
-        self.used = np.zeros(shape, dtype=np.float64)
-        self.releasing = np.zeros(shape, dtype=np.float64)
-        self.pipelined = np.zeros(shape, dtype=np.float64)
-        self.future_idle = self.idle.copy()
+        # The five accounts as one stack (views below), so a placement updates a row of each in one step.
+        self._accounts = np.zeros((len(_ACCOUNTS), *shape), dtype=np.float64)
+        self.releasing, self.idle, self.used, self.future_idle, self.pipelined = self._accounts
+        self.idle[:] = self.allocatable
+        self.future_idle[:] = self.allocatable
         no_limit = float("inf")
         self.max_pods = np.array([no_limit if n.max_pods is None else n.max_pods for n in nodes], dtype=np.float64)
         self.pod_count = np.zeros(len(self.nodes), dtype=np.float64)
+        # Every row whose state changed, in order: what per-class node answers recompute (equivalence.py).
+        self.changes: list[int] = []
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -58,6 +60,7 @@ class NodeTable:
         self._account(node.row, task.status, task.resreq, sign=1.0)
         node.tasks[task.uid] = task
         self.pod_count[node.row] += 1
+        self.changes.append(node.row)
 
     def add_tasks(self, placed: Sequence[tuple[NodeInfo, TaskInfo]]) -> None:
         """`add_task` for many tasks at once (a session's opening: every pod already on a node), as a
@@ -67,6 +70,7 @@ class NodeTable:
         for node, task in placed:
             node.tasks[task.uid] = task
         rows = np.fromiter((node.row for node, _ in placed), dtype=np.intp, count=len(placed))
+        self.changes.extend(rows.tolist())
         reqs = np.array([task.resreq for _, task in placed], dtype=np.float64).reshape(len(placed), self.space.size)
         statuses = [task.status for _, task in placed]
         releasing = np.fromiter((s == TaskStatus.RELEASING for s in statuses), dtype=bool, count=len(placed))
@@ -98,20 +102,13 @@ class NodeTable:
             return
         self._account(node.row, task.status, task.resreq, sign=-1.0)
         self.pod_count[node.row] -= 1
+        self.changes.append(node.row)
 
     def _account(self, row: int, status: TaskStatus, req: Vector, *, sign: float) -> None:
-        delta = req * sign
-        if status == TaskStatus.RELEASING:
-            self.idle[row] -= delta
-            self.releasing[row] += delta
-            self.used[row] += delta  # idle down, releasing up by as much: future idle unchanged
-        elif status == TaskStatus.PIPELINED:
-            self.pipelined[row] += delta
-            self.future_idle[row] -= delta
-        else:
-            self.idle[row] -= delta
-            self.used[row] += delta
-            self.future_idle[row] -= delta
+        first, last, adding, removing = _EFFECTS[status == TaskStatus.RELEASING, status == TaskStatus.PIPELINED]
+        # coefficient * req is exactly req or -req, so each account moves by the same floats as x += req
+        # or x -= req would (an account the task does not move is left out altogether).
+        self._accounts[first:last, row] += (adding if sign > 0 else removing) * req
 
     def fits_idle(self, rows: NDArray[np.intp], req: Vector) -> NDArray[np.bool_]:
         return _fits(self.idle[rows], req, self.space.tolerance)
@@ -121,6 +118,29 @@ class NodeTable:
 
     def free_pods(self, rows: NDArray[np.intp] | slice) -> NDArray[np.float64]:
         return np.asarray(self.max_pods[rows] - self.pod_count[rows], dtype=np.float64)
+
+
+# In this order each kind of task moves a contiguous run of accounts (one slice, one update).
+_ACCOUNTS = ("releasing", "idle", "used", "future_idle", "pipelined")
+
+
+def _effect(**moves: float) -> tuple[int, int, NDArray[np.float64], NDArray[np.float64]]:
+    """The accounts a task moves (a slice of _ACCOUNTS) and by how much per unit of its request,
+    when it is added and when it is removed."""
+    accounts = [i for i, name in enumerate(_ACCOUNTS) if name in moves]
+    first, last = accounts[0], accounts[-1] + 1
+    assert accounts == list(range(first, last)), moves
+    adding = np.array([[moves[_ACCOUNTS[i]]] for i in accounts], dtype=np.float64)
+    return first, last, adding, -adding
+
+
+# By (releasing, pipelined): a releasing task still uses its node (idle down, releasing up by as much:
+# future idle unchanged); a pipelined one only holds future idle; any other placed task uses the node.
+_EFFECTS = {
+    (False, False): _effect(idle=-1.0, used=1.0, future_idle=-1.0),
+    (True, False): _effect(releasing=1.0, idle=-1.0, used=1.0),
+    (False, True): _effect(future_idle=-1.0, pipelined=1.0),
+}
 
 
 def _fits(avail: NDArray[np.float64], req: Vector, tol: Vector) -> NDArray[np.bool_]:

@@ -5,7 +5,7 @@ generic tier walker that every dispatch method uses with Volcano's combination r
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -15,6 +15,7 @@ from numpy.typing import NDArray
 
 from vc_scheduling.framework.conf import SchedulerConf, Tier
 from vc_scheduling.framework.decisions import Bind, Evict
+from vc_scheduling.framework.equivalence import EquivalenceCache
 from vc_scheduling.framework.interfaces import (
     ALLOWED,
     Check,
@@ -70,14 +71,26 @@ class Session:
         self.decisions: list[Bind | Evict] = []
         self.next_start_row = 0  # round-robin start of the feasible-node search (Volcano ph offset)
         self._fns: dict[P, dict[str, Callable[..., Any]]] = {p: {} for p in P}
+        self._node_local: set[tuple[P, str]] = set()
         self._tier_cache: dict[P, list[list[Callable[..., Any]]]] = {}  # the walker's answer per point
+        self._flat_cache: dict[P, list[Callable[..., Any]]] = {}
         self._handlers: list[EventHandler] = []
+        self.equivalence = EquivalenceCache(self)  # node answers shared by the tasks of one class
 
     # -- registration (plugins call these from on_session_open) -----------------------------------
 
-    def add_fn(self, point: P, plugin: str, fn: Callable[..., Any]) -> None:
+    def add_fn(self, point: P, plugin: str, fn: Callable[..., Any], *, node_local: bool = False) -> None:
+        """Register `fn` for `point`. For predicates and scores, `node_local` promises that the answer for
+        a node depends only on the task's class (its `class_key` and request) and on that node's own
+        state, so the session may reuse it for every task of the class until that node changes (see
+        equivalence.py)."""
         self._fns[point][plugin] = fn
+        if node_local:
+            self._node_local.add((point, plugin))
+        else:
+            self._node_local.discard((point, plugin))
         self._tier_cache.pop(point, None)
+        self._flat_cache.pop(point, None)
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self._handlers.append(handler)
@@ -101,9 +114,32 @@ class Session:
             self._tier_cache[point] = cached
         return cached
 
-    def fns(self, point: P) -> Iterator[Callable[..., Any]]:
-        for tier_fns in self.tiers_of(point):
-            yield from tier_fns
+    def fns(self, point: P) -> list[Callable[..., Any]]:
+        """Every function of `point` in walking order (tier by tier)."""
+        flat = self._flat_cache.get(point)
+        if flat is None:
+            flat = self._flat_cache[point] = [fn for tier_fns in self.tiers_of(point) for fn in tier_fns]
+        return flat
+
+    def _enabled_plugins(self, point: P) -> list[str]:
+        table = self._fns[point]
+        return [p.name for tier in self.tiers for p in tier.plugins if p.name in table and p.enabled(point)]
+
+    def predicates_by_locality(self) -> tuple[list[Callable[..., Any]], list[Callable[..., Any]]]:
+        """(node-local, other) predicate functions."""
+        names = self._enabled_plugins(P.PREDICATE)
+        table = self._fns[P.PREDICATE]
+        local = [table[n] for n in names if (P.PREDICATE, n) in self._node_local]
+        return local, [table[n] for n in names if (P.PREDICATE, n) not in self._node_local]
+
+    def scores_by_locality(self) -> tuple[list[Callable[..., Any]], list[Callable[..., Any]]]:
+        """The score functions in `node_scores` order, split after the longest node-local prefix."""
+        ordered = [
+            (point, name) for point in (P.NODE_ORDER, P.BATCH_NODE_ORDER) for name in self._enabled_plugins(point)
+        ]
+        split = next((i for i, key in enumerate(ordered) if key not in self._node_local), len(ordered))
+        fns = [self._fns[point][name] for point, name in ordered]
+        return fns[:split], fns[split:]
 
     # -- orderings: first non-zero comparison wins, then Volcano's fallbacks --------------------------
 

@@ -68,7 +68,7 @@ class BinpackPlugin:
         self.nodes = ssn.nodes
         self.weights = _weights_vector(ssn.space, self.named_weights)
         if self.weight != 0:
-            ssn.add_fn(ExtensionPoint.NODE_ORDER, NAME, self.node_order)
+            ssn.add_fn(ExtensionPoint.NODE_ORDER, NAME, self.node_order, node_local=True)
 
     def on_session_close(self, ssn: Session) -> None:
         self.nodes = None

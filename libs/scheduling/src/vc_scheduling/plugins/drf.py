@@ -17,7 +17,7 @@ from vc_scheduling.framework.model import ALLOCATED_STATUSES, JobInfo, QueueInfo
 from vc_scheduling.framework.resources import Vector
 from vc_scheduling.framework.session import Session
 from vc_scheduling.plugins.hdrf import HdrfTree, queue_paths
-from vc_scheduling.plugins.shares import dominant_share
+from vc_scheduling.plugins.shares import ShareOf
 
 NAME: Final = "drf"
 SHARE_DELTA: Final = 1e-6
@@ -29,6 +29,7 @@ class DrfPlugin:
     def __init__(self, args: PluginArgs | None = None) -> None:
         self.hierarchical = bool((args or {}).get("enableHierarchy", False))
         self.total: Vector = np.zeros(0)
+        self.share_of = ShareOf(self.total)
         self.allocated: dict[str, Vector] = {}
         self.shares: dict[str, float] = {}
         self.jobs: dict[str, JobInfo] = {}
@@ -49,13 +50,14 @@ class DrfPlugin:
 
     def _build_shares(self, ssn: Session) -> None:
         self.total, self.jobs = ssn.total_resource, ssn.jobs
+        self.share_of = ShareOf(self.total)
         for job in ssn.jobs.values():
             placed = ssn.space.zeros()
             for task in job.tasks.values():
                 if task.status in ALLOCATED_STATUSES:
                     placed += task.resreq
             self.allocated[job.uid] = placed
-            self.shares[job.uid] = dominant_share(placed, self.total)
+            self.shares[job.uid] = self.share_of(placed)
 
     def _build_tree(self, ssn: Session) -> None:
         self.paths = queue_paths(ssn.queues)
@@ -75,13 +77,13 @@ class DrfPlugin:
         return 0 if lshare == rshare else -1 if lshare < rshare else 1
 
     def preemptable(self, preemptor: TaskInfo, preemptees: Sequence[TaskInfo]) -> list[TaskInfo]:
-        mine = dominant_share(self.allocated[preemptor.job] + preemptor.resreq, self.total)
+        mine = self.share_of(self.allocated[preemptor.job] + preemptor.resreq)
         remaining: dict[str, Vector] = {}
         victims = []
         for task in preemptees:
             left = remaining.setdefault(task.job, self.allocated[task.job].copy())
             left -= task.resreq
-            theirs = dominant_share(left, self.total)
+            theirs = self.share_of(left)
             if mine < theirs or abs(mine - theirs) <= SHARE_DELTA:
                 victims.append(task)
         return victims
@@ -121,10 +123,14 @@ class DrfPlugin:
         self._move(task, -1.0)
 
     def _move(self, task: TaskInfo, sign: float) -> None:
-        if task.job not in self.allocated:
+        allocated = self.allocated.get(task.job)
+        if allocated is None:
             return
-        self.allocated[task.job] += task.resreq * sign
-        self.shares[task.job] = dominant_share(self.allocated[task.job], self.total)
+        if sign > 0:  # (x + r, x - r: the same floats as x + r * sign, without the product)
+            allocated += task.resreq
+        else:
+            allocated -= task.resreq
+        self.shares[task.job] = self.share_of(allocated)
         if self.tree is not None:
             job = self.jobs[task.job]
             self.total_allocated += task.resreq * sign

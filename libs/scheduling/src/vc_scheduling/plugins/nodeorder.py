@@ -79,13 +79,15 @@ class NodeOrderPlugin:
         self.nodes: NodeTable | None = None
         self.labels: NodeLabels | None = None
         self.balanced_dims: list[int] = []
-        self.template_cache: dict[bytes, tuple[Scores, Scores]] = {}
+        # Per template: raw affinity and taint scores over all nodes, and whether each has any non-zero.
+        self.template_cache: dict[bytes, tuple[Scores, Scores, bool, bool]] = {}
 
     def on_session_open(self, ssn: Session) -> None:
         self.nodes = ssn.nodes
         self.labels = NodeLabels([n.obj for n in ssn.nodes.nodes])
         self.balanced_dims = [ssn.space.index[n] for n in BALANCED_RESOURCES if n in ssn.space.index]
-        ssn.add_fn(ExtensionPoint.NODE_ORDER, NAME, self.node_order)
+        ssn.add_fn(ExtensionPoint.NODE_ORDER, NAME, self.node_order, node_local=True)
+        # Normalised over the candidates: not node-local.
         ssn.add_fn(ExtensionPoint.BATCH_NODE_ORDER, NAME, self.batch_node_order)
 
     def on_session_close(self, ssn: Session) -> None:
@@ -108,20 +110,21 @@ class NodeOrderPlugin:
         return scores
 
     def batch_node_order(self, task: TaskInfo, rows: Rows) -> Scores:
-        affinity_raw, taint_raw = self._template_scores(task)
+        affinity_raw, taint_raw, any_affinity, any_taint = self._template_scores(task)
         # An all-zero raw score normalises to a constant (0, or 100 for taints): no per-row work.
-        constant = self.taint_weight * MAX_SCORE if not taint_raw.any() else 0.0
+        constant = self.taint_weight * MAX_SCORE if not any_taint else 0.0
         scores = np.full(len(rows), constant, dtype=np.float64)
-        if self.affinity_weight and affinity_raw.any():
+        if self.affinity_weight and any_affinity:
             scores += self.affinity_weight * normalize(affinity_raw[rows])
-        if self.taint_weight and taint_raw.any():
+        if self.taint_weight and any_taint:
             scores += self.taint_weight * normalize(taint_raw[rows], reverse=True)
         return scores
 
-    def _template_scores(self, task: TaskInfo) -> tuple[Scores, Scores]:
+    def _template_scores(self, task: TaskInfo) -> tuple[Scores, Scores, bool, bool]:
         cached = self.template_cache.get(task.class_key)
         if cached is None:
-            cached = self.template_cache[task.class_key] = (self._preferred_affinity(task), self._soft_taints(task))
+            affinity, taints = self._preferred_affinity(task), self._soft_taints(task)
+            cached = self.template_cache[task.class_key] = (affinity, taints, bool(affinity.any()), bool(taints.any()))
         return cached
 
     def _preferred_affinity(self, task: TaskInfo) -> Scores:

@@ -60,7 +60,7 @@ class PredicatesPlugin:
     def on_session_open(self, ssn: Session) -> None:
         self.nodes = ssn.nodes
         self.labels = NodeLabels([n.obj for n in ssn.nodes.nodes])
-        ssn.add_fn(ExtensionPoint.PREDICATE, NAME, self.predicate)
+        ssn.add_fn(ExtensionPoint.PREDICATE, NAME, self.predicate, node_local=True)
 
     def on_session_close(self, ssn: Session) -> None:
         self.cache.clear()

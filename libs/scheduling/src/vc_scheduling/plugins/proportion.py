@@ -17,6 +17,7 @@ from vc_scheduling.framework.model import JobInfo, QueueInfo, TaskInfo
 from vc_scheduling.framework.resources import Vector, less_equal
 from vc_scheduling.framework.session import Session
 from vc_scheduling.plugins.queue_ledger import QueueAttr, QueueLedger, share
+from vc_scheduling.plugins.shares import ShareOf
 
 NAME: Final = "proportion"
 MAX_ROUNDS: Final = 1000
@@ -53,9 +54,17 @@ class ProportionPlugin:
 
     def __init__(self, args: PluginArgs | None = None) -> None:
         self.ledger: QueueLedger | None = None
+        # Per queue, fixed once the deserved shares are filled: the share function and the limits an
+        # allocation is checked against, tolerance included (the hot path compares, nothing more).
+        self._share_of: dict[str, ShareOf] = {}
+        self._limits: dict[str, tuple[Vector, Vector]] = {}
 
     def on_session_open(self, ssn: Session) -> None:
         self.ledger = self.build_ledger(ssn)
+        tol = ssn.space.tolerance
+        for name, attr in self.ledger.attrs.items():
+            self._share_of[name] = ShareOf(attr.deserved)
+            self._limits[name] = (attr.real_capability + tol, attr.deserved + tol)
         self._register(ssn, self.ledger)
 
     @staticmethod
@@ -87,11 +96,14 @@ class ProportionPlugin:
         ssn.add_fn(P.JOB_ENQUEUEABLE, NAME, self.job_enqueueable)
         ssn.add_fn(P.JOB_ENQUEUED, NAME, self.job_enqueued)
         ssn.add_event_handler(
-            ledger.placement_handler(queues_of=lambda queue: (queue,), share_of=lambda a: share(a.allocated, a.deserved))
+            ledger.placement_handler(
+                queues_of=lambda queue: (queue,), share_of=lambda a: self._share_of[a.name](a.allocated)
+            )
         )
 
     def on_session_close(self, ssn: Session) -> None:
         self.ledger = None
+        self._share_of, self._limits = {}, {}
 
     def _attr(self, name: str) -> QueueAttr | None:
         return self.ledger.attrs.get(name) if self.ledger else None
@@ -134,6 +146,10 @@ class ProportionPlugin:
             return ALLOWED
         if not queue.is_open:
             return Check(False, f'queue "{queue.name}" is {queue.spec.state}, not Open')
+        capability, deserved = self._limits[queue.name]
+        future, asked = attr.allocated + task.resreq, task.resreq > 0
+        if not ((future > capability) & asked).any() and not ((future > deserved) & asked).any():
+            return ALLOWED  # what quota_check below decides, without building its message
         capped = self.ledger.quota_check(attr, task.resreq, attr.real_capability, "capability", reserved=False)
         if not capped.ok:
             return capped

@@ -88,10 +88,13 @@ class QueueLedger:
     def reservation_of(self, job: JobInfo, extra: Vector | None = None) -> Vector:
         if job.min_resources is None:
             return self.space.zeros()
-        placed = self.placed.get(job.uid, self.space.zeros())
+        placed = self.placed.get(job.uid)
+        if placed is None:
+            placed = self.space.zeros()
         if extra is not None:
             placed = placed + extra
-        return np.where(job.min_resources_dims, np.clip(job.min_resources - placed, 0, None), 0.0)
+        # maximum(x, 0) is clip(x, 0, None) (the same floats, -0.0 included) without clip's wrapper.
+        return np.where(job.min_resources_dims, np.maximum(job.min_resources - placed, 0.0), 0.0)
 
     def reserve(self, job: JobInfo) -> None:
         """JobEnqueued: the queue now holds the job's unplaced minResources."""
@@ -106,10 +109,19 @@ class QueueLedger:
         attr = self.attrs.get(job.queue) if job else None
         if job is None or attr is None:
             return
-        attr.allocated += task.resreq * sign
-        self.placed[job.uid] = self.placed.get(job.uid, self.space.zeros()) + task.resreq * sign
-        if job.uid in self.reservations:
-            attr.reserved -= self.reservations[job.uid]
+        placed = self.placed.get(job.uid)
+        if placed is None:
+            placed = self.space.zeros()
+        # x + r and x - r: the same floats as x + r * sign, one operation fewer (a placement's hot path).
+        if sign > 0:
+            attr.allocated += task.resreq
+            self.placed[job.uid] = placed + task.resreq
+        else:
+            attr.allocated -= task.resreq
+            self.placed[job.uid] = placed - task.resreq
+        held = self.reservations.get(job.uid)
+        if held is not None:
+            attr.reserved -= held
             self.reservations[job.uid] = self.reservation_of(job)
             attr.reserved += self.reservations[job.uid]
 

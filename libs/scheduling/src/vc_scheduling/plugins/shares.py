@@ -1,4 +1,4 @@
-"""Share arithmetic shared by drf and its hierarchical mode."""
+"""Share arithmetic shared by drf, its hierarchical mode, proportion and capacity."""
 
 from __future__ import annotations
 
@@ -12,3 +12,20 @@ def dominant_share(allocated: Vector, total: Vector) -> float:
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = np.where(total > 0, allocated / np.where(total > 0, total, 1), np.where(allocated > 0, 1.0, 0.0))
     return float(ratios.max()) if ratios.size else 0.0
+
+
+class ShareOf:
+    """`dominant_share(x, denominator)` for one fixed denominator, asked many times a session (every
+    placement moves a job's and a queue's share). When the denominator is positive everywhere (the
+    common case) the share is one division and a max; the values are exactly dominant_share's."""
+
+    __slots__ = ("_plain", "denominator")
+
+    def __init__(self, denominator: Vector) -> None:
+        self.denominator = denominator
+        self._plain = bool(denominator.size) and bool((denominator > 0).all())
+
+    def __call__(self, numerator: Vector) -> float:
+        if self._plain:
+            return float((numerator / self.denominator).max())
+        return dominant_share(numerator, self.denominator)
