@@ -97,3 +97,50 @@ async def test_status_given_on_create_is_kept_like_the_nats_backend(kube_store: 
     )
     assert created.status is not None and created.status.state == "Open"
     assert await kube_store.get(Queue, None, "open-q") == created
+
+
+def recorded_requests(kube: KubeClient) -> list[tuple[str, str]]:
+    """Every request this client sends from now on, as (method, path); they still go to the apiserver."""
+    calls: list[tuple[str, str]] = []
+    send = kube.request
+
+    async def request(method: str, path: str, **kw: object) -> object:
+        calls.append((method, path))
+        return await send(method, path, **kw)  # type: ignore[arg-type]
+
+    kube.request = request  # type: ignore[method-assign]
+    return calls
+
+
+async def test_an_update_of_a_version_the_mirror_delivered_is_one_patch(kube: KubeClient) -> None:
+    created = await KubeStore(kube).create(pod("seen"))
+    # A service's store: it never read the pod itself, its watch (the NATS mirror) delivered it.
+    store = KubeStore(kube)
+    store.remember(created)
+    calls = recorded_requests(kube)
+    labelled = msgspec.structs.replace(created, metadata=msgspec.structs.replace(created.metadata, labels={"a": "b"}))
+    updated = await store.update(labelled)
+    assert calls == [("PATCH", resource_path(KINDS["Pod"], "kt", "seen"))]
+    assert updated.metadata.labels == {"a": "b"}
+    # The same old version again: the store knows a newer one, so it refuses without a request.
+    with pytest.raises(Conflict):
+        await store.update(msgspec.structs.replace(created, status=PodStatus(phase="Running")))
+    assert len(calls) == 1
+    # A store that knows only the old version sends the patch: the apiserver's precondition refuses it.
+    unaware = KubeStore(kube)
+    unaware.remember(created)
+    with pytest.raises(Conflict):
+        await unaware.update(msgspec.structs.replace(created, status=PodStatus(phase="Running")))
+    assert [method for method, _ in calls] == ["PATCH", "PATCH"]
+
+
+async def test_a_version_older_than_the_one_known_is_not_remembered(kube: KubeClient) -> None:
+    store = KubeStore(kube)
+    created = await store.create(pod("older"))
+    labelled = msgspec.structs.replace(created, metadata=msgspec.structs.replace(created.metadata, labels={"a": "b"}))
+    newer = await store.update(labelled)
+    store.remember(created)  # a lagging watch delivers the create after the store wrote the label
+    calls = recorded_requests(kube)
+    relabelled = msgspec.structs.replace(newer, metadata=msgspec.structs.replace(newer.metadata, labels={"a": "c"}))
+    await store.update(relabelled)
+    assert [method for method, _ in calls] == ["PATCH"]  # the diff base is still the newer version

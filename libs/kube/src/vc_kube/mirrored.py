@@ -7,6 +7,8 @@ Design rule: every service reads the shared NATS cache, whatever the backend; on
   and unlike NatsStore this reader keeps it (NatsStore overwrites it with the KV revision), so an
   object from the cache can be written back with a correct precondition. `WatchEvent.revision` is
   the KV revision: it is what a watch resumes from.
+- Every version a watch here delivers is also handed to the KubeStore (`remember`): a service writes
+  objects it got from its watch, so the write finds its diff base without a GET.
 """
 
 from __future__ import annotations
@@ -73,8 +75,11 @@ class MirroredStore:
                 continue
             namespace_, name = subjects.split_key(entry.key)
             if entry.op is WatchOp.PUT:
-                yield WatchEvent(WatchOp.PUT, entry.revision, namespace_, name, codec.decode_object(entry.value))
+                obj = codec.decode_object(entry.value)
+                self.kube.remember(obj)
+                yield WatchEvent(WatchOp.PUT, entry.revision, namespace_, name, obj)
             else:
+                self.kube.forget(kind.__name__, namespace_, name)
                 yield WatchEvent(WatchOp.DELETE, entry.revision, namespace_, name)
 
 

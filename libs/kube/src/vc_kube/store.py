@@ -37,7 +37,9 @@ log = structlog.get_logger(__name__)
 # Kinds whose status lives behind the /status subresource (built-ins, and the CRDs in deploy/k8s/crds).
 STATUS_SUBRESOURCE = frozenset({"Pod", "Node", "Service", "Job", "PodGroup", "Queue"})
 _GENERATE_NAME_ATTEMPTS = 8
-SEEN_MAX = 8192
+# Versions remembered per store (LRU). They are the objects the caller's caches hold anyway; a miss only
+# costs the GET that fetches the diff base.
+SEEN_MAX = 16384
 
 
 def decode(kind: Kind, raw: Json) -> KubeObject:
@@ -83,9 +85,10 @@ class KubeStore:
         self.kube = kube
         self._auto_namespaces = auto_namespaces
         self._namespaces: set[str] = set()
-        # The newest version this client read or wrote, per object. A resourceVersion names exactly one
-        # state of an object, so when a caller updates the version seen here, it is the diff base and
-        # the GET before the patch is saved (the patch's own precondition still catches a lost race).
+        # The newest version this store read, wrote or was told of (`remember`), per object. A
+        # resourceVersion names exactly one state of an object, so when a caller updates the version
+        # seen here, it is the diff base and the GET before the patch is saved (the patch's own
+        # precondition still catches a lost race).
         self._seen: OrderedDict[tuple[str, str | None, str], KubeObject] = OrderedDict()
 
     # --- reads ---------------------------------------------------------------------------------
@@ -103,8 +106,20 @@ class KubeStore:
             raise map_error(exc, row.kind, _display(namespace, name)) from exc
         return self._remember(decode(row, raw))
 
+    def remember(self, obj: KubeObject) -> None:
+        """A version of an object read elsewhere (the NATS mirror's watch): a write of exactly that
+        version then needs no GET. An older version than the one known is ignored."""
+        self._remember(obj)
+
+    def forget(self, kind: str, namespace: str | None, name: str) -> None:
+        """The object was deleted (the mirror's watch says so)."""
+        self._seen.pop((kind, namespace, name), None)
+
     def _remember(self, obj: KubeObject) -> KubeObject:
         key = identity(obj)
+        known = self._seen.get(key)
+        if known is not None and _revision(known) > _revision(obj):
+            return obj  # a watch delivering an older version after this store wrote a newer one
         self._seen[key] = obj
         self._seen.move_to_end(key)
         if len(self._seen) > SEEN_MAX:
@@ -194,6 +209,8 @@ class KubeStore:
             raise Conflict(kind, display, expected=None)
         current = self._seen.get((kind, namespace, name))
         from_cache = current is not None and current.metadata.resource_version == expected
+        if current is not None and _revision(current) > _revision(obj) > 0:
+            raise Conflict(kind, display, expected=int(expected))  # it has moved on: no request can succeed
         if not from_cache:
             current = await self._get(row, namespace, name)
         assert current is not None
@@ -307,6 +324,13 @@ class KubeStore:
         except KubeApiError as exc:
             expected = int(resource_version) if resource_version else None
             raise map_error(exc, row.kind, _display(namespace, name), expected=expected) from exc
+        self.forget(row.kind, namespace, name)
+
+
+def _revision(obj: KubeObject) -> int:
+    """The resourceVersion as a number (etcd's revision), 0 when absent or opaque."""
+    rv = obj.metadata.resource_version
+    return int(rv) if rv and rv.isdigit() else 0
 
 
 def _node(doc: Json) -> str | None:
