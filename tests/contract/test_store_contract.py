@@ -1,4 +1,5 @@
-"""One behaviour suite for every ObjectStore: the real NATS KV backend and the in-memory fake."""
+"""One behaviour suite for every ObjectStore: the real NATS KV backend, the in-memory fake and the kube
+adapter on a real kube-apiserver."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from vc_bus.connection import connect
 from vc_bus.server import NatsServer
 from vc_bus.store import NatsStore
 from vc_bus.testing import MemoryStore
-from vc_core.errors import AlreadyExists, Conflict, InvalidObject, NotFound
+from vc_core.errors import AlreadyExists, Conflict, InvalidObject, NotFound, PreconditionFailed
 from vc_core.store import ObjectStore, WatchEvent, WatchOp
 from vc_proto.core import CORE_V1, Container, Pod, PodSpec
 from vc_proto.meta import ObjectMeta
@@ -236,3 +237,75 @@ async def test_unconditional_delete_wins_over_concurrent_updates(store: ObjectSt
         await store.delete(Queue, None, "busy")
     with pytest.raises(NotFound):
         await store.get(Queue, None, "busy")
+
+
+# --- bind: fenced on the uid and on the pod being unbound, not on the caller's resourceVersion ---------
+
+
+async def test_bind_sets_the_node_and_merges_the_annotations(store: ObjectStore) -> None:
+    created = await store.create(pod("b1"))
+    labelled = msgspec.structs.replace(created.metadata, annotations={"keep/me": "1"})
+    current = await store.update(msgspec.structs.replace(created, metadata=labelled))
+    await store.bind(current, "n1", annotations={"bound/by": "s1/3"})
+    bound = await store.get(Pod, "ns1", "b1")
+    assert bound.spec is not None and bound.spec.node_name == "n1"
+    assert bound.metadata.uid == created.metadata.uid
+    assert bound.metadata.annotations == {"keep/me": "1", "bound/by": "s1/3"}
+
+
+async def test_bind_from_an_older_copy_keeps_what_was_written_since(store: ObjectStore) -> None:
+    created = await store.create(pod("b2"))
+    await store.update(
+        msgspec.structs.replace(created, metadata=msgspec.structs.replace(created.metadata, labels={"x": "y"}))
+    )
+    await store.bind(created, "n1")
+    bound = await store.get(Pod, "ns1", "b2")
+    assert bound.spec is not None and bound.spec.node_name == "n1"
+    assert bound.metadata.labels == {"x": "y"}
+
+
+async def test_bind_refuses_a_bound_pod_whatever_the_node(store: ObjectStore) -> None:
+    created = await store.create(pod("b3"))
+    await store.bind(created, "n1")
+    with pytest.raises(Conflict):
+        await store.bind(created, "n2")  # the copy from before the bind
+    bound = await store.get(Pod, "ns1", "b3")
+    with pytest.raises(Conflict):
+        await store.bind(bound, "n1")
+    assert (await store.get(Pod, "ns1", "b3")).spec.node_name == "n1"  # type: ignore[union-attr]
+
+
+async def test_racing_binds_exactly_one_wins(store: ObjectStore) -> None:
+    created = await store.create(pod("b4"))
+    results = await asyncio.gather(*(store.bind(created, f"n{i}") for i in range(6)), return_exceptions=True)
+    assert sum(r is None for r in results) == 1
+    assert all(isinstance(r, Conflict) for r in results if r is not None)
+    bound = await store.get(Pod, "ns1", "b4")
+    assert bound.spec is not None and bound.spec.node_name == f"n{results.index(None)}"
+
+
+async def test_bind_of_a_deleted_pod_is_not_found(store: ObjectStore) -> None:
+    created = await store.create(pod("b5"))
+    await store.delete(Pod, "ns1", "b5", uid=created.metadata.uid)  # unbound: removed at once
+    with pytest.raises(NotFound):
+        await store.bind(created, "n1")
+
+
+async def test_bind_refuses_a_pod_recreated_under_the_same_name(store: ObjectStore) -> None:
+    old = await store.create(pod("b6"))
+    await store.delete(Pod, "ns1", "b6", uid=old.metadata.uid)
+    new = await store.create(pod("b6"))
+    with pytest.raises(PreconditionFailed):
+        await store.bind(old, "n1")
+    current = await store.get(Pod, "ns1", "b6")
+    assert current.metadata.uid == new.metadata.uid
+    assert current.spec is not None and current.spec.node_name is None
+
+
+async def test_bind_needs_the_uid_of_the_pod(store: ObjectStore) -> None:
+    created = await store.create(pod("b7"))
+    anonymous = msgspec.structs.replace(created, metadata=msgspec.structs.replace(created.metadata, uid=None))
+    with pytest.raises(InvalidObject) as err:
+        await store.bind(anonymous, "n1")
+    assert err.value.field == "metadata.uid"
+    assert (await store.get(Pod, "ns1", "b7")).spec.node_name is None  # type: ignore[union-attr]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from vc_core.errors import Conflict, NotFound
+from vc_core.errors import Conflict, NotFound, PreconditionFailed
 from vc_kube.client import KubeClient, resource_path
 from vc_kube.store import KubeStore
 from vc_proto.core import CORE_V1, Container, Pod, PodSpec, PodStatus
@@ -144,3 +144,38 @@ async def test_a_version_older_than_the_one_known_is_not_remembered(kube: KubeCl
     relabelled = msgspec.structs.replace(newer, metadata=msgspec.structs.replace(newer.metadata, labels={"a": "c"}))
     await store.update(relabelled)
     assert [method for method, _ in calls] == ["PATCH"]  # the diff base is still the newer version
+
+
+async def test_bind_is_one_request_that_also_writes_the_annotations(kube: KubeClient) -> None:
+    created = await KubeStore(kube).create(pod("one"))
+    store = KubeStore(kube)
+    calls = recorded_requests(kube)
+    await store.bind(created, "n1", annotations={"scheduling.tephra.dev/bound-by": "s/1"})
+    assert calls == [("POST", resource_path(KINDS["Pod"], "kt", "one", "binding"))]
+    bound = await store.get(Pod, "kt", "one")
+    assert bound.spec is not None and bound.spec.node_name == "n1"
+    assert (bound.metadata.annotations or {})["scheduling.tephra.dev/bound-by"] == "s/1"
+
+
+async def test_bind_refuses_a_pod_being_deleted(kube: KubeClient, kube_store: KubeStore) -> None:
+    # A finalizer keeps an unscheduled pod in deletion (without one it is removed at once).
+    held = pod("held")
+    meta = msgspec.structs.replace(held.metadata, finalizers=["tephra.dev/test"])
+    created = await kube_store.create(msgspec.structs.replace(held, metadata=meta))
+    await KubeStore(kube).delete(Pod, "kt", "held")
+    with pytest.raises(Conflict):
+        await KubeStore(kube).bind(created, "n1")  # refused by the apiserver itself
+    assert (await kube_store.get(Pod, "kt", "held")).spec.node_name is None  # type: ignore[union-attr]
+
+
+async def test_bind_refuses_a_recreated_pod_the_mirror_has_shown_without_a_request(kube: KubeClient) -> None:
+    writer = KubeStore(kube)
+    old = await writer.create(pod("again"))
+    await writer.delete(Pod, "kt", "again", uid=old.metadata.uid)
+    new = await writer.create(pod("again"))
+    store = KubeStore(kube)
+    store.remember(new)  # what the service's watch delivered
+    calls = recorded_requests(kube)
+    with pytest.raises(PreconditionFailed):
+        await store.bind(old, "n1")
+    assert calls == []

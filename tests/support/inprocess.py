@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -15,6 +15,7 @@ from vc_bus.events import EventPublisher, ensure_events_stream
 from vc_bus.store import NatsStore
 from vc_core.errors import Conflict
 from vc_core.store import ObjectStore
+from vc_proto.core import Pod
 from vc_proto.kinds import KubeObject
 from vc_runtime.probes import Probes
 from vc_runtime.service import App, ServiceContext
@@ -60,6 +61,10 @@ class CountingStore:
     async def update(self, obj: ObjT) -> ObjT:
         self._record(type(obj).__name__, obj.metadata.name or "")
         return await self._counted(self._store.update(obj))
+
+    async def bind(self, pod: Pod, node: str, *, annotations: Mapping[str, str] | None = None) -> None:
+        self._record("Pod", pod.metadata.name or "")
+        await self._counted(self._store.bind(pod, node, annotations=annotations))
 
     async def delete(self, kind: type[ObjT], namespace: str | None, name: str, **kw: object) -> None:
         self._record(kind.__name__, name)

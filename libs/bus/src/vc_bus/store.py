@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import TypeVar
 
 import structlog
@@ -30,6 +30,7 @@ from nats.js.errors import (
 from nats.js.kv import KeyValue
 from prometheus_client import Counter
 
+from vc_bus.binding import bound_pod, display, required_uid
 from vc_bus.decoding import UNDECODABLE, CorruptObject, describe, report_undecodable
 from vc_bus.kvwatch import watch_bucket
 from vc_bus.objects import (
@@ -44,6 +45,7 @@ from vc_bus.objects import (
 from vc_core.errors import AlreadyExists, Conflict, NotFound, PreconditionFailed
 from vc_core.store import WatchEvent, WatchOp, collect_list
 from vc_proto import codec, subjects
+from vc_proto.core import Pod
 from vc_proto.kinds import KINDS, KubeObject
 
 O = TypeVar("O", bound=KubeObject)
@@ -64,6 +66,7 @@ def _count(kind: str, op: str, outcome: str = "ok") -> None:
 
 
 _GENERATE_NAME_ATTEMPTS = 8
+_BIND_ATTEMPTS = 16
 _UNCONDITIONAL_DELETE_ATTEMPTS = 32
 _WRONG_LAST = (10071, 10164)  # JetStream: wrong last sequence (per subject / per stream)
 
@@ -149,6 +152,20 @@ class NatsStore:
             raise Conflict(kind, _display(namespace, name), expected=expected) from exc
         _count(kind, "update")
         return with_meta(obj, resource_version=str(revision))
+
+    async def bind(self, pod: Pod, node: str, *, annotations: Mapping[str, str] | None = None) -> None:
+        """A compare-and-set of the bound pod: first on the caller's copy (one write when it is current),
+        then, after each lost race, on the stored pod once it is checked again (binding.py's rules)."""
+        uid = required_uid(pod)
+        current = pod
+        for _ in range(_BIND_ATTEMPTS):
+            candidate = bound_pod(current, uid, node, annotations)
+            try:
+                await self.update(candidate)
+                return
+            except Conflict:
+                current = await self.get(Pod, pod.metadata.namespace, pod.metadata.name or "")
+        raise Conflict("Pod", display(pod), expected=_revision(current))
 
     async def delete(
         self,

@@ -9,10 +9,11 @@ adapters (tests/contract/), so they cannot drift from NATS semantics:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from vc_bus.binding import bound_pod, required_uid
 from vc_bus.objects import (
     check_identity,
     identity,
@@ -24,6 +25,7 @@ from vc_bus.objects import (
 )
 from vc_core.errors import AlreadyExists, Conflict, NotFound, PreconditionFailed
 from vc_core.store import ObjectStore, WatchEvent, WatchOp
+from vc_proto.core import Pod
 from vc_proto.kinds import KubeObject
 
 O = TypeVar("O", bound=KubeObject)
@@ -94,6 +96,12 @@ class MemoryStore:
             raise Conflict(kind, name, expected=expected)
         revision = await self._commit(kind, (namespace, name), with_meta(obj, resource_version=None))
         return with_meta(obj, resource_version=str(revision))
+
+    async def bind(self, pod: Pod, node: str, *, annotations: Mapping[str, str] | None = None) -> None:
+        """Checked and written with no await in between: atomic, as one compare-and-set."""
+        uid = required_uid(pod)
+        current = await self.get(Pod, pod.metadata.namespace, pod.metadata.name or "")
+        await self.update(bound_pod(current, uid, node, annotations))
 
     async def delete(
         self,

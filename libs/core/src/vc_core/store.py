@@ -5,16 +5,18 @@ Two adapters implement it: `vc_bus.store.NatsStore` (JetStream KV, the embedded 
 all three run the same contract suite in tests/contract/.
 
 `metadata.resourceVersion` is the adapter's revision: `update` and `delete` with a resourceVersion are
-compare-and-set; a lost race raises `Conflict`. Create is create-if-absent (`AlreadyExists`).
+compare-and-set; a lost race raises `Conflict`. Create is create-if-absent (`AlreadyExists`). `bind` is
+fenced like Kubernetes' pods/binding: on the pod's uid, and on the pod being unbound and not deleting.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
+from vc_proto.core import Pod
 from vc_proto.kinds import KubeObject
 
 O = TypeVar("O", bound=KubeObject)
@@ -48,6 +50,17 @@ class ObjectStore(Protocol):
 
     async def update(self, obj: O) -> O:
         """Replace the object if it is still at `metadata.resourceVersion`; raises Conflict or NotFound."""
+        ...
+
+    async def bind(self, pod: Pod, node: str, *, annotations: Mapping[str, str] | None = None) -> None:
+        """Set `spec.nodeName` of the pod named like `pod`, and merge `annotations` into it, in one write.
+
+        Fenced on what a binding needs, not on the caller's resourceVersion (a label written since the
+        caller's copy does not fail it): PreconditionFailed when the pod of that name has another uid
+        (deleted and created again), Conflict when it is bound already (to any node) or being deleted,
+        NotFound when it is gone. InvalidObject when `pod` carries no uid. The bound pod arrives
+        through the watch; nothing is returned (an apiserver's binding answers with a status only).
+        """
         ...
 
     async def delete(

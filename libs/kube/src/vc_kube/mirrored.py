@@ -13,7 +13,7 @@ Design rule: every service reads the shared NATS cache, whatever the backend; on
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import TypeVar
 
 from nats.aio.client import Client
@@ -23,6 +23,7 @@ from vc_bus.store import NatsStore
 from vc_core.store import WatchEvent, WatchOp, collect_list
 from vc_kube.store import KubeStore
 from vc_proto import codec, subjects
+from vc_proto.core import Pod
 from vc_proto.kinds import KubeObject
 
 O = TypeVar("O", bound=KubeObject)  # noqa: E741
@@ -46,6 +47,9 @@ class MirroredStore:
 
     async def update(self, obj: O) -> O:
         return await self.kube.update(obj)
+
+    async def bind(self, pod: Pod, node: str, *, annotations: Mapping[str, str] | None = None) -> None:
+        await self.kube.bind(pod, node, annotations=annotations)
 
     async def delete(
         self,

@@ -6,8 +6,12 @@ Writes keep the port's compare-and-set promise with the apiserver's own precondi
   types do not model (server defaults, other controllers' fields) are never wiped.
 - status goes to the `/status` subresource where the kind has one (a write to the main resource
   silently ignores status there), also with a resourceVersion precondition.
-- a pod gaining `spec.nodeName` is bound through `pods/binding` with uid and resourceVersion
-  preconditions: nodeName is immutable on the pod itself, and binding refuses an already bound pod.
+- `bind` is one `pods/binding` request carrying the uid and the annotations (the apiserver copies a
+  Binding's annotations onto the pod). The apiserver refuses a pod that is bound or being deleted; it
+  checks the uid only from Kubernetes 1.23 (kubernetes#105913): before that, the uid is checked here
+  against the newest version of the pod this store has seen (its own writes, and the NATS mirror's
+  watch through `remember`), so a pod recreated under the same name is refused once that version is
+  known. An `update` giving a pod a node binds the same way (nodeName is immutable on the pod itself).
 - delete carries uid/resourceVersion preconditions; graceful pod deletion is the apiserver's own.
 
 Reads here go to the apiserver. Services read the NATS mirror instead (vc_kube.mirrored); this class
@@ -17,18 +21,21 @@ is the port's reference implementation against kube and what the contract suite 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, TypeVar
 
 import msgspec
 import structlog
 
+from vc_bus.binding import display as pod_display
+from vc_bus.binding import refuse_unbindable, required_uid
 from vc_bus.objects import check_identity, identity
-from vc_core.errors import AlreadyExists, Conflict, TemporaryError
+from vc_core.errors import AlreadyExists, Conflict, PreconditionFailed, TemporaryError
 from vc_core.store import WatchEvent, WatchOp
 from vc_kube.client import MERGE_PATCH, Json, KubeApiError, KubeClient, map_error, resource_path
 from vc_kube.watching import list_raw, watch_kind
 from vc_proto import codec
+from vc_proto.core import Pod
 from vc_proto.kinds import KINDS, Kind, KubeObject, kind_of
 
 O = TypeVar("O", bound=KubeObject)  # noqa: E741
@@ -255,28 +262,29 @@ class KubeStore:
             raise map_error(exc, row.kind, _display(namespace, name), expected=int(rv or 0)) from exc
         return self._remember(decode(row, raw))
 
-    async def _bind(self, pod: KubeObject, node: str) -> KubeObject:
-        """pods/binding with uid + resourceVersion preconditions; returns the bound pod."""
-        meta = pod.metadata
-        row = KINDS["Pod"]
-        body = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": {
-                "name": meta.name,
-                "namespace": meta.namespace,
-                "uid": meta.uid,
-                "resourceVersion": meta.resource_version,
-            },
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-        }
+    async def bind(self, pod: Pod, node: str, *, annotations: Mapping[str, str] | None = None) -> None:
+        """One pods/binding request (see the module docstring for what fences it)."""
+        uid = required_uid(pod)
+        refuse_unbindable(pod, uid)
+        known = self._seen.get(("Pod", pod.metadata.namespace, pod.metadata.name or ""))
+        if isinstance(known, Pod) and _revision(known) >= _revision(pod):
+            refuse_unbindable(known, uid)
+        meta: Json = {"name": pod.metadata.name, "namespace": pod.metadata.namespace, "uid": uid}
+        if annotations:
+            meta["annotations"] = dict(annotations)
+        target = {"apiVersion": "v1", "kind": "Node", "name": node}
+        body = {"apiVersion": "v1", "kind": "Binding", "metadata": meta, "target": target}
+        path = resource_path(KINDS["Pod"], pod.metadata.namespace, pod.metadata.name, "binding")
         try:
-            await self.kube.request("POST", resource_path(row, meta.namespace, meta.name, "binding"), body=body)
+            await self.kube.request("POST", path, body=body)
         except KubeApiError as exc:
-            raise map_error(
-                exc, "Pod", _display(meta.namespace, meta.name or ""), expected=int(meta.resource_version or 0)
-            ) from exc
-        return await self._get(row, meta.namespace, meta.name or "")
+            raise _binding_error(exc, pod) from exc
+
+    async def _bind(self, pod: KubeObject, node: str) -> KubeObject:
+        """`update`'s way to bind: the binding, then the bound pod (update goes on from its version)."""
+        assert isinstance(pod, Pod)
+        await self.bind(pod, node)
+        return await self._get(KINDS["Pod"], pod.metadata.namespace, pod.metadata.name or "")
 
     async def evict(self, namespace: str, name: str, *, uid: str | None = None) -> None:
         """The eviction subresource (honours PodDisruptionBudgets); 429 means a budget blocks it for now.
@@ -325,6 +333,15 @@ class KubeStore:
             expected = int(resource_version) if resource_version else None
             raise map_error(exc, row.kind, _display(namespace, name), expected=expected) from exc
         self.forget(row.kind, namespace, name)
+
+
+def _binding_error(exc: KubeApiError, pod: Pod) -> Exception:
+    """A refused binding -> the port's errors. Apiservers that check the uid (>= 1.23) say so in the
+    message of their 409, as every storage precondition does ("Precondition failed: UID ...")."""
+    revision = _revision(pod) or None
+    if exc.status == 409 and "Precondition failed" in str(exc.body.get("message", "")):
+        return PreconditionFailed("Pod", pod_display(pod), expected=revision)
+    return map_error(exc, "Pod", pod_display(pod), expected=revision)
 
 
 def _revision(obj: KubeObject) -> int:

@@ -9,11 +9,13 @@ lapsed (paused, partitioned) writes nothing even if a handler was already past i
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import TypeVar
 
 from vc_core.errors import Fenced
 from vc_core.ownership import Ownership
 from vc_core.store import ObjectStore
+from vc_proto.core import Pod
 from vc_proto.kinds import KubeObject
 
 __all__ = ["FencedStore", "Ownership", "SoleOwner"]
@@ -59,6 +61,10 @@ class FencedStore:
     async def update(self, obj: ObjT) -> ObjT:
         self._check(type(obj).__name__, obj.metadata.name)
         return await self._store.update(obj)
+
+    async def bind(self, pod: Pod, node: str, *, annotations: Mapping[str, str] | None = None) -> None:
+        self._check("Pod", pod.metadata.name)
+        await self._store.bind(pod, node, annotations=annotations)
 
     async def delete(
         self,

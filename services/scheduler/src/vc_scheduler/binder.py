@@ -17,7 +17,6 @@ from collections import defaultdict
 from collections.abc import Mapping
 from fractions import Fraction
 
-import msgspec
 import structlog
 
 from vc_core.errors import Conflict, Fenced, NotFound
@@ -185,13 +184,12 @@ class GangBinder:
                 BINDS.labels(self.instance, "stale").inc()
                 # Bound already (by a previous owner) is not a failure of the gang if it is our node.
                 return bool(pod.spec and pod.spec.node_name == bind.node and pod.metadata.uid == bind.uid)
-            spec = msgspec.structs.replace(pod.spec, node_name=bind.node) if pod.spec else None
-            annotations = {**(pod.metadata.annotations or {}), BOUND_BY: f"{self.instance}/{self._own.epoch}"}
-            meta = msgspec.structs.replace(pod.metadata, annotations=annotations)
             try:
-                await self._store.update(msgspec.structs.replace(pod, spec=spec, metadata=meta))
+                # One write: the store's bind is fenced on the uid and on the pod being unbound and not
+                # deleting (the bound-by annotation rides along, as a Binding's annotations do).
+                await self._store.bind(pod, bind.node, annotations={BOUND_BY: f"{self.instance}/{self._own.epoch}"})
             except Conflict:
-                continue  # e.g. a label write in between (or our copy was stale): re-read and retry
+                continue  # bound or recreated meanwhile (or our copy was stale): re-read and judge
             except NotFound:
                 BINDS.labels(self.instance, "gone").inc()
                 return False
