@@ -19,6 +19,7 @@ import signal
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +39,7 @@ STOP_TIMEOUT_S = 30.0
 # nats-server restarted more often than this within a minute is not coming back by itself.
 NATS_QUICK_RESTARTS = 5
 MAX_NODES = 100_000  # node-sim's own bound
+DASHBOARD_PORT = 8090  # vc-dashboard's own default: `make run` prints the same URL every time it can
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -57,6 +59,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     up.add_argument("--sync", choices=["always", "default"], default="always",
                     help="JetStream fsync: 'always' (nothing acknowledged is lost on an OS crash) or the server default")
     up.add_argument("--default-duration", help="node-sim: run time of pods without the duration annotation")
+    up.add_argument("--dashboard-port", type=int, default=None,
+                    help=f"the web dashboard's port (default {DASHBOARD_PORT}, or a free one when that is taken)")
 
 
 @dataclass
@@ -67,6 +71,7 @@ class Child:
     proc: asyncio.subprocess.Process | None = None
     restarts: int = 0
     started_at: float = field(default=0.0)
+    url: str = ""  # what the child serves to people (the dashboard), printed before `ready`
 
     async def start(self) -> None:
         # SIGKILL if `vcctl up` dies: a service holds nothing that a crash could lose.
@@ -114,7 +119,18 @@ def plan_children(args: argparse.Namespace, nats_url: str) -> list[Child]:
         if args.default_duration:
             sim += ["--default-duration", args.default_duration]
         children.append(child("node-sim", "vc-node-sim", sim))
+    children.append(dashboard_child(args, child))
     return children
+
+
+def dashboard_child(args: argparse.Namespace, child: Callable[[str, str, list[str]], Child]) -> Child:
+    """vc-dashboard on --dashboard-port, else on DASHBOARD_PORT when free (a stable URL), else on any free port."""
+    port = getattr(args, "dashboard_port", None)
+    if port is None:
+        port = free_port() if port_in_use(DASHBOARD_PORT) else DASHBOARD_PORT
+    dashboard = child("vc-dashboard", "vc-dashboard", ["--http-host", "127.0.0.1", "--http-port", str(port)])
+    dashboard.url = f"http://127.0.0.1:{port}/"
+    return dashboard
 
 
 async def install_crds(kubeconfig: str | None) -> None:
@@ -265,6 +281,9 @@ def _announce(server: NatsServer, children: list[Child], data: Path) -> None:
     print(f"nats:    {server.url} (JetStream data in {data / 'nats'})", flush=True)
     for c in children:
         print(f"{c.name + ':':<21}http://127.0.0.1:{c.health_port}/metrics", flush=True)
+    for c in children:
+        if c.url:
+            print(f"dashboard: {c.url}", flush=True)
     print("ready", flush=True)
 
 

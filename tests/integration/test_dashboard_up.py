@@ -1,0 +1,72 @@
+"""`vcctl up` (what `make run` runs) starts vc-dashboard and prints `dashboard: http://HOST:PORT/` before
+`ready`; the URL serves the overview of that very system."""
+
+from __future__ import annotations
+
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from vc_bus.server import free_port
+
+pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(180)]
+BIN = Path(sys.executable).parent
+DASHBOARD_LINE = re.compile(r"^dashboard: (http://127\.0\.0\.1:(\d+)/)$")
+
+
+def lines_until_ready(proc: subprocess.Popen[str], log: Path, timeout: float = 90) -> list[str]:
+    assert proc.stdout is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            raise AssertionError(f"vcctl up exited ({proc.wait()}) before ready: {lines}\n{log.read_text()[-3000:]}")
+        lines.append(line.rstrip("\n"))
+        if lines[-1] == "ready":
+            return lines
+    raise AssertionError(f"not ready in {timeout}s: {lines}")
+
+
+def test_up_prints_the_dashboard_url_before_ready_and_serves_it(tmp_path: Path) -> None:
+    with socket.socket() as taken:  # the given port is used even when the default would be free
+        taken.bind(("127.0.0.1", 0))
+        wanted = taken.getsockname()[1]
+    log = tmp_path / "up.log"
+    argv = [
+        str(BIN / "vcctl"),
+        "up",
+        "--data",
+        str(tmp_path / "data"),
+        "--nats-port",
+        str(free_port()),
+        "--nodes",
+        "1",
+        "--dashboard-port",
+        str(wanted),
+    ]
+    with log.open("w") as stderr:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=stderr, text=True)
+    try:
+        lines = lines_until_ready(proc, log)
+        matches = [m for line in lines if (m := DASHBOARD_LINE.match(line))]
+        assert len(matches) == 1, lines
+        assert lines.index(matches[0].string) == len(lines) - 2  # the line right before `ready`
+        url, port = matches[0].group(1), int(matches[0].group(2))
+        assert port == wanted
+        with urllib.request.urlopen(url, timeout=10) as response:
+            page = response.read().decode()
+        assert response.status == 200 and "<h1>Overview</h1>" in page and 'data-queue="default"' in page
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
