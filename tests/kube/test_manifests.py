@@ -35,6 +35,8 @@ V2_FIELDS = {
     "generatorOptions",
 }
 SERVICES = ["kube-relay", "admission", "job-controller", "queue-controller", "podgroup-controller", "gc", "scheduler"]
+# Services that read NATS only and need no Kubernetes API access at all.
+READ_ONLY_SERVICES = ["dashboard"]
 
 
 def kustomization(directory: Path) -> dict[str, Any]:
@@ -129,7 +131,7 @@ def _role_names(account: str, target: str = ".") -> set[str]:
 @pytest.mark.parametrize("target", [".", "overlays/dev"])
 def test_every_service_runs_on_kube_under_its_own_bound_service_account(target: str) -> None:
     deployments = {d["metadata"]["name"]: d for d in of_kind("Deployment", target)}
-    assert sorted(deployments) == sorted(f"tephra-{s}" for s in SERVICES)
+    assert sorted(deployments) == sorted(f"tephra-{s}" for s in SERVICES + READ_ONLY_SERVICES)
     config = named("ConfigMap", "tephra-config", target)["data"]
     assert config["VC_BACKEND"] == "kube" and config["VC_NATS__URL"] == "nats://nats.tephra-system.svc:4222"
     accounts = {d["metadata"]["name"] for d in of_kind("ServiceAccount", target)}
@@ -221,3 +223,25 @@ def test_the_webhooks_and_the_admissions_certificate_fit_together() -> None:
 def test_node_sim_is_an_add_on_not_part_of_the_install() -> None:
     assert not [d for d in rendered(".") if "node-sim" in d["metadata"]["name"]]
     assert {d["kind"] for d in rendered("node-sim")} == {"ServiceAccount", "ClusterRole", "ClusterRoleBinding"}
+
+
+@pytest.mark.parametrize("target", [".", "overlays/dev"])
+def test_the_dashboard_reads_nats_with_no_kubernetes_access(target: str) -> None:
+    account = named("ServiceAccount", "tephra-dashboard", target)
+    assert account["automountServiceAccountToken"] is False
+    assert _role_names("tephra-dashboard", target) == set()  # bound to nothing: it only reads NATS
+    pod = named("Deployment", "tephra-dashboard", target)["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "tephra-dashboard" and pod["automountServiceAccountToken"] is False
+    (container,) = pod["containers"]
+    assert container["command"] == ["vc-dashboard"]
+    assert {"configMapRef": {"name": "tephra-config"}} in container["envFrom"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["VC_BACKEND"] == "nats"  # overrides the config's kube backend, which would load kube credentials
+    assert env["VC_DASHBOARD__HOST"] == "0.0.0.0"
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports["http"] == int(env["VC_DASHBOARD__PORT"]) and ports["probes"] == 8080
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "probes"}
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    service = named("Service", "tephra-dashboard", target)
+    assert service["spec"]["selector"] == {"app.kubernetes.io/name": "dashboard"}
+    assert service["spec"]["ports"] == [{"name": "http", "port": 80, "targetPort": "http"}]
