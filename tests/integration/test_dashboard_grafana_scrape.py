@@ -1,0 +1,44 @@
+"""A scrape of every running service (the embedded system, vc-dashboard included) contains every
+series the Grafana dashboards in deploy/grafana query (the static twin is
+tests/unit/grafana/test_grafana_dashboards.py, over the metric definitions)."""
+
+from __future__ import annotations
+
+import urllib.request
+from pathlib import Path
+
+import pytest
+from grafana_queries import dashboard_queries, exported_series, names_in
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.support.services import ServiceProcess
+from tests.support.system import seed, start_system
+
+pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
+
+
+def scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        return response.read().decode()
+
+
+async def test_every_series_the_dashboards_query_is_in_a_scrape_of_the_services(tmp_path: Path) -> None:
+    system = await start_system(tmp_path)
+    dashboard = ServiceProcess("vc-dashboard", system.url, ["--http-port", "0"], tmp_path / "dashboard.log")
+    try:
+        dashboard.start()
+        await dashboard.wait_ready(timeout=60)
+        system.submit(seed("tensorflow-benchmark.yaml", durations={"ps": "1h", "worker": "2s"}))
+        await system.wait_phase("tensorflow-benchmark", "Completed", timeout=90)
+        scraped: dict[str, set[str]] = {}
+        for name, service in {**system.services, "dashboard": dashboard}.items():
+            scraped[name] = exported_series(text_string_to_metric_families(scrape(service.health_port)))
+        assert "tephra_dashboard_streams" in scraped["dashboard"]
+        every = set().union(*scraped.values())
+        wanted = {name for query in dashboard_queries() for name in names_in(query)}
+        assert wanted and wanted <= every, sorted(wanted - every)
+        volcano = {name for name in wanted if name.startswith("volcano_")}
+        assert volcano and volcano <= scraped["scheduler"] | scraped["queue-controller"]
+    finally:
+        dashboard.stop_quietly()
+        system.stop()
