@@ -20,7 +20,12 @@ from tests.support.services import ServiceProcess
 from tests.support.system import System, seed, start_system
 from vc_bus.server import free_port
 
-pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(420)]
+pytestmark = [
+    pytest.mark.nats,
+    pytest.mark.integration,
+    pytest.mark.slow,
+    pytest.mark.timeout(900),
+]  # the first run installs Chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / ".artifacts" / "dashboard"
@@ -158,7 +163,7 @@ def blocked_job() -> dict[str, Any]:
 
 
 async def test_the_dashboard_shows_a_running_job_and_its_completion_live(
-    dashboard: tuple[System, str], browser: Any
+    browser: Any, dashboard: tuple[System, str]
 ) -> None:
     system, base = dashboard
     assert (

@@ -35,6 +35,16 @@ def test_usage_follows_a_pod_through_its_life() -> None:
     assert usage.requested == {}  # nothing left behind
 
 
+def test_a_pod_that_moves_leaves_its_old_node() -> None:
+    usage = NodeUsage()
+    first = pod("p", requests={"cpu": "1500m", "memory": "1Gi"}, node="n1", phase="Running")
+    usage.apply(None, first)
+    moved = pod("p", requests={"cpu": "1500m", "memory": "1Gi"}, node="n2", phase="Pending", resource_version="2")
+    usage.apply(first, moved)
+    assert "n1" not in usage.requested
+    assert usage.of("n2") == {"cpu": Fraction(3, 2), "memory": Fraction(2**30), "pods": 1}
+
+
 def test_a_node_row_compares_requested_with_allocatable() -> None:
     row = node_row(node("n1", cpu="4", memory="8Gi", gpu="0", pods="10"), {"cpu": Fraction(6), "pods": Fraction(2)})
     assert row.ready and row.schedulable and row.name == "n1"

@@ -13,7 +13,7 @@ from typing import Final
 
 from vc_core.resources import PODS, Resources, add, maximum
 from vc_dashboard.logic.amounts import human, ordered, parse_amounts, percent
-from vc_proto.core import Container, Node, Pod
+from vc_proto.core import Container, Node, Pod, PodSpec
 
 TERMINAL_POD_PHASES: Final = frozenset({"Succeeded", "Failed"})
 
@@ -39,40 +39,86 @@ def pod_requests(pod: Pod) -> Resources:
     return total
 
 
-def placement(pod: Pod) -> tuple[str, Resources] | None:
-    """(node, requests) while the pod holds a share of its node: bound and not finished."""
+def holding_node(pod: Pod) -> str | None:
+    """The node the pod holds a share of: bound and not finished."""
     node = pod.spec.node_name if pod.spec else None
     phase = (pod.status.phase if pod.status else None) or "Pending"
-    if not node or phase in TERMINAL_POD_PHASES:
-        return None
-    return node, pod_requests(pod)
+    return None if not node or phase in TERMINAL_POD_PHASES else node
+
+
+# Resource name -> thousandths of its unit: exact for every Kubernetes quantity (int64 milli-units) but
+# nano-cores, and integer sums are a tenth of the cost of Fraction sums at 100,000 pods.
+Milli = dict[str, int]
+MAX_SHAPES: Final = 4_096
+
+
+def _shape(spec: PodSpec | None) -> tuple[object, ...]:
+    """What a pod's requests depend on, hashable: the pods of a task share one shape."""
+    if spec is None:
+        return ()
+
+    def container(c: Container) -> tuple[object, ...]:
+        r = c.resources
+        return (tuple(sorted((r.limits or {}).items())), tuple(sorted((r.requests or {}).items()))) if r else ()
+
+    return (
+        tuple(container(c) for c in spec.containers or ()),
+        tuple(container(c) for c in spec.init_containers or ()),
+        tuple(sorted((spec.overhead or {}).items())),
+    )
 
 
 @dataclass(slots=True)
 class NodeUsage:
-    """Requested resources per node, maintained from pod changes (pure bookkeeping)."""
+    """Requested resources per node, maintained from pod changes (pure bookkeeping).
 
-    requested: dict[str, Resources] = field(default_factory=dict)
+    Each pod's share is computed once, when it lands on a node, and remembered until it leaves (finishes,
+    is deleted or moves): a pod's requests do not change while it is bound, so the many updates of a
+    running pod (status, annotations) cost one dictionary lookup each; and pods of one shape (a task's
+    replicas) share one parse.
+    """
+
+    requested: dict[str, Milli] = field(default_factory=dict)
+    _held: dict[tuple[str, str], tuple[str, Milli]] = field(default_factory=dict)
+    _shapes: dict[tuple[object, ...], Milli] = field(default_factory=dict)
 
     def apply(self, old: Pod | None, new: Pod | None) -> None:
-        before = placement(old) if old is not None else None
-        after = placement(new) if new is not None else None
-        if before == after:
+        pod = new if new is not None else old
+        if pod is None:
             return
-        if before is not None:
-            self._add(before[0], before[1], sign=-1)
-        if after is not None:
-            self._add(after[0], after[1], sign=1)
+        key = (pod.metadata.namespace or "", pod.metadata.name or "")
+        node = holding_node(new) if new is not None else None
+        held = self._held.get(key)
+        if held is not None and held[0] == node:
+            return
+        if held is not None:
+            del self._held[key]
+            self._add(held[0], held[1], sign=-1)
+        if node is not None and new is not None:
+            share = self._share(new)
+            self._held[key] = (node, share)
+            self._add(node, share, sign=1)
 
     def of(self, node: str) -> Resources:
-        return self.requested.get(node, {})
+        return {name: Fraction(milli, 1000) for name, milli in self.requested.get(node, {}).items()}
 
-    def _add(self, node: str, amounts: Resources, *, sign: int) -> None:
+    def _share(self, pod: Pod) -> Milli:
+        shape = _shape(pod.spec)
+        share = self._shapes.get(shape)
+        if share is None:
+            share = {name: round(value * 1000) for name, value in pod_requests(pod).items()}
+            if len(self._shapes) < MAX_SHAPES:
+                self._shapes[shape] = share
+        return share
+
+    def _add(self, node: str, amounts: Milli, *, sign: int) -> None:
         current = self.requested.setdefault(node, {})
         for name, value in amounts.items():
-            current[name] = current.get(name, Fraction(0)) + sign * value
-            if current[name] == 0:
-                del current[name]
+            total = current.get(name, 0) + sign * value
+            if total:
+                current[name] = total
+            else:
+                current.pop(name, None)
         if not current:
             del self.requested[node]
 

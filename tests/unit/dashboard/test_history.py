@@ -1,0 +1,57 @@
+"""A job's history tail from a real VC_EVT stream: the last N events found without reading the rest,
+other jobs' events ignored, the count of all of them kept, and new events followed live."""
+
+from __future__ import annotations
+
+import pytest
+from nats.aio.client import Client
+
+from vc_bus.events import EventPublisher, ensure_events_stream
+from vc_dashboard.history import follow_after, read_tail
+from vc_proto.events import DomainEvent
+
+pytestmark = [pytest.mark.nats]
+
+
+def fact(job: str, i: int) -> DomainEvent:
+    return DomainEvent(
+        id=f"{job}-{i}",
+        occurred_at="2026-01-01T00:00:00Z",
+        source="test",
+        kind="Pod",
+        namespace="default",
+        name=f"{job}-pod-{i}",
+        reason="PodBound",
+        job=job,
+    )
+
+
+async def test_the_tail_is_the_last_events_of_that_job_and_the_total_counts_all(nc: Client) -> None:
+    await ensure_events_stream(nc)
+    publisher = EventPublisher(nc)
+    for i in range(60):
+        await publisher.publish(fact("big", i))
+        await publisher.publish(fact("other", i))  # interleaved: the job's events are not contiguous
+    tail = await read_tail(nc, "default", "big", keep=7)
+    assert [s.event.name for s in tail.events] == [f"big-pod-{i}" for i in range(53, 60)]
+    assert tail.total == 60 and tail.complete
+    assert tail.last_sequence == tail.events[-1].sequence
+    short = await read_tail(nc, "default", "other", keep=500)
+    assert len(short.events) == short.total == 60
+    assert (await read_tail(nc, "default", "nobody")).events == type(tail.events)()
+
+
+async def test_following_after_the_tail_gives_only_new_events(nc: Client) -> None:
+    await ensure_events_stream(nc)
+    publisher = EventPublisher(nc)
+    for i in range(3):
+        await publisher.publish(fact("live", i))
+    tail = await read_tail(nc, "default", "live", keep=10)
+    await publisher.publish(fact("other", 0))
+    await publisher.publish(fact("live", 3))
+    stream = follow_after(nc, "default", "live", after=tail.last_sequence)
+    stored = await anext(stream)
+    await stream.aclose()  # type: ignore[attr-defined]
+    tail.add(stored)
+    tail.add(stored)  # a repeat after a resume is not counted twice
+    assert stored.event.name == "live-pod-3" and tail.total == 4 and len(tail.events) == 4
