@@ -9,7 +9,7 @@ from datetime import datetime
 from functools import partial
 
 from vc_scheduling.actions import in_tree_actions
-from vc_scheduling.framework.build import TaskMemo
+from vc_scheduling.framework.carried import CarriedState
 from vc_scheduling.framework.conf import SchedulerConf, default_conf, load_conf
 from vc_scheduling.framework.decisions import Bind, Evict, PodGroupStatusUpdate, QueueStatusUpdate
 from vc_scheduling.framework.framework import close_session, open_session
@@ -75,31 +75,36 @@ def run_cycle(
     plugins: Registry[PluginFactory] | None = None,
     actions: Registry[ActionFactory] | None = None,
     clock: Clock = time.perf_counter,
-    memo: TaskMemo | None = None,
+    memo: CarriedState | None = None,
 ) -> CycleResult:
     """Open a session, run the configured actions in order, close it. A `memo` carried from one call
-    to the next saves rebuilding the tasks of unchanged pods (see TaskMemo)."""
+    to the next opens each session on the previous one's state, rebuilding only what changed in the
+    snapshot (see carried.py): the decisions are the same as without it."""
     conf = conf or load_scheduler_conf()
     plugins = plugins or in_tree_plugins()
     actions = actions or in_tree_actions()
     timer = _Timer(clock)
     start = clock()
-    ssn, instances = open_session(
-        snapshot,
-        conf,
-        plugins=plugins,
-        now=now,
-        uid=session_uid,
-        scheduler_names=scheduler_names,
-        timed=timer,
-        memo=memo,
-    )
-    pending = sum(job.count(TaskStatus.PENDING) for job in ssn.jobs.values())
-    for name in conf.actions:
-        action = actions[name](conf.action_arguments(name))
-        timer(f"action:{name}", partial(action.execute, ssn))
-    statuses, queues = close_session(ssn, instances, timed=timer)
-    pipelined = sorted(t.key for job in ssn.jobs.values() for t in job.tasks_in(TaskStatus.PIPELINED))
+    try:
+        ssn, instances = open_session(
+            snapshot,
+            conf,
+            plugins=plugins,
+            now=now,
+            uid=session_uid,
+            scheduler_names=scheduler_names,
+            timed=timer,
+            memo=memo,
+        )
+        pending = sum(job.count(TaskStatus.PENDING) for job in ssn.jobs.values())
+        for name in conf.actions:
+            action = actions[name](conf.action_arguments(name))
+            timer(f"action:{name}", partial(action.execute, ssn))
+        statuses, queues = close_session(ssn, instances, timed=timer)
+        pipelined = sorted(t.key for job in ssn.jobs.values() for t in job.tasks_in(TaskStatus.PIPELINED))
+    finally:
+        if memo is not None:
+            memo.close()  # the carried objects back as the snapshot built them, for the next cycle
     stats = CycleStats(clock() - start, timer.durations, len(ssn.jobs), pending, len(ssn.nodes))
     return CycleResult(tuple(ssn.decisions), statuses, tuple(queues), tuple(pipelined), stats)
 

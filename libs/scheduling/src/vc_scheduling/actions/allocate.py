@@ -63,7 +63,8 @@ class AllocateAction:
             # A job with nothing to place would be popped and skipped (its worksheet is empty, its
             # queue's order unchanged): leave it out, so a busy cluster's many running jobs cost no
             # ordering work.
-            if any(not t.best_effort for t in job.tasks_in(TaskStatus.PENDING)):
+            pending = job.by_status.get(TaskStatus.PENDING)
+            if pending and any(not t.best_effort for t in pending.values()):
                 jobs_by_queue[queue.name].push(job)
         return queues, jobs_by_queue
 

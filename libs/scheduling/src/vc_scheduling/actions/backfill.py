@@ -53,7 +53,10 @@ class BackfillAction:
 
 
 def _has_best_effort(job: JobInfo) -> bool:
-    return any(t.best_effort for t in (*job.tasks_in(TaskStatus.PENDING), *job.tasks_in(TaskStatus.PIPELINED)))
+    if job.pending_best_effort_num():  # kept up to date by the job
+        return True
+    pipelined = job.by_status.get(TaskStatus.PIPELINED)
+    return bool(pipelined) and any(t.best_effort for t in pipelined.values())
 
 
 def _job_best_effort(ssn: Session, job: JobInfo) -> list[TaskInfo]:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from fractions import Fraction
 
 import msgspec
 
 from vc_scheduling.framework.model import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from vc_scheduling.framework.nodes import NodeInfo, NodeTable
-from vc_scheduling.framework.resources import ResourceSpace, is_empty
+from vc_scheduling.framework.resources import ResourceSpace, Vector, is_empty
 from vc_scheduling.snapshot.cluster import (
     DEFAULT_QUEUE,
     ROOT_QUEUE,
@@ -116,8 +117,37 @@ def _name_index(name: str) -> int | None:
 _class_keys: msgspec.json.Encoder = msgspec.json.Encoder()
 
 
-def build_task(pod: PodObj, job_uid: str, space: ResourceSpace, classes: Mapping[str, PriorityClassObj]) -> TaskInfo:
-    resreq = space.vector(pod.requests)
+class RequestVectors:
+    """Request vectors by request, for one resource space: the pods of a template ask for the same
+    resources, so each distinct request is converted once (read-only vectors, shared by the tasks)."""
+
+    def __init__(self, space: ResourceSpace) -> None:
+        self.space = space
+        self._vectors: dict[tuple[tuple[str, object], ...], tuple[Vector, bool]] = {}
+
+    def of(self, requests: Mapping[str, Fraction]) -> tuple[Vector, bool]:
+        """The request vector and whether it is best effort (requests nothing)."""
+        key = tuple(requests.items())
+        hit = self._vectors.get(key)
+        if hit is None:
+            vector = self.space.vector(requests)
+            vector.flags.writeable = False
+            hit = self._vectors[key] = (vector, is_empty(vector, self.space.tolerance))
+        return hit
+
+
+def build_task(
+    pod: PodObj,
+    job_uid: str,
+    space: ResourceSpace,
+    classes: Mapping[str, PriorityClassObj],
+    vectors: RequestVectors | None = None,
+) -> TaskInfo:
+    if vectors is not None:
+        resreq, best_effort = vectors.of(pod.requests)
+    else:
+        resreq = space.vector(pod.requests)
+        best_effort = is_empty(resreq, space.tolerance)
     placement = (pod.node_selector, pod.affinity, pod.tolerations)
     return TaskInfo(
         uid=pod.uid,
@@ -126,7 +156,7 @@ def build_task(pod: PodObj, job_uid: str, space: ResourceSpace, classes: Mapping
         job=job_uid,
         role=pod.annotations.get(TASK_SPEC_KEY, pod.labels.get(TASK_SPEC_KEY, "")),
         resreq=resreq,
-        best_effort=is_empty(resreq, space.tolerance),
+        best_effort=best_effort,
         priority=_task_priority(pod, classes),
         preemptable=_flag(pod.annotations, pod.labels, default=True),
         status=task_status(pod),
@@ -143,41 +173,6 @@ def _class_policy(pod: PodObj, classes: Mapping[str, PriorityClassObj]) -> str:
     return pc.preemption_policy if pc is not None else ""
 
 
-class TaskMemo:
-    """Tasks built in the previous session, for the next one (held by the caller between cycles).
-
-    The scheduler's cache hands a cycle the same immutable PodObj while a pod is unchanged, so a
-    session can copy that pod's TaskInfo instead of building it again (parsing its placement, its
-    priority, its request vector): on a busy cluster nearly every pod is unchanged from one cycle to
-    the next. The memo is only valid for the same resource names and priority classes; it keeps the
-    tasks of the last session only, so it never outgrows the cluster.
-    """
-
-    def __init__(self) -> None:
-        self._context: object = None
-        self._tasks: dict[str, TaskInfo] = {}
-        self._next: dict[str, TaskInfo] = {}
-
-    def begin(self, space: ResourceSpace, classes: Mapping[str, PriorityClassObj]) -> None:
-        context = (space.names, tuple(sorted(classes.items())))
-        if context != self._context:
-            self._context, self._tasks = context, {}
-        self._next = {}
-
-    def task(
-        self, pod: PodObj, job_uid: str, space: ResourceSpace, classes: Mapping[str, PriorityClassObj]
-    ) -> TaskInfo:
-        built = self._tasks.get(pod.uid)
-        if built is None or built.pod is not pod or built.job != job_uid:
-            built = build_task(pod, job_uid, space, classes)
-            built.resreq.flags.writeable = False  # shared by every later copy
-        self._next[pod.uid] = built
-        return built.clone()
-
-    def end(self) -> None:
-        self._tasks, self._next = self._next, {}
-
-
 def build_jobs_and_tasks(
     snapshot: ClusterSnapshot,
     *,
@@ -186,20 +181,20 @@ def build_jobs_and_tasks(
     queues: Mapping[str, QueueInfo],
     classes: Mapping[str, PriorityClassObj],
     scheduler_names: Iterable[str],
-    memo: TaskMemo | None = None,
 ) -> dict[str, JobInfo]:
-    """Jobs of PodGroups whose queue exists; every occupying pod is accounted on its node."""
+    """Jobs of PodGroups whose queue exists; every occupying pod is accounted on its node.
+
+    The plain build, every object anew; a session opens on CarriedState (carried.py), which builds
+    the same way and then keeps what it built for the next cycle."""
     jobs = {pg.key: build_job(pg, space, classes) for pg in snapshot.podgroups if pg.queue in queues}
     ours = frozenset(scheduler_names)
-    memo = memo or TaskMemo()
-    memo.begin(space, classes)
     placed: list[tuple[NodeInfo, TaskInfo]] = []  # accounted on their nodes in one go below
     for pod in snapshot.pods:
         group = pod.group_name
         job = jobs.get(f"{pod.namespace}/{group}") if group and pod.scheduler_name in ours else None
         if job is None and not (pod.node_name and pod.phase in OCCUPYING_PHASES):
             continue
-        task = memo.task(pod, job.uid if job else "", space, classes)
+        task = build_task(pod, job.uid if job else "", space, classes)
         if job is not None:
             job.add_task(task)
         node = nodes.by_name.get(task.node_name)
@@ -208,5 +203,13 @@ def build_jobs_and_tasks(
         elif job is not None and task.node_name and node is None:
             task.node_name = ""  # its node is gone from the snapshot
     nodes.add_tasks(placed)
-    memo.end()
     return jobs
+
+
+def __getattr__(name: str) -> object:
+    """`TaskMemo` grew into the session state carried between cycles (carried.py); the old name works."""
+    if name == "TaskMemo":
+        from vc_scheduling.framework.carried import CarriedState
+
+        return CarriedState
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

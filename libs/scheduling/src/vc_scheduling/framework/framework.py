@@ -6,7 +6,9 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from functools import partial
 
-from vc_scheduling.framework.build import TaskMemo, build_jobs_and_tasks, build_queues, resource_space
+import numpy as np
+
+from vc_scheduling.framework.carried import CarriedState
 from vc_scheduling.framework.conf import SchedulerConf
 from vc_scheduling.framework.decisions import PodGroupStatusUpdate, QueueStatusUpdate
 from vc_scheduling.framework.interfaces import Plugin, PluginFactory
@@ -18,7 +20,6 @@ from vc_scheduling.framework.model import (
     PodGroupPhase,
     TaskStatus,
 )
-from vc_scheduling.framework.nodes import NodeTable
 from vc_scheduling.framework.registry import Registry
 from vc_scheduling.framework.resources import format_amount
 from vc_scheduling.framework.session import Session
@@ -36,23 +37,21 @@ def open_session(
     uid: str,
     scheduler_names: Iterable[str] = ("volcano",),
     timed: Callable[[str, Callable[[], None]], None] = lambda _name, fn: fn(),
-    memo: TaskMemo | None = None,
+    memo: CarriedState | None = None,
 ) -> tuple[Session, list[Plugin]]:
-    space = resource_space(snapshot)
-    nodes = NodeTable(space, snapshot.nodes)
-    queues = build_queues(snapshot)
-    classes = {pc.name: pc for pc in snapshot.priority_classes}
-    jobs = build_jobs_and_tasks(
-        snapshot,
-        space=space,
-        nodes=nodes,
-        queues=queues,
-        classes=classes,
-        scheduler_names=scheduler_names,
-        memo=memo,
-    )
+    """A session on `snapshot`. With `memo` (held by the caller between cycles) it opens on the state the
+    previous session left, patched to this snapshot; the caller closes the memo after the session."""
+    opening, journal = (memo or CarriedState(keep=False)).opening(snapshot, scheduler_names)
     ssn = Session(
-        uid=uid, conf=conf, space=space, nodes=nodes, jobs=jobs, queues=queues, priority_classes=classes, now=now
+        uid=uid,
+        conf=conf,
+        space=opening.space,
+        nodes=opening.nodes,
+        jobs=opening.jobs,
+        queues=opening.queues,
+        priority_classes=opening.classes,
+        now=now,
+        journal=journal,
     )
     instances: list[Plugin] = []
     for tier in conf.tiers:
@@ -99,11 +98,13 @@ def close_session(
 
 def podgroup_phase(ssn: Session, job: JobInfo) -> str:
     """Volcano jobStatus: Unknown / Running / Completed / Inqueue / Pending."""
+    by_status = job.by_status
     unschedulable = job.conditions.get(UNSCHEDULABLE)
     failed_now = unschedulable is not None and unschedulable.status == "True" and unschedulable.transition_id == ssn.uid
-    if job.count(TaskStatus.RUNNING) and failed_now:
+    if failed_now and by_status.get(TaskStatus.RUNNING):
         return PodGroupPhase.UNKNOWN
-    releasing_placed = sum(1 for t in job.tasks_in(TaskStatus.RELEASING) if t.node_name)
+    releasing = by_status.get(TaskStatus.RELEASING)
+    releasing_placed = sum(1 for t in releasing.values() if t.node_name) if releasing else 0
     scheduled = job.count(*SCHEDULED_STATUSES) + releasing_placed
     if scheduled >= job.min_available and scheduled > 0:
         completed = job.count(*COMPLETED_STATUSES)
@@ -112,24 +113,33 @@ def podgroup_phase(ssn: Session, job: JobInfo) -> str:
 
 
 def podgroup_status(ssn: Session, job: JobInfo) -> PodGroupStatusUpdate:
+    by_status = job.by_status
     return PodGroupStatusUpdate(
         podgroup=job.uid,
         phase=podgroup_phase(ssn, job),
         conditions=tuple(job.conditions.values()),
-        running=job.count(TaskStatus.RUNNING),
-        succeeded=job.count(TaskStatus.SUCCEEDED),
-        failed=job.count(TaskStatus.FAILED),
+        running=len(by_status.get(TaskStatus.RUNNING, ())),
+        succeeded=len(by_status.get(TaskStatus.SUCCEEDED, ())),
+        failed=len(by_status.get(TaskStatus.FAILED, ())),
     )
 
 
 def queue_statuses(ssn: Session) -> list[QueueStatusUpdate]:
-    """status.allocated per queue: Σ requests of allocated tasks, propagated to ancestors and root."""
+    """status.allocated per queue: Σ requests of allocated tasks, propagated to ancestors and root.
+
+    Each job's allocation is kept as its tasks move (JobInfo.allocated); a queue's is the sum of its jobs'.
+    """
+    index = {name: i for i, name in enumerate(ssn.queues)}
+    direct = np.zeros((len(index), ssn.space.size), dtype=np.float64)
+    jobs = [job for job in ssn.jobs.values() if job.queue in index and job.count(*ALLOCATED_STATUSES)]
+    if jobs:
+        rows = np.fromiter((index[job.queue] for job in jobs), dtype=np.intp, count=len(jobs))
+        np.add.at(direct, rows, np.array([job.allocated for job in jobs], dtype=np.float64))
     allocated = {name: ssn.space.zeros() for name in ssn.queues}
-    for job in ssn.jobs.values():
-        for task in job.tasks.values():
-            if task.status in ALLOCATED_STATUSES and job.queue in allocated:
-                for name in _lineage(ssn, job.queue):
-                    allocated[name] += task.resreq
+    for name, i in index.items():
+        if direct[i].any():
+            for ancestor in _lineage(ssn, name):
+                allocated[ancestor] += direct[i]
     return [
         QueueStatusUpdate(name, {n: format_amount(n, float(v)) for n, v in zip(ssn.space.names, vec, strict=True)})
         for name, vec in sorted(allocated.items())

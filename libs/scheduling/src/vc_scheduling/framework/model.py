@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 import numpy as np
 
@@ -102,9 +103,25 @@ class JobInfo:
     # Actionable sentences beyond Volcano's message, by source ("enqueue", "allocate:<queue>"):
     # the latest check of a source replaces the earlier one, so numbers are never stale or repeated.
     why: dict[str, str] = field(default_factory=dict)
+    # Values plugins derive from the job alone as a session opens (its tasks' request sums, its gang
+    # validity, its reservation). While a job is carried unchanged between cycles (carried.py) it opens
+    # the same every cycle, so each value is computed once per job instead of once per cycle; a job that
+    # is built anew starts with none. Keyed "<plugin>.<what>".
+    opening_memo: dict[str, Any] = field(default_factory=dict)
     # Kept up to date on every status change: job ordering asks for them thousands of times a cycle.
     _ready: int = 0
     _pending_best_effort: int = 0
+
+    def reopen(self) -> None:
+        """What a session writes on the job itself (phase, conditions, fit errors, explanations) back to
+        how a build leaves it; the tasks' state is the session journal's to restore (carried.py)."""
+        self.phase = self.podgroup.phase
+        self.conditions = {c.type: c for c in self.podgroup.conditions}
+        if self.nodes_fit_errors:
+            self.nodes_fit_errors = {}
+        if self.why:
+            self.why = {}
+        self.job_fit_errors = ""
 
     def _tally(self, task: TaskInfo, sign: int) -> None:
         if task.status in READY_STATUSES:
@@ -136,7 +153,12 @@ class JobInfo:
             self.allocated -= task.resreq
 
     def count(self, *statuses: TaskStatus) -> int:
-        return sum(len(self.by_status.get(s, ())) for s in statuses)
+        by_status, total = self.by_status, 0
+        for status in statuses:
+            tasks = by_status.get(status)
+            if tasks:
+                total += len(tasks)
+        return total
 
     def tasks_in(self, status: TaskStatus) -> list[TaskInfo]:
         return list(self.by_status.get(status, {}).values())

@@ -110,6 +110,34 @@ class NodeTable:
         # or x -= req would (an account the task does not move is left out altogether).
         self._accounts[first:last, row] += (adding if sign > 0 else removing) * req
 
+    # -- rows, for the state carried between sessions (carried.py) -----------------------------------
+
+    def replace_node(self, row: int, obj: NodeObj) -> None:
+        """A changed node object at the same row: its capacity as a fresh table computes it (the row's
+        accounting is redone by the caller)."""
+        self.nodes[row].obj = obj
+        self.allocatable[row] = self.space.vector(obj.allocatable)
+        self.offered[row] = self.allocatable[row] > 0
+        offered = self.offered[row]
+        self.inverse_allocatable[row] = np.where(offered, 1.0 / np.where(offered, self.allocatable[row], 1.0), 0.0)
+        self.max_pods[row] = float("inf") if obj.max_pods is None else obj.max_pods
+
+    def clear_row(self, row: int) -> None:
+        """The row as a fresh table starts it: nothing placed."""
+        self._accounts[:, row] = 0.0
+        self.idle[row] = self.allocatable[row]
+        self.future_idle[row] = self.allocatable[row]
+        self.pod_count[row] = 0.0
+        self.nodes[row].tasks = {}
+
+    def account_row(self, row: int) -> NDArray[np.float64]:
+        """A copy of the row's five accounts (set_account_row puts it back)."""
+        return self._accounts[:, row].copy()
+
+    def set_account_row(self, row: int, accounts: NDArray[np.float64], pods: float) -> None:
+        self._accounts[:, row] = accounts
+        self.pod_count[row] = pods
+
     def fits_idle(self, rows: NDArray[np.intp], req: Vector) -> NDArray[np.bool_]:
         return _fits(self.idle[rows], req, self.space.tolerance)
 

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,6 +30,9 @@ from vc_scheduling.framework.model import JobInfo, QueueInfo, TaskInfo, TaskStat
 from vc_scheduling.framework.nodes import NodeInfo, NodeTable
 from vc_scheduling.framework.resources import ResourceSpace, Vector
 from vc_scheduling.snapshot.cluster import PodGroupCondition, PriorityClassObj
+
+if TYPE_CHECKING:
+    from vc_scheduling.framework.carried import Journal
 
 P = ExtensionPoint
 Rows = NDArray[np.intp]
@@ -56,8 +59,12 @@ class Session:
         queues: dict[str, QueueInfo],
         priority_classes: Mapping[str, PriorityClassObj],
         now: datetime | None,
+        journal: Journal | None = None,
     ) -> None:
         self.uid = uid
+        # Carried objects (tasks, jobs, node rows) are recorded here before their first change, so the
+        # state carried to the next cycle can be put back (carried.py); None: nothing is carried.
+        self.journal = journal
         self.conf = conf
         self.tiers: tuple[Tier, ...] = conf.tiers
         self.space = space
@@ -319,17 +326,31 @@ class Session:
     def set_task(self, task: TaskInfo, status: TaskStatus, node_name: str) -> None:
         """Move a task to `status` on `node_name` ("" = no node), keeping node and job totals right."""
         old_node = self.node_of(task)
+        job = self.jobs.get(task.job)
+        new_node = self.nodes.by_name.get(node_name) if node_name else None
+        journal = self.journal
+        if journal is not None:
+            journal.task(task)
+            if job is not None:
+                journal.job(job)
+            for node in (old_node, new_node):
+                if node is not None:
+                    journal.row(node)
         if old_node is not None:
             self.nodes.remove_task(old_node, task)
-        job = self.jobs.get(task.job)
         if job is not None:
             job.update_task_status(task, status)
         else:
             task.status = status
         task.node_name = node_name
-        new_node = self.node_of(task)
         if new_node is not None:
             self.nodes.add_task(new_node, task)
+
+    def mark_last_transaction(self, task: TaskInfo) -> None:
+        """Remember the task's status before a statement undoes it (Volcano's LastTransaction)."""
+        if self.journal is not None:
+            self.journal.task(task)
+        task.last_tx_status = task.status
 
     def fire_allocate(self, task: TaskInfo) -> None:
         for handler in self._handlers:

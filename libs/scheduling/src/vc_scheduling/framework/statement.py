@@ -57,7 +57,7 @@ class Statement:
     def discard(self) -> None:
         for operation in reversed(self.operations):
             task = operation.task
-            task.last_tx_status = task.status
+            self.ssn.mark_last_transaction(task)
             self.ssn.set_task(task, operation.previous_status, operation.previous_node)
             if operation.op is Op.EVICT:
                 self.ssn.fire_allocate(task)

@@ -13,7 +13,7 @@ from typing import ClassVar, Final
 import numpy as np
 
 from vc_scheduling.framework.interfaces import EventHandler, ExtensionPoint, PluginArgs
-from vc_scheduling.framework.model import ALLOCATED_STATUSES, JobInfo, QueueInfo, TaskInfo
+from vc_scheduling.framework.model import JobInfo, QueueInfo, TaskInfo
 from vc_scheduling.framework.resources import Vector
 from vc_scheduling.framework.session import Session
 from vc_scheduling.plugins.hdrf import HdrfTree, queue_paths
@@ -49,15 +49,17 @@ class DrfPlugin:
         ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate))
 
     def _build_shares(self, ssn: Session) -> None:
+        """Each job's allocation (Σ requests of its allocated tasks, the job's own running sum) and its
+        dominant share, for all jobs in one array operation."""
         self.total, self.jobs = ssn.total_resource, ssn.jobs
         self.share_of = ShareOf(self.total)
-        for job in ssn.jobs.values():
-            placed = ssn.space.zeros()
-            for task in job.tasks.values():
-                if task.status in ALLOCATED_STATUSES:
-                    placed += task.resreq
-            self.allocated[job.uid] = placed
-            self.shares[job.uid] = self.share_of(placed)
+        jobs = list(ssn.jobs.values())
+        if not jobs:
+            return
+        allocated = np.array([job.allocated for job in jobs], dtype=np.float64)
+        for job, row, share in zip(jobs, allocated, self.share_of.of_rows(allocated), strict=True):
+            self.allocated[job.uid] = row
+            self.shares[job.uid] = share
 
     def _build_tree(self, ssn: Session) -> None:
         self.paths = queue_paths(ssn.queues)

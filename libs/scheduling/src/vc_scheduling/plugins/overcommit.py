@@ -39,6 +39,23 @@ def unplaced_min_resources(job: JobInfo) -> Vector | None:
     return np.where(job.min_resources_dims, np.clip(job.min_resources - job.allocated, 0, None), 0.0)
 
 
+_UNSET: Final = object()
+
+
+def _opening_unplaced(job: JobInfo) -> Vector | None:
+    """unplaced_min_resources as the job opens, memoised on the job (it opens the same every cycle while
+    carried unchanged); a fully placed job reserves nothing and is left out of the sum."""
+    memo = job.opening_memo.get("overcommit.unplaced", _UNSET)
+    if memo is _UNSET:
+        memo = unplaced_min_resources(job)
+        if memo is not None and not memo.any():
+            memo = None  # adding zeros changes no float: skip the addition
+        elif memo is not None:
+            memo.flags.writeable = False
+        job.opening_memo["overcommit.unplaced"] = memo
+    return memo  # type: ignore[no-any-return]
+
+
 class OvercommitPlugin:
     name: ClassVar[str] = NAME
 
@@ -58,7 +75,7 @@ class OvercommitPlugin:
         self.idle = ssn.total_resource * self.factor - ssn.nodes.used.sum(axis=0)
         self.inqueue = ssn.space.zeros()
         for job in ssn.jobs.values():
-            reserved = unplaced_min_resources(job)
+            reserved = _opening_unplaced(job)
             if reserved is not None:
                 self.inqueue += reserved
 

@@ -68,22 +68,37 @@ class QueueLedger:
         return attr
 
     def add_jobs(self, jobs: Iterable[JobInfo]) -> None:
+        """Each job's placed and pending requests, and the reservation of an admitted job, into its
+        queue's sums (in job order; the per-job sums are the job's own, see _opening_sums)."""
+        queues: list[str] = []
+        allocated: list[Vector] = []
+        requested: list[Vector] = []
+        reserving: list[tuple[str, Vector]] = []
         for job in jobs:
-            attr = self.attrs.get(job.queue)
-            if attr is None:
+            if job.queue not in self.attrs:
                 continue
-            placed = self.space.zeros()
-            for task in job.tasks.values():
-                if task.status in ALLOCATED_STATUSES:
-                    attr.allocated += task.resreq
-                    attr.request += task.resreq
-                elif task.status == TaskStatus.PENDING:
-                    attr.request += task.resreq
-                if task.status in ALLOCATED_STATUSES or task.status == TaskStatus.PIPELINED:
-                    placed += task.resreq
+            request, placed, reservation = _opening_sums(job, self.space)
             self.placed[job.uid] = placed
-            if job.min_resources is not None and _holds_reservation(job):
-                self.reserve(job)
+            queues.append(job.queue)
+            allocated.append(job.allocated)
+            requested.append(request)
+            if reservation is not None and job.uid not in self.reservations:
+                self.reservations[job.uid] = reservation
+                reserving.append((job.queue, reservation))
+        self._add_rows("allocated", queues, allocated)
+        self._add_rows("request", queues, requested)
+        self._add_rows("reserved", [q for q, _ in reserving], [r for _, r in reserving])
+
+    def _add_rows(self, field: str, queues: list[str], rows: list[Vector]) -> None:
+        """attr.<field> += row for each (queue, row) in order: one np.add.at (adds in index order, the
+        same floats as the loop) instead of one operation per job."""
+        if not rows:
+            return
+        index = {name: i for i, name in enumerate(self.attrs)}
+        totals = np.array([getattr(attr, field) for attr in self.attrs.values()], dtype=np.float64)
+        np.add.at(totals, np.fromiter((index[q] for q in queues), dtype=np.intp, count=len(queues)), np.array(rows))
+        for attr, total in zip(self.attrs.values(), totals, strict=True):
+            setattr(attr, field, total)
 
     def reservation_of(self, job: JobInfo, extra: Vector | None = None) -> Vector:
         if job.min_resources is None:
@@ -200,6 +215,31 @@ class QueueLedger:
         used, asked, cap = (format_amount(name, float(vec[dim])) for vec in (allocated, request, limit))
         held = "" if reserved is None else f" + reserved by admitted jobs {format_amount(name, float(reserved[dim]))}"
         return f"{name}: allocated {used}{held} + request {asked} > {limit_name} {cap}"
+
+
+def _opening_sums(job: JobInfo, space: ResourceSpace) -> tuple[Vector, Vector, Vector | None]:
+    """As the job opens: Σ requests of its placed and pending tasks, Σ of its placed and pipelined ones,
+    and, when it holds a reservation, its unplaced minResources. Memoised on the job (read-only
+    arrays): it opens the same every cycle while carried unchanged."""
+    memo = job.opening_memo.get("ledger.sums")
+    if memo is None:
+        request, placed = space.zeros(), space.zeros()
+        for task in job.tasks.values():
+            status = task.status
+            if status in ALLOCATED_STATUSES:
+                request += task.resreq
+                placed += task.resreq
+            elif status == TaskStatus.PENDING:
+                request += task.resreq
+            elif status == TaskStatus.PIPELINED:
+                placed += task.resreq
+        reservation = None
+        if job.min_resources is not None and _holds_reservation(job):
+            reservation = np.where(job.min_resources_dims, np.maximum(job.min_resources - placed, 0.0), 0.0)
+            reservation.flags.writeable = False
+        request.flags.writeable = placed.flags.writeable = False
+        memo = job.opening_memo["ledger.sums"] = (request, placed, reservation)
+    return memo  # type: ignore[no-any-return]
 
 
 def _holds_reservation(job: JobInfo) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 
 from vc_scheduling.framework.resources import Vector
 
@@ -29,3 +30,9 @@ class ShareOf:
         if self._plain:
             return float((numerator / self.denominator).max())
         return dominant_share(numerator, self.denominator)
+
+    def of_rows(self, numerators: NDArray[np.float64]) -> list[float]:
+        """The share of each row (the same floats as calling this on each row)."""
+        if self._plain:
+            return list((numerators / self.denominator).max(axis=1).tolist())
+        return [dominant_share(row, self.denominator) for row in numerators]

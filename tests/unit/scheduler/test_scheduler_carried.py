@@ -1,0 +1,249 @@
+"""State carried between cycles (carried.py): a cycle on carried state decides exactly what a cycle on a
+fresh build decides, over random runs of cycles with the cluster changing in between (pods bound,
+finished, deleted, added anywhere; PodGroups, nodes, queues and priority classes changing); and the
+carried state, once a session closed, is exactly a fresh build of the next snapshot."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vc_scheduling.cycle import apply_result, load_scheduler_conf, run_cycle
+from vc_scheduling.framework.carried import CarriedState, Opening
+from vc_scheduling.snapshot import ClusterSnapshot, load_objects
+from vc_scheduling.snapshot.cluster import PriorityClassObj, QueueObj
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+EVICTING = """
+actions: "enqueue, allocate, preempt, reclaim, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+"""
+CPUS = ("100m", "250m", "1", "1500m", "2")
+
+
+def _cluster(nodes: list[int], jobs: list[tuple[int, int, int, int, bool]]) -> list[dict[str, Any]]:
+    objs: list[dict[str, Any]] = [
+        {
+            "kind": "Node",
+            "metadata": {"name": f"n{i}", "labels": {"zone": f"z{i % 2}"}},
+            "status": {"allocatable": {"cpu": str(cpu), "memory": "8Gi", "pods": "6"}},
+        }
+        for i, cpu in enumerate(nodes)
+    ]
+    objs += [{"kind": "Queue", "metadata": {"name": f"q{q}"}, "spec": {"weight": q + 1}} for q in range(2)]
+    objs += [{"kind": "PriorityClass", "metadata": {"name": f"p{p}"}, "value": p * 10} for p in range(3)]
+    for j, (queue, size, cpu, priority, running) in enumerate(jobs):
+        meta = {"name": f"j{j}", "namespace": "ns", "creationTimestamp": f"2025-01-01T00:00:{j:02}Z"}
+        spec = {"minMember": size, "queue": f"q{queue}", "priorityClassName": f"p{priority}"}
+        if j % 2:
+            spec["minResources"] = {"cpu": str(size)}
+        phase = "Running" if running else "Pending"
+        objs.append({"kind": "PodGroup", "metadata": meta, "spec": spec, "status": {"phase": phase}})
+        for t in range(size + 1):
+            pod: dict[str, Any] = {
+                "kind": "Pod",
+                "metadata": {"name": f"j{j}-{t}", "namespace": "ns", "annotations": {
+                    "scheduling.k8s.io/group-name": f"j{j}"
+                }},
+                "spec": {
+                    "schedulerName": "volcano",
+                    "priority": priority * 10,
+                    "containers": [{"resources": {"requests": {"cpu": CPUS[cpu], "memory": "256Mi"}}}],
+                },
+                "status": {"phase": "Pending"},
+            }
+            if running and t < size:
+                pod["spec"]["nodeName"] = f"n{(j + t) % len(nodes)}"
+                pod["status"]["phase"] = "Running"
+            objs.append(pod)
+    return objs
+
+
+def _edit(snap: ClusterSnapshot, kind: str, pick: int, serial: int) -> ClusterSnapshot:
+    """One change to the cluster between cycles; every object it does not touch stays the same object."""
+    pods, pgs, nodes, queues = list(snap.pods), list(snap.podgroups), list(snap.nodes), list(snap.queues)
+    if kind == "finish" and pods:
+        i = pick % len(pods)
+        pods[i] = replace(pods[i], phase="Succeeded")
+    elif kind == "delete_pod" and pods:
+        del pods[pick % len(pods)]
+    elif kind == "deleting" and pods:
+        i = pick % len(pods)
+        pods[i] = replace(pods[i], deleting=True)
+    elif kind == "unbind" and pods:
+        i = pick % len(pods)
+        pods[i] = replace(pods[i], node_name="", phase="Pending")
+    elif kind in ("new_pod", "insert_pod") and pods:
+        base = pods[pick % len(pods)]
+        new = replace(base, name=f"x{serial}", uid=f"x{serial}", node_name="", phase="Pending")
+        pods.insert(pick % (len(pods) + 1) if kind == "insert_pod" else len(pods), new)
+    elif kind == "pod_cpu" and pods:
+        i = pick % len(pods)
+        pods[i] = replace(pods[i], requests={**pods[i].requests, "cpu": Fraction(pick % 3 + 1, 4)})
+    elif kind == "pg_min" and pgs:
+        i = pick % len(pgs)
+        pgs[i] = replace(pgs[i], min_member=max(1, pgs[i].min_member + (1 if pick % 2 else -1)))
+    elif kind == "pg_delete" and pgs:
+        del pgs[pick % len(pgs)]
+    elif kind == "pg_queue" and pgs:
+        i = pick % len(pgs)
+        pgs[i] = replace(pgs[i], queue=("q0", "q1", "nowhere")[pick % 3])
+    elif kind == "pg_inqueue" and pgs:
+        i = pick % len(pgs)
+        pgs[i] = replace(pgs[i], phase="Inqueue")
+    elif kind == "node_cpu" and nodes:
+        i = pick % len(nodes)
+        nodes[i] = replace(nodes[i], allocatable={**nodes[i].allocatable, "cpu": Fraction(pick % 5 + 1)})
+    elif kind == "node_label" and nodes:
+        i = pick % len(nodes)
+        nodes[i] = replace(nodes[i], labels={"zone": f"z{pick}"})
+    elif kind == "queue_drop" and queues:
+        del queues[pick % len(queues)]
+    elif kind == "queue_add":
+        queues.append(QueueObj(name=("q0", "q1", "nowhere")[pick % 3], weight=pick % 3 + 1))
+    elif kind == "queue_cap" and queues:
+        i = pick % len(queues)
+        queues[i] = replace(queues[i], capability={"cpu": Fraction(pick % 7 + 2)})
+    elif kind == "gpu_pod" and pods:  # a resource name no one had: the space changes (a full build)
+        i = pick % len(pods)
+        pods[i] = replace(pods[i], requests={**pods[i].requests, "example.com/gpu": Fraction(1)})
+    elif kind == "reorder":  # pods in another order: a full build
+        pods.reverse()
+    elif kind == "priority":
+        return replace(snap, priority_classes=(*snap.priority_classes, PriorityClassObj(f"extra{serial}", pick)))
+    return replace(snap, pods=tuple(pods), podgroups=tuple(pgs), nodes=tuple(nodes), queues=tuple(queues))
+
+
+EDITS = (
+    "finish", "delete_pod", "deleting", "unbind", "new_pod", "insert_pod", "pod_cpu", "pg_min", "pg_delete",
+    "pg_queue", "pg_inqueue", "node_cpu", "node_label", "queue_drop", "queue_add", "queue_cap", "gpu_pod",
+    "reorder", "priority", "none",
+)  # fmt: skip
+
+
+def _same_opening(carried: Opening, fresh: Opening) -> None:
+    """Field by field, orders included: the carried objects are what a fresh build makes."""
+    assert carried.space.names == fresh.space.names
+    a, b = carried.nodes, fresh.nodes
+    for name in ("allocatable", "idle", "used", "releasing", "pipelined", "future_idle", "pod_count", "max_pods"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    assert [n.name for n in a.nodes] == [n.name for n in b.nodes]
+    for left, right in zip(a.nodes, b.nodes, strict=True):
+        assert left.obj is right.obj
+        assert list(left.tasks) == list(right.tasks), left.name
+    assert list(carried.jobs) == list(fresh.jobs)
+    for key, job in carried.jobs.items():
+        other = fresh.jobs[key]
+        assert (job.phase, job.conditions, job.why, job.nodes_fit_errors) == (
+            other.phase, other.conditions, other.why, other.nodes_fit_errors
+        )  # fmt: skip
+        assert list(job.tasks) == list(other.tasks), key
+        assert {s: list(t) for s, t in job.by_status.items()} == {s: list(t) for s, t in other.by_status.items()}
+        assert np.array_equal(job.allocated, other.allocated)
+        assert (job.ready_task_num(), job.pending_best_effort_num()) == (
+            other.ready_task_num(), other.pending_best_effort_num()
+        )  # fmt: skip
+        for uid, task in job.tasks.items():
+            twin = other.tasks[uid]
+            assert (task.status, task.node_name, task.last_tx_status, task.job, task.pod) == (
+                twin.status, twin.node_name, twin.last_tx_status, twin.job, twin.pod
+            )  # fmt: skip
+            assert np.array_equal(task.resreq, twin.resreq)
+
+
+clusters = st.tuples(
+    st.lists(st.integers(1, 6), min_size=1, max_size=5),
+    st.lists(
+        st.tuples(st.integers(0, 1), st.integers(1, 3), st.integers(0, 4), st.integers(0, 2), st.booleans()),
+        min_size=1,
+        max_size=6,
+    ),
+)
+edits = st.lists(
+    st.tuples(
+        # What of the cycle's decisions reaches the next snapshot: all of it, the pods only (the PodGroup
+        # status writes are still in flight), or nothing (every bind failed and was forgotten).
+        st.sampled_from(["all", "pods", "none"]),
+        st.lists(st.tuples(st.sampled_from(EDITS), st.integers(0, 50)), max_size=4),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+def _applied(snap: ClusterSnapshot, result: Any, how: str) -> ClusterSnapshot:
+    if how == "none":
+        return snap
+    after = apply_result(snap, result)
+    return after if how == "all" else replace(after, podgroups=snap.podgroups)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters, edits, st.booleans())
+def test_carried_state_decides_as_a_fresh_build_cycle_after_cycle(
+    cluster: tuple[list[int], list[tuple[int, int, int, int, bool]]],
+    changes: list[tuple[str, list[tuple[str, int]]]],
+    evicting: bool,
+) -> None:
+    conf = load_scheduler_conf(EVICTING if evicting else None)
+    snap = load_objects(_cluster(*cluster))
+    memo = CarriedState()
+    serial = 0
+    for cycle, (how, batch) in enumerate(changes):
+        carried, _ = memo.opening(snap, ("volcano",))
+        fresh, _ = CarriedState(keep=False).opening(snap, ("volcano",))
+        _same_opening(carried, fresh)
+        memo.close()
+        uid = f"s-{cycle}"
+        expected = run_cycle(snap, conf, session_uid=uid, now=NOW)
+        got = run_cycle(snap, conf, session_uid=uid, now=NOW, memo=memo)
+        assert got.decisions == expected.decisions
+        assert got.podgroups == expected.podgroups
+        assert got.queues == expected.queues and got.pipelined == expected.pipelined
+        snap = _applied(snap, expected, how)
+        for kind, pick in batch:
+            serial += 1
+            snap = _edit(snap, kind, pick, serial)
+
+
+def test_an_unchanged_snapshot_rebuilds_nothing_and_a_changed_pod_only_its_job_and_node() -> None:
+    snap = load_objects(_cluster([4, 4, 4], [(0, 2, 2, 0, True), (1, 2, 2, 0, True), (0, 1, 2, 0, False)]))
+    memo = CarriedState()
+    run_cycle(snap, load_scheduler_conf(), memo=memo)
+    assert memo.rebuilt == (3, 3)  # the first opening builds everything
+    run_cycle(snap, load_scheduler_conf(), memo=memo)
+    assert memo.rebuilt == (0, 0)
+    running = next(i for i, p in enumerate(snap.pods) if p.node_name)
+    pods = list(snap.pods)
+    pods[running] = replace(pods[running], phase="Succeeded")
+    run_cycle(replace(snap, pods=tuple(pods)), load_scheduler_conf(), memo=memo)
+    assert memo.rebuilt == (1, 1)
+
+
+def test_a_gang_undone_in_one_cycle_is_judged_afresh_in_the_next() -> None:
+    """Allocate places two of three pods and undoes them (the gang does not fit): the carried tasks must
+    not remember that undo (Volcano's LastTransaction feeds the Unschedulable message) in the next cycle."""
+    snap = load_objects(_cluster([2], [(0, 3, 2, 0, False)]))
+    memo, conf = CarriedState(), load_scheduler_conf()
+    for cycle in range(3):
+        expected = run_cycle(snap, conf, session_uid=f"s{cycle}", now=NOW)
+        got = run_cycle(snap, conf, session_uid=f"s{cycle}", now=NOW, memo=memo)
+        assert got.podgroups == expected.podgroups and got.decisions == expected.decisions == ()
+    assert "2 Schedulable" in expected.podgroups["ns/j0"].conditions[0].message
