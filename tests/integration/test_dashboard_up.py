@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import signal
 import socket
@@ -14,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from vc_bus.server import free_port
+from tests.support.services import ServiceProcess
+from vc_bus.server import NatsServer, free_port
+from vc_cli.up import ensure_default_queues
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(180)]
 BIN = Path(sys.executable).parent
@@ -70,3 +73,21 @@ def test_up_prints_the_dashboard_url_before_ready_and_serves_it(tmp_path: Path) 
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+async def test_sigterm_ends_open_live_streams_and_exits_zero(nats_server: NatsServer, tmp_path: Path) -> None:
+    await ensure_default_queues(nats_server.url)
+    port = free_port()
+    dashboard = ServiceProcess("vc-dashboard", nats_server.url, ["--http-port", str(port)], tmp_path / "dashboard.log")
+    dashboard.start()
+    try:
+        await dashboard.wait_ready(timeout=60)
+        stream = await asyncio.to_thread(urllib.request.urlopen, f"http://127.0.0.1:{port}/stream/queues", timeout=30)
+        first = await asyncio.to_thread(stream.readline)
+        assert first == b"event: update\n"
+        assert await asyncio.to_thread(dashboard.terminate, 30) == 0  # the open stream does not hold it up
+        rest = await asyncio.to_thread(stream.read)  # the server ended the stream (no hang, no reset)
+        assert b'data-queue="default"' in rest
+        assert '"event":"shutdown.done"' in dashboard.log_text()
+    finally:
+        dashboard.stop_quietly()
