@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
+from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from service_builders import group, pod
 
 from vc_core.ownership import rendezvous_owner
 from vc_scheduler import ledger
+from vc_scheduler.ledger_view import LedgerViews
 from vc_scheduler.sharding import ledger_view, live_reservations, node_capacity, owner_filter, shard_snapshot
 from vc_scheduling.snapshot.cluster import ClusterSnapshot, NodeObj, QueueObj
 
@@ -80,3 +85,79 @@ def test_view_counts_an_assumed_node_as_unbound() -> None:
     v = ledger_view(snap, gone=frozenset(), live=frozenset({"x"}), instance="x", epoch=1, assumed=frozenset({"ns/a"}))
     assert v.pods["uid-a"].node == ""
     assert v.occupying_node("n1") == {}
+
+
+# -- the view carried between cycles -------------------------------------------------------------------
+
+
+def _scratch_view(snap: ClusterSnapshot, assumed: frozenset[str]) -> ledger.View:
+    """View.of over every pod, as the ledger view was built before it was carried."""
+    queue_of = {pg.key: pg.queue for pg in snap.podgroups}
+    states = {
+        p.uid: ledger.PodState(
+            node="" if p.key in assumed else p.node_name,
+            terminal=p.phase in ("Succeeded", "Failed"),
+            requests={**p.requests, "pods": Fraction(1)},
+            queue=queue_of.get(f"{p.namespace}/{p.group_name}", "") if p.group_name else "",
+        )
+        for p in snap.pods
+    }
+    parents = {q.name: q.parent or "root" for q in snap.queues if q.name != "root"}
+    return ledger.View.of(states, parents=parents, live=frozenset({"x"}), instance="x", epoch=1)
+
+
+OPS = ("bind", "finish", "delete", "add", "recreate", "assume", "move", "parent", "none")
+
+
+def _step(snap: ClusterSnapshot, assumed: frozenset[str], op: str, i: int) -> tuple[ClusterSnapshot, frozenset[str]]:
+    pods, pgs, queues = list(snap.pods), list(snap.podgroups), list(snap.queues)
+    if op == "bind" and pods:
+        pods[i % len(pods)] = replace(pods[i % len(pods)], node_name=f"n{i % 3}", phase="Running")
+    elif op == "finish" and pods:
+        pods[i % len(pods)] = replace(pods[i % len(pods)], phase="Succeeded")
+    elif op == "delete" and pods:
+        del pods[i % len(pods)]
+    elif op == "add":
+        taken = {p.name for p in pods}
+        pods.append(pod(next(f"p{i}-{k}" for k in range(len(pods) + 1) if f"p{i}-{k}" not in taken), f"g{i % 3}"))
+    elif op == "recreate" and pods:  # the same name, a new uid
+        old = pods[i % len(pods)]
+        pods[i % len(pods)] = replace(old, uid=f"{old.uid}-again", node_name="")
+    elif op == "assume" and pods:
+        assumed = assumed ^ {pods[i % len(pods)].key}
+    elif op == "move" and pgs:
+        pgs[i % len(pgs)] = replace(pgs[i % len(pgs)], queue=("dev", "ops", "eng")[i % 3])
+    elif op == "parent":
+        queues = [QueueObj("eng"), QueueObj("dev", parent="eng" if i % 2 else ""), QueueObj("ops")]
+    return replace(snap, pods=tuple(pods), podgroups=tuple(pgs), queues=tuple(queues)), assumed
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 30)), max_size=5), min_size=1, max_size=8))
+def test_a_carried_view_is_the_view_built_anew_and_a_published_view_never_changes(steps: list[Any]) -> None:
+    snap = ClusterSnapshot(
+        pods=tuple(pod(f"p{i}", f"g{i % 3}", node=f"n{i % 2}" if i % 2 else "") for i in range(6)),
+        podgroups=(group("g0", queue="dev"), group("g1", queue="ops"), group("g2", queue="dev")),
+        queues=(QueueObj("eng"), QueueObj("dev", parent="eng"), QueueObj("ops")),
+    )
+    views, assumed = LedgerViews(), frozenset[str]()
+    published: list[tuple[ledger.View, Any]] = []
+    for batch in steps:
+        for op, i in batch:
+            snap, assumed = _step(snap, assumed, op, i)
+        got = views.view(snap, gone=frozenset(), live=frozenset({"x"}), instance="x", epoch=1, assumed=assumed)
+        want = _scratch_view(snap, assumed)
+        assert dict(got.pods) == dict(want.pods)
+        assert {n: dict(p) for n, p in got.by_node.items()} == {n: dict(p) for n, p in want.by_node.items()}
+        assert {q: dict(p) for q, p in got.by_queue.items()} == {q: dict(p) for q, p in want.by_queue.items()}
+        published.append((got, _frozen(got)))
+    for view, frozen in published:  # later cycles built their views without touching earlier ones
+        assert _frozen(view) == frozen
+
+
+def _frozen(view: ledger.View) -> Any:
+    return (
+        dict(view.pods),
+        {n: dict(p) for n, p in view.by_node.items()},
+        {q: dict(p) for q, p in view.by_queue.items()},
+    )

@@ -57,15 +57,20 @@ def capped_queues(
 
 def gangs_of(decisions: tuple[Bind | Evict, ...], snapshot: ClusterSnapshot, view: View, *, tree: bool) -> list[Gang]:
     """The cycle's binds grouped by PodGroup, each with what its ledger reservations need."""
-    pods = {p.key: p for p in snapshot.pods}
+    binds = [d for d in decisions if isinstance(d, Bind)]
+    if not binds:
+        return []
+    # Only the bound pods are looked up (by uid: no key strings built for every pod of the cluster).
+    uids = {b.uid for b in binds}
+    by_uid = {p.uid: p for p in snapshot.pods if p.uid in uids}
+    pods = {b.pod: by_uid[b.uid] for b in binds if b.uid in by_uid and by_uid[b.uid].key == b.pod}
     groups = {pg.key: pg for pg in snapshot.podgroups}
     queues = {q.name: q for q in snapshot.queues}
     nodes = {n.name: n for n in snapshot.nodes}
     by_group: dict[str | None, list[Bind]] = defaultdict(list)
-    for decision in decisions:
-        if isinstance(decision, Bind):
-            pod = pods.get(decision.pod)
-            by_group[podgroup_key(pod) if pod else None].append(decision)
+    for decision in binds:
+        pod = pods.get(decision.pod)
+        by_group[podgroup_key(pod) if pod else None].append(decision)
     gangs = []
     for key, binds in by_group.items():
         requests = {b.uid: dict(pods[b.pod].requests) for b in binds if b.pod in pods}

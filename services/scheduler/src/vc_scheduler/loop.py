@@ -27,11 +27,12 @@ from vc_scheduler.evictor import Evictor
 from vc_scheduler.gangs import gangs_of, hierarchical
 from vc_scheduler.ledger import View
 from vc_scheduler.ledger_kv import Ledger
+from vc_scheduler.ledger_view import LedgerViews
 from vc_scheduler.planning import Plan, plan_cycle
-from vc_scheduler.sharding import PodStateMemo
+from vc_scheduler.sharding import Owners
 from vc_scheduler.status_writer import StatusWriter
 from vc_scheduling.cycle import CycleResult
-from vc_scheduling.framework.build import TaskMemo
+from vc_scheduling.framework.carried import CarriedState
 from vc_scheduling.framework.conf import SchedulerConf
 from vc_scheduling.framework.decisions import Evict
 
@@ -65,8 +66,11 @@ class SchedulingLoop:
         self.cycles = itertools.count(1)
         self.last: CycleResult | None = None
         self.last_view: View | None = None  # the ledger sweeper prunes against it
-        self._memo = TaskMemo()  # tasks of unchanged pods carry over between cycles
-        self._states_memo = PodStateMemo()  # and so do their ledger states
+        # Carried between cycles (a cycle's cost follows what changed): the session's opening state, the
+        # ledger view and who owns which PodGroup.
+        self._memo = CarriedState()
+        self._views = LedgerViews()
+        self._owners = Owners()
         self._tree = hierarchical(conf)
 
     async def run(self, shutdown: asyncio.Event) -> None:
@@ -97,7 +101,8 @@ class SchedulingLoop:
             session_uid=f"{self.instance}-{cycle}",
             sharded=self.ledger is not None,
             memo=self._memo,
-            states=self._states_memo,
+            views=self._views,
+            owners=self._owners,
             now=datetime.now(UTC),
             wall_s=time.time(),
             timer=time.perf_counter,

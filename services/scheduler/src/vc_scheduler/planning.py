@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from vc_scheduler.ledger import Record, View
-from vc_scheduler.sharding import PodStateMemo, ledger_view, live_reservations, owner_filter, shard_snapshot
+from vc_scheduler.ledger_view import LedgerViews
+from vc_scheduler.sharding import Owners, live_reservations, shard_snapshot
 from vc_scheduling.cycle import CycleResult, run_cycle
-from vc_scheduling.framework.build import TaskMemo
+from vc_scheduling.framework.carried import CarriedState
 from vc_scheduling.framework.conf import SchedulerConf
 from vc_scheduling.snapshot.cluster import ClusterSnapshot
 
@@ -45,18 +46,19 @@ def plan_cycle(
     now: datetime,
     wall_s: float,
     timer: Callable[[], float],
-    memo: TaskMemo | None = None,
-    states: PodStateMemo | None = None,
+    memo: CarriedState | None = None,
+    views: LedgerViews | None = None,
+    owners: Owners | None = None,
 ) -> Plan:
     """View, shard, one scheduling cycle. `now`: the session's time (conditions, SLA waits); `wall_s`:
     Unix time, against which reservation stamps age; `timer`: seconds from any origin, for the
-    reported durations. The memos carry work on unchanged pods over from the previous call."""
+    reported durations. The carried state (`memo`, `views`, `owners`, held by the caller between calls)
+    makes a call's cost follow what changed since the previous one; the plan is the same without it."""
     started = timer()
-    view = ledger_view(
-        full, gone=gone, live=frozenset(members), instance=instance, epoch=epoch, assumed=assumed, memo=states
-    )
+    views = views if views is not None else LedgerViews()
+    view = views.view(full, gone=gone, live=frozenset(members), instance=instance, epoch=epoch, assumed=assumed)
     if sharded:
-        owns = owner_filter(instance, members)
+        owns = (owners if owners is not None else Owners()).filter(instance, members)
         reserved = live_reservations(ledger_records, view, wall_s)
         snapshot = shard_snapshot(full, owns, reserved)
         owned = sum(1 for pg in full.podgroups if owns(pg.key))

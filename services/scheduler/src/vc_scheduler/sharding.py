@@ -20,16 +20,12 @@ from fractions import Fraction
 from vc_core.ownership import rendezvous_owner
 from vc_core.resources import PODS
 from vc_proto.subjects import unescape_token
-from vc_scheduler.ledger import PodState, Record, View, keep
-from vc_scheduling.snapshot.cluster import ROOT_QUEUE, ClusterSnapshot, NodeObj, PodObj
+from vc_scheduler.ledger import Record, View, keep
+from vc_scheduler.ledger_view import TERMINAL, LedgerViews, podgroup_key
+from vc_scheduling.snapshot.cluster import ClusterSnapshot, NodeObj, PodObj
 
-TERMINAL = frozenset({"Succeeded", "Failed"})
+__all__ = ["TERMINAL", "LedgerViews", "Owners", "podgroup_key"]
 UNLIMITED_PODS = Fraction(10**9)
-
-
-def podgroup_key(pod: PodObj) -> str | None:
-    group = pod.group_name
-    return f"{pod.namespace}/{group}" if group else None
 
 
 def shard_snapshot(
@@ -58,31 +54,6 @@ def node_capacity(node: NodeObj) -> dict[str, Fraction]:
     return {**node.allocatable, PODS: Fraction(node.max_pods) if node.max_pods is not None else UNLIMITED_PODS}
 
 
-class PodStateMemo:
-    """The previous cycle's PodStates, reused for pods whose cache object is unchanged (held by the
-    caller between cycles; keeps only the last cycle's, so it never outgrows the cluster)."""
-
-    def __init__(self) -> None:
-        self._states: dict[str, tuple[PodObj, bool, str, PodState]] = {}
-        self._next: dict[str, tuple[PodObj, bool, str, PodState]] = {}
-
-    def state(self, pod: PodObj, assumed: bool, queue: str) -> PodState:
-        held = self._states.get(pod.uid)
-        if held is None or held[0] is not pod or held[1] != assumed or held[2] != queue:
-            state = PodState(
-                node="" if assumed else pod.node_name,
-                terminal=pod.phase in TERMINAL,
-                requests={**pod.requests, PODS: Fraction(1)},
-                queue=queue,
-            )
-            held = (pod, assumed, queue, state)
-        self._next[pod.uid] = held
-        return held[3]
-
-    def end(self) -> None:
-        self._states, self._next = self._next, {}
-
-
 def ledger_view(
     snapshot: ClusterSnapshot,
     *,
@@ -91,30 +62,27 @@ def ledger_view(
     instance: str,
     epoch: int,
     assumed: frozenset[str] = frozenset(),
-    memo: PodStateMemo | None = None,
 ) -> View:
     """Every pod's node, terminal state, requests and queue, by uid (the ledger's side of the cache).
 
     A node this instance only assumed counts as no node: the ledger must judge other instances'
-    reservations by the stored binds (an assumed pod is counted through its own reservation)."""
-    queue_of = {pg.key: pg.queue for pg in snapshot.podgroups}
-    memo = memo if memo is not None else PodStateMemo()
-    pods = {
-        pod.uid: memo.state(pod, pod.key in assumed, queue_of.get(podgroup_key(pod) or "", "")) for pod in snapshot.pods
-    }
-    memo.end()
-    parents = {q.name: q.parent or ROOT_QUEUE for q in snapshot.queues if q.name != ROOT_QUEUE}
-    return View.of(pods, parents=parents, gone=gone, live=live, instance=instance, epoch=epoch)
+    reservations by the stored binds (an assumed pod is counted through its own reservation). Built
+    anew; the loop keeps a LedgerViews between cycles, which patches the previous view."""
+    return LedgerViews().view(snapshot, gone=gone, live=live, instance=instance, epoch=epoch, assumed=assumed)
 
 
 def live_reservations(records: Iterable[tuple[str, Record]], view: View, now: float) -> dict[str, str]:
     """Pod uid -> node of the node reservations still holding resources (see ledger.keep)."""
     out: dict[str, str] = {}
+    pods = view.pods
     for key, record in records:
         if not key.startswith("node."):
             continue
         node = unescape_token(key.removeprefix("node."))
         for uid, res in record.reservations.items():
+            state = pods.get(uid)
+            if state is not None and (state.node or state.terminal):
+                continue  # bound or finished: shard_snapshot never asks about it
             if keep(uid, res, view, now, node=node):
                 out[uid] = node
     return out
@@ -122,12 +90,29 @@ def live_reservations(records: Iterable[tuple[str, Record]], view: View, now: fl
 
 def owner_filter(instance: str, members: tuple[str, ...]) -> Callable[[str], bool]:
     """`owns(key)` for one cycle, memoised (rendezvous hashing is a few hashes per key)."""
-    memo: dict[str, bool] = {}
+    return Owners().filter(instance, members)
 
-    def owns(key: str) -> bool:
-        hit = memo.get(key)
-        if hit is None:
-            hit = memo[key] = rendezvous_owner(key, members) == instance
-        return hit
 
-    return owns
+class Owners:
+    """owner_filter carried between cycles: the answers hold while the member list does (most cycles),
+    so each key is hashed once, not once per cycle. Forgets everything when the members change, or
+    when it holds more keys than `limit` (keys of deleted PodGroups)."""
+
+    def __init__(self, *, limit: int = 1_000_000) -> None:
+        self._limit = limit
+        self._members: tuple[str, ...] | None = None
+        self._instance = ""
+        self._memo: dict[str, bool] = {}
+
+    def filter(self, instance: str, members: tuple[str, ...]) -> Callable[[str], bool]:
+        if (instance, members) != (self._instance, self._members) or len(self._memo) > self._limit:
+            self._instance, self._members, self._memo = instance, members, {}
+        memo = self._memo
+
+        def owns(key: str) -> bool:
+            hit = memo.get(key)
+            if hit is None:
+                hit = memo[key] = rendezvous_owner(key, members) == instance
+            return hit
+
+        return owns
