@@ -46,6 +46,7 @@ from vc_kube.crds import ensure_crds
 from vc_kube.store import KubeStore
 from vc_kube.watching import list_raw, watch_kind
 from vc_proto.codec import from_dict
+from vc_proto.core import Pod
 from vc_proto.kinds import KINDS
 from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec, QueueStatus
@@ -293,9 +294,9 @@ class Binds:
 
     async def follow(self, kube: KubeClient) -> None:
         async for change in watch_kind(kube, KINDS["Pod"], namespace=NAMESPACE):
-            if change.op is not WatchOp.PUT or change.raw is None:
+            if change.op is not WatchOp.PUT or not isinstance(change.obj, Pod):
                 continue
-            node = (change.raw.get("spec") or {}).get("nodeName")
+            node = change.obj.spec.node_name if change.obj.spec else None
             if node and change.name not in self.bound:
                 self.bound[change.name] = node
                 self.last_bind = time.monotonic()

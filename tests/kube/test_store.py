@@ -102,13 +102,13 @@ async def test_status_given_on_create_is_kept_like_the_nats_backend(kube_store: 
 def recorded_requests(kube: KubeClient) -> list[tuple[str, str]]:
     """Every request this client sends from now on, as (method, path); they still go to the apiserver."""
     calls: list[tuple[str, str]] = []
-    send = kube.request
+    send = kube.request_bytes  # every request goes through it (`request` decodes its answer)
 
-    async def request(method: str, path: str, **kw: object) -> object:
+    async def request_bytes(method: str, path: str, **kw: object) -> bytes:
         calls.append((method, path))
         return await send(method, path, **kw)  # type: ignore[arg-type]
 
-    kube.request = request  # type: ignore[method-assign]
+    kube.request_bytes = request_bytes  # type: ignore[method-assign]
     return calls
 
 

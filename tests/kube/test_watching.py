@@ -1,15 +1,19 @@
-"""The list+watch loop's failure handling, against a scripted fake apiserver (runs everywhere, no kube)."""
+"""The list+watch loop's failure handling and decoding, against a scripted fake apiserver (runs
+everywhere, no kube), and the watch stream's line splitting."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import AsyncIterator
 from typing import Any
 
+import msgspec
 import pytest
 
+from vc_bus.decoding import DECODE_ERRORS
 from vc_core.errors import TemporaryError
 from vc_core.store import WatchOp
-from vc_kube.client import KubeApiError
+from vc_kube.client import KubeApiError, split_lines
 from vc_kube.watching import Change, watch_kind
 from vc_proto.kinds import KINDS
 
@@ -17,7 +21,7 @@ QUEUE = KINDS["Queue"]
 
 
 def obj(name: str, rv: int) -> dict[str, Any]:
-    return {"metadata": {"name": name, "resourceVersion": str(rv)}}
+    return {"apiVersion": QUEUE.api_version, "kind": "Queue", "metadata": {"name": name, "resourceVersion": str(rv)}}
 
 
 class ScriptedKube:
@@ -32,7 +36,7 @@ class ScriptedKube:
         items, rv = self.lists.pop(0)
         return {"items": items, "metadata": {"resourceVersion": str(rv)}}
 
-    async def stream(self, path: str, *, query: dict[str, str], read_timeout_s: float) -> AsyncIterator[dict[str, Any]]:
+    async def stream(self, path: str, *, query: dict[str, str], read_timeout_s: float) -> AsyncIterator[bytes]:
         self.watch_from.append(query["resourceVersion"])
         assert query["allowWatchBookmarks"] == "true"
         script = self.watches.pop(0) if self.watches else []
@@ -41,7 +45,7 @@ class ScriptedKube:
         for event in script:
             if isinstance(event, Exception):
                 raise event
-            yield event
+            yield event if isinstance(event, bytes) else msgspec.json.encode(event)
 
 
 async def collect(kube: ScriptedKube, count: int) -> list[Change]:
@@ -113,3 +117,59 @@ async def test_other_errors_raise_instead_of_stopping_silently() -> None:
     kube = ScriptedKube([([], 10)], [[{"type": "ERROR", "object": {"code": 403, "message": "forbidden"}}]])
     with pytest.raises(KubeApiError):
         await collect(kube, 5)
+
+
+async def test_an_object_that_does_not_fit_is_reported_and_the_watch_goes_on() -> None:
+    unfit = {**obj("bad", 11), "spec": {"weight": "heavy"}}  # weight is an integer
+    kube = ScriptedKube(
+        [([obj("a", 5), {**obj("listed-bad", 6), "spec": {"weight": []}}], 10)],
+        [[{"type": "MODIFIED", "object": unfit}, {"type": "ADDED", "object": obj("c", 12)}]],
+    )
+    before = DECODE_ERRORS.labels("apiserver", "Queue")._value.get()
+    changes = await collect(kube, 5)
+    # It still exists (obj None: keep the last good copy, never read it as deleted); its revision counts.
+    assert [(c.op, c.name, c.obj is None) for c in changes] == [
+        (WatchOp.PUT, "a", False),
+        (WatchOp.PUT, "listed-bad", True),
+        (WatchOp.SYNCED, "", True),
+        (WatchOp.PUT, "bad", True),
+        (WatchOp.PUT, "c", False),
+    ]
+    assert changes[3].revision == 11
+    assert DECODE_ERRORS.labels("apiserver", "Queue")._value.get() == before + 2
+
+
+async def test_a_line_that_is_not_an_event_restarts_the_watch_from_the_last_good_revision(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("vc_kube.watching.MAX_BACKOFF_S", 0.01)
+    kube = ScriptedKube(
+        [([], 10)],
+        [[{"type": "ADDED", "object": obj("a", 11)}, b"{not json"], [{"type": "ADDED", "object": obj("b", 12)}]],
+    )
+    changes = await collect(kube, 3)
+    assert [c.name for c in changes] == ["", "a", "b"]
+    assert kube.watch_from == ["10", "11"]
+
+
+async def chunks_of(data: bytes, cuts: list[int]) -> AsyncIterator[bytes]:
+    last = 0
+    for cut in [*cuts, len(data)]:
+        yield data[last:cut]
+        last = cut
+
+
+@pytest.mark.parametrize("seed", range(20))
+async def test_split_lines_gives_the_same_lines_however_the_stream_is_cut(seed: int) -> None:
+    rng = random.Random(seed)
+    lines = [bytes(rng.choice(b"ab{}:,") for _ in range(rng.randint(1, 300))) for _ in range(30)]
+    data = b"\n".join(lines) + b"\n\n  \n"  # blank lines (and whitespace-only ones) are skipped
+    cuts = sorted(rng.sample(range(1, len(data)), rng.randint(1, 60)))
+    assert [line async for line in split_lines(chunks_of(data, cuts))] == lines
+
+
+async def test_split_lines_keeps_a_last_line_without_newline_and_bounds_a_line() -> None:
+    assert [line async for line in split_lines(chunks_of(b"a\nb", [1, 2]))] == [b"a", b"b"]
+    with pytest.raises(TemporaryError):
+        async for _ in split_lines(chunks_of(b"x" * 100, [10, 50]), max_line=64):
+            pass

@@ -5,17 +5,21 @@ half the kinds are CRDs. Raw paths (`/api/v1/...`, `/apis/<group>/<version>/...`
 kinds and CRDs alike and skip the OpenAPI model round trip. kubernetes-asyncio still does the hard
 parts: kubeconfig/in-cluster loading, TLS, tokens, and the aiohttp session.
 
+Requests go straight to kubernetes-asyncio's aiohttp session (its pool: keep-alive, 100 connections),
+with bodies encoded and answers decoded by msgspec: `request_bytes` hands the answer's bytes to a
+caller that decodes them into typed objects (vc_kube.store), `stream` hands over a watch's lines.
+
 Errors become domain errors here, at the boundary (style B6).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import aiohttp
+import msgspec
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
@@ -25,6 +29,11 @@ from vc_proto.kinds import Kind
 Json = dict[str, Any]
 
 MERGE_PATCH = "application/merge-patch+json"
+# A watch line longer than this is refused (the stream is re-established): etcd's own limit on an
+# object is 1.5 MiB, so a line this long is not an event but a broken or hostile peer.
+MAX_WATCH_LINE = 16 * 1024 * 1024
+_encode = msgspec.json.Encoder().encode
+_decode_json = msgspec.json.Decoder().decode
 
 
 class KubeApiError(Exception):
@@ -68,7 +77,16 @@ class KubeClient:
     def __init__(self, cfg: k8s_client.Configuration) -> None:
         self._cfg = cfg
         self._rest = k8s_client.ApiClient(cfg).rest_client
+        self._http: aiohttp.ClientSession = self._rest.pool_manager
         self._host = cfg.host.rstrip("/")
+        # What kubernetes-asyncio's REST wrapper would add to each request (proxy, SNI name).
+        self._extra: dict[str, Any] = {}
+        if cfg.proxy:
+            self._extra["proxy"] = cfg.proxy
+            if cfg.proxy_headers:
+                self._extra["proxy_headers"] = cfg.proxy_headers
+        if cfg.tls_server_name:
+            self._extra["server_hostname"] = cfg.tls_server_name
 
     @classmethod
     async def connect(cls, kubeconfig: str | None) -> KubeClient:
@@ -101,55 +119,92 @@ class KubeClient:
         request_timeout_s: float = 30.0,
     ) -> Json:
         """One request; 2xx returns the decoded body, anything else raises KubeApiError (or TemporaryError)."""
+        data = await self.request_bytes(
+            method, path, query=query, body=body, content_type=content_type, request_timeout_s=request_timeout_s
+        )
+        decoded: Json = _decode_json(data) if data else {}
+        return decoded
+
+    async def request_bytes(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, str] | None = None,
+        body: Json | None = None,
+        content_type: str = "application/json",
+        request_timeout_s: float = 30.0,
+    ) -> bytes:
+        """One request; 2xx returns the answer's bytes (for a typed decode), else raises as `request`."""
+        url = self._host + path + ("?" + urlencode(query) if query else "")
         try:
-            resp = await self._rest.request(
+            async with self._http.request(
                 method,
-                self._host + path,
-                query_params=query,
+                url,
                 headers=await self._headers(content_type),
-                body=body,
-                _preload_content=False,
-                _request_timeout=request_timeout_s,
-            )
-            async with resp:
+                data=_encode(body) if body is not None else None,
+                timeout=aiohttp.ClientTimeout(total=request_timeout_s),
+                **self._extra,
+            ) as resp:
                 data = await resp.read()
                 status = resp.status
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise TemporaryError(f"apiserver unreachable: {exc}") from exc
-        decoded: Json = json.loads(data) if data else {}
         if not 200 <= status <= 299:
-            raise KubeApiError(status, decoded)
-        return decoded
+            raise KubeApiError(status, _error_body(data))
+        return data
 
-    async def stream(self, path: str, *, query: dict[str, str], read_timeout_s: float) -> AsyncIterator[Json]:
-        """A watch: one decoded JSON event per line. Ends when the server closes the stream."""
+    async def stream(self, path: str, *, query: dict[str, str], read_timeout_s: float) -> AsyncIterator[bytes]:
+        """A watch: its lines (one JSON event each), undecoded. Ends when the server closes the stream."""
         try:
-            resp = await self._rest.request(
+            resp = await self._http.request(
                 "GET",
-                self._host + path,
-                query_params=query,
+                self._host + path + "?" + urlencode(query),
                 headers=await self._headers(),
-                _preload_content=False,
                 # No total timeout: the server ends the watch after timeoutSeconds; sock_read guards a dead peer.
-                _request_timeout=aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=read_timeout_s),
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=read_timeout_s),
+                **self._extra,
             )
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise TemporaryError(f"apiserver unreachable: {exc}") from exc
         async with resp:
             if resp.status != 200:
-                data = await resp.read()
-                raise KubeApiError(resp.status, json.loads(data) if data else {})
-            buffer = b""
+                raise KubeApiError(resp.status, _error_body(await resp.read()))
             try:
                 # Own line splitting: aiohttp's readline() fails on lines above its buffer limit.
-                async for chunk in resp.content.iter_any():
-                    buffer += chunk
-                    while b"\n" in buffer:
-                        line, buffer = buffer.split(b"\n", 1)
-                        if line.strip():
-                            yield json.loads(line)
+                async for line in split_lines(resp.content.iter_any()):
+                    yield line
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
                 raise TemporaryError(f"watch stream broke: {exc}") from exc
+
+
+async def split_lines(chunks: AsyncIterator[bytes], *, max_line: int = MAX_WATCH_LINE) -> AsyncIterator[bytes]:
+    """The non-blank lines of a byte stream cut anywhere. Each byte is searched once and copied at most
+    twice (into the buffer, out as its line), however small the chunks and long the lines."""
+    buffer = bytearray()
+    async for chunk in chunks:
+        searched = len(buffer)  # the bytes before this chunk hold no newline
+        buffer += chunk
+        start = 0
+        while (end := buffer.find(b"\n", searched)) >= 0:
+            if end > start and not buffer[start:end].isspace():
+                yield bytes(buffer[start:end])
+            start = searched = end + 1
+        if start:
+            del buffer[:start]
+        if len(buffer) > max_line:
+            raise TemporaryError(f"watch line longer than {max_line} bytes: dropped, the watch starts again")
+    if buffer.strip():
+        yield bytes(buffer)
+
+
+def _error_body(data: bytes) -> Json:
+    """An error answer's Status object; a body that is not one (a proxy's page) becomes its message."""
+    try:
+        decoded = _decode_json(data) if data else {}
+    except msgspec.DecodeError:
+        return {"message": data[:200].decode("utf-8", "replace")}
+    return decoded if isinstance(decoded, dict) else {"message": str(decoded)[:200]}
 
 
 def map_error(exc: KubeApiError, kind: str, key: str, *, expected: int | None = None) -> Exception:

@@ -11,26 +11,28 @@ Correctness:
 - then follow the watch (vc_kube.watching: re-list on 410 with a diff, bookmarks, retry forever);
 - a kind's loop that fails for any other reason is logged and restarted from a fresh list after a
   backoff; it never stops while the relay runs. A KV write that fails is retried (puts are idempotent).
+
+Throughput: each watch line is decoded once into its typed object (vc_kube.watching) and encoded once
+for KV; the KV writes of a kind are pipelined (vc_kube.kvwriter: up to a window in flight on one
+connection, so a key's values still land in order), and the relay reports a kind synced only once all
+of its initial writes are acknowledged.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 
 import msgspec
 import structlog
 from nats.aio.client import Client
-from nats.js.errors import KeyNotFoundError
-from nats.js.kv import KeyValue
 
 from vc_bus.kvwatch import watch_bucket
 from vc_bus.store import NatsStore
 from vc_core.errors import VcError
 from vc_core.store import WatchOp
 from vc_kube.client import KubeApiError, KubeClient
-from vc_kube.store import decode
+from vc_kube.kvwriter import KvWriter
 from vc_kube.watching import watch_kind
 from vc_proto import codec, subjects
 from vc_proto.kinds import KINDS, Kind
@@ -92,31 +94,33 @@ class Relay:
 
     async def _mirror(self, row: Kind) -> None:
         bucket = subjects.bucket(row.kind)
-        kv = await self._js.key_value(bucket)
         stored = await self._stored_versions(bucket)
         seen: set[str] = set()
         synced = False
-        async for change in watch_kind(self._kube, row):
-            if change.op is WatchOp.SYNCED:
-                # Objects deleted while nobody watched: the list no longer has them.
-                for key in stored.keys() - seen:
-                    await self._delete(kv, key)
-                stored.clear()
-                synced = True
-                self.synced[row.kind].set()
-                log.info("relay.synced", kind=row.kind, revision=change.revision, objects=len(seen))
-                continue
-            key = subjects.object_key(change.namespace, change.name)
-            if change.op is WatchOp.PUT:
-                assert change.raw is not None
-                if not synced:
-                    seen.add(key)
-                    if stored.get(key) == str(change.revision):
-                        continue  # already mirrored by an earlier run
-                await self._put(kv, key, codec.encode(decode(row, change.raw)))
-            else:
-                await self._delete(kv, key)
-            self.applied[row.kind] += 1
+        async with KvWriter(self._js, bucket) as writer:
+            async for change in watch_kind(self._kube, row):
+                if change.op is WatchOp.SYNCED:
+                    # Objects deleted while nobody watched: the list no longer has them.
+                    for key in stored.keys() - seen:
+                        await writer.delete(key)
+                    await writer.flush()
+                    stored.clear()
+                    synced = True
+                    self.synced[row.kind].set()
+                    log.info("relay.synced", kind=row.kind, revision=change.revision, objects=len(seen))
+                    continue
+                key = subjects.object_key(change.namespace, change.name)
+                if change.op is WatchOp.PUT:
+                    if not synced:
+                        seen.add(key)  # also when undecodable: it exists, its old value stays
+                        if stored.get(key) == str(change.revision):
+                            continue  # already mirrored by an earlier run
+                    if change.obj is None:
+                        continue  # not a valid object (reported by the watch): keep the last good one
+                    await writer.put(key, codec.encode(change.obj))
+                else:
+                    await writer.delete(key)
+                self.applied[row.kind] += 1
 
     async def _stored_versions(self, bucket: str) -> dict[str, str | None]:
         """Key -> the kube resourceVersion currently mirrored for it."""
@@ -132,26 +136,3 @@ class Relay:
             else:
                 out.pop(entry.key, None)
         return out
-
-    async def _put(self, kv: KeyValue, key: str, value: bytes) -> None:
-        await _retrying(lambda: kv.put(key, value), what=f"put {key}")
-
-    async def _delete(self, kv: KeyValue, key: str) -> None:
-        async def delete() -> None:
-            with contextlib.suppress(KeyNotFoundError):
-                await kv.delete(key)
-
-        await _retrying(delete, what=f"delete {key}")
-
-
-async def _retrying(op: Callable[[], Awaitable[object]], *, what: str) -> None:
-    failures = 0
-    while True:
-        try:
-            await op()
-            return
-        except Exception as exc:  # nats-py errors share no transport base class: retry all, logged
-            failures += 1
-            delay = min(MAX_BACKOFF_S, 0.1 * 2**failures)
-            log.warning("relay.kv_retry", what=what, error=repr(exc), delay_s=delay)
-            await asyncio.sleep(delay)

@@ -24,7 +24,6 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, TypeVar
 
-import msgspec
 import structlog
 
 from vc_bus.binding import display as pod_display
@@ -33,7 +32,7 @@ from vc_bus.objects import check_identity, identity
 from vc_core.errors import AlreadyExists, Conflict, PreconditionFailed, TemporaryError
 from vc_core.store import WatchEvent, WatchOp
 from vc_kube.client import MERGE_PATCH, Json, KubeApiError, KubeClient, map_error, resource_path
-from vc_kube.watching import list_raw, watch_kind
+from vc_kube.watching import decode_object, from_list_item, list_raw, watch_kind
 from vc_proto import codec
 from vc_proto.core import Pod
 from vc_proto.kinds import KINDS, Kind, KubeObject, kind_of
@@ -51,12 +50,7 @@ SEEN_MAX = 16384
 
 def decode(kind: Kind, raw: Json) -> KubeObject:
     """Raw apiserver JSON -> typed object. List items lack kind/apiVersion; managedFields is noise."""
-    raw = {**raw, "kind": kind.kind, "apiVersion": kind.api_version}
-    meta = raw.get("metadata")
-    if isinstance(meta, dict) and "managedFields" in meta:
-        raw["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
-    obj: KubeObject = msgspec.convert(raw, kind.type, strict=False)
-    return obj
+    return from_list_item(kind, raw)
 
 
 def encode(obj: KubeObject) -> Json:
@@ -108,10 +102,10 @@ class KubeStore:
 
     async def _get(self, row: Kind, namespace: str | None, name: str) -> KubeObject:
         try:
-            raw = await self.kube.request("GET", resource_path(row, namespace, name))
+            data = await self.kube.request_bytes("GET", resource_path(row, namespace, name))
         except KubeApiError as exc:
             raise map_error(exc, row.kind, _display(namespace, name)) from exc
-        return self._remember(decode(row, raw))
+        return self._remember(decode_object(row, data))
 
     def remember(self, obj: KubeObject) -> None:
         """A version of an object read elsewhere (the NATS mirror's watch): a write of exactly that
@@ -150,7 +144,9 @@ class KubeStore:
                 yield WatchEvent(WatchOp.SYNCED, change.revision)
                 continue
             ns, name = change.namespace, change.name
-            obj = decode(row, change.raw) if change.op is WatchOp.PUT else None
+            if change.op is WatchOp.PUT and change.obj is None:
+                continue  # not a valid object here (reported by the watch): keep the last one seen
+            obj = change.obj if change.op is WatchOp.PUT else None
             yield WatchEvent(change.op, change.revision, ns, name, obj)
 
     # --- writes --------------------------------------------------------------------------------
@@ -173,13 +169,13 @@ class KubeStore:
             await self._ensure_namespace(namespace)
         for _ in range(_GENERATE_NAME_ATTEMPTS):
             try:
-                raw = await self.kube.request("POST", resource_path(row, namespace), body=body)
+                data = await self.kube.request_bytes("POST", resource_path(row, namespace), body=body)
             except KubeApiError as exc:
                 # A generateName collision is a 409 too; the apiserver draws a new suffix on retry.
                 if exc.status == 409 and not name and meta.get("generateName"):
                     continue
                 raise map_error(exc, kind, _display(namespace, name)) from exc
-            created = decode(row, raw)
+            created = decode_object(row, data)
             wanted_status = body.get("status")
             if kind in STATUS_SUBRESOURCE and wanted_status and encode(created).get("status") != wanted_status:
                 # The apiserver drops status on create where status is a subresource; the NATS backend
@@ -255,12 +251,12 @@ class KubeStore:
         # The resourceVersion inside a merge patch is a precondition: 409 if the object moved on.
         patch = {**patch, "metadata": {**(patch.get("metadata") or {}), "resourceVersion": rv}}
         try:
-            raw = await self.kube.request(
+            data = await self.kube.request_bytes(
                 "PATCH", resource_path(row, namespace, name, sub), body=patch, content_type=MERGE_PATCH
             )
         except KubeApiError as exc:
             raise map_error(exc, row.kind, _display(namespace, name), expected=int(rv or 0)) from exc
-        return self._remember(decode(row, raw))
+        return self._remember(decode_object(row, data))
 
     async def bind(self, pod: Pod, node: str, *, annotations: Mapping[str, str] | None = None) -> None:
         """One pods/binding request (see the module docstring for what fences it)."""

@@ -12,6 +12,9 @@ Volcano's informers, kubernetes-asyncio issues):
 - connection errors (apiserver restart, network): back off and retry from the last resourceVersion,
   forever; every retry is logged, so the loop never stops silently;
 - any other ERROR event raises: the caller (the relay supervisor) restarts with a fresh list.
+
+Each watch line is decoded once, by msgspec, straight into the kind's typed object (`Change.obj`); the
+object part of a line is not parsed twice (the envelope keeps it as raw bytes until its type is known).
 """
 
 from __future__ import annotations
@@ -19,13 +22,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from functools import cache
 
+import msgspec
 import structlog
 
+from vc_bus.decoding import UNDECODABLE, report_undecodable
 from vc_core.errors import TemporaryError
 from vc_core.store import WatchOp
 from vc_kube.client import Json, KubeApiError, KubeClient, map_error, resource_path
-from vc_proto.kinds import Kind
+from vc_proto.kinds import Kind, KubeObject
 
 log = structlog.get_logger(__name__)
 
@@ -39,7 +45,66 @@ class Change:
     revision: int
     namespace: str | None = None
     name: str = ""
-    raw: Json | None = None
+    # The object as it now is (PUT). None on a PUT: the apiserver has an object under this key that is
+    # not a valid `Kind` here (reported and counted); keep what you had, do not treat it as deleted.
+    obj: KubeObject | None = None
+
+
+class _Line(msgspec.Struct):
+    """A watch event's envelope; its object stays undecoded until the event's type says what it is."""
+
+    type: str
+    object: msgspec.Raw = msgspec.Raw(b"{}")
+
+
+class _Meta(msgspec.Struct, rename="camel"):
+    name: str = ""
+    namespace: str | None = None
+    resource_version: str | None = None
+
+
+class _Head(msgspec.Struct):
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
+
+
+_line = msgspec.json.Decoder(_Line)
+_head = msgspec.json.Decoder(_Head)
+_any = msgspec.json.Decoder()
+
+
+@cache
+def _decoder(kind: Kind) -> msgspec.json.Decoder[KubeObject]:
+    return msgspec.json.Decoder(kind.type, strict=False)  # type: ignore[arg-type]
+
+
+def decode_object(kind: Kind, data: bytes | msgspec.Raw) -> KubeObject:
+    """A full object of `kind` as the apiserver sends it (with kind and apiVersion), typed; managedFields
+    (bookkeeping of server-side apply, large and never used here) dropped."""
+    obj = _decoder(kind).decode(data)
+    if obj.metadata.managed_fields is not None:
+        obj = msgspec.structs.replace(obj, metadata=msgspec.structs.replace(obj.metadata, managed_fields=None))
+    return obj
+
+
+def from_list_item(kind: Kind, raw: Json) -> KubeObject:
+    """A list's item (which lacks kind and apiVersion) as its typed object."""
+    raw = {**raw, "kind": kind.kind, "apiVersion": kind.api_version}
+    meta = raw.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        raw["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
+    obj: KubeObject = msgspec.convert(raw, kind.type, strict=False)
+    return obj
+
+
+def _put(obj: KubeObject) -> Change:
+    meta = obj.metadata
+    return Change(WatchOp.PUT, int(meta.resource_version or 0), meta.namespace, meta.name or "", obj)
+
+
+def _unfit(kind: Kind, namespace: str | None, name: str, revision: int, error: BaseException) -> Change:
+    where = f"{namespace}/{name}" if namespace else name
+    report_undecodable(source="apiserver", kind=kind.kind, error=error, key=where, revision=revision)
+    return Change(WatchOp.PUT, revision, namespace, name, None)
 
 
 class Gone(Exception):
@@ -65,7 +130,7 @@ async def watch_kind(
         items, revision = await list_raw(kube, row, namespace)
         for raw in items:
             known[_key(raw)] = _rv(raw)
-            yield Change(WatchOp.PUT, _rv(raw), *_key(raw), raw)
+            yield _listed(row, raw)
         yield Change(WatchOp.SYNCED, revision)
     failures = 0
     while True:
@@ -90,7 +155,7 @@ async def watch_kind(
                 key, rv = _key(raw), _rv(raw)
                 seen[key] = rv
                 if known.get(key) != rv:
-                    yield Change(WatchOp.PUT, rv, *key, raw)
+                    yield _listed(row, raw)
             for key in known.keys() - seen.keys():
                 yield Change(WatchOp.DELETE, list_revision, *key)
             known = seen
@@ -119,28 +184,55 @@ async def _watch_once(kube: KubeClient, row: Kind, namespace: str | None, revisi
     }
     try:
         stream = kube.stream(resource_path(row, namespace), query=query, read_timeout_s=WATCH_TIMEOUT_S + 30)
-        async for event in stream:
-            kind = event.get("type")
-            raw = event.get("object") or {}
-            if kind in ("ADDED", "MODIFIED"):
-                yield Change(WatchOp.PUT, _rv(raw), *_key(raw), raw)
-            elif kind == "DELETED":
-                yield Change(WatchOp.DELETE, _rv(raw), *_key(raw))
-            elif kind == "BOOKMARK":
-                yield Change(WatchOp.SYNCED, _rv(raw))
-            elif kind == "ERROR":
-                code = int(raw.get("code") or 0)
-                if code == 410:
-                    raise Gone
-                if code >= 500 or code == 429:
-                    raise TemporaryError(f"watch ERROR {code}: {raw.get('message', '')}")
-                raise KubeApiError(code, raw)
-            else:
-                log.warning("watch.unknown_event", kind=row.kind, type=kind)
+        async for line in stream:
+            try:
+                event = _line.decode(line)
+                if event.type in ("ADDED", "MODIFIED"):
+                    yield _watched(row, event.object)
+                elif event.type in ("DELETED", "BOOKMARK"):
+                    meta = _head.decode(event.object).metadata
+                    rv = int(meta.resource_version or 0)
+                    if event.type == "DELETED":
+                        yield Change(WatchOp.DELETE, rv, meta.namespace, meta.name)
+                    else:
+                        yield Change(WatchOp.SYNCED, rv)
+                elif event.type == "ERROR":
+                    raise _watch_error(_any.decode(event.object))
+                else:
+                    log.warning("watch.unknown_event", kind=row.kind, type=event.type)
+            except UNDECODABLE as exc:
+                # Not a watch event at all: what the stream says can no longer be trusted to be
+                # complete, so it starts again from the last good revision.
+                raise TemporaryError(f"undecodable watch event of {row.plural}: {exc}") from exc
     except KubeApiError as exc:
         if exc.status == 410:
             raise Gone from exc
         raise
+
+
+def _listed(row: Kind, raw: Json) -> Change:
+    try:
+        return _put(from_list_item(row, raw))
+    except UNDECODABLE as exc:
+        return _unfit(row, *_key(raw), _rv(raw), exc)
+
+
+def _watched(row: Kind, data: msgspec.Raw) -> Change:
+    try:
+        return _put(decode_object(row, data))
+    except UNDECODABLE as exc:
+        meta = _head.decode(data).metadata  # the envelope decoded, so this is JSON: its key, or raise
+        return _unfit(row, meta.namespace, meta.name, int(meta.resource_version or 0), exc)
+
+
+def _watch_error(status: object) -> Exception:
+    raw: Json = status if isinstance(status, dict) else {}
+    code = int(raw.get("code") or 0)
+    if code == 410:
+        return Gone()
+    if code >= 500 or code == 429:
+        return TemporaryError(f"watch ERROR {code}: {raw.get('message', '')}")
+    return KubeApiError(code, raw)
 
 
 async def list_raw(kube: KubeClient, row: Kind, namespace: str | None, *, page: int = 500) -> tuple[list[Json], int]:
