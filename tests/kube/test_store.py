@@ -3,6 +3,8 @@ and writes that never wipe fields Tephra's types do not model."""
 
 from __future__ import annotations
 
+import asyncio
+
 import msgspec
 import pytest
 
@@ -179,3 +181,14 @@ async def test_bind_refuses_a_recreated_pod_the_mirror_has_shown_without_a_reque
     with pytest.raises(PreconditionFailed):
         await store.bind(old, "n1")
     assert calls == []
+
+
+async def test_creates_in_a_new_namespace_at_once_share_one_namespace_request(kube: KubeClient) -> None:
+    store = KubeStore(kube)
+    calls = recorded_requests(kube)
+    gang = [
+        msgspec.structs.replace(pod(name), metadata=ObjectMeta(name=name, namespace="fresh")) for name in "abcdefghij"
+    ]
+    await asyncio.gather(*(store.create(p) for p in gang))
+    assert [path for method, path in calls if path == "/api/v1/namespaces"] == ["/api/v1/namespaces"]
+    assert len((await store.list(Pod, "fresh"))[0]) == 10

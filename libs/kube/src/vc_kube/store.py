@@ -20,6 +20,7 @@ is the port's reference implementation against kube and what the contract suite 
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, TypeVar
@@ -85,7 +86,7 @@ class KubeStore:
     def __init__(self, kube: KubeClient, *, auto_namespaces: bool = True) -> None:
         self.kube = kube
         self._auto_namespaces = auto_namespaces
-        self._namespaces: set[str] = set()
+        self._namespaces: dict[str, asyncio.Future[None]] = {}
         # The newest version this store read, wrote or was told of (`remember`), per object. A
         # resourceVersion names exactly one state of an object, so when a caller updates the version
         # seen here, it is the diff base and the GET before the patch is saved (the patch's own
@@ -190,8 +191,20 @@ class KubeStore:
         raise AlreadyExists(kind, _display(namespace, name))
 
     async def _ensure_namespace(self, namespace: str | None) -> None:
-        if not self._auto_namespaces or not namespace or namespace in self._namespaces:
+        """One request per namespace, shared by the creates that need it at the same time (a job's pods)."""
+        if not self._auto_namespaces or not namespace:
             return
+        made = self._namespaces.get(namespace)
+        if made is None:
+            made = self._namespaces[namespace] = asyncio.ensure_future(self._create_namespace(namespace))
+        try:
+            await asyncio.shield(made)  # one waiter cancelled must not cancel the others' request
+        except Exception:
+            if self._namespaces.get(namespace) is made:
+                del self._namespaces[namespace]  # the next create tries again
+            raise
+
+    async def _create_namespace(self, namespace: str) -> None:
         body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
         try:
             await self.kube.request("POST", "/api/v1/namespaces", body=body)
@@ -200,7 +213,6 @@ class KubeStore:
             # deploy/k8s); then the object's own create reports a missing namespace.
             if exc.status not in (409, 403):
                 raise map_error(exc, "Namespace", namespace) from exc
-        self._namespaces.add(namespace)
 
     async def update(self, obj: O) -> O:
         kind, namespace, name = identity(obj)
