@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from nats.aio.client import Client
 
+from tests.kube.summary import pytest_collection_finish, pytest_terminal_summary  # noqa: F401 (kube tests run)
 from vc_bus.connection import connect
 from vc_bus.server import NatsServer
 from vc_bus.store import NatsStore
