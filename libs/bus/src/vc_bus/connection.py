@@ -103,7 +103,7 @@ async def _connect_once(url: str, *, name: str, connect_timeout: float, callback
     on_error, on_disconnect, on_reconnect = callbacks
     nc = CoalescingClient()
     await nc.connect(
-        servers=[url],
+        servers=url.split(","),  # a cluster: any of them; nats-py also learns the others from the server
         name=name,
         allow_reconnect=True,
         max_reconnect_attempts=-1,

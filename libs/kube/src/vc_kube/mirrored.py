@@ -30,14 +30,15 @@ O = TypeVar("O", bound=KubeObject)  # noqa: E741
 
 
 class MirroredStore:
-    def __init__(self, kube_store: KubeStore, nc: Client) -> None:
+    def __init__(self, kube_store: KubeStore, nc: Client, *, replicas: int = 1) -> None:
         self.kube = kube_store
         self._nc = nc
+        self._replicas = replicas
         self._js = nc.jetstream()
 
     async def ensure(self) -> None:
         """The buckets exist even before the relay's first pass (same config as the NATS backend)."""
-        await NatsStore(self._nc).ensure()
+        await NatsStore(self._nc, replicas=self._replicas).ensure()
 
     async def get(self, kind: type[O], namespace: str | None, name: str) -> O:
         return await self.kube.get(kind, namespace, name)
@@ -87,7 +88,7 @@ class MirroredStore:
                 yield WatchEvent(WatchOp.DELETE, entry.revision, namespace_, name)
 
 
-async def open_mirrored_store(kubeconfig: str | None, nc: Client) -> MirroredStore:
+async def open_mirrored_store(kubeconfig: str | None, nc: Client, *, replicas: int = 1) -> MirroredStore:
     """What `open_store` returns for `--backend kube`: kubeconfig file, else in-cluster credentials."""
     from vc_core.errors import ConfigError
     from vc_kube.client import KubeClient
@@ -98,6 +99,6 @@ async def open_mirrored_store(kubeconfig: str | None, nc: Client) -> MirroredSto
         raise ConfigError(
             f"--backend kube: cannot load kube credentials ({kubeconfig or 'in-cluster'}): {exc}"
         ) from exc
-    store = MirroredStore(KubeStore(kube), nc)
+    store = MirroredStore(KubeStore(kube), nc, replicas=replicas)
     await store.ensure()
     return store

@@ -56,9 +56,10 @@ _head = msgspec.json.Decoder(_Head)
 class Relay:
     """Mirror `kinds` (default: every kind Tephra stores) from `kube` into NATS KV on `nc`."""
 
-    def __init__(self, kube: KubeClient, nc: Client, kinds: Iterable[str] = tuple(KINDS)) -> None:
+    def __init__(self, kube: KubeClient, nc: Client, kinds: Iterable[str] = tuple(KINDS), *, replicas: int = 1) -> None:
         self._kube = kube
         self._nc = nc
+        self._replicas = replicas
         self._js = nc.jetstream()
         self._kinds = [KINDS[k] for k in kinds]
         self.synced: dict[str, asyncio.Event] = {k.kind: asyncio.Event() for k in self._kinds}
@@ -66,7 +67,7 @@ class Relay:
         self.applied: dict[str, int] = dict.fromkeys(self.synced, 0)
 
     async def run(self, shutdown: asyncio.Event | None = None) -> None:
-        await NatsStore(self._nc).ensure(k.kind for k in self._kinds)
+        await NatsStore(self._nc, replicas=self._replicas).ensure(k.kind for k in self._kinds)
         async with asyncio.TaskGroup() as tg:
             tasks = [tg.create_task(self._supervise(row), name=f"relay:{row.kind}") for row in self._kinds]
             if shutdown is not None:

@@ -35,12 +35,14 @@ from vc_runtime.aio import sleep_or_stop, until
 log = structlog.get_logger(__name__)
 
 
-async def lease_bucket(nc: Client) -> KeyValue:
+async def lease_bucket(nc: Client, *, replicas: int = 1) -> KeyValue:
     js = nc.jetstream()
     try:
         return await js.key_value(subjects.LEASES_BUCKET)
     except BucketNotFoundError:
-        return await js.create_key_value(bucket=subjects.LEASES_BUCKET, history=1, storage=api.StorageType.FILE)
+        return await js.create_key_value(
+            bucket=subjects.LEASES_BUCKET, history=1, storage=api.StorageType.FILE, replicas=replicas
+        )
 
 
 class Membership:
@@ -52,8 +54,10 @@ class Membership:
         instance: str,
         ttl_s: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
+        replicas: int = 1,
     ) -> None:
         self._nc = nc
+        self._replicas = replicas
         self.group = group
         self.instance = subjects.escape_token(instance)
         self.ttl_s = ttl_s
@@ -97,7 +101,7 @@ class Membership:
 
     # -- the worker --------------------------------------------------------------------------------
     async def run(self, shutdown: asyncio.Event) -> None:
-        self._kv = await lease_bucket(self._nc)
+        self._kv = await lease_bucket(self._nc, replicas=self._replicas)
         await self._join()
         async with asyncio.TaskGroup() as tg:
             tg.create_task(self._renew_loop(shutdown), name=f"membership:{self.group}:renew")

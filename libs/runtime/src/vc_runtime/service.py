@@ -80,10 +80,10 @@ async def open_store(settings: RuntimeSettings, nc: Client) -> ObjectStore:
         # Imported here: only the kube backend needs vc_kube (and kubernetes-asyncio).
         from vc_kube.mirrored import open_mirrored_store
 
-        return await open_mirrored_store(settings.kubeconfig, nc)
+        return await open_mirrored_store(settings.kubeconfig, nc, replicas=settings.nats_replicas)
     if settings.backend != "nats":
         raise ConfigError(f"--backend {settings.backend}: unknown backend")
-    store = NatsStore(nc)
+    store = NatsStore(nc, replicas=settings.nats_replicas)
     await store.ensure()
     return store
 
@@ -101,7 +101,7 @@ async def run_service(app: App, settings: RuntimeSettings) -> int:
         async with contextlib.AsyncExitStack() as resources:
             nc = await resources.enter_async_context(connect(settings.nats_url, name=f"{app.name}:{settings.instance}"))
             probes.set("nats")
-            await ensure_events_stream(nc)
+            await ensure_events_stream(nc, replicas=settings.nats_replicas)
             store = await open_store(settings, nc)
             ctx = ServiceContext(settings, nc, store, EventPublisher(nc), probes, resources)
             async with asyncio.TaskGroup() as tg:

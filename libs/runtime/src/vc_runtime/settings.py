@@ -12,12 +12,17 @@ from typing import Literal
 from vc_core.errors import ConfigError
 
 Backend = Literal["nats", "kube"]
+# JetStream allows at most 5 replicas of a stream (and so of a KV bucket).
+MAX_NATS_REPLICAS = 5
 
 
 @dataclass(frozen=True, slots=True)
 class RuntimeSettings:
     service: str
     nats_url: str = "nats://127.0.0.1:4222"
+    # Replicas of every KV bucket and stream this service creates (R3 on a 3-server cluster). A bucket
+    # keeps the count it was created with: whichever service creates it first decides.
+    nats_replicas: int = 1
     backend: Backend = "nats"
     kubeconfig: str | None = None
     health_host: str = "127.0.0.1"
@@ -39,6 +44,8 @@ def parse(
 ) -> RuntimeSettings:
     parser = argparse.ArgumentParser(prog=f"vc-{service}", description=f"Tephra {service}")
     parser.add_argument("--nats", default=_env("VC_NATS__URL", _env("VC_SERVER", "nats://127.0.0.1:4222")))
+    parser.add_argument("--nats-replicas", default=_env("VC_NATS__REPLICAS", "1"),
+                        help=f"replicas of the KV buckets and streams created (1-{MAX_NATS_REPLICAS})")
     parser.add_argument("--backend", choices=["nats", "kube"], default=_env("VC_BACKEND", "nats"))
     parser.add_argument("--kubeconfig", default=_env("KUBECONFIG"))
     parser.add_argument("--health-host", default=_env("VC_PROBES__HOST", "127.0.0.1"))
@@ -50,12 +57,14 @@ def parse(
     if add_arguments is not None:
         add_arguments(parser)
     args = parser.parse_args(argv)
-    if not str(args.nats).startswith(("nats://", "tls://")):
-        raise ConfigError(f"--nats: {args.nats!r} is not a nats:// URL")
-    known = {"nats", "backend", "kubeconfig", "health_host", "health_port", "log_level", "log_format", "instance", "grace"}
+    for url in str(args.nats).split(","):
+        if not url.startswith(("nats://", "tls://")):
+            raise ConfigError(f"--nats: {url!r} is not a nats:// URL")
+    known = {"nats", "nats_replicas", "backend", "kubeconfig", "health_host", "health_port", "log_level", "log_format", "instance", "grace"}
     return RuntimeSettings(
         service=service,
         nats_url=args.nats,
+        nats_replicas=_replicas(args.nats_replicas),
         backend=args.backend,
         kubeconfig=args.kubeconfig,
         health_host=args.health_host,
@@ -66,3 +75,14 @@ def parse(
         grace_s=args.grace,
         extra={k: v for k, v in vars(args).items() if k not in known},
     )
+
+
+def _replicas(text: str) -> int:
+    """--nats-replicas / VC_NATS__REPLICAS: a whole number of replicas JetStream accepts."""
+    try:
+        replicas = int(text)
+    except ValueError:
+        raise ConfigError(f"--nats-replicas: {text!r} is not a whole number") from None
+    if not 1 <= replicas <= MAX_NATS_REPLICAS:
+        raise ConfigError(f"--nats-replicas: {replicas} must be between 1 and {MAX_NATS_REPLICAS}")
+    return replicas

@@ -39,7 +39,10 @@ class GcApp:
         self.membership: Membership | None = None
 
     async def open(self, ctx: ServiceContext) -> Sequence[Worker]:
-        membership = Membership(ctx.nc, group=self.name, instance=ctx.settings.instance, ttl_s=self.lease_ttl_s)
+        membership = Membership(
+            ctx.nc, group=self.name, instance=ctx.settings.instance, ttl_s=self.lease_ttl_s,
+            replicas=ctx.settings.nats_replicas,
+        )
         dispatcher: KeyedDispatcher[OwnerKey] = KeyedDispatcher(self._handle, workers=self.workers, name=self.name)
         timers: Timers[OwnerKey] = Timers(dispatcher.submit_after)
         caches = GcCaches(ctx.store, submit=dispatcher.submit)

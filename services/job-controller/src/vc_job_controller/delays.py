@@ -33,8 +33,9 @@ def kv_key(namespace: str, job: str, delay_key: str) -> str:
 
 
 class DelayStore:
-    def __init__(self, nc: Client) -> None:
+    def __init__(self, nc: Client, *, replicas: int = 1) -> None:
         self._nc = nc
+        self._replicas = replicas
         self._kv: KeyValue | None = None
 
     async def _bucket(self) -> KeyValue:
@@ -43,7 +44,9 @@ class DelayStore:
             try:
                 self._kv = await js.key_value(BUCKET)
             except BucketNotFoundError:
-                self._kv = await js.create_key_value(bucket=BUCKET, history=1, storage=api.StorageType.FILE)
+                self._kv = await js.create_key_value(
+                    bucket=BUCKET, history=1, storage=api.StorageType.FILE, replicas=self._replicas
+                )
         return self._kv
 
     async def put(self, namespace: str, job: str, delayed: DelayedAction) -> None:

@@ -43,7 +43,10 @@ class PodGroupControllerApp:
         self.membership: Membership | None = None
 
     async def open(self, ctx: ServiceContext) -> Sequence[Worker]:
-        membership = Membership(ctx.nc, group=self.name, instance=ctx.settings.instance, ttl_s=self.lease_ttl_s)
+        membership = Membership(
+            ctx.nc, group=self.name, instance=ctx.settings.instance, ttl_s=self.lease_ttl_s,
+            replicas=ctx.settings.nats_replicas,
+        )
         dispatcher: KeyedDispatcher[GroupKey] = KeyedDispatcher(self._handle, workers=self.workers, name=self.name)
         self.controller = PodGroupController(
             store=ctx.store,

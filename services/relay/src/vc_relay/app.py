@@ -22,7 +22,7 @@ class RelayApp:
 
     async def open(self, ctx: ServiceContext) -> Sequence[Worker]:
         kube = await ctx.resources.enter_async_context(await KubeClient.connect(self.settings.kubeconfig))
-        relay = Relay(kube, ctx.nc)
+        relay = Relay(kube, ctx.nc, replicas=self.settings.nats_replicas)
         ctx.probes.require("relay-synced")
 
         async def synced(_: object) -> None:

@@ -53,9 +53,12 @@ class SchedulerApp:
     async def open(self, ctx: ServiceContext) -> Sequence[Worker]:
         cache = SchedulerCache()
         source = f"scheduler/{self.settings.instance}"
-        membership = Membership(ctx.nc, group="scheduler", instance=self.settings.instance, ttl_s=self.lease_ttl_s)
+        replicas = self.settings.nats_replicas
+        membership = Membership(
+            ctx.nc, group="scheduler", instance=self.settings.instance, ttl_s=self.lease_ttl_s, replicas=replicas
+        )
         js = ctx.nc.jetstream()
-        ledger = Ledger(js, instance=membership.instance, can_write=membership.can_write)
+        ledger = Ledger(js, instance=membership.instance, can_write=membership.can_write, replicas=replicas)
         work = InFlight(membership.instance)
         events = SchedulerEvents(ctx.events.publish, source=source)
         loop = SchedulingLoop(

@@ -53,9 +53,16 @@ class _Copy:
 
 class Ledger:
     def __init__(
-        self, js: Any, *, instance: str, can_write: Callable[[], bool], clock: Callable[[], float] = time.time
+        self,
+        js: Any,
+        *,
+        instance: str,
+        can_write: Callable[[], bool],
+        clock: Callable[[], float] = time.time,
+        replicas: int = 1,
     ) -> None:
         self._js = js
+        self._replicas = replicas
         self.instance = instance
         self._can_write = can_write
         self._clock = clock
@@ -73,7 +80,9 @@ class Ledger:
                 self._kv = await self._js.key_value(BUCKET)
             except BucketNotFoundError:
                 try:
-                    self._kv = await self._js.create_key_value(bucket=BUCKET, history=1, storage=api.StorageType.FILE)
+                    self._kv = await self._js.create_key_value(
+                        bucket=BUCKET, history=1, storage=api.StorageType.FILE, replicas=self._replicas
+                    )
                 except Exception:  # another instance created it in between
                     self._kv = await self._js.key_value(BUCKET)
         return self._kv
