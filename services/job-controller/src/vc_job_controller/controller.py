@@ -115,13 +115,16 @@ class JobController:
         self.enqueue(key, request)
 
     def _podgroup_changed(self, old: PodGroup | None, new: PodGroup | None) -> None:
-        if new is None:
+        group = new or old
+        if group is None:
             return
-        for ref in new.metadata.owner_references or []:
+        for ref in group.metadata.owner_references or []:
             if ref.kind == "Job" and ref.controller:
-                request = rq.for_podgroup_changed(old, new)
+                # A deletion wakes the job too: a Restarting job last looked at while its old PodGroup was
+                # still there (and not admitted) waits for nothing else to create the next one.
+                request = rq.for_podgroup_changed(old, new) if new is not None else rq.for_podgroup_deleted(ref.uid)
                 if request is not None:
-                    self.enqueue((new.metadata.namespace or "", ref.name), request)
+                    self.enqueue((group.metadata.namespace or "", ref.name), request)
 
     def _queue_changed(self, old: Queue | None, new: Queue | None) -> None:
         """A job refused for want of its queue is looked at again once the queue exists."""

@@ -126,6 +126,11 @@ def for_podgroup_changed(old: PodGroup | None, new: PodGroup) -> Request | None:
     return Request(event=Event.JOB_UNKNOWN.value if after == "Unknown" else "")
 
 
+def for_podgroup_deleted(job_uid: str) -> Request:
+    """The job's PodGroup is gone (a kill deleted it, or someone did): sync, so the job makes the next one."""
+    return Request(event=Event.OUT_OF_SYNC.value, job_uid=job_uid)
+
+
 def for_job_changed(old: Job | None, new: Job) -> Request | None:
     """Job add or spec/phase change -> OutOfSync; status-only echoes of our own writes are ignored."""
     if old is not None:
