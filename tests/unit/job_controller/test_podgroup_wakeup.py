@@ -29,7 +29,8 @@ def test_a_deleted_podgroup_wakes_its_restarting_job_which_makes_the_next_one() 
     async def scenario() -> None:
         store = MemoryStore()
         controller = JobController(store, _no_history, SoleOwner(), source="test")  # type: ignore[arg-type]
-        controller.queues.remember(await store.create(Queue(api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(name="default"))))
+        default = Queue(api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(name="default"))
+        controller.queues.remember(await store.create(default))
         restarting = with_status(job([task("worker", 1)], name="train", phase="Restarting", version=1, retry_count=1),
                                  terminating=1)
         stored_job = await store.create(restarting)

@@ -122,7 +122,8 @@ class JobController:
             if ref.kind == "Job" and ref.controller:
                 # A deletion wakes the job too: a Restarting job last looked at while its old PodGroup was
                 # still there (and not admitted) waits for nothing else to create the next one.
-                request = rq.for_podgroup_changed(old, new) if new is not None else rq.for_podgroup_deleted(ref.uid)
+                deleted = new is None
+                request = rq.for_podgroup_deleted(ref.uid) if deleted else rq.for_podgroup_changed(old, new)
                 if request is not None:
                     self.enqueue((group.metadata.namespace or "", ref.name), request)
 
