@@ -63,3 +63,30 @@ def test_the_controller_sees_what_it_created_before_its_watch_does() -> None:
         assert ("ns", "train") in controller.pending  # and the job is looked at again
 
     asyncio.run(scenario())
+
+
+def test_a_gangs_pods_are_created_together_not_one_round_trip_each() -> None:
+    class GatedStore(MemoryStore):
+        """Each pod create waits until the whole gang's creates are in flight at once."""
+
+        def __init__(self, gang: int) -> None:
+            super().__init__()
+            self.together = asyncio.Barrier(gang)
+
+        async def create(self, obj):  # type: ignore[no-untyped-def]
+            if isinstance(obj, Pod):
+                await self.together.wait()
+            return await super().create(obj)
+
+    async def scenario() -> None:
+        j = job([task("worker", 10)], name="gang", phase="Pending")
+        spec = j.spec.tasks[0]  # type: ignore[index, union-attr]
+        store = GatedStore(10)
+        executor = PlanExecutor(store, _no_history, source="test")
+        pods = tuple(build_job_pod(j, spec, i) for i in range(10))
+        async with asyncio.timeout(10):  # one create at a time would never get past the barrier
+            await executor.execute(j, Plan(pods_to_create=pods), can_write=lambda: True)
+        stored, _ = await store.list(Pod, "ns")
+        assert len(stored) == 10
+
+    asyncio.run(scenario())

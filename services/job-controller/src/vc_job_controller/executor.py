@@ -24,6 +24,7 @@ from vc_proto.scheduling import PodGroup
 from vc_proto.vocabulary import OUT_OF_SYNC_KEY
 
 log = structlog.get_logger(__name__)
+MAX_PARALLEL_CREATES = 32
 Publish = Callable[[DomainEvent], Awaitable[int]]
 Remember = Callable[[Pod | PodGroup], None]
 _PLUGIN_KINDS: dict[str, type[Service | ConfigMap | Secret | NetworkPolicy]] = {
@@ -48,7 +49,7 @@ class PlanExecutor:
             *([lambda: self._create(plan.podgroup_to_create)] if plan.podgroup_to_create else []),
             *([lambda: self._update_podgroup(plan.podgroup_to_update)] if plan.podgroup_to_update else []),
             *(lambda d=d: self._delete_pod(namespace, d) for d in plan.pods_to_delete),
-            *(lambda p=p: self._create(p) for p in plan.pods_to_create),
+            *([lambda: self._create_all(plan.pods_to_create)] if plan.pods_to_create else []),
         ]
         for step in steps:
             _fence(can_write)
@@ -85,6 +86,20 @@ class PlanExecutor:
             return  # a previous attempt (or another life of this controller) got there first
         if self._remember is not None and isinstance(stored, Pod | PodGroup):
             self._remember(stored)
+
+    async def _create_all(self, pods: tuple[Pod, ...]) -> None:
+        """A gang's pods are independent writes: in flight together (bounded), not one round trip each.
+        Every create finishes before the first error is raised; a retried plan re-creates only the rest."""
+        gate = asyncio.Semaphore(MAX_PARALLEL_CREATES)
+
+        async def create(pod: Pod) -> None:
+            async with gate:
+                await self._create(pod)
+
+        outcomes = await asyncio.gather(*(create(p) for p in pods), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
 
     async def _write_object(self, write: ObjectWrite) -> None:
         obj = write.obj
