@@ -11,6 +11,8 @@ import nats.errors
 import structlog
 from nats.aio.client import Client
 
+from vc_bus.rawsub import RawDeliveryClient
+
 log = structlog.get_logger(__name__)
 # While busy (the previous write was less than BUSY_GAP_S ago) the flusher waits FLUSH_WINDOW_S
 # before writing, so one socket write carries all the requests of that window. In this VM every
@@ -65,8 +67,9 @@ async def _first_connect(url: str, *, name: str, connect_timeout: float, callbac
             await asyncio.sleep(delay)
 
 
-class CoalescingClient(Client):
-    """nats-py's client with a flusher that batches under load (see FLUSH_WINDOW_S)."""
+class CoalescingClient(RawDeliveryClient):
+    """nats-py's client with a flusher that batches under load (see FLUSH_WINDOW_S), and raw
+    subscriptions for watches (vc_bus.rawsub)."""
 
     async def _flusher(self) -> None:
         assert self._transport is not None and self._flush_queue is not None

@@ -2,29 +2,30 @@
 
 From revision 0 it first replays each key's newest value (LAST_PER_SUBJECT), then yields SYNCED once
 it has reached the stream's last sequence as of the start, then follows live. After any failure
-(disconnect, server restart, vanished consumer) it re-subscribes from the last revision it yielded:
-entries arrive in sequence order, so that resume is exact.
+(disconnect, server restart, vanished consumer, a delivery lost in between) it opens a new consumer
+from the last revision it yielded: entries arrive in sequence order, so that resume is exact.
+
+The consumer is `pull.PullConsumer`: deliveries arrive in bulk, with no task or timer per message.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 import structlog
-from nats.aio.msg import Msg
 from nats.js import api
 from nats.js.client import JetStreamContext
-from nats.js.kv import KV_DEL, KV_OP, KV_PURGE
 
+from vc_bus.pull import PullConsumer
 from vc_core.store import WatchOp
 
 log = structlog.get_logger(__name__)
 
-WATCH_BATCH = 1024
-WATCH_IDLE_S = 2.0
+# Decides from a PUT's key and raw value, before anything is decoded, whether the reader wants it
+# (deletes always pass): see `watch_bucket`.
+RawSelector = Callable[[str, bytes], bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,79 +36,80 @@ class RawEntry:
     value: bytes = b""
 
 
-async def watch_bucket(
-    js: JetStreamContext, bucket: str, key_filter: str = ">", from_revision: int = 0
+def watch_bucket(
+    js: JetStreamContext,
+    bucket: str,
+    key_filter: str = ">",
+    from_revision: int = 0,
+    *,
+    select: RawSelector | None = None,
 ) -> AsyncIterator[RawEntry]:
-    feed = _Feed(js, bucket, key_filter, from_revision)
-    async for entry in feed.run():
-        yield entry
+    """The bucket's entries under `key_filter` after `from_revision` (see the module docstring).
+
+    With `select`, a PUT it refuses is not yielded (the feed still moves past it, and SYNCED still comes
+    at the same point): the cheapest place to drop what a reader never acts on, before any decoding.
+    """
+    return _Feed(js, bucket, key_filter, from_revision, select).run()
 
 
 class _Feed:
-    def __init__(self, js: JetStreamContext, bucket: str, key_filter: str, from_revision: int) -> None:
+    def __init__(
+        self, js: JetStreamContext, bucket: str, key_filter: str, from_revision: int, select: RawSelector | None
+    ) -> None:
         self._js = js
         self._stream = f"KV_{bucket}"
         self._prefix = f"$KV.{bucket}."
         self._filter = self._prefix + key_filter
+        self._select = select
         self._last = from_revision
         self._synced = from_revision > 0
         self._sync_at = 0
 
     async def run(self) -> AsyncIterator[RawEntry]:
         failures = 0
+        prefix = len(self._prefix)
+        select = self._select
         while True:
+            consumer: PullConsumer | None = None
             try:
-                async for entry in self._consume():
-                    failures = 0
-                    yield entry
-            except Exception as exc:  # transport boundary: any NATS failure means resubscribe and resume
+                if not self._synced and self._sync_at == 0:
+                    self._sync_at = (await self._js.stream_info(self._stream)).state.last_seq
+                # JetStreamContext keeps its connection in `_nc`; the consumer needs the connection itself.
+                consumer = PullConsumer(self._js._nc, self._stream, self._config())
+                if await consumer.open() == 0 and not self._synced:
+                    yield self._mark_synced()
+                while True:
+                    for delivery in await consumer.take():
+                        failures = 0
+                        revision = delivery.sequence
+                        self._last = revision
+                        key = delivery.subject[prefix:]
+                        if delivery.removed:
+                            yield RawEntry(WatchOp.DELETE, revision, key)
+                        elif select is None or select(key, delivery.data):
+                            yield RawEntry(WatchOp.PUT, revision, key, delivery.data)
+                        if not self._synced and (revision >= self._sync_at or delivery.pending == 0):
+                            yield self._mark_synced()
+            except Exception as exc:  # transport boundary: any NATS failure means a new consumer, and resume
                 failures += 1
                 delay = min(0.05 * 2**failures, 2.0)
                 log.info("watch.resume", stream=self._stream, after=self._last, error=repr(exc), delay_s=delay)
                 await asyncio.sleep(delay)
+            finally:
+                if consumer is not None:
+                    await asyncio.shield(consumer.close())
 
-    async def _consume(self) -> AsyncIterator[RawEntry]:
-        if not self._synced and self._sync_at == 0:
-            self._sync_at = (await self._js.stream_info(self._stream)).state.last_seq
-        config = api.ConsumerConfig(
-            ack_policy=api.AckPolicy.NONE, inactive_threshold=30.0, mem_storage=True, **self._deliver_from()
-        )
-        psub = await self._js.pull_subscribe(self._filter, stream=self._stream, config=config)
-        try:
-            if not self._synced and (await psub.consumer_info()).num_pending == 0:
-                yield self._mark_synced()
-            while True:
-                try:
-                    msgs = await psub.fetch(WATCH_BATCH, timeout=WATCH_IDLE_S)
-                except TimeoutError:  # nats.errors.TimeoutError is a TimeoutError; fetch raises either
-                    # Idle: check the consumer still exists (it does not survive a server restart).
-                    info = await psub.consumer_info()
-                    if not self._synced and info.num_pending == 0:
-                        yield self._mark_synced()
-                    continue
-                for msg in msgs:
-                    entry = self._to_entry(msg)
-                    self._last = entry.revision
-                    yield entry
-                    if not self._synced and (entry.revision >= self._sync_at or msg.metadata.num_pending == 0):
-                        yield self._mark_synced()
-        finally:
-            with contextlib.suppress(Exception):  # best effort: the server drops idle consumers anyway
-                await asyncio.shield(psub.unsubscribe())
-
-    def _deliver_from(self) -> dict[str, object]:
+    def _config(self) -> api.ConsumerConfig:
+        start: dict[str, object]
         if self._last == 0:
-            return {"deliver_policy": api.DeliverPolicy.LAST_PER_SUBJECT}
-        return {"deliver_policy": api.DeliverPolicy.BY_START_SEQUENCE, "opt_start_seq": self._last + 1}
+            start = {"deliver_policy": api.DeliverPolicy.LAST_PER_SUBJECT}
+        else:
+            start = {"deliver_policy": api.DeliverPolicy.BY_START_SEQUENCE, "opt_start_seq": self._last + 1}
+        return api.ConsumerConfig(
+            filter_subject=self._filter, ack_policy=api.AckPolicy.NONE, inactive_threshold=30.0, mem_storage=True,
+            **start,  # type: ignore[arg-type]
+        )
 
     def _mark_synced(self) -> RawEntry:
         self._synced = True
         return RawEntry(WatchOp.SYNCED, max(self._last, self._sync_at))
-
-    def _to_entry(self, msg: Msg) -> RawEntry:
-        assert msg.metadata.sequence is not None
-        revision = msg.metadata.sequence.stream
-        key = msg.subject[len(self._prefix) :]
-        if (msg.headers or {}).get(KV_OP) in (KV_DEL, KV_PURGE):
-            return RawEntry(WatchOp.DELETE, revision, key)
-        return RawEntry(WatchOp.PUT, revision, key, msg.data)

@@ -13,37 +13,48 @@ T = TypeVar("T")
 async def until(shutdown: asyncio.Event, source: AsyncIterator[T]) -> AsyncIterator[T]:
     """Items of `source` until it ends or `shutdown` is set, whichever comes first.
 
-    The two helper tasks are owned here and cancelled in `finally` (a TaskGroup cannot span the
-    `yield` of an async generator safely, PEP 789).
+    A watch yields thousands of items a second, so nothing here is per item but one `await`: a single
+    helper task waits for `shutdown` and, if the reader is then waiting inside `source`, cancels the
+    reader's task there (and only there: never while the reader handles an item). That cancellation is
+    taken back (`uncancel`) and ends the iteration; any other cancellation propagates. The helper is
+    owned here and cancelled in `finally` (a TaskGroup cannot span the `yield` of an async generator
+    safely, PEP 789).
     """
-    stop = asyncio.ensure_future(shutdown.wait())
-    nxt: asyncio.Future[tuple[bool, T | None]] | None = None
+    reader = asyncio.current_task()
+    assert reader is not None
+    inside = False  # the reader is awaiting the next item
+    stopped = False  # we cancelled the reader for the shutdown
+
+    def on_shutdown(_: object) -> None:
+        nonlocal stopped
+        if inside and not stopped:
+            stopped = True
+            reader.cancel()
+
+    watcher = asyncio.ensure_future(shutdown.wait())
+    watcher.add_done_callback(on_shutdown)
     try:
-        while True:
-            nxt = asyncio.ensure_future(_next(source))
-            await asyncio.wait({nxt, stop}, return_when=asyncio.FIRST_COMPLETED)
-            if not nxt.done():
+        while not shutdown.is_set():
+            inside = True
+            try:
+                item = await anext(source)
+            except StopAsyncIteration:
                 return
-            done, item = nxt.result()
-            nxt = None
-            if done:
+            except asyncio.CancelledError:
+                if stopped and reader.uncancel() == 0:
+                    return
+                raise
+            finally:
+                inside = False
+            if stopped:  # the item came in the same turn as the cancellation: it is not taken back
+                reader.uncancel()
                 return
-            yield item  # type: ignore[misc]
+            yield item
     finally:
-        stop.cancel()
-        if nxt is not None:
-            nxt.cancel()
-            with contextlib.suppress(BaseException):
-                await nxt
+        watcher.remove_done_callback(on_shutdown)
+        watcher.cancel()
         with contextlib.suppress(Exception):
             await source.aclose()  # type: ignore[attr-defined]
-
-
-async def _next(source: AsyncIterator[T]) -> tuple[bool, T | None]:
-    try:
-        return False, await anext(source)
-    except StopAsyncIteration:
-        return True, None
 
 
 async def wait_or_stop(event: asyncio.Event, shutdown: asyncio.Event) -> bool:
