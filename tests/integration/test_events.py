@@ -68,3 +68,75 @@ async def test_follow_survives_a_server_restart_without_gaps_or_repeats(tmp_path
             assert [s.event.id for s in received] == [f"train-{i}" for i in range(40)]
     finally:
         server.stop()
+
+
+async def test_a_batch_is_one_message_per_subject_read_back_event_by_event_in_order(tmp_path: Path) -> None:
+    with NatsServer(tmp_path / "nats") as server:
+        async with connect(server.url, name="t") as nc:
+            await ensure_events_stream(nc)
+            publisher = EventPublisher(nc)
+            batch = [event(0), event(0, job="other"), event(1), event(2)]
+            await publisher.publish_batch(batch)
+            await publisher.publish_batch(batch)  # a retry of the same batch is dropped by the server
+            await publisher.publish_batch([event(3)])
+            js = nc.jetstream()
+            info = await js.stream_info(subjects.EVENTS_STREAM)
+            assert info.state.messages == 3  # train's three events, other's one, then train's fourth
+            other = await js.get_last_msg(subjects.EVENTS_STREAM, subjects.event_subject("job", "default", "other"))
+            assert other.data.startswith(b"{")  # a subject's single event keeps the single-event format
+            last = await js.get_last_msg(subjects.EVENTS_STREAM, subjects.event_subject("job", "default", "train"))
+            assert last.data.startswith(b"{") and last.headers == {"Nats-Msg-Id": "train-3"}
+            train = subjects.event_filter("job", "default", "train")
+            got = [s async for s in follow(nc, train, stop_when_caught_up=True)]
+    assert [s.event.id for s in got] == [f"train-{i}" for i in range(4)]
+    assert [s.index for s in got] == [0, 1, 2, 0]
+    assert got[0].sequence == got[1].sequence == got[2].sequence < got[3].sequence
+    assert [s.position for s in got] == sorted(s.position for s in got)
+
+
+async def test_a_follower_resumes_between_batches_without_gaps_or_repeats(tmp_path: Path) -> None:
+    server = NatsServer(tmp_path / "nats")
+    server.start()
+    try:
+        async with connect(server.url, name="pub") as pub_nc, connect(server.url, name="sub") as sub_nc:
+            await ensure_events_stream(pub_nc)
+            publisher = EventPublisher(pub_nc)
+            received: list[StoredEvent] = []
+
+            async def reader() -> None:
+                async for stored in follow(sub_nc, subjects.event_filter("job", "default", "train")):
+                    received.append(stored)
+                    if len(received) == 40:
+                        return
+
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(reader())
+                for i in range(0, 20, 4):
+                    await publisher.publish_batch([event(j) for j in range(i, i + 4)])
+                async with asyncio.timeout(10):
+                    while len(received) < 20:
+                        await asyncio.sleep(0.05)
+                server.restart()
+                for i in range(20, 40, 5):
+                    for _ in range(100):
+                        try:
+                            await publisher.publish_batch([event(j) for j in range(i, i + 5)])
+                            break
+                        except Exception:
+                            await asyncio.sleep(0.1)
+            assert [s.event.id for s in received] == [f"train-{i}" for i in range(40)]
+    finally:
+        server.stop()
+
+
+async def test_a_message_that_is_no_event_nor_a_list_of_them_is_skipped(tmp_path: Path) -> None:
+    with NatsServer(tmp_path / "nats") as server:
+        async with connect(server.url, name="t") as nc:
+            await ensure_events_stream(nc)
+            subject = subjects.event_subject("job", "default", "train")
+            await nc.jetstream().publish(subject, b'[{"id": 1}]')
+            await nc.jetstream().publish(subject, b"[]")
+            await EventPublisher(nc).publish_batch([event(0), event(1)])
+            train = subjects.event_filter("job", "default", "train")
+            got = [s async for s in follow(nc, train, stop_when_caught_up=True)]
+    assert [s.event.id for s in got] == ["train-0", "train-1"]

@@ -43,3 +43,10 @@ class DomainEvent(Wire, frozen=True, kw_only=True):
     exit_code: int | None = None
     node: str | None = None
     correlation_id: str | None = None
+
+
+# One message on an event subject carries one DomainEvent (a JSON object) or, when a publisher batches
+# what one step of its work produced, several (a JSON array, in the order they happened). Readers accept
+# both: single events keep the wire format they always had.
+EventMessage = DomainEvent | list[DomainEvent]
+MAX_EVENTS_PER_MESSAGE: Final = 256

@@ -1,40 +1,53 @@
 """The VC_EVT stream: publish domain events (de-duplicated by id), read a history, follow it live.
 
-A follower resumes from the last sequence it yielded after any disconnect or server restart, so a
-client sees every event once, in order (design: Events and history).
+A message carries one event, or a batch of events on the same subject (`EventPublisher.publish_batch`:
+one JetStream write, one fsync, for what one pass of a controller produced). Readers expand a batch
+into its events, in order.
+
+A follower resumes from the last message it read after any disconnect or server restart, so a client
+sees every event once, in order (design: Events and history). Resuming is at message granularity:
+`follow` reads a message whole and yields all of its events before it reads the next one (a failure can
+only happen while it waits for the next message), so no resume ever starts in the middle of a batch;
+and a client resuming by itself from `StoredEvent.sequence + 1` resumes after the whole batch, which
+`follow` had given it in full. `StoredEvent.index` tells the events of one message apart.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
+import hashlib
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 
 import structlog
 from nats.aio.client import Client
-from nats.aio.msg import Msg
 from nats.js import api
 from nats.js.errors import NotFoundError
 from prometheus_client import Counter
 
 from vc_bus.decoding import decode_or_none
+from vc_bus.pull import Delivery, PullConsumer
 from vc_proto import codec, subjects
-from vc_proto.events import DomainEvent
+from vc_proto.events import MAX_EVENTS_PER_MESSAGE, DomainEvent, EventMessage
 
 log = structlog.get_logger(__name__)
 
 EVENTS_MAX_AGE_S = 30 * 24 * 3600
 EVENTS_MAX_BYTES = 4 * 1024**3
-_BATCH = 512
-_event = codec.decoder(DomainEvent)
+_message = codec.decoder(EventMessage)  # type: ignore[arg-type]
 PUBLISHED = Counter("tephra_events_published_total", "History events this process published", ["outcome"])
 
 
 @dataclass(frozen=True, slots=True)
 class StoredEvent:
-    sequence: int
+    sequence: int  # the stream sequence of the message that carried the event
     event: DomainEvent
+    index: int = 0  # its place in that message (0 for a message of one event)
+
+    @property
+    def position(self) -> tuple[int, int]:
+        """Where the event is in the stream: ordered, unique."""
+        return self.sequence, self.index
 
 
 async def ensure_events_stream(nc: Client, *, replicas: int = 1) -> None:
@@ -61,89 +74,101 @@ def subject_for(event: DomainEvent) -> str:
     return subjects.event_subject(event.kind.lower(), event.namespace, event.name)
 
 
+def batch_id(events: Iterable[DomainEvent]) -> str:
+    """The message id of a batch: derived from its events' ids, so publishing it again is a duplicate."""
+    digest = hashlib.sha256("\n".join(e.id for e in events).encode()).hexdigest()
+    return f"batch-{digest[:40]}"
+
+
 class EventPublisher:
     def __init__(self, nc: Client) -> None:
         self._js = nc.jetstream()
 
     async def publish(self, event: DomainEvent) -> int:
         """Publish once: a retry with the same id inside the 2-minute window is dropped by the server."""
-        ack = await self._js.publish(subject_for(event), codec.encode(event), headers={"Nats-Msg-Id": event.id})
-        PUBLISHED.labels("duplicate" if ack.duplicate else "ok").inc()
+        return await self._publish_message([event])
+
+    async def publish_batch(self, events: Iterable[DomainEvent]) -> None:
+        """Publish `events` as one message per subject (in their order), each de-duplicated by an id
+        derived from its events' ids: a retry of the same batch is dropped by the server.
+
+        A subject's single event is published as publish() does (same wire format, same id). Messages to
+        different subjects are written concurrently; it returns once every one is acknowledged.
+        """
+        by_subject: dict[str, list[DomainEvent]] = {}
+        for event in events:
+            by_subject.setdefault(subject_for(event), []).append(event)
+        chunks = [
+            group[start : start + MAX_EVENTS_PER_MESSAGE]
+            for group in by_subject.values()
+            for start in range(0, len(group), MAX_EVENTS_PER_MESSAGE)
+        ]
+        if len(chunks) == 1:
+            await self._publish_message(chunks[0])
+        elif chunks:
+            await asyncio.gather(*(self._publish_message(chunk) for chunk in chunks))
+
+    async def _publish_message(self, events: list[DomainEvent]) -> int:
+        if len(events) == 1:
+            payload, msg_id = codec.encode(events[0]), events[0].id
+        else:
+            payload, msg_id = codec.encode(events), batch_id(events)
+        ack = await self._js.publish(subject_for(events[0]), payload, headers={"Nats-Msg-Id": msg_id})
+        PUBLISHED.labels("duplicate" if ack.duplicate else "ok").inc(len(events))
         return ack.seq
 
 
 async def follow(
     nc: Client, filter_subject: str, *, from_sequence: int = 1, stop_when_caught_up: bool = False
 ) -> AsyncIterator[StoredEvent]:
-    """Events matching `filter_subject` from `from_sequence` on, in order, resuming after failures.
+    """Events matching `filter_subject` from the message at `from_sequence` on, in order, resuming after
+    failures (see the module docstring).
 
-    Anyone can publish on an event subject: a message that is not a DomainEvent is logged, counted
-    and skipped (and not read again after a resume), so a reader neither stops nor loops on it.
+    Anyone can publish on an event subject: a message that is neither a DomainEvent nor a list of them
+    is logged, counted and skipped (and not read again after a resume), so a reader neither stops nor
+    loops on it.
     """
-    js = nc.jetstream()
-    cursor = _Cursor(from_sequence - 1)
+    last = from_sequence - 1  # the sequence of the last message read (yielded or skipped)
     failures = 0
     while True:
+        consumer = PullConsumer(nc, subjects.EVENTS_STREAM, _config(filter_subject, last + 1), batch=512)
         try:
-            async for stored in _consume(js, filter_subject, cursor, stop_when_caught_up):
-                failures = 0
-                yield stored
-            if stop_when_caught_up:
+            if await consumer.open() == 0 and stop_when_caught_up:
                 return
-        except _CaughtUp:
-            return
-        except Exception as exc:  # transport boundary: resubscribe after the last sequence read
+            while True:
+                for delivery in await consumer.take():
+                    failures = 0
+                    last = delivery.sequence
+                    for stored in _read(delivery):
+                        yield stored
+                    if stop_when_caught_up and delivery.pending == 0:
+                        return
+        except Exception as exc:  # transport boundary: a new consumer after the last message read
             failures += 1
             delay = min(0.05 * 2**failures, 2.0)
-            log.info("events.resume", after=cursor.last, error=repr(exc), delay_s=delay)
+            log.info("events.resume", after=last, error=repr(exc), delay_s=delay)
             await asyncio.sleep(delay)
+        finally:
+            await asyncio.shield(consumer.close())
 
 
-class _CaughtUp(Exception):
-    pass
-
-
-@dataclass(slots=True)
-class _Cursor:
-    last: int  # the sequence of the last message read (yielded or skipped)
-
-
-async def _consume(
-    js: object, filter_subject: str, cursor: _Cursor, stop_when_caught_up: bool
-) -> AsyncIterator[StoredEvent]:
-    config = api.ConsumerConfig(
+def _config(filter_subject: str, start: int) -> api.ConsumerConfig:
+    return api.ConsumerConfig(
+        filter_subject=filter_subject,
         ack_policy=api.AckPolicy.NONE,
         inactive_threshold=30.0,
         mem_storage=True,
         deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
-        opt_start_seq=cursor.last + 1,
+        opt_start_seq=start,
     )
-    psub = await js.pull_subscribe(filter_subject, stream=subjects.EVENTS_STREAM, config=config)  # type: ignore[attr-defined]
-    try:
-        if stop_when_caught_up and (await psub.consumer_info()).num_pending == 0:
-            raise _CaughtUp
-        while True:
-            try:
-                msgs = await psub.fetch(_BATCH, timeout=1.0)
-            except TimeoutError:  # nats.errors.TimeoutError is a TimeoutError; fetch raises either
-                info = await psub.consumer_info()  # raises when the consumer vanished (server restart)
-                if stop_when_caught_up and info.num_pending == 0:
-                    raise _CaughtUp from None
-                continue
-            for msg in msgs:
-                stored = _read(msg)
-                cursor.last = msg.metadata.sequence.stream
-                if stored is not None:
-                    yield stored
-                if stop_when_caught_up and msg.metadata.num_pending == 0:
-                    raise _CaughtUp
-    finally:
-        with contextlib.suppress(Exception):
-            await asyncio.shield(psub.unsubscribe())
 
 
-def _read(msg: Msg) -> StoredEvent | None:
-    sequence = msg.metadata.sequence.stream
-    where = {"subject": msg.subject, "sequence": sequence}
-    event = decode_or_none(_event.decode, msg.data, source=subjects.EVENTS_STREAM, kind="DomainEvent", **where)
-    return None if event is None else StoredEvent(sequence, event)
+def _read(delivery: Delivery) -> list[StoredEvent]:
+    sequence = delivery.sequence
+    where = {"subject": delivery.subject, "sequence": sequence}
+    found = decode_or_none(_message.decode, delivery.data, source=subjects.EVENTS_STREAM, kind="DomainEvent", **where)
+    if found is None:
+        return []
+    if isinstance(found, DomainEvent):
+        return [StoredEvent(sequence, found)]
+    return [StoredEvent(sequence, event, index) for index, event in enumerate(found)]

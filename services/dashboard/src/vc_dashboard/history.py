@@ -4,6 +4,10 @@ A job of 100,000 pods has hundreds of thousands of events; a page shows the last
 first of those is found without reading the others: JetStream tells how many of the job's events lie
 at or after a sequence (a consumer's pending count), and a binary search over sequences finds where
 the tail starts in about log2(stream length) such questions.
+
+A message may carry a batch of events (vc_bus.events): the search counts messages, so the tail read
+holds at least `keep` events; the events before it are counted one per message, a lower bound when
+batches are about (`HistoryTail.exact` says which).
 """
 
 from __future__ import annotations
@@ -37,14 +41,17 @@ class HistoryTail:
     last_sequence: int = 0
     events: deque[StoredEvent] = field(default_factory=deque)
     complete: bool = True  # False when the read stopped early (timeout): the page says so
+    exact: bool = True  # False when `total` counts unread messages that may hold several events each
+    last_position: tuple[int, int] = (0, 0)
 
     def __post_init__(self) -> None:
         self.events = deque(self.events, maxlen=self.keep)
 
     def add(self, stored: StoredEvent) -> None:
-        if stored.sequence <= self.last_sequence:
+        if stored.position <= self.last_position:
             return  # a resumed follower may deliver again what it already gave
         self.events.append(stored)
+        self.last_position = stored.position
         self.last_sequence = stored.sequence
         self.total += 1
 
@@ -59,7 +66,8 @@ async def read_tail(nc: Client, namespace: str, name: str, *, keep: int = TAIL_E
     try:
         async with asyncio.timeout(READ_TIMEOUT_S):
             total, start = await _tail_start(nc, subject, keep)
-            tail.total = max(0, total - keep)  # the events before the tail, counted not read
+            tail.total = max(0, total - keep)  # the messages before the tail, counted not read
+            tail.exact = tail.total == 0
             async for stored in follow(nc, subject, from_sequence=start, stop_when_caught_up=True):
                 tail.add(stored)
     except TimeoutError:
@@ -75,7 +83,7 @@ async def follow_after(nc: Client, namespace: str, name: str, *, after: int) -> 
 
 
 async def _tail_start(nc: Client, subject: str, keep: int) -> tuple[int, int]:
-    """(the job's event count, the first sequence of its last `keep` events)."""
+    """(the job's message count, the first sequence of its last `keep` messages)."""
     jsm = nc.jetstream()
     info = await jsm.stream_info(subjects.EVENTS_STREAM, subjects_filter=subject)
     total = (info.state.subjects or {}).get(subject, 0)

@@ -99,6 +99,7 @@ def job_page(cache: ClusterCache, namespace: str, name: str, tail: HistoryTail, 
         "timeline": build_timeline(events, now=None if (job is None or phase in FINISHED) else now),
         "history": list(tail.events)[-HISTORY_ROWS:],
         "history_total": tail.total,
+        "history_total_exact": tail.exact,
         "history_complete": tail.complete,
         "history_sequence": tail.last_sequence,
     }

@@ -168,7 +168,9 @@ async def _history(tephra: Tephra, args: argparse.Namespace) -> int:
         exit_text = "" if e.exit_code is None else f" exit={e.exit_code}"
         node = f" node={e.node}" if e.node else ""
         phase = f" {e.previous_phase or ''}->{e.phase}" if e.phase else ""
-        print(f"{e.occurred_at} #{stored.sequence} {e.kind}/{e.name} {e.reason}{phase}{exit_text}{node} {e.message or ''}".rstrip(), flush=True)
+        # The stream sequence of the event's message, and its place in it when it came in a batch.
+        where = f"{stored.sequence}.{stored.index}" if stored.index else str(stored.sequence)
+        print(f"{e.occurred_at} #{where} {e.kind}/{e.name} {e.reason}{phase}{exit_text}{node} {e.message or ''}".rstrip(), flush=True)
     return 0
 
 
