@@ -9,7 +9,7 @@ PYPROJECTS := pyproject.toml $(wildcard proto/pyproject.toml libs/*/pyproject.to
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 
 .DEFAULT_GOAL := help
-.PHONY: help deps run test test-unit test-integration bench lint fmt schemas check-schemas kube-up kube-down bench-kube clean
+.PHONY: help deps run test test-unit test-integration chaos bench lint fmt schemas check-schemas kube-up kube-down bench-kube clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -52,6 +52,9 @@ test-unit: deps ## fast tests with no servers
 
 test-integration: deps ## tests against a real nats-server
 	$(BIN)/pytest -q -m "nats or integration"
+
+chaos: deps ## seeded faults under gang load, history checked: SEED=n SCHEDULES=k [BREAK=ledger-blind-write]
+	$(BIN)/python -m tests.chaos --seed $(or $(SEED),1) --schedules $(or $(SCHEDULES),5) $(if $(BREAK),--break $(BREAK))
 
 bench: deps ## benchmarks; they print figures (see README)
 	$(BIN)/python -m benchmarks

@@ -1,0 +1,43 @@
+"""A bounded slice of `make chaos` in `make test`: real nats-servers, every service a real process.
+
+Two short schedules (a 3-server R3 cluster losing a follower and then the leader; one server in
+default-fsync mode crashing with its unsynced interval lost), each checked over its whole history;
+and the deliberately broken build (the ledger's compare-and-set made a blind write) must be caught.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.chaos.harness import ScheduleResult, run_schedule
+from tests.chaos.plan import Options, make_schedule
+
+pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]
+
+SEED = 1
+SLICE = Options(load_s=15.0)
+
+
+def _explain(result: ScheduleResult) -> str:
+    return "\n".join([result.line(), *(v.render() for v in result.verdict.violations)])
+
+
+@pytest.mark.parametrize("index", [pytest.param(1, id="cluster-r3"), pytest.param(0, id="single-default-fsync")])
+async def test_a_chaos_schedule_keeps_every_invariant(index: int, tmp_path: Path) -> None:
+    schedule = make_schedule(SEED, index, SLICE)
+    result = await run_schedule(schedule, tmp_path / f"schedule-{index}")
+    assert result.verdict.violations == [], _explain(result)
+    assert len(result.applied) == len(schedule.faults), result.line()  # every fault happened
+    assert result.drained, result.line()
+    assert result.verdict.binds > 0 and result.verdict.queue_full_moments > 0, result.line()  # queues really filled
+    lost = result.verdict.lost_unsynced
+    assert result.verdict.finished == result.acked - lost, result.line()  # every job finished, bar the allowed loss
+
+
+async def test_a_ledger_without_compare_and_set_is_caught(tmp_path: Path) -> None:
+    schedule = make_schedule(SEED, 3, Options(load_s=20.0))
+    result = await run_schedule(schedule, tmp_path / "broken", breaks="ledger-blind-write")
+    caught = {v.invariant for v in result.verdict.violations}
+    assert caught & {"queue-capability", "node-allocatable"}, result.line()
