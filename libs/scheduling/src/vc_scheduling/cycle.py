@@ -38,6 +38,9 @@ class CycleResult:
     queues: tuple[QueueStatusUpdate, ...]
     pipelined: tuple[str, ...]  # "<ns>/<pod>" of tasks left Pipelined at session close
     stats: CycleStats
+    # The earliest time at which time alone may change a decision (Session.recheck_by); None: only a
+    # change of the cluster can.
+    recheck_at: datetime | None = None
 
     @property
     def binds(self) -> dict[str, str]:
@@ -106,7 +109,7 @@ def run_cycle(
         if memo is not None:
             memo.close()  # the carried objects back as the snapshot built them, for the next cycle
     stats = CycleStats(clock() - start, timer.durations, len(ssn.jobs), pending, len(ssn.nodes))
-    return CycleResult(tuple(ssn.decisions), statuses, tuple(queues), tuple(pipelined), stats)
+    return CycleResult(tuple(ssn.decisions), statuses, tuple(queues), tuple(pipelined), stats, ssn.recheck_at)
 
 
 def apply_result(snapshot: ClusterSnapshot, result: CycleResult) -> ClusterSnapshot:

@@ -71,7 +71,10 @@ class SchedulerCache:
         # PodGroup key -> the vcjob that owns it, for publishing verdicts on the job's history.
         self.owner_job: dict[str, str] = {}
         self.synced = {kind: asyncio.Event() for kind in KINDS}
-        self.changed = asyncio.Event()
+        self.changed = asyncio.Event()  # set on a change that may give a cycle new work (wakes the loop)
+        # Bumped on every change of what a cycle reads, new work or not (not on assume: an assumed bind
+        # is what the last cycle decided). An unchanged version means a cycle would see what the last saw.
+        self.version = 0
         self._order = 0
         self.decode_errors = 0
         self._gone: OrderedDict[str, float] = OrderedDict()  # uid -> when the pod was seen deleted
@@ -106,6 +109,7 @@ class SchedulerCache:
         held = self._assumed.pop(pod_key, None)
         if held is not None and self.pods.get(pod_key) is held[0]:
             self.pods[pod_key] = replace(held[0], node_name="")
+        self.version += 1
         self.changed.set()
 
     def assumed(self) -> frozenset[str]:
@@ -127,6 +131,7 @@ class SchedulerCache:
         table = self._table(kind)
         async for entry in until(shutdown, watch_bucket(js, subjects.bucket(kind))):
             if entry.op is WatchOp.SYNCED:
+                self.version += 1
                 self.synced[kind].set()
                 self.changed.set()
                 continue
@@ -141,19 +146,27 @@ class SchedulerCache:
                         self._tombstone(old.uid)
                 elif kind == "PodGroup":
                     self._podgroup_raw.pop(key, None)
+                if old is None:
+                    continue
             else:
                 old = table.get(key)
-                self._put(kind, key, entry.value, table)
+                changed = self._put(kind, key, entry.value, table)
                 new = table.get(key)
                 if kind == "Pod":
                     self._track_unbound(key, new, entry.value, entry.revision)
                 elif kind == "PodGroup":
                     self._podgroup_raw[key] = (entry.value, entry.revision)
+                if not changed:
+                    # What a cycle reads of it is as it was (a node's heartbeat, a pod's status
+                    # conditions): the same object stays, nothing to cycle for.
+                    continue
                 if not _new_work(kind, old, new):
                     # A bind confirmed, a pod started, a status we wrote: nothing a cycle could act on
                     # (the next periodic cycle sees it all the same). Waking up for these would run a
                     # cycle per pod transition instead of one per batch of new work.
+                    self.version += 1
                     continue
+            self.version += 1
             self.changed.set()
 
     def _track_unbound(self, key: str, pod: PodObj | None, data: bytes, revision: int) -> None:
@@ -167,24 +180,28 @@ class SchedulerCache:
         while len(self._gone) > MAX_TOMBSTONES:
             self._gone.popitem(last=False)
 
-    def _put(self, kind: str, key: str, data: bytes, table: dict[str, Any]) -> None:
+    def _put(self, kind: str, key: str, data: bytes, table: dict[str, Any]) -> bool:
+        """Store the decoded view; False when it equals the one held (which is then kept, the same
+        object: the carried session state and ledger view compare objects by identity)."""
         self._order += 1
         try:
             obj, meta = decode_json(kind, data)
         except SnapshotError:
             self.decode_errors += 1
-            return
-        if hasattr(obj, "order"):
-            obj = replace(obj, order=self._order)
-        if kind == "Pod":
-            old = table.get(key)
-            if old is not None and old.uid != obj.uid:
-                self._tombstone(old.uid)  # deleted and re-created under the same name
-        table[key] = obj
+            return False
+        old = table.get(key)
+        if hasattr(obj, "order"):  # the key's first arrival: its place among the others, as in the dict
+            obj = replace(obj, order=old.order if old is not None else self._order)
         if kind == "PodGroup":
             job = next((o.name for o in meta.owner_references if o.kind == "Job"), None)
             if job:
                 self.owner_job[key] = job
+        if old is not None and obj == old and key not in self._assumed:
+            return False
+        if kind == "Pod" and old is not None and old.uid != obj.uid:
+            self._tombstone(old.uid)  # deleted and re-created under the same name
+        table[key] = obj
+        return True
 
     def _table(self, kind: str) -> dict[str, Any]:
         return {

@@ -72,7 +72,7 @@ class Ledger:
         self._pending: dict[str, list[tuple[Change, bool, asyncio.Future[Outcome]]]] = {}
         self._flushers: dict[str, asyncio.Task[None]] = {}
         self.synced = asyncio.Event()
-        self.changed = asyncio.Event()
+        self.changed = asyncio.Event()  # another instance's reservations changed (the loop's idle gate reads it)
 
     async def open(self) -> KeyValue:
         if self._kv is None:
@@ -97,11 +97,19 @@ class Ledger:
             known = self._copies.get(entry.key)
             if known is not None and known.revision >= entry.revision:
                 continue  # our own write, already applied
+            after = None
             if entry.op is WatchOp.DELETE:
                 self._copies.pop(entry.key, None)
             else:
-                self._copies[entry.key] = _Copy(ledger.decode(entry.value), entry.revision)
-            self.changed.set()
+                after = ledger.decode(entry.value)
+                self._copies[entry.key] = _Copy(after, entry.revision)
+            if self._foreign(known.record if known is not None else None) or self._foreign(after):
+                self.changed.set()
+
+    def _foreign(self, record: Record | None) -> bool:
+        """Whether the record holds another instance's reservations: only those change what this
+        instance plans (its own pods' reservations stand for binds it already assumed)."""
+        return record is not None and any(r.instance != self.instance for r in record.reservations.values())
 
     def records(self) -> list[tuple[str, Record]]:
         """(key, record) of every ledger key in the followed copy."""

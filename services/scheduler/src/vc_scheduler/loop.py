@@ -3,6 +3,10 @@ cache, cut it down to this instance's share (sharding.py), run one cycle in a wo
 is pure and the snapshot immutable), then hand its gangs to the binder (which assumes their binds),
 its evictions to the evictor and every status it reports to the status writer. The loop never waits
 for those writes; they run bounded in the in-flight queue (inflight.py).
+
+A period with nothing changed and nothing due by time alone runs no cycle (idle.py has the rule). What
+a cycle builds is carried to the next (the session's opening state, the ledger view, ownership), so
+a cycle's cost follows what changed since the last one.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from vc_scheduler.binder import GangBinder
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.evictor import Evictor
 from vc_scheduler.gangs import gangs_of, hierarchical
+from vc_scheduler.idle import IdleGate, Inputs
 from vc_scheduler.ledger import View
 from vc_scheduler.ledger_kv import Ledger
 from vc_scheduler.ledger_view import LedgerViews
@@ -72,18 +77,47 @@ class SchedulingLoop:
         self._views = LedgerViews()
         self._owners = Owners()
         self._tree = hierarchical(conf)
+        self._gate = IdleGate()
+        self._last_plan: Plan | None = None
+        self.skipped = 0  # periods that ran no cycle (nothing changed, nothing due)
 
     async def run(self, shutdown: asyncio.Event) -> None:
         while not shutdown.is_set():
             started = time.monotonic()
             self.cache.changed.clear()
             if self.members.can_write():
-                try:
-                    await self.run_once()
-                except Exception as exc:  # one bad cycle must not stop scheduling; the next one re-plans
-                    metrics.CYCLE_ERRORS.labels(self.instance).inc()
-                    log.error("cycle.failed", error=repr(exc), traceback=traceback.format_exc(limit=20))
+                if self._cycle_needed(started):
+                    await self._cycle(started)
+                else:
+                    self.skipped += 1
             await self._wait_for_work(shutdown, started)
+
+    def _inputs(self) -> Inputs:
+        return Inputs(self.cache.version, tuple(self.members.members), self.members.epoch)
+
+    def _cycle_needed(self, now: float) -> bool:
+        return self._gate.needed(
+            self._inputs(),
+            ledger_changed=self.ledger is not None and self.ledger.changed.is_set(),
+            now=now,
+            wall=datetime.now(UTC),
+            writer_due=self.statuses.next_due(),
+        )
+
+    async def _cycle(self, started: float) -> None:
+        inputs = self._inputs()  # as the cycle reads them: a change from here on runs the next one
+        if self.ledger is not None:
+            self.ledger.changed.clear()
+        try:
+            result = await self.run_once()
+        except Exception as exc:  # one bad cycle must not stop scheduling; the next one re-plans
+            self._gate.ran(inputs, started, failed=True)
+            metrics.CYCLE_ERRORS.labels(self.instance).inc()
+            log.error("cycle.failed", error=repr(exc), traceback=traceback.format_exc(limit=20))
+            return
+        plan = self._last_plan
+        by_reservation = plan.placed_by_reservation if plan is not None else 0
+        self._gate.ran(inputs, started, failed=False, recheck_at=result.recheck_at, by_reservation=by_reservation)
 
     async def run_once(self) -> CycleResult:
         cycle = next(self.cycles)
@@ -110,6 +144,7 @@ class SchedulingLoop:
         result = plan.result
         self.last = result
         self.last_view = plan.view
+        self._last_plan = plan
         self._record(plan)
         if not members.can_write():
             return result  # the lease lapsed while we planned: another instance may own these now

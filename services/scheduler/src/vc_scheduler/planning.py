@@ -13,7 +13,7 @@ from datetime import datetime
 
 from vc_scheduler.ledger import Record, View
 from vc_scheduler.ledger_view import LedgerViews
-from vc_scheduler.sharding import Owners, live_reservations, shard_snapshot
+from vc_scheduler.sharding import Owners, live_reservations, shard
 from vc_scheduling.cycle import CycleResult, run_cycle
 from vc_scheduling.framework.carried import CarriedState
 from vc_scheduling.framework.conf import SchedulerConf
@@ -29,6 +29,9 @@ class Plan:
     view: View
     owned: int
     shard_s: float
+    # Pending pods of other instances' PodGroups planned around as bound, only by their reservation: a
+    # reservation lapses with time alone (ledger.keep), so a cycle may decide otherwise later.
+    placed_by_reservation: int = 0
 
 
 def plan_cycle(
@@ -60,10 +63,10 @@ def plan_cycle(
     if sharded:
         owns = (owners if owners is not None else Owners()).filter(instance, members)
         reserved = live_reservations(ledger_records, view, wall_s)
-        snapshot = shard_snapshot(full, owns, reserved)
+        snapshot, by_reservation = shard(full, owns, reserved)
         owned = sum(1 for pg in full.podgroups if owns(pg.key))
     else:
-        snapshot, owned = full, len(full.podgroups)
+        snapshot, owned, by_reservation = full, len(full.podgroups), 0
     shard_s = timer() - started
     result = run_cycle(snapshot, conf, now=now, session_uid=session_uid, memo=memo, clock=timer)
-    return Plan(result, snapshot, view, owned, shard_s)
+    return Plan(result, snapshot, view, owned, shard_s, by_reservation)

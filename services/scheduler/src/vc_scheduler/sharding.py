@@ -34,7 +34,18 @@ def shard_snapshot(
     reserved: Mapping[str, str],
 ) -> ClusterSnapshot:
     """The snapshot this instance schedules on; `reserved` maps pod uid -> node of live reservations."""
+    return shard(snapshot, owns, reserved)[0]
+
+
+def shard(
+    snapshot: ClusterSnapshot,
+    owns: Callable[[str], bool],
+    reserved: Mapping[str, str],
+) -> tuple[ClusterSnapshot, int]:
+    """shard_snapshot, and how many pending pods it placed on a node only because of a reservation (the
+    reservation may lapse with time alone: the loop keeps cycling while any does)."""
     pods: list[PodObj] = []
+    placed_by_reservation = 0
     for pod in snapshot.pods:
         if pod.node_name or pod.phase in TERMINAL:
             pods.append(pod)
@@ -42,12 +53,13 @@ def shard_snapshot(
         node = reserved.get(pod.uid)
         if node:
             pods.append(replace(pod, node_name=node))
+            placed_by_reservation += 1
             continue
         key = podgroup_key(pod)
         if key is None or owns(key):
             # Pods of no PodGroup are never Volcano's to schedule; keeping them costs nothing.
             pods.append(pod)
-    return replace(snapshot, pods=tuple(pods))
+    return replace(snapshot, pods=tuple(pods)), placed_by_reservation
 
 
 def node_capacity(node: NodeObj) -> dict[str, Fraction]:

@@ -15,7 +15,7 @@ The clock is the caller's (a monotonic reading, in seconds).
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Callable, Container
 
 from vc_proto.scheduling import PodGroupCondition as StoredCondition
 from vc_proto.scheduling import PodGroupStatus
@@ -56,11 +56,34 @@ def stored_matches(phase: str, stored: tuple[PodGroupCondition, ...], update: Po
     return phase == update.phase and all(have.get(t) == v for t, v in _conditions(update.conditions).items())
 
 
+class _Held:
+    """Updates declined only for now: by key, the time from which offering them again writes them.
+    The loop skips cycles while nothing changes; it must still run one then (next_due)."""
+
+    def __init__(self) -> None:
+        self._until: dict[str, float] = {}
+
+    def hold(self, key: str, until: float) -> None:
+        self._until[key] = until
+
+    def release(self, key: str) -> None:
+        self._until.pop(key, None)
+
+    def next_due(self, keep: Callable[[str], bool]) -> float | None:
+        """The earliest release time of the keys still worth writing (`keep`); others are dropped."""
+        self._until = {k: v for k, v in self._until.items() if keep(k)}
+        return min(self._until.values()) if self._until else None
+
+    def keep_only(self, live: Container[str]) -> None:
+        self._until = {k: v for k, v in self._until.items() if k in live}
+
+
 class SentStatuses:
     """The PodGroup statuses last sent, and when: whether a new update is due a write."""
 
     def __init__(self) -> None:
         self._sent: dict[str, tuple[Signature, float]] = {}
+        self._held = _Held()
 
     def due(self, update: PodGroupStatusUpdate, now: float, stored: PodGroupObj | None) -> bool:
         """Whether to write `update` now (`stored`: the PodGroup as the watch last delivered it); a
@@ -68,19 +91,29 @@ class SentStatuses:
         key, sig = update.podgroup, signature(update)
         sent = self._sent.get(key)
         if sent is not None and counts_only(sent[0], sig) and now - sent[1] < COUNTS_EVERY_S:
+            self._held.hold(key, sent[1] + COUNTS_EVERY_S)
             return False  # only running/succeeded/failed moved: wait, so a gang's pods make one write
         if sent is not None and sent[0] == sig:
-            if now - sent[1] < STATUS_RESEND_S or (
-                stored is not None and stored_matches(stored.phase, stored.conditions, update)
-            ):
+            if stored is not None and stored_matches(stored.phase, stored.conditions, update):
+                self._held.release(key)  # written and seen: nothing to resend
                 return False
+            if now - sent[1] < STATUS_RESEND_S:
+                self._held.hold(key, sent[1] + STATUS_RESEND_S)  # resent then if the store still disagrees
+                return False
+        self._held.release(key)
         self._sent[key] = (sig, now)
         return True
+
+    def next_due(self, keep: Callable[[str], bool]) -> float | None:
+        """The earliest time an update declined for now would be written if offered again (for the
+        PodGroups `keep` says are still ours to write)."""
+        return self._held.next_due(keep)
 
     def forget_all_but(self, live: Container[str], *, above: int) -> None:
         """Drop deleted PodGroups' entries once more than `above` are held (bounded by the cluster)."""
         if len(self._sent) > above:
             self._sent = {k: v for k, v in self._sent.items() if k in live}
+            self._held.keep_only(live)
 
 
 class SentAllocations:
@@ -88,13 +121,22 @@ class SentAllocations:
 
     def __init__(self) -> None:
         self._sent: dict[str, tuple[dict[str, str], float]] = {}
+        self._held = _Held()
 
     def due(self, update: QueueStatusUpdate, now: float) -> bool:
         sent = self._sent.get(update.queue)
-        if sent is not None and (sent[0] == update.allocated or now - sent[1] < ALLOCATED_EVERY_S):
+        if sent is not None and sent[0] == update.allocated:
+            self._held.release(update.queue)
             return False
+        if sent is not None and now - sent[1] < ALLOCATED_EVERY_S:
+            self._held.hold(update.queue, sent[1] + ALLOCATED_EVERY_S)
+            return False
+        self._held.release(update.queue)
         self._sent[update.queue] = (update.allocated, now)
         return True
+
+    def next_due(self, keep: Callable[[str], bool]) -> float | None:
+        return self._held.next_due(keep)
 
 
 def merge_status(old: PodGroupStatus, update: PodGroupStatusUpdate, now: str) -> PodGroupStatus:

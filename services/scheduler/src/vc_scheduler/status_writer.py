@@ -83,6 +83,15 @@ class StatusWriter:
         self._coalesce(self._queues, update.queue, update, "QueueStatus", self.write_queue)
         return True
 
+    def next_due(self) -> float | None:
+        """When a status this writer declined for now (counts held back, a queue figure rate-limited, a
+        write not yet seen in the store) is due again, on the writer's clock; None when none is. The loop
+        runs a cycle by then even if nothing changed, so the status is offered again."""
+        podgroups = self._sent.next_due(lambda key: key in self._cache.podgroups and self._own.owns(key))
+        queues = self._allocations.next_due(lambda q: q in self._cache.queues and self._own.owns(f"queue:{q}"))
+        times = [t for t in (podgroups, queues) if t is not None]
+        return min(times) if times else None
+
     def _coalesce(
         self, newest: dict[str, S], key: str, update: S, kind: str, write: Callable[[S], Awaitable[None]]
     ) -> None:

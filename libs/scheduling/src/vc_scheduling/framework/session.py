@@ -77,6 +77,7 @@ class Session:
         self.invalid_jobs: dict[str, JobInfo] = {}
         self.decisions: list[Bind | Evict] = []
         self.next_start_row = 0  # round-robin start of the feasible-node search (Volcano ph offset)
+        self.recheck_at: datetime | None = None  # see recheck_by
         self._fns: dict[P, dict[str, Callable[..., Any]]] = {p: {} for p in P}
         self._node_local: set[tuple[P, str]] = set()
         self._tier_cache: dict[P, list[list[Callable[..., Any]]]] = {}  # the walker's answer per point
@@ -101,6 +102,12 @@ class Session:
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self._handlers.append(handler)
+
+    def recheck_by(self, when: datetime) -> None:
+        """A plugin's word that time alone may change a decision at `when` (an SLA deadline passing): a
+        caller that skips sessions while nothing changes must run one by then."""
+        if self.recheck_at is None or when < self.recheck_at:
+            self.recheck_at = when
 
     def action_enabled(self, name: str) -> bool:
         return name in self.conf.actions

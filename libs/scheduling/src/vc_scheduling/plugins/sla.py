@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import ClassVar, Final
 
 from vc_scheduling.framework.interfaces import ExtensionPoint, PluginArgs, Verdict, Vote
-from vc_scheduling.framework.model import JobInfo
+from vc_scheduling.framework.model import JobInfo, TaskStatus
 from vc_scheduling.framework.session import Session
 
 NAME: Final = "sla"
@@ -51,15 +51,29 @@ class SlaPlugin:
         ssn.add_fn(ExtensionPoint.JOB_PIPELINED, NAME, self.permit_overdue)
 
     def on_session_close(self, ssn: Session) -> None:
+        # A job with work left whose deadline is still ahead is admitted or pipelined by time alone.
+        now = self._now()
+        if now is not None:
+            for job in ssn.jobs.values():
+                if job.is_pending() or job.count(TaskStatus.PENDING, TaskStatus.PIPELINED):
+                    deadline = self.deadline(job)
+                    if deadline is not None and deadline > now:
+                        ssn.recheck_by(deadline)
         self.now = None
 
     def deadline(self, job: JobInfo) -> datetime | None:
+        """The PodGroup's creation plus its waiting time (memoised on the job: it depends on its PodGroup
+        and this plugin's default only)."""
+        key = f"sla.deadline:{self.default_wait}"
+        if key in job.opening_memo:
+            return job.opening_memo[key]  # type: ignore[no-any-return]
         wait = next(
             (parse_go_duration(job.podgroup.annotations[k]) for k in ANNOTATIONS if k in job.podgroup.annotations),
             self.default_wait,
         )
         created = parse_timestamp(job.podgroup.creation) if job.podgroup.creation else None
-        return created + wait if wait is not None and created is not None else None
+        deadline = job.opening_memo[key] = created + wait if wait is not None and created is not None else None
+        return deadline
 
     def job_order(self, left: JobInfo, right: JobInfo) -> int:
         """Jobs with a deadline first, earlier deadline first."""
@@ -70,11 +84,13 @@ class SlaPlugin:
             return 1 if ldl is None else -1
         return 0 if ldl == rdl else -1 if ldl < rdl else 1
 
+    def _now(self) -> datetime | None:
+        now = self.now
+        return now.replace(tzinfo=UTC) if now is not None and now.tzinfo is None else now
+
     def permit_overdue(self, job: JobInfo) -> Verdict:
         deadline = self.deadline(job)
-        now = self.now
-        if now is not None and now.tzinfo is None:
-            now = now.replace(tzinfo=UTC)
+        now = self._now()
         if deadline is None or now is None or now < deadline:
             return Verdict(Vote.ABSTAIN)
         return Verdict(Vote.PERMIT)

@@ -1,0 +1,65 @@
+"""PURE: when the loop may skip a cycle because it would only repeat the last one.
+
+The rule. A cycle is skipped when all of these hold:
+- nothing a cycle reads changed since the last cycle started: no change in the cache
+  (SchedulerCache.version counts every watch event and every forgotten assume; not an assume, which
+  is what the last cycle decided), no other instance's ledger write, the same members and epoch;
+- the last cycle did not fail;
+- nothing the last cycle left depends on time alone:
+  - no plugin asked for a recheck by now (Session.recheck_by: the sla plugin, when a job with work left
+    reaches its waiting time, is admitted and pipelined by time alone),
+  - it planned no pending pod around as bound only because another instance reserved it (a reservation
+    lapses after ledger.RECLAIM_DEAD_AFTER_S / ABANDONED_AFTER_S without anything changing),
+  - the status writer holds back no status now due (pod counts spaced COUNTS_EVERY_S, queue figures
+    ALLOCATED_EVERY_S, a write not yet seen stored resent after STATUS_RESEND_S: StatusWriter.next_due);
+- and less than IDLE_CYCLE_S passed since the last cycle (a safety net: one cycle at least that often).
+
+Given the same inputs a cycle decides the same (the core is pure and reads no clock but the session time,
+which only the sla plugin uses), so a skipped cycle loses nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
+
+IDLE_CYCLE_S: Final = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """What a cycle reads, by version: equal inputs, equal decisions."""
+
+    cache_version: int
+    members: tuple[str, ...]
+    epoch: int
+
+
+@dataclass(slots=True)
+class IdleGate:
+    """The last cycle's inputs and what it left that time alone may change; `needed` says whether the
+    next cycle would do anything the last did not."""
+
+    inputs: Inputs | None = None
+    at: float = 0.0  # monotonic time the last cycle started
+    failed: bool = False
+    recheck_at: datetime | None = None
+    by_reservation: int = 0
+
+    def needed(
+        self, inputs: Inputs, *, ledger_changed: bool, now: float, wall: datetime, writer_due: float | None
+    ) -> bool:
+        if self.inputs is None or self.failed or inputs != self.inputs or ledger_changed:
+            return True
+        if self.by_reservation or now - self.at >= IDLE_CYCLE_S:
+            return True
+        if self.recheck_at is not None and wall >= self.recheck_at:
+            return True
+        return writer_due is not None and now >= writer_due
+
+    def ran(
+        self, inputs: Inputs, at: float, *, failed: bool, recheck_at: datetime | None = None, by_reservation: int = 0
+    ) -> None:
+        self.inputs, self.at, self.failed = inputs, at, failed
+        self.recheck_at, self.by_reservation = recheck_at, by_reservation

@@ -1,0 +1,158 @@
+"""Idle cycles: the loop skips a period when nothing changed and nothing is due by time alone (idle.py),
+and runs one as soon as something is: a cache change, a ledger write of another instance, a member
+change, a failed cycle, an SLA deadline, a reservation that may lapse, a status the writer held back."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+from service_builders import group, node, pod
+
+from vc_runtime.sharding import SoleOwner
+from vc_scheduler.binder import GangBinder
+from vc_scheduler.cache import SchedulerCache
+from vc_scheduler.events import SchedulerEvents
+from vc_scheduler.evictor import Evictor
+from vc_scheduler.idle import IDLE_CYCLE_S, IdleGate, Inputs
+from vc_scheduler.inflight import InFlight
+from vc_scheduler.loop import SchedulingLoop
+from vc_scheduler.status_policy import COUNTS_EVERY_S, STATUS_RESEND_S, SentStatuses
+from vc_scheduler.status_writer import StatusWriter
+from vc_scheduling.cycle import load_scheduler_conf, run_cycle
+from vc_scheduling.framework.decisions import PodGroupStatusUpdate
+from vc_scheduling.snapshot import load_objects
+from vc_scheduling.snapshot.cluster import PodGroupCondition, QueueObj
+
+WALL = datetime(2026, 1, 1, tzinfo=UTC)
+SAME = Inputs(cache_version=7, members=("s0",), epoch=1)
+
+
+def _after_a_cycle(**left: object) -> IdleGate:
+    gate = IdleGate()
+    gate.ran(SAME, 100.0, failed=False, **left)  # type: ignore[arg-type]
+    return gate
+
+
+def _needed(gate: IdleGate, inputs: Inputs = SAME, **kw: object) -> bool:
+    args: dict[str, object] = {"ledger_changed": False, "now": 101.0, "wall": WALL, "writer_due": None} | kw
+    return gate.needed(inputs, **args)  # type: ignore[arg-type]
+
+
+def test_nothing_changed_and_nothing_due_skips() -> None:
+    assert _needed(IdleGate())  # no cycle yet
+    assert not _needed(_after_a_cycle())
+
+
+def test_any_change_of_what_a_cycle_reads_runs_one() -> None:
+    gate = _after_a_cycle()
+    assert _needed(gate, replace(SAME, cache_version=8))
+    assert _needed(gate, replace(SAME, members=("s0", "s1")))
+    assert _needed(gate, replace(SAME, epoch=2))
+    assert _needed(gate, ledger_changed=True)
+
+
+def test_what_time_alone_may_change_runs_one_when_due() -> None:
+    assert _needed(_after_a_cycle(by_reservation=1))  # a reservation may lapse any time
+    deadline = _after_a_cycle(recheck_at=WALL + timedelta(minutes=5))
+    assert not _needed(deadline) and _needed(deadline, wall=WALL + timedelta(minutes=5))
+    assert not _needed(_after_a_cycle(), writer_due=101.5) and _needed(_after_a_cycle(), writer_due=101.0)
+    assert _needed(_after_a_cycle(), now=100.0 + IDLE_CYCLE_S)  # the safety net
+
+
+def test_a_failed_cycle_is_run_again() -> None:
+    gate = IdleGate()
+    gate.ran(SAME, 100.0, failed=True)
+    assert _needed(gate)
+
+
+def test_the_sla_plugin_asks_for_a_cycle_at_a_waiting_jobs_deadline() -> None:
+    conf = load_scheduler_conf(
+        """
+actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: gang
+  - name: sla
+    arguments: {sla-waiting-time: 1h}
+- plugins:
+  - name: predicates
+  - name: proportion
+"""
+    )
+    created = "2026-01-01T00:00:00Z"
+    objs = [
+        {"kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "1"}}},
+        {
+            "kind": "PodGroup",
+            "metadata": {"name": "big", "namespace": "d", "creationTimestamp": created},
+            "spec": {"minMember": 1, "minResources": {"cpu": "4"}},
+            "status": {"phase": "Pending"},
+        },
+    ]
+    snap = load_objects(objs)
+    waiting = run_cycle(snap, conf, now=WALL + timedelta(minutes=10))
+    assert waiting.recheck_at == WALL + timedelta(hours=1)  # not admitted yet: time alone changes that
+    overdue = run_cycle(snap, conf, now=WALL + timedelta(hours=2))
+    assert overdue.recheck_at is None and overdue.podgroups["d/big"].phase == "Inqueue"
+    assert run_cycle(snap, load_scheduler_conf(), now=WALL).recheck_at is None  # no sla plugin, no recheck
+
+
+def test_a_held_back_status_is_due_again_and_a_confirmed_one_is_not() -> None:
+    sent = SentStatuses()
+    cond = PodGroupCondition("Scheduled", "True", "ready", "", "s-1")
+    update = PodGroupStatusUpdate("ns/a", "Running", (cond,), 1, 0, 0)
+    keep = lambda key: True  # noqa: E731
+    assert sent.due(update, 10.0, None) and sent.next_due(keep) is None
+    assert not sent.due(replace(update, running=2), 10.2, None)  # counts only: held back
+    assert sent.next_due(keep) == 10.0 + COUNTS_EVERY_S
+    assert sent.due(replace(update, running=2), 11.0, None) and sent.next_due(keep) is None
+    assert not sent.due(replace(update, running=2), 11.5, None)  # not seen stored yet: resent later
+    assert sent.next_due(keep) == 11.0 + STATUS_RESEND_S
+    stored = replace(group("a"), phase="Running", conditions=(cond,))
+    assert not sent.due(replace(update, running=2), 12.0, stored) and sent.next_due(keep) is None
+    assert not sent.due(replace(update, running=3), 11.5, None)  # held back again...
+    assert sent.next_due(lambda key: False) is None  # ...but a PodGroup gone or no longer ours is not due
+
+
+def test_the_loop_skips_idle_periods_and_cycles_again_on_a_change() -> None:
+    async def scenario() -> None:
+        cache = SchedulerCache()
+        cache.nodes["n1"] = node("n1")
+        cache.queues["default"] = QueueObj(name="default")
+        cache.podgroups["ns/a"] = group("a", min_member=1)
+        cache.pods["ns/a0"] = pod("a0", "a")
+        work, owner = InFlight("s0"), SoleOwner("s0")
+        events = SchedulerEvents(lambda event: asyncio.sleep(0), source="test")
+        loop = SchedulingLoop(
+            cache,
+            load_scheduler_conf(),
+            binder=GangBinder(None, cache, events, ownership=owner, work=work),  # type: ignore[arg-type]
+            evictor=Evictor(None, events, ownership=owner, work=work),  # type: ignore[arg-type]
+            statuses=StatusWriter(None, cache, events, ownership=owner, work=work),  # type: ignore[arg-type]
+            period_s=0.01,
+            instance="s0",
+        )
+        shutdown = asyncio.Event()
+        runner = asyncio.create_task(loop.run(shutdown))
+
+        async def until(condition: object) -> None:
+            async with asyncio.timeout(10):
+                while not condition():  # type: ignore[operator]  # noqa: ASYNC110 - polls the loop's counters
+                    await asyncio.sleep(0.01)
+
+        await until(lambda: loop.last is not None and loop.skipped >= 5)
+        first = loop.last
+        assert set(first.binds) == {"ns/a0"}  # type: ignore[union-attr]
+        skipped = loop.skipped
+        await until(lambda: loop.skipped >= skipped + 5)
+        assert loop.last is first  # idle periods ran no cycle
+        cache.version += 1  # the watch delivered something (here: the bind being stored)
+        cache.pods["ns/a0"] = pod("a0", "a", node="n1", phase="Running")
+        await until(lambda: loop.last is not first)  # a cycle ran again
+        assert loop.last.binds == {}  # type: ignore[union-attr]
+        shutdown.set()
+        await runner
+
+    asyncio.run(scenario())
