@@ -13,12 +13,11 @@ from vc_job_controller.logic.plan import Plan
 from vc_job_controller.logic.podgroup import build_podgroup
 from vc_job_controller.logic.pods import build_job_pod
 from vc_proto.core import Pod
-from vc_proto.events import DomainEvent
 from vc_proto.scheduling import PodGroup
 from vc_runtime.sharding import SoleOwner
 
 
-async def _no_history(event: DomainEvent) -> int:
+async def _no_history(events: object) -> int:
     return 0
 
 

@@ -15,13 +15,12 @@ from jc_builders import job, task, with_status
 from vc_bus.testing import MemoryStore
 from vc_job_controller.controller import JobController
 from vc_job_controller.logic.podgroup import build_podgroup
-from vc_proto.events import DomainEvent
 from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, PodGroupStatus, Queue
 from vc_runtime.sharding import SoleOwner
 
 
-async def _no_history(event: DomainEvent) -> int:
+async def _no_history(events: object) -> int:
     return 0
 
 

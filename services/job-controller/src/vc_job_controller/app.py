@@ -30,7 +30,7 @@ class JobControllerApp:
         membership = Membership(ctx.nc, group=self.name, instance=self.settings.instance, ttl_s=float(extra.get("lease_ttl", 5.0)),  # type: ignore[arg-type]
                                 replicas=self.settings.nats_replicas)
         controller = JobController(
-            ctx.store, ctx.events.publish, membership, source=f"{self.name}/{self.settings.instance}",
+            ctx.store, ctx.events.publish_batch, membership, source=f"{self.name}/{self.settings.instance}",
             workers=int(extra.get("workers", 16)),  # type: ignore[call-overload]
             delays=DelayStore(ctx.nc, replicas=self.settings.nats_replicas),
         )

@@ -24,6 +24,7 @@ from vc_job_controller import requests as rq
 from vc_job_controller.admissibility import Admissibility
 from vc_job_controller.delays import DelayStore
 from vc_job_controller.executor import PlanExecutor, Publish
+from vc_job_controller.logic.coalesce import take_pass
 from vc_job_controller.logic.decision import decide
 from vc_job_controller.logic.history import parse_rfc3339
 from vc_job_controller.logic.refusal import is_refused_for, plan_refusal
@@ -43,6 +44,7 @@ JobKey = tuple[str, str]
 
 RECONCILES = Counter("tephra_job_controller_reconciles_total", "Requests handled", ["action", "outcome"])
 LATENCY = Histogram("tephra_job_controller_reconcile_seconds", "Time to handle one request")
+MERGED = Counter("tephra_job_controller_merged_requests_total", "Requests handled by the pass of an earlier one")
 MAX_PENDING_PER_JOB = 1000
 
 
@@ -164,11 +166,17 @@ class JobController:
         if not queue or not self.owns(key):
             self.pending.pop(key, None)
             return
-        request = queue.popleft()
+        job = self.jobs.get(key[0], key[1])
+        if job is None:
+            queue.popleft()
+            requests: list[Request] = []
+        else:  # a run of requests that can only cause a SyncJob is one pass (logic/coalesce.py)
+            requests = take_pass(job, queue, self.delayed.get(key, {}))
         try:
-            await self._reconcile(key, request)
+            if job is not None:
+                await self._reconcile(key, job, requests)
         except (Conflict, TemporaryError):
-            queue.appendleft(request)  # try the same request again on fresh state
+            queue.extendleft(reversed(requests))  # try the same requests again on fresh state
             raise
         finally:
             if queue:
@@ -176,10 +184,8 @@ class JobController:
             else:
                 self.pending.pop(key, None)
 
-    async def _reconcile(self, key: JobKey, request: Request) -> None:
-        job = self.jobs.get(key[0], key[1])
-        if job is None:
-            return
+    async def _reconcile(self, key: JobKey, job: Job, requests: list[Request]) -> None:
+        request, merged = requests[0], requests[1:]
         refused = await self.admissibility.violations(key, job)
         if refused:
             await self._refuse(key, job, refused)
@@ -192,7 +198,7 @@ class JobController:
             priority_classes={pc.metadata.name or "": pc.value for pc in self.priority_classes.items.values()},
         )
         with LATENCY.time():
-            plan = decide(view, request, datetime.now(UTC))
+            plan = decide(view, request, datetime.now(UTC), merged=merged)
             try:
                 stored = await self.executor.execute(job, plan, can_write=self.membership.can_write)
             except NotFound:
@@ -202,6 +208,7 @@ class JobController:
             self.jobs.remember(stored)
         await self._apply_delays(key, plan.delays_to_cancel, plan.delays_to_schedule)
         RECONCILES.labels(plan.action, "ok").inc()
+        MERGED.inc(len(merged))
 
     async def _refuse(self, key: JobKey, job: Job, violations: tuple[Violation, ...]) -> None:
         """Act on nothing; say why once (status, history, log, metric)."""

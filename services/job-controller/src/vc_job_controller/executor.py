@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 import msgspec
 import structlog
@@ -25,7 +25,8 @@ from vc_proto.vocabulary import OUT_OF_SYNC_KEY
 
 log = structlog.get_logger(__name__)
 MAX_PARALLEL_CREATES = 32
-Publish = Callable[[DomainEvent], Awaitable[int]]
+# Publishes one pass's history events as one batch (vc_bus.events.EventPublisher.publish_batch).
+Publish = Callable[[Sequence[DomainEvent]], Awaitable[object]]
 Remember = Callable[[Pod | PodGroup], None]
 _PLUGIN_KINDS: dict[str, type[Service | ConfigMap | Secret | NetworkPolicy]] = {
     "Service": Service, "ConfigMap": ConfigMap, "Secret": Secret, "NetworkPolicy": NetworkPolicy,
@@ -58,20 +59,22 @@ class PlanExecutor:
             _fence(can_write)
             job = await self._store.update(msgspec.structs.replace(job, status=plan.status))
         # History right after the transition is stored: a retried request re-decides from the new
-        # state and would not report the transition again, so nothing below may come between.
-        for event in plan.events:
-            await self._publish_with_retry(self._domain_event(job, event))
+        # state and would not report the transition again, so nothing below may come between. The
+        # pass's events go as one batch: one write (and fsync) per subject, not one per event.
+        if plan.events:
+            await self._publish_with_retry([self._domain_event(job, event) for event in plan.events])
         if plan.podgroup_to_delete:
             await self._delete(PodGroup, namespace, plan.podgroup_to_delete)
         for ref in plan.objects_to_delete:
             await self._delete(_PLUGIN_KINDS[ref.kind], namespace, ref.name)
         return job
 
-    async def _publish_with_retry(self, event: DomainEvent, attempts: int = 5) -> None:
-        """The id de-duplicates retries, so publishing again after an unknown outcome is safe."""
+    async def _publish_with_retry(self, events: list[DomainEvent], attempts: int = 5) -> None:
+        """The batch's id (derived from its events' ids) de-duplicates retries, so publishing again after
+        an unknown outcome is safe."""
         for attempt in range(attempts):
             try:
-                await self._publish(event)
+                await self._publish(events)
                 return
             except Exception as exc:  # transport boundary: NATS timeouts and reconnects
                 if attempt == attempts - 1:

@@ -7,6 +7,7 @@ policies make no sense is failed with a condition saying why instead of erroring
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from msgspec.structs import replace
@@ -48,35 +49,46 @@ def decide(
     *,
     plugins: PluginRegistry | None = None,
     deps: PluginDeps | None = None,
+    merged: Sequence[Request] = (),
 ) -> Plan:
     """The plan for `request` on `view`. `plugins` and `deps` default to the in-tree plugins and real
-    RSA key generation; tests pass a deterministic key generator."""
+    RSA key generation; tests pass a deterministic key generator.
+
+    `merged`: requests queued right after `request` that this pass covers too (`coalesce.take_pass`:
+    each can only cause an immediate SyncJob, like `request`); their pods' transitions are recorded.
+    """
     resolution = apply_policies(view.job, request)
     if is_deleting(view.job):
         return Plan(action=resolution.action)  # Volcano skips management of a job being deleted
-    plan = _new_draft(view, request, resolution, now)
+    plan = _new_draft(view, request, resolution, now, merged)
     if resolution.delay:
         return _delay(plan, resolution)
     registry = plugins if plugins is not None else in_tree_plugins()
     try:
         _execute(plan, resolution, registry, deps or PluginDeps(ssh_keygen=generate_rsa_key_pair))
     except PluginError as error:
-        plan = _new_draft(view, request, resolution, now)
+        plan = _new_draft(view, request, resolution, now, merged)
         _fail(plan, PLUGIN_ERROR, str(error))
     except InvalidObject as error:
         # e.g. a template quantity that is not one: admission should have refused it; fail, don't crash.
-        plan = _new_draft(view, request, resolution, now)
+        plan = _new_draft(view, request, resolution, now, merged)
         _fail(plan, INVALID_JOB, str(error))
     return _freeze(plan)
 
 
-def _new_draft(view: JobView, request: Request, resolution: Resolution, now: datetime) -> PlanDraft:
+def _new_draft(
+    view: JobView, request: Request, resolution: Resolution, now: datetime, merged: Sequence[Request] = ()
+) -> PlanDraft:
     plan = PlanDraft(view=view, request=request, action=resolution.action, now=now, plugins=[])
     plan.cause = describe(resolution, request)
     plan.cancel_delays(delays_cancelled_by(request, view.delayed))
     if request.delayed_key is not None:
         plan.cancel_delays([request.delayed_key])
     _record_request(plan)
+    for other in merged:
+        transition = request_pod_event(plan, other)
+        if transition is not None:
+            plan.events.append(transition)
     return plan
 
 

@@ -7,7 +7,7 @@ from msgspec.structs import replace
 from vc_job_controller.logic import history
 from vc_job_controller.logic.draft import PlanDraft
 from vc_job_controller.logic.pods import is_out_of_sync
-from vc_job_controller.logic.view import phase_of, pod_phase, task_of_pod
+from vc_job_controller.logic.view import Request, phase_of, pod_phase, task_of_pod
 from vc_proto.batch import JobStatus
 from vc_proto.core import ContainerStateTerminated, Pod
 from vc_proto.vocabulary import Event, PodPhase
@@ -116,14 +116,15 @@ def _counts(status: JobStatus, task: str) -> dict[str, int]:
     return dict(state.phase or {}) if state else {}
 
 
-def request_pod_event(plan: PlanDraft) -> history.HistoryEvent | None:
-    """The transition of the pod that raised the request, when the shell told us its previous phase."""
-    request = plan.request
+def request_pod_event(plan: PlanDraft, request: Request | None = None) -> history.HistoryEvent | None:
+    """The transition of the pod that raised the request (the plan's own, or one merged into its pass),
+    when the shell told us its previous phase."""
+    request = request if request is not None else plan.request
     if not request.pod_name or request.previous_phase is None:
         return None
     pod = plan.view.pods.get(request.pod_name)
     if pod is None:
-        return _pod_gone_event(plan)
+        return _pod_gone_event(plan, request)
     phase = pod_phase(pod)
     if phase == request.previous_phase or (request.previous_phase == "" and phase == PodPhase.PENDING):
         return None  # a new Pending pod was already reported as PodCreated
@@ -137,8 +138,7 @@ def request_pod_event(plan: PlanDraft) -> history.HistoryEvent | None:
     return _with_previous(event, request.previous_phase)
 
 
-def _pod_gone_event(plan: PlanDraft) -> history.HistoryEvent | None:
-    request = plan.request
+def _pod_gone_event(plan: PlanDraft, request: Request) -> history.HistoryEvent | None:
     last_seen = request.pod
     if last_seen is not None and is_out_of_sync(last_seen):
         return None  # the controller deleted it and reported PodDeleted then
