@@ -17,6 +17,7 @@ Errors become domain errors here, at the boundary (style B6).
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -26,6 +27,7 @@ import msgspec
 from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
+from prometheus_client import Histogram
 from yarl import URL
 
 from vc_core.errors import AlreadyExists, Conflict, InvalidObject, NotFound, PermanentError, TemporaryError
@@ -38,6 +40,13 @@ MERGE_PATCH = "application/merge-patch+json"
 # object is 1.5 MiB, so a line this long is not an event but a broken or hostile peer.
 MAX_WATCH_LINE = 16 * 1024 * 1024
 _encode = msgspec.json.Encoder().encode
+REQUEST_SECONDS = Histogram(
+    "tephra_kube_request_seconds",
+    "Requests to the kube-apiserver, from sending to the whole answer read, by method",
+    ["method"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
+_request_seconds = {m: REQUEST_SECONDS.labels(m) for m in ("GET", "POST", "PATCH", "PUT", "DELETE")}
 _decode_json = msgspec.json.Decoder().decode
 
 
@@ -138,6 +147,7 @@ class KubeClient:
     ) -> bytes:
         """One request; 2xx returns the answer's bytes (for a typed decode), else raises as `request`."""
         url = self._host + path + ("?" + urlencode(query) if query else "")
+        sent = time.monotonic()
         try:
             async with self._http.request(
                 method,
@@ -151,6 +161,9 @@ class KubeClient:
                 status = resp.status
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise TemporaryError(f"apiserver unreachable: {exc}") from exc
+        histogram = _request_seconds.get(method)
+        if histogram is not None:
+            histogram.observe(time.monotonic() - sent)
         if not 200 <= status <= 299:
             raise KubeApiError(status, _error_body(data))
         return data
