@@ -516,6 +516,10 @@ def report(args: argparse.Namespace, results: list[Result], deadlock: list[str])
         print(f"  {r.system}: {r.whole}")
         print(f"    cpu: {r.cpu}")
         print(f"    apiserver: {r.requests}")
+    print(
+        "  (kube-apiserver 1.20's request metric calls a GET of one namespaced custom resource a LIST: during\n"
+        "   the load, 'LIST podgroups' and 'LIST jobs' are reads of single objects, not lists)"
+    )
     print("\ndeadlock case (4 one-GPU nodes, two 4-pod jobs): jobs placed whole / pods bound")
     for line in deadlock:
         print(line)
