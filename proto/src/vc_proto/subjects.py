@@ -56,4 +56,20 @@ def rpc_subject(service: str, operation: str) -> str:
 
 
 ADMISSION_WRITE: Final = rpc_subject("admission", "write")
+# Each caller writes on `vc.rpc.admission.write.<identity>`, the only one of them the NATS server lets
+# it publish on: admission reads who asks from the subject (vc_security.identities).
+ADMISSION_WRITE_ANY: Final = f"{ADMISSION_WRITE}.*"
+
+
+def admission_write_subject(identity: str) -> str:
+    return f"{ADMISSION_WRITE}.{identity}"
+
+
+def caller_of(subject: str) -> str | None:
+    """The identity a write request came from (the subject's last token), None on any other subject."""
+    prefix = ADMISSION_WRITE + "."
+    caller = subject[len(prefix) :] if subject.startswith(prefix) else ""
+    return caller if caller and "." not in caller else None
+
+
 NODE_SIM_CONTROL: Final = rpc_subject("node-sim", "control")

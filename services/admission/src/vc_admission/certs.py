@@ -21,7 +21,6 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime
-import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -29,14 +28,13 @@ from typing import Final
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.hazmat.primitives import serialization
+
+from vc_security import pki
 
 CA_COMMON_NAME: Final = "tephra-admission-ca"
 # Kubernetes' TLS Secret keys, plus the trust bundle (cert-manager's spelling) and the CA's key.
 SECRET_KEYS: Final = ("ca.crt", "tls.crt", "tls.key", "ca.key")
-_BACKDATE: Final = datetime.timedelta(minutes=5)  # clock skew between this process and the apiserver
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,77 +85,20 @@ def from_secret_data(data: dict[str, str] | None) -> ServingCert:
     return ServingCert(*values)
 
 
-def _name(common: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
-
-
-def _pem(cert: x509.Certificate) -> bytes:
+def _cert_pem(cert: x509.Certificate) -> bytes:
     return cert.public_bytes(serialization.Encoding.PEM)
-
-
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
 
 
 def new_ca(now: datetime.datetime, validity: datetime.timedelta) -> tuple[bytes, bytes]:
     """(certificate PEM, key PEM) of a fresh CA that may sign leaves only."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name(CA_COMMON_NAME))
-        .issuer_name(_name(CA_COMMON_NAME))
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _BACKDATE)
-        .not_valid_after(now + validity)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                key_cert_sign=True,
-                crl_sign=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    return _pem(cert), _key_pem(key)
+    return pki.new_ca(CA_COMMON_NAME, now, validity)
 
 
 def issue(
     ca_pem: bytes, ca_key_pem: bytes, dns_names: Sequence[str], now: datetime.datetime, validity: datetime.timedelta
 ) -> tuple[bytes, bytes]:
     """(certificate PEM, key PEM) of a serving leaf for `dns_names` and 127.0.0.1, never outliving its CA."""
-    if not dns_names:
-        raise ValueError("a serving certificate needs at least one DNS name")
-    ca = x509.load_pem_x509_certificate(ca_pem)
-    ca_key = serialization.load_pem_private_key(ca_key_pem, password=None)
-    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
-    key = ec.generate_private_key(ec.SECP256R1())
-    alt = [x509.DNSName(n) for n in dns_names] + [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name(dns_names[0]))
-        .issuer_name(ca.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _BACKDATE)
-        .not_valid_after(min(now + validity, ca.not_valid_after_utc))
-        .add_extension(x509.SubjectAlternativeName(alt), critical=False)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    return _pem(cert), _key_pem(key)
+    return pki.issue_server_cert(ca_pem, ca_key_pem, dns_names, now, validity)
 
 
 def generate(dns_names: list[str], *, days: int = 365, now: datetime.datetime | None = None) -> ServingCert:
@@ -261,15 +202,15 @@ def plan(
                 "the certificate expired and its CA is due: a new CA and certificate", fresh(dns_names, now, validity)
             )
         ca_pem, ca_key_pem = new_ca(now, validity.ca)
-        bundle = ca_pem + b"".join(_pem(c) for c in parsed.bundle if remaining_share(c, now) > 0)
+        bundle = ca_pem + b"".join(_cert_pem(c) for c in parsed.bundle if remaining_share(c, now) > 0)
         return Plan(
             "CA renewal, phase 1: the new CA joins the trust bundle",
             replace(current, ca_pem=bundle, ca_key_pem=ca_key_pem),
         )
     # Older CAs stay trusted until they expire: another replica may serve a leaf of theirs until it re-reads.
     live = [c for c in parsed.bundle if c is signing or remaining_share(c, now) > 0]
-    bundle = b"".join(_pem(c) for c in live)
-    signing_pem = _pem(signing)
+    bundle = b"".join(_cert_pem(c) for c in live)
+    signing_pem = _cert_pem(signing)
     leaf_from_old_ca = not _signed_by(parsed.leaf, signing)
     # Phase 2 waits until every webhook configuration trusts the new CA (unless the old leaf is dead anyway).
     waiting = leaf_from_old_ca and leaf_left > 0 and not all(signing_pem in b for b in trusted_bundles)

@@ -1,0 +1,1 @@
+"""Who may do what on Tephra's NATS: identities (NKeys), their permissions, credentials files, TLS."""
