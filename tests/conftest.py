@@ -1,4 +1,7 @@
-"""Shared fixtures: a real nats-server per test (35 ms to start), connections and stores."""
+"""Shared fixtures: a real nats-server per test (35 ms to start), connections and stores.
+
+The servers are closed as `vcctl up`'s is (tests/support/secure.py): NKey identities with their
+permissions, TLS; services started by tests connect as themselves; the test code is the `harness`."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ import pytest
 from nats.aio.client import Client
 
 from tests.kube.summary import pytest_collection_finish, pytest_terminal_summary  # noqa: F401 (kube tests run)
+from tests.support.secure import open_test_bus, session_bus
 from vc_bus.connection import connect
 from vc_bus.server import NatsServer
 from vc_bus.store import NatsStore
@@ -21,10 +25,17 @@ for _area in sorted((Path(__file__).parent / "unit").iterdir()):
         sys.path.append(str(_area))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def test_bus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The session's identities and CA, made once (tests/support/secure.py)."""
+    open_test_bus(tmp_path_factory.mktemp("bus-auth"))
+    yield
+
+
 @pytest.fixture
 def nats_server(tmp_path: Path) -> Iterator[NatsServer]:
-    """A real nats-server with JetStream on file storage, alone for this test."""
-    server = NatsServer(tmp_path / "nats")
+    """A real nats-server with JetStream on file storage, closed (identities, TLS), alone for this test."""
+    server = session_bus().server(tmp_path / "nats")
     server.start()
     try:
         yield server

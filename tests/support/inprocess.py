@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from tests.support import secure
 from vc_bus.connection import connect
 from vc_bus.events import EventPublisher, ensure_events_stream
 from vc_bus.store import NatsStore
@@ -20,6 +21,7 @@ from vc_proto.kinds import KubeObject
 from vc_runtime.probes import Probes
 from vc_runtime.service import App, ServiceContext
 from vc_runtime.settings import RuntimeSettings
+from vc_security.identities import SERVICE_GRANTS
 
 ObjT = TypeVar("ObjT", bound=KubeObject)
 T = TypeVar("T")
@@ -84,8 +86,10 @@ async def run_app(
 ) -> AsyncIterator[A]:
     """The app's workers in this event loop, until the block ends (then they get the shutdown signal)."""
     settings = RuntimeSettings(service=service, nats_url=url, instance=instance, extra=dict(extra))
+    bus = secure.current()
+    credentials = bus.credentials(service) if bus is not None and service in SERVICE_GRANTS else None
     async with contextlib.AsyncExitStack() as resources:
-        nc = await resources.enter_async_context(connect(url, name=instance))
+        nc = await resources.enter_async_context(connect(url, name=instance, credentials=credentials))
         await ensure_events_stream(nc)
         store = NatsStore(nc)
         await store.ensure()

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.support import secure
 from vc_bus.server import free_port
 
 BIN = Path(sys.executable).parent
@@ -29,8 +30,11 @@ class ServiceProcess:
 
     def start(self) -> ServiceProcess:
         self.health_port = free_port()
-        argv = [str(BIN / self.binary), "--nats", self.nats_url, "--health-port", str(self.health_port), *self.args]
-        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        # Each service connects as its own identity (a service's flags given in `args` win).
+        bus = secure.current()
+        identity = bus.identity_args(self.binary) if bus is not None and "--nats-creds" not in self.args else []
+        argv = [str(BIN / self.binary), "--nats", self.nats_url, "--health-port", str(self.health_port), *identity, *self.args]
+        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log, stdin=subprocess.DEVNULL)
         return self
 

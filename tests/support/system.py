@@ -12,9 +12,9 @@ from typing import Any
 
 import yaml
 
+from tests.support.secure import SecureBus, session_bus
 from tests.support.services import ServiceProcess, eventually
 from vc_bus.connection import connect
-from vc_bus.server import NatsServer
 from vc_bus.store import NatsStore
 from vc_cli.up import ensure_default_queues
 from vc_proto.batch import Job
@@ -24,9 +24,13 @@ SEEDS = Path(__file__).resolve().parents[1] / "fixtures" / "seeds"
 
 
 class System:
-    def __init__(self, root: Path, *, nodes: int = 4, node_gpu: str = "8", extra: dict[str, list[str]] | None = None) -> None:
+    def __init__(
+        self, root: Path, *, nodes: int = 4, node_gpu: str = "8", extra: dict[str, list[str]] | None = None,
+        bus: SecureBus | None = None,
+    ) -> None:
         self.root = root
-        self.server = NatsServer(root / "nats")
+        self.bus = bus or session_bus()
+        self.server = self.bus.server(root / "nats")  # closed: identities and TLS, as `vcctl up` runs it
         self.nodes = nodes
         self.node_gpu = node_gpu
         self.extra = extra or {}
@@ -37,13 +41,14 @@ class System:
         return self.server.url
 
     def service(self, name: str, binary: str, args: list[str]) -> ServiceProcess:
-        return ServiceProcess(binary, self.url, [*args, "--instance", name, *self.extra.get(name, [])], self.root / f"{name}.log")
+        argv = [*self.bus.identity_args(binary), *args, "--instance", name, *self.extra.get(name, [])]
+        return ServiceProcess(binary, self.url, argv, self.root / f"{name}.log")
 
     async def start(self) -> None:
         self.server.start()
         await ensure_default_queues(self.url)
         plan = {
-            "admission": ("vc-admission", []),
+            "admission": ("vc-admission", ["--identities", str(self.bus.auth.registry_path)]),
             "queue-controller": ("vc-queue-controller", []),
             "podgroup-controller": ("vc-podgroup-controller", []),
             "job-controller": ("vc-job-controller", ["--lease-ttl", "2"]),
@@ -65,7 +70,7 @@ class System:
         return "\n".join(f"--- {n}\n{s.log_text()[-3000:]}" for n, s in self.services.items())
 
     def vcctl(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "VC_SERVER": self.url}
+        env = {**os.environ, "VC_SERVER": self.url, **self.bus.admin_env()}  # the admin, as `make run` gives it
         return subprocess.run([str(BIN / "vcctl"), *args], capture_output=True, text=True, env=env, input=stdin, timeout=60)
 
     def submit(self, document: dict[str, Any]) -> None:

@@ -24,6 +24,10 @@ TASK_PRIORITY_KEY: Final = "volcano.sh/task-priority"
 SLA_WAITING_TIME_KEY: Final = "volcano.sh/sla-waiting-time"
 CLOSED_BY_PARENT_KEY: Final = "volcano.sh/closed-by-parent"
 HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
+# Tephra's own objects (the job plugins' Secrets, ConfigMaps, Services, NetworkPolicies) carry this label:
+# the kube relay mirrors only those of these kinds, and users may not write them (admission).
+MANAGED_BY_LABEL: Final = "app.kubernetes.io/managed-by"
+MANAGED_BY_TEPHRA: Final = "tephra"
 # Tephra's simulated pods end by these (interfaces.md section 2).
 SIM_DURATION_ANNOTATION: Final = "sim.tephra.dev/duration"
 SIM_EXIT_CODE_ANNOTATION: Final = "sim.tephra.dev/exit-code"

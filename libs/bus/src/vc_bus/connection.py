@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import ssl
 from collections.abc import AsyncIterator
+from typing import Any
 
 import nats
 import nats.errors
@@ -12,8 +15,21 @@ import structlog
 from nats.aio.client import Client
 
 from vc_bus.rawsub import RawDeliveryClient
+from vc_security.credentials import ClientCredentials, ca_from_env, credentials_from_env
+from vc_security.identities import inbox_prefix
 
 log = structlog.get_logger(__name__)
+
+
+class _TlsEofNoise(logging.Filter):
+    """asyncio warns "returning true from eof_received() has no effect when using ssl" each time a TLS
+    connection of nats-py's ends: harmless (the protocol closes anyway), and once per vcctl command."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "eof_received() has no effect when using ssl" not in record.getMessage()
+
+
+logging.getLogger("asyncio").addFilter(_TlsEofNoise())
 # While busy (the previous write was less than BUSY_GAP_S ago) the flusher waits FLUSH_WINDOW_S
 # before writing, so one socket write carries all the requests of that window. In this VM every
 # write wakes the server on the other core (an IPI, a VM exit): at 10k pods this halved the
@@ -23,12 +39,17 @@ BUSY_GAP_S = 0.01
 
 
 @contextlib.asynccontextmanager
-async def connect(url: str, *, name: str, connect_timeout: float = 5.0) -> AsyncIterator[Client]:
+async def connect(
+    url: str, *, name: str, connect_timeout: float = 5.0, credentials: ClientCredentials | None = None
+) -> AsyncIterator[Client]:
     """A connection that retries the first connect and every reconnect forever; drained on exit.
 
     A control plane must never give up on its bus (nats-py defaults to 60 attempts, then closes);
-    pings every 10 s detect a dead TCP connection in ~30 s instead of ~5 minutes.
+    pings every 10 s detect a dead TCP connection in ~30 s instead of ~5 minutes. It authenticates
+    with `credentials` (default: the file `VC_NATS__CREDS` names, none when unset): the identity's
+    NKey, replies on the identity's own inbox prefix, and TLS checked against the credentials' CA.
     """
+    credentials = credentials if credentials is not None else credentials_from_env()
 
     async def on_error(exc: Exception) -> None:
         log.warning("nats.error", error=str(exc))
@@ -42,7 +63,9 @@ async def connect(url: str, *, name: str, connect_timeout: float = 5.0) -> Async
     async def on_reconnect() -> None:
         log.info("nats.reconnected")
 
-    nc = await _first_connect(url, name=name, connect_timeout=connect_timeout, callbacks=(on_error, on_disconnect, on_reconnect))
+    options = client_options(credentials, ca_pem=None if credentials and credentials.ca_pem else ca_from_env())
+    nc = await _first_connect(url, name=name, connect_timeout=connect_timeout, callbacks=(on_error, on_disconnect, on_reconnect),
+                              options=options)
     try:
         yield nc
     finally:
@@ -54,17 +77,51 @@ async def connect(url: str, *, name: str, connect_timeout: float = 5.0) -> Async
             await nc.close()
 
 
-async def _first_connect(url: str, *, name: str, connect_timeout: float, callbacks: tuple[object, object, object]) -> Client:
+def client_options(credentials: ClientCredentials | None, *, ca_pem: bytes | None = None) -> dict[str, Any]:
+    """nats-py's connect options for an identity: NKey, inbox prefix, and TLS checked against the
+    credentials' CA (else `ca_pem`, else the system's CAs) when the server requires TLS."""
+    options: dict[str, Any] = {}
+    if credentials is not None:
+        options["nkeys_seed_str"] = credentials.key.seed
+        options["inbox_prefix"] = inbox_prefix(credentials.identity)
+    ca = credentials.ca_pem if credentials is not None and credentials.ca_pem else ca_pem
+    if ca:
+        options["tls"] = ssl.create_default_context(cadata=ca.decode())
+    return options
+
+
+class PlainTextRefused(RuntimeError):
+    """A `tls://` URL reached a server that offers plain text."""
+
+
+def check_tls(nc: Client, url: str) -> None:
+    """A `tls://` URL means TLS or nothing: nats-py upgrades only when the server asks, so a server (or
+    something in between) offering plain text would otherwise get the connection, and could relay
+    the NKey's signature of its nonce to the real server."""
+    if any(u.strip().startswith("tls://") for u in url.split(",")) and not nc._server_info.get("tls_required"):
+        raise PlainTextRefused(f"{url}: the server does not require TLS; refusing to talk to it in plain text")
+
+
+async def _first_connect(
+    url: str, *, name: str, connect_timeout: float, callbacks: tuple[object, object, object], options: dict[str, Any]
+) -> Client:
     """nats-py does not retry a failed first connect; a service started before its server must wait."""
     attempt = 0
     while True:
         try:
-            return await _connect_once(url, name=name, connect_timeout=connect_timeout, callbacks=callbacks)
+            nc = await _connect_once(url, name=name, connect_timeout=connect_timeout, callbacks=callbacks, options=options)
         except (OSError, nats.errors.NoServersError, TimeoutError) as exc:
             attempt += 1
             delay = min(0.2 * attempt, 2.0)
             log.warning("nats.connect_retry", url=url, attempt=attempt, error=repr(exc), delay_s=delay)
             await asyncio.sleep(delay)
+            continue
+        try:
+            check_tls(nc, url)
+        except PlainTextRefused:
+            await nc.close()
+            raise
+        return nc
 
 
 class CoalescingClient(RawDeliveryClient):
@@ -102,7 +159,9 @@ class CoalescingClient(RawDeliveryClient):
                         future.set_result(None)
 
 
-async def _connect_once(url: str, *, name: str, connect_timeout: float, callbacks: tuple[object, object, object]) -> Client:
+async def _connect_once(
+    url: str, *, name: str, connect_timeout: float, callbacks: tuple[object, object, object], options: dict[str, Any]
+) -> Client:
     on_error, on_disconnect, on_reconnect = callbacks
     nc = CoalescingClient()
     await nc.connect(
@@ -118,5 +177,6 @@ async def _connect_once(url: str, *, name: str, connect_timeout: float, callback
         disconnected_cb=on_disconnect,
         reconnected_cb=on_reconnect,
         drain_timeout=10,
+        **options,
     )
     return nc

@@ -96,11 +96,16 @@ class NatsServer:
     exit_with_parent: bool = False
     # File descriptors the server inherits, e.g. a lock on its data directory it must hold while it runs.
     keep_fds: tuple[int, ...] = ()
+    # Configuration appended to the server's own: the `authorization` (NKey users and their permissions)
+    # and `tls` blocks of a closed bus (vc_security.authdir). Empty: anyone who reaches the port may connect.
+    security: str = ""
+    # The security above requires TLS: clients are given `tls://` URLs (TLS or nothing, vc_bus.connection).
+    tls: bool = False
     _proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"nats://{self.host}:{self.port}"
+        return f"{'tls' if self.tls else 'nats'}://{self.host}:{self.port}"
 
     @property
     def log_path(self) -> Path:
@@ -124,6 +129,7 @@ class NatsServer:
             f'  store_dir: "{store}"\n'
             f"{sync_line}"
             "}\n"
+            f"{self.security}"
         )
 
     def start(self, *, timeout: float = 20.0) -> None:

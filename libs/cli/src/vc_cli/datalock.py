@@ -75,3 +75,32 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def recorded_pids(data: Path) -> dict[str, int]:
+    """The pids the holder of DATA's lock recorded (`vcctl-up`, `nats-server`), whether or not it runs."""
+    try:
+        text = (data / LOCK_NAME).read_text(errors="replace")
+    except OSError:
+        return {}
+    pids = {}
+    for item in text.split():
+        name, _, pid = item.partition("=")
+        if pid.isdigit():
+            pids[name] = int(pid)
+    return pids
+
+
+def is_locked(data: Path) -> bool:
+    """Some `vcctl up` (or its nats-server) holds DATA now."""
+    try:
+        fd = os.open(data / LOCK_NAME, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops a lock taken here
+    return False

@@ -7,12 +7,18 @@ store (services reconnect by themselves), and when it cannot be restarted `vcctl
 saying why. SIGINT/SIGTERM stops the services (schedulers and controllers first, node-sim and admission
 last), then NATS; exit 0. Every child dies with `vcctl up`, even when it is killed with SIGKILL
 (PR_SET_PDEATHSIG), and the data directory is locked, so two never share one store (`datalock.py`).
+
+The bus is closed: DATA/auth holds a throwaway CA and nats-server's certificate, one NKey identity
+per service and `admin` (vc_security.authdir), and nats-server admits only those, each to its own
+subjects, over TLS. Every child connects with its own credentials; `vcctl` run from the same tree
+finds the admin's by itself.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -26,12 +32,16 @@ from pathlib import Path
 from vc_bus.connection import connect
 from vc_bus.server import NatsServer, NatsServerError, die_with_parent, free_port, port_in_use
 from vc_bus.store import NatsStore
+from vc_cli import running
 from vc_cli.datalock import DataDirLock, lock_data_dir
 from vc_cli.errors import CliError
 from vc_core.errors import AlreadyExists, InvalidObject
 from vc_core.quantity import parse_quantity
 from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec, QueueStatus
+from vc_security.authdir import AuthDir
+from vc_security.credentials import BadCredentials
+from vc_security.identities import Backend
 from vc_validation.simulation import parse_sim_duration
 
 READY_TIMEOUT_S = 90.0
@@ -98,15 +108,24 @@ def _bin(name: str) -> str:
     return str(path)
 
 
-def plan_children(args: argparse.Namespace, nats_url: str) -> list[Child]:
+def identity_args(auth: AuthDir | None, binary: str) -> list[str]:
+    """The flags that make a child connect as its own identity (`vc-X` is identity `X`)."""
+    if auth is None:
+        return []
+    identity = binary.removeprefix("vc-")
+    return ["--nats-creds", str(auth.creds_path(identity)), "--nats-ca", str(auth.ca_path)]
+
+
+def plan_children(args: argparse.Namespace, nats_url: str, auth: AuthDir | None = None) -> list[Child]:
     common = ["--nats", nats_url, "--backend", args.backend] + (["--kubeconfig", args.kubeconfig] if args.kubeconfig else [])
 
     def child(name: str, binary: str, extra: list[str]) -> Child:
         port = free_port()
-        return Child(name, [_bin(binary), *common, "--health-port", str(port), "--instance", name, *extra], port)
+        argv = [_bin(binary), *common, *identity_args(auth, binary), "--health-port", str(port), "--instance", name, *extra]
+        return Child(name, argv, port)
 
     children = [child("kube-relay", "vc-kube-relay", [])] if args.backend == "kube" else []
-    children.append(child("admission", "vc-admission", []))
+    children.append(child("admission", "vc-admission", ["--identities", str(auth.registry_path)] if auth else []))
     for name in ("queue-controller", "podgroup-controller", "job-controller", "gc"):
         children.append(child(name, f"vc-{name}", []))
     conf = ["--scheduler-conf", args.scheduler_conf] if args.scheduler_conf else []
@@ -145,8 +164,11 @@ async def install_crds(kubeconfig: str | None) -> None:
         raise CliError(f"cannot install Tephra's CRDs on the API server ({kubeconfig or '$KUBECONFIG'}): {exc}") from exc
 
 
-async def ensure_default_queues(url: str) -> None:
-    async with connect(url, name="vcctl-up") as nc:
+async def ensure_default_queues(url: str, auth: AuthDir | None = None) -> None:
+    """`root` and `default`, written as the queue-controller (the identity that keeps them; it would
+    make them itself a moment later) before any service starts, so `ready` means they exist."""
+    credentials = auth.credentials("queue-controller") if auth is not None else None
+    async with connect(url, name="vcctl-up", credentials=credentials) as nc:
         store = NatsStore(nc)
         await store.ensure()
         for name, reclaimable in (("root", False), ("default", True)):
@@ -190,8 +212,10 @@ async def run(args: argparse.Namespace) -> int:
     try:
         if port_in_use(args.nats_port):
             raise CliError(f"port {args.nats_port} is already in use (is Tephra already running? choose --nats-port)")
+        auth = secure_bus(data, args.backend)
         server = NatsServer(
-            data / "nats", port=args.nats_port, sync=args.sync, exit_with_parent=True, keep_fds=(lock.fd,)
+            data / "nats", port=args.nats_port, sync=args.sync, exit_with_parent=True, keep_fds=(lock.fd,),
+            security=INCLUDE_AUTH, tls=True,
         )
         try:
             server.start()
@@ -199,11 +223,30 @@ async def run(args: argparse.Namespace) -> int:
             raise CliError(f"nats-server failed to start: {exc}") from exc
         try:
             lock.record(vcctl_up=os.getpid(), nats_server=server.pid)
-            return await _supervise(args, NatsWatch(server, lock))
+            with contextlib.suppress(OSError):  # only a convenience for vcctl (running.py)
+                running.announce(server.port, data)
+            return await _supervise(args, NatsWatch(server, lock), auth)
         finally:
+            running.withdraw(server.port, data)
             server.stop()
     finally:
         lock.release()
+
+
+def secure_bus(data: Path, backend: Backend) -> AuthDir:
+    """DATA/auth made complete (whatever is missing is made) and nats-server's part written from it."""
+    auth = AuthDir(data / "auth")
+    try:
+        auth.ensure()
+        auth.write_server_config(backend)
+    except (OSError, BadCredentials, ValueError) as exc:
+        raise CliError(f"cannot prepare NATS credentials in {auth.root}: {exc}") from exc
+    return auth
+
+
+# nats-server reads DATA/auth/server-auth.conf (a path relative to its own configuration file), so
+# `vcctl user create` can change it and have the running server reload it.
+INCLUDE_AUTH = 'include "../auth/server-auth.conf"\n'
 
 
 @dataclass
@@ -238,7 +281,7 @@ def _log_event(event: str, **fields: object) -> None:
     print(json.dumps({"event": event, **fields}), file=sys.stderr, flush=True)
 
 
-async def _supervise(args: argparse.Namespace, nats: NatsWatch) -> int:
+async def _supervise(args: argparse.Namespace, nats: NatsWatch, auth: AuthDir) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -247,15 +290,15 @@ async def _supervise(args: argparse.Namespace, nats: NatsWatch) -> int:
     if args.backend == "kube":
         await install_crds(args.kubeconfig or os.environ.get("KUBECONFIG"))
     else:
-        await ensure_default_queues(server.url)  # with kube, the queue-controller creates them there
-    children = plan_children(args, server.url)
+        await ensure_default_queues(server.url, auth)  # with kube, the queue-controller creates them there
+    children = plan_children(args, server.url, auth)
     try:
         for c in children:
             await c.start()
         await _wait_ready(children, nats, stop)
         if stop.is_set():
             return 0
-        _announce(server, children, Path(args.data).resolve())
+        _announce(server, children, Path(args.data).resolve(), auth)
         await _keep_alive(children, nats, stop)
         return 0
     finally:
@@ -277,8 +320,13 @@ async def _wait_ready(children: list[Child], nats: NatsWatch, stop: asyncio.Even
         await asyncio.sleep(0.1)
 
 
-def _announce(server: NatsServer, children: list[Child], data: Path) -> None:
-    print(f"nats:    {server.url} (JetStream data in {data / 'nats'})", flush=True)
+def _announce(server: NatsServer, children: list[Child], data: Path, auth: AuthDir | None = None) -> None:
+    url = f"nats://{server.host}:{server.port}"
+    if auth is None:
+        print(f"nats:    {url} (JetStream data in {data / 'nats'})", flush=True)
+    else:  # the server requires TLS whatever the scheme; tls:// makes a client refuse plain text
+        print(f"nats:    {url} (TLS and credentials required; JetStream data in {data / 'nats'})", flush=True)
+        print(f"admin:   {auth.creds_path('admin')} and CA {auth.ca_path} (vcctl on this machine finds them)", flush=True)
     for c in children:
         print(f"{c.name + ':':<21}http://127.0.0.1:{c.health_port}/metrics", flush=True)
     for c in children:

@@ -28,6 +28,7 @@ from vc_core.store import ObjectStore
 from vc_runtime import logging as vc_logging
 from vc_runtime.probes import Probes, serve_probes
 from vc_runtime.settings import RuntimeSettings
+from vc_security.credentials import BadCredentials, ClientCredentials, load_credentials
 
 log = structlog.get_logger(__name__)
 
@@ -88,6 +89,16 @@ async def open_store(settings: RuntimeSettings, nc: Client) -> ObjectStore:
     return store
 
 
+def nats_credentials(settings: RuntimeSettings) -> ClientCredentials | None:
+    """The service's NATS identity from --nats-creds/--nats-ca; a file that cannot be used is a ConfigError."""
+    if not settings.nats_creds:
+        return None
+    try:
+        return load_credentials(settings.nats_creds, ca_path=settings.nats_ca)
+    except BadCredentials as exc:
+        raise ConfigError(f"--nats-creds: {exc}") from None
+
+
 async def run_service(app: App, settings: RuntimeSettings) -> int:
     shutdown = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -99,7 +110,9 @@ async def run_service(app: App, settings: RuntimeSettings) -> int:
     log.info("service.starting", nats=settings.nats_url, backend=settings.backend)
     try:
         async with contextlib.AsyncExitStack() as resources:
-            nc = await resources.enter_async_context(connect(settings.nats_url, name=f"{app.name}:{settings.instance}"))
+            nc = await resources.enter_async_context(
+                connect(settings.nats_url, name=f"{app.name}:{settings.instance}", credentials=nats_credentials(settings))
+            )
             probes.set("nats")
             await ensure_events_stream(nc, replicas=settings.nats_replicas)
             store = await open_store(settings, nc)

@@ -33,6 +33,10 @@ class RuntimeSettings:
     instance: str = ""
     grace_s: float = 20.0
     extra: dict[str, object] = field(default_factory=dict)
+    # This process's NATS identity (a credentials file, vc_security.credentials) and the CA its server
+    # certificate is checked against when the file carries none. None: connect anonymously.
+    nats_creds: str | None = None
+    nats_ca: str | None = None
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -46,6 +50,8 @@ def parse(
     parser.add_argument("--nats", default=_env("VC_NATS__URL", _env("VC_SERVER", "nats://127.0.0.1:4222")))
     parser.add_argument("--nats-replicas", default=_env("VC_NATS__REPLICAS", "1"),
                         help=f"replicas of the KV buckets and streams created (1-{MAX_NATS_REPLICAS})")
+    parser.add_argument("--nats-creds", default=_env("VC_NATS__CREDS"), help="this service's NATS credentials file")
+    parser.add_argument("--nats-ca", default=_env("VC_NATS__CA"), help="CA certificate (PEM) of the NATS server")
     parser.add_argument("--backend", choices=["nats", "kube"], default=_env("VC_BACKEND", "nats"))
     parser.add_argument("--kubeconfig", default=_env("KUBECONFIG"))
     parser.add_argument("--health-host", default=_env("VC_PROBES__HOST", "127.0.0.1"))
@@ -60,7 +66,8 @@ def parse(
     for url in str(args.nats).split(","):
         if not url.startswith(("nats://", "tls://")):
             raise ConfigError(f"--nats: {url!r} is not a nats:// URL")
-    known = {"nats", "nats_replicas", "backend", "kubeconfig", "health_host", "health_port", "log_level", "log_format", "instance", "grace"}
+    known = {"nats", "nats_replicas", "backend", "kubeconfig", "health_host", "health_port", "log_level", "log_format", "instance", "grace",
+             "nats_creds", "nats_ca"}
     return RuntimeSettings(
         service=service,
         nats_url=args.nats,
@@ -74,6 +81,8 @@ def parse(
         instance=args.instance or f"{socket.gethostname()}-{os.getpid()}",
         grace_s=args.grace,
         extra={k: v for k, v in vars(args).items() if k not in known},
+        nats_creds=args.nats_creds or None,
+        nats_ca=args.nats_ca or None,
     )
 
 

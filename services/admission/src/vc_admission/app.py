@@ -10,6 +10,7 @@ import structlog
 from nats.aio.msg import Msg
 from prometheus_client import Counter, Histogram
 
+from vc_admission.callers import Callers
 from vc_admission.context import CacheContext
 from vc_admission.review import Admitter
 from vc_admission.webhook_tls import add_webhook_arguments, webhook_worker
@@ -19,6 +20,8 @@ from vc_proto.api import INTERNAL
 from vc_runtime.aio import wait_or_stop
 from vc_runtime.service import FnWorker, ServiceContext, Worker
 from vc_runtime.settings import RuntimeSettings
+from vc_security.identities import ADMIN
+from vc_security.registry import Person
 
 log = structlog.get_logger(__name__)
 WORKERS = 32
@@ -28,6 +31,8 @@ LATENCY = Histogram("tephra_admission_request_seconds", "Write request handling 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_webhook_arguments(parser)
+    parser.add_argument("--identities", default=None,
+                        help="who may write through the NATS API and where (identities.json; re-read on change)")
 
 
 class AdmissionApp:
@@ -39,6 +44,7 @@ class AdmissionApp:
     async def open(self, ctx: ServiceContext) -> Sequence[Worker]:
         context = CacheContext(ctx.store)
         api = WriteApi(ctx.store, Admitter(context))
+        callers = Callers(self.settings.extra.get("identities"))  # type: ignore[arg-type]
         informers = (context.queue_informer, context.jobs, context.podgroups)
         ctx.probes.require("caches-synced")
         inbox: asyncio.Queue[Msg] = asyncio.Queue(maxsize=WORKERS * 4)
@@ -46,13 +52,17 @@ class AdmissionApp:
         async def enqueue(msg: Msg) -> None:
             await inbox.put(msg)  # back-pressure: NATS buffers while the pool is busy
 
-        sub = await ctx.nc.subscribe(subjects.ADMISSION_WRITE, queue="admission", cb=enqueue)
-        ctx.resources.push_async_callback(sub.unsubscribe)
+        # `vc.rpc.admission.write.<identity>`: the server lets each identity publish on its own only.
+        # The bare subject is the admin's: on a closed bus no identity may publish on it (see
+        # vc_security.identities); on an open bus anyone could as well write as `admin`.
+        for subject in (subjects.ADMISSION_WRITE_ANY, subjects.ADMISSION_WRITE):
+            sub = await ctx.nc.subscribe(subject, queue="admission", cb=enqueue)
+            ctx.resources.push_async_callback(sub.unsubscribe)
 
         async def serve(shutdown: asyncio.Event) -> None:
             async with asyncio.TaskGroup() as tg:
                 for i in range(WORKERS):
-                    tg.create_task(_worker(api, inbox, shutdown), name=f"write-api:{i}")
+                    tg.create_task(_worker(api, callers, inbox, shutdown), name=f"write-api:{i}")
 
         async def synced(shutdown: asyncio.Event) -> None:
             for informer in informers:
@@ -67,7 +77,7 @@ class AdmissionApp:
         return workers
 
 
-async def _worker(api: WriteApi, inbox: asyncio.Queue[Msg], shutdown: asyncio.Event) -> None:
+async def _worker(api: WriteApi, callers: Callers, inbox: asyncio.Queue[Msg], shutdown: asyncio.Event) -> None:
     while not (shutdown.is_set() and inbox.empty()):
         try:
             async with asyncio.timeout(0.5):
@@ -75,7 +85,8 @@ async def _worker(api: WriteApi, inbox: asyncio.Queue[Msg], shutdown: asyncio.Ev
         except TimeoutError:
             continue
         with LATENCY.time():
-            reply = await _answer(api, msg.data)
+            identity = ADMIN if msg.subject == subjects.ADMISSION_WRITE else subjects.caller_of(msg.subject)
+            reply = await _answer(api, msg.data, callers.lookup(identity) if identity else None)
         REQUESTS.labels("error" if b'"error"' in reply[:12] else "ok").inc()
         if msg.reply:
             try:
@@ -84,10 +95,10 @@ async def _worker(api: WriteApi, inbox: asyncio.Queue[Msg], shutdown: asyncio.Ev
                 log.warning("write_api.reply_failed", error=repr(exc))
 
 
-async def _answer(api: WriteApi, data: bytes) -> bytes:
+async def _answer(api: WriteApi, data: bytes, caller: Person | None) -> bytes:
     """Handler boundary: whatever a request does, the worker answers it and lives on to serve the next."""
     try:
-        return await api.handle(data)
+        return await api.handle(data, caller)
     except Exception as exc:
         log.error("write_api.request_failed", size=len(data), exc_info=exc)
         return error_reply(INTERNAL, f"admission failed on this request: {type(exc).__name__}")

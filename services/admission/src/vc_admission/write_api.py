@@ -1,8 +1,9 @@
-"""The embedded write API: decode, admit (mutate then validate), write through the store with CAS.
+"""The embedded write API: decode, authorize, admit (mutate then validate), write through the store with CAS.
 
 Users' writes reach the store only through here; controllers inside Tephra write directly, as
 Kubernetes controllers do. Like an API server, `status` is not writable through this door: create
-drops it and update keeps the stored one.
+drops it and update keeps the stored one. Who asks is the caller the subject names (the request's
+`user` field is a claim anyone can make, and is ignored); `authorization` decides what it may do.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import msgspec
 import structlog
 
+from vc_admission.authorization import authorize
 from vc_admission.decoding import decode_object
 from vc_admission.review import Admitter, Rejected
 from vc_bus.decoding import UNDECODABLE, CorruptObject, describe, report_undecodable
@@ -17,6 +19,7 @@ from vc_core.errors import AlreadyExists, Conflict, InvalidObject, NotFound, Pol
 from vc_core.store import ObjectStore
 from vc_proto import api, codec, subjects
 from vc_proto.kinds import KINDS, KubeObject
+from vc_security.registry import BUILT_IN_ADMIN, Person
 
 log = structlog.get_logger(__name__)
 _request = msgspec.json.Decoder(api.WriteRequest)
@@ -36,7 +39,11 @@ class WriteApi:
         self._store = store
         self._admit = admitter
 
-    async def handle(self, data: bytes) -> bytes:
+    async def handle(self, data: bytes, caller: Person | None = BUILT_IN_ADMIN) -> bytes:
+        """The reply to one request from `caller` (None: an identity admission does not know). The
+        service always names the caller; in-process callers (unit tests) are the admin."""
+        if caller is None:
+            return error_reply(api.FORBIDDEN, "this identity may not write: admission does not know it (see docs/tenancy.md)")
         if len(data) > api.MAX_REQUEST_BYTES:
             return error_reply(api.TOO_LARGE, f"request is {len(data)} bytes; the limit is {api.MAX_REQUEST_BYTES} (3 MiB)")
         try:
@@ -46,7 +53,7 @@ class WriteApi:
             report_undecodable(source=subjects.ADMISSION_WRITE, kind="WriteRequest", error=exc, size=len(data))
             return error_reply(api.INVALID, f"malformed write request: {describe(exc)}")
         try:
-            obj = await self._dispatch(request)
+            obj = await self._dispatch(request, caller)
         except msgspec.ValidationError as exc:
             return error_reply(api.INVALID, f"malformed write request: {exc}")
         except InvalidObject as exc:
@@ -67,26 +74,30 @@ class WriteApi:
             return error_reply(api.UNAVAILABLE, str(exc))
         return object_reply(obj) if obj is not None else _reply.encode(api.WriteReply())
 
-    async def _dispatch(self, request: api.WriteRequest) -> KubeObject | None:
+    async def _dispatch(self, request: api.WriteRequest, caller: Person) -> KubeObject | None:
         if request.operation == "delete":
-            await self._delete(request)
+            await self._delete(request, caller)
             return None
         if api.is_absent(request.object):
             raise InvalidObject("object", "required", f"{request.operation} needs an object")
         obj = _with_namespace(decode_object(bytes(request.object)), request.namespace)
+        kind, namespace = type(obj).__name__, obj.metadata.namespace if KINDS[type(obj).__name__].namespaced else None
         if request.operation == "create":
+            authorize(caller, "create", kind, namespace, new=obj, old=None)
             return await self._create(obj)
         old = await self._current(obj)
+        authorize(caller, "create" if old is None else "update", kind, namespace, new=obj, old=old)
         if request.operation == "apply" and old is None:
             return await self._create(obj)
         if old is None:
-            kind, name = type(obj).__name__, obj.metadata.name or ""
-            raise NotFound(kind, name)
+            raise NotFound(kind, obj.metadata.name or "")
         return await self._update(obj, old)
 
     async def _current(self, obj: KubeObject) -> KubeObject | None:
+        if not obj.metadata.name:  # generateName: a new object
+            return None
         try:
-            return await self._store.get(type(obj), obj.metadata.namespace, obj.metadata.name or "")
+            return await self._store.get(type(obj), obj.metadata.namespace, obj.metadata.name)
         except NotFound:
             return None
 
@@ -107,17 +118,19 @@ class WriteApi:
         admitted = await self._admit.update(candidate, old)
         return await self._store.update(admitted)
 
-    async def _delete(self, request: api.WriteRequest) -> None:
+    async def _delete(self, request: api.WriteRequest, caller: Person) -> None:
         row = KINDS.get(request.kind or "")
         if row is None or not request.name:
             raise InvalidObject("kind", "required", "delete needs a supported kind and a name")
         namespace = (request.namespace or "default") if row.namespaced else None
+        authorize(caller, "delete", row.kind, namespace, new=None, old=None)
         try:
             old = await self._store.get(row.type, namespace, request.name)
         except CorruptObject:
             # What is stored there is not an object, so no rule can judge it; deleting it is the cure.
             await self._store.delete(row.type, namespace, request.name, resource_version=request.resource_version, grace=False)
             return
+        authorize(caller, "delete", row.kind, namespace, new=None, old=old)
         await self._admit.delete(old)
         await self._store.delete(row.type, namespace, request.name, resource_version=request.resource_version, uid=request.uid)
 

@@ -109,6 +109,8 @@ async def _view(tephra: Tephra, args: argparse.Namespace) -> int:
         return 0
     _describe(job)
     await _describe_podgroup(tephra, job)
+    if not tephra.has_nats:  # `--backend kube` without NATS credentials: the apiserver has no history
+        return 0
     events = [e async for e in follow(tephra.nc, subjects.event_filter("job", args.namespace, args.name), stop_when_caught_up=True)]
     print("History (most recent last):")
     _print_history([e.event for e in events[-HISTORY_TAIL:]])

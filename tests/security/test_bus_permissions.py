@@ -1,0 +1,211 @@
+"""The closed bus, checked against a real nats-server running the configuration `vcctl up` writes
+(no test harness user): each identity x subject or bucket x allowed or refused, written out here by
+hand (not derived from vc_security.identities, which it checks); strangers are refused at the door.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import socket
+import ssl
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.security.bus import probe, refused_connection
+from vc_bus.server import NatsServer
+from vc_security.authdir import AuthDir
+from vc_security.cluster import AUTH_SECRET, TLS_SECRET, creds_secret, plan
+from vc_security.credentials import ClientCredentials, decode_credentials
+from vc_security.identities import SERVICE_GRANTS
+from vc_security.natsconf import tls_block
+from vc_security.nkey import new_user_key
+
+pytestmark = [pytest.mark.nats, pytest.mark.integration]
+
+W = {kind: f"$KV.vc-{kind}.{ns}.x" for kind, ns in (
+    ("job", "team-a"), ("podgroup", "team-a"), ("pod", "team-a"), ("command", "team-a"), ("node", "_"),
+    ("queue", "_"), ("secret", "team-a"), ("configmap", "team-a"), ("service", "team-a"),
+    ("networkpolicy", "team-a"), ("priorityclass", "_"),
+)}
+GET = {kind: f"$JS.API.STREAM.MSG.GET.KV_vc-{kind}" for kind in W}
+WATCH = {kind: f"$JS.API.CONSUMER.CREATE.KV_vc-{kind}" for kind in W}
+DIRECT_SECRET = "$JS.API.DIRECT.GET.KV_vc-secret.$KV.vc-secret.team-a.x-ssh"
+CREATE_JOBS, DELETE_JOBS = "$JS.API.STREAM.CREATE.KV_vc-job", "$JS.API.STREAM.DELETE.KV_vc-job"
+PURGE_SECRETS, UPDATE_HISTORY = "$JS.API.STREAM.PURGE.KV_vc-secret", "$JS.API.STREAM.UPDATE.VC_EVT"
+LEASE = {g: f"$KV.vc-leases.{g}.i0" for g in ("scheduler", "job-controller", "gc", "queue-controller", "podgroup-controller")}
+LEDGER, DELAYS = "$KV.vc-sched-ledger.x", "$KV.vc-job-delays.x"
+EVENT, READ_HISTORY = "vc.evt.job.team-a.j1", "$JS.API.CONSUMER.CREATE.VC_EVT"
+WRITE = {who: f"vc.rpc.admission.write.{who}" for who in ("alice", "bob", "admin")}
+WRITE_BARE, WRITE_ANY = "vc.rpc.admission.write", "vc.rpc.admission.write.*"
+NODE_CONTROL = "vc.rpc.node-sim.control"
+
+ALL_KINDS = set(W)
+USER_KINDS = {"job", "podgroup", "queue", "command", "pod", "node", "priorityclass"}
+PLUGIN_KINDS = {"secret", "configmap", "service", "networkpolicy"}
+
+# identity -> (kinds it writes, kinds it reads, the other subjects it may publish on, may subscribe on)
+EXPECTED: dict[str, tuple[set[str], set[str], set[str], set[str]]] = {
+    "admission": (ALL_KINDS, ALL_KINDS, {CREATE_JOBS, EVENT}, {WRITE_ANY, WRITE_BARE}),
+    "job-controller": (
+        {"job", "podgroup", "pod", "command"} | PLUGIN_KINDS,
+        {"job", "podgroup", "pod", "queue", "command", "priorityclass"} | PLUGIN_KINDS,
+        {CREATE_JOBS, EVENT, LEASE["job-controller"], DELAYS}, set(),
+    ),
+    "queue-controller": ({"queue", "command"}, {"queue", "podgroup", "command", "job"},
+                         {CREATE_JOBS, EVENT, LEASE["queue-controller"]}, set()),
+    "podgroup-controller": ({"pod", "podgroup"}, {"pod", "podgroup", "queue"},
+                            {CREATE_JOBS, EVENT, LEASE["podgroup-controller"]}, set()),
+    "gc": ({"job", "pod", "podgroup"} | PLUGIN_KINDS, {"job", "pod", "podgroup"} | PLUGIN_KINDS,
+           {CREATE_JOBS, EVENT, LEASE["gc"]}, set()),
+    "scheduler": ({"pod", "podgroup", "queue"}, {"node", "pod", "podgroup", "queue", "priorityclass", "job"},
+                  {CREATE_JOBS, EVENT, LEASE["scheduler"], LEDGER}, set()),
+    "node-sim": ({"pod", "node"}, {"pod", "node"}, {CREATE_JOBS, EVENT}, {NODE_CONTROL}),
+    "dashboard": (set(), USER_KINDS, {CREATE_JOBS, READ_HISTORY}, set()),
+    "kube-relay": (ALL_KINDS, ALL_KINDS, {CREATE_JOBS}, set()),
+    "admin": (set(), USER_KINDS, {WRITE["admin"], NODE_CONTROL, READ_HISTORY}, set()),
+    "alice": (set(), USER_KINDS, {WRITE["alice"], READ_HISTORY}, set()),
+}
+PROBED_PUBLISH = sorted({
+    *W.values(), *GET.values(), *WATCH.values(), DIRECT_SECRET, CREATE_JOBS, DELETE_JOBS, PURGE_SECRETS,
+    UPDATE_HISTORY, *LEASE.values(), LEDGER, DELAYS, EVENT, READ_HISTORY, *WRITE.values(), WRITE_BARE,
+    NODE_CONTROL, ">", "$JS.API.>", "_INBOX.alice.x",
+})
+PROBED_SUBSCRIBE = sorted({WRITE_ANY, WRITE_BARE, NODE_CONTROL, ">", "_INBOX.>", "_INBOX.alice.>", "$KV.vc-secret.>",
+                           "vc.evt.>"})
+
+
+def expected_publish(identity: str, subject: str) -> bool:
+    writes, reads, others, _ = EXPECTED[identity]
+    if subject in W.values():
+        return any(W[k] == subject for k in writes)
+    if subject in GET.values() or subject in WATCH.values():
+        return any(GET[k] == subject or WATCH[k] == subject for k in reads)
+    if subject == DIRECT_SECRET:
+        return "secret" in reads
+    if subject == EVENT:
+        return EVENT in others
+    return subject in others
+
+
+def expected_subscribe(identity: str, subject: str) -> bool:
+    return subject in EXPECTED[identity][3] or subject == f"_INBOX.{identity}.>"
+
+
+@pytest.fixture(scope="module")
+def closed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[NatsServer, AuthDir, dict[str, ClientCredentials]]]:
+    """The configuration `vcctl up` writes, with two tenants, and nothing else."""
+    root = tmp_path_factory.mktemp("closed-bus")
+    auth = AuthDir(root / "auth")
+    auth.ensure()
+    tenants = {name: auth.add_tenant(name, [f"team-{name[0]}"]) for name in ("alice", "bob")}
+    server = NatsServer(root / "nats", security=auth.server_config("nats"), tls=True)
+    server.start()
+    try:
+        yield server, auth, tenants
+    finally:
+        server.stop()
+
+
+def credentials_of(auth: AuthDir, tenants: dict[str, ClientCredentials], identity: str) -> ClientCredentials:
+    return tenants[identity] if identity in tenants else auth.credentials(identity)
+
+
+@pytest.mark.parametrize("identity", sorted(EXPECTED))
+async def test_each_identity_may_publish_and_subscribe_on_exactly_its_subjects(
+    closed: tuple[NatsServer, AuthDir, dict[str, ClientCredentials]], identity: str
+) -> None:
+    server, auth, tenants = closed
+    wrong: list[str] = []
+    async with probe(server.url, credentials_of(auth, tenants, identity)) as p:
+        for subject in PROBED_PUBLISH:
+            allowed, expected = await p.may_publish(subject), expected_publish(identity, subject)
+            if allowed != expected:
+                wrong.append(f"publish {subject}: {'allowed' if allowed else 'refused'}, expected the opposite")
+        for subject in [*PROBED_SUBSCRIBE, f"_INBOX.{identity}.>"]:
+            allowed, expected = await p.may_subscribe(subject), expected_subscribe(identity, subject)
+            if allowed != expected:
+                wrong.append(f"subscribe {subject}: {'allowed' if allowed else 'refused'}, expected the opposite")
+    assert wrong == [], f"{identity}:\n" + "\n".join(wrong)
+
+
+def test_the_table_covers_every_service_identity() -> None:
+    assert set(SERVICE_GRANTS) <= set(EXPECTED)
+
+
+async def test_only_the_identities_that_need_it_may_read_the_secrets_bucket(
+    closed: tuple[NatsServer, AuthDir, dict[str, ClientCredentials]],
+) -> None:
+    server, auth, tenants = closed
+    readers = set()
+    for identity in EXPECTED:
+        async with probe(server.url, credentials_of(auth, tenants, identity)) as p:
+            if await p.may_publish(GET["secret"]) or await p.may_publish(WATCH["secret"]):
+                readers.add(identity)
+    assert readers == {"admission", "job-controller", "gc", "kube-relay"}
+
+
+async def test_strangers_are_refused_at_the_door(closed: tuple[NatsServer, AuthDir, dict[str, ClientCredentials]]) -> None:
+    server, auth, _ = closed
+    ca = auth.ca_path.read_bytes()
+    # No credentials at all.
+    assert "Authorization Violation" in await refused_connection(server.url, None, ca_pem=ca)
+    # A well-formed NKey the server does not know, and a known identity name with someone else's key.
+    assert "Authorization Violation" in await refused_connection(server.url, ClientCredentials("admin", new_user_key()), ca_pem=ca)
+    # The right key, but the client does not trust the server's certificate (its own CA, not ours).
+    other_ca = AuthDir(Path(auth.root.parent / "other"))
+    other_ca.ensure()
+    admin_without_ca = ClientCredentials("admin", auth.credentials("admin").key)
+    reason = await refused_connection(server.url, admin_without_ca, ca_pem=other_ca.ca_path.read_bytes())
+    assert "CERTIFICATE_VERIFY_FAILED" in reason or "certificate verify failed" in reason
+    # Nor the system's CAs.
+    assert "certificate verify failed" in (await refused_connection(server.url, admin_without_ca, ca_pem=None)).lower()
+    # And a genuine identity gets in.
+    assert await refused_connection(server.url, auth.credentials("admin"), ca_pem=None) == ""
+
+
+def test_the_server_speaks_only_tls(closed: tuple[NatsServer, AuthDir, dict[str, ClientCredentials]]) -> None:
+    """A client that answers the INFO in plain text is not served (no PONG)."""
+    server, _, _ = closed
+    with socket.create_connection((server.host, server.port), timeout=5) as raw:
+        info = raw.recv(4096).decode()
+        assert info.startswith("INFO ") and '"tls_required":true' in info
+        raw.sendall(b'CONNECT {"verbose":false}\r\nPING\r\n')
+        answer = b""
+        try:
+            while chunk := raw.recv(4096):
+                answer += chunk
+        except (ConnectionResetError, TimeoutError, ssl.SSLError):
+            pass
+    assert b"PONG" not in answer
+
+
+async def test_on_a_cluster_only_the_relay_writes_objects_and_nobody_writes_through_admission(tmp_path: Path) -> None:
+    """The configuration the cluster install's bootstrap makes (vc_security.cluster, --backend kube)."""
+    made = plan({}, namespace="tephra-system", backend="kube", now=datetime.datetime.now(datetime.UTC))
+
+    def raw(secret: str, key: str) -> bytes:
+        return base64.b64decode(made.data[secret][key])
+
+    for key in ("tls.crt", "tls.key"):
+        (tmp_path / key).write_bytes(raw(TLS_SECRET, key))
+    security = raw(AUTH_SECRET, "auth.conf").decode() + tls_block(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"))
+    server = NatsServer(tmp_path / "nats", security=security, tls=True)
+    server.start()
+    try:
+        writers = set()
+        for identity in (*SERVICE_GRANTS, "admin"):
+            creds = decode_credentials(raw(creds_secret(identity), "creds.json"), source=identity)
+            async with probe(server.url, creds) as p:
+                if any([await p.may_publish(W[kind]) for kind in ALL_KINDS]):
+                    writers.add(identity)
+                # The services keep their own buckets and history either way.
+                if identity == "scheduler":
+                    assert await p.may_publish(LEDGER) and await p.may_publish(LEASE["scheduler"])
+                # Users write with their own kubeconfig there: admission's NATS API is nobody's.
+                assert not await p.may_publish(WRITE["admin"]), identity
+        assert writers == {"kube-relay"}
+    finally:
+        server.stop()

@@ -1,0 +1,150 @@
+"""Issue 13's hostile clients against the whole embedded system on a closed bus: tenants `alice`
+(team-a) and `bob` (team-b) with credentials made as `vcctl user create` makes them.
+
+- reading the secrets bucket (every MPI job's ssh private key) is refused by the server;
+- deleting another tenant's job through the write API is refused, whether alice borrows bob's write
+  subject (the server) or asks on her own with bob's namespace (admission); so is deleting a queue;
+- `vcctl apply` of a Secret named like a job's ssh Secret is refused, for a tenant and for the admin;
+- publishing on a service's subjects (a KV bucket, node-sim's control, the history) is refused;
+- the request's own `user` claim changes nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import nats.errors
+import pytest
+import yaml
+
+from tests.security.bus import probe
+from tests.support.secure import session_bus
+from tests.support.services import eventually
+from tests.support.system import BIN, System, seed
+from vc_bus.connection import connect
+from vc_core.errors import NotFound
+from vc_proto import api, subjects
+from vc_proto.batch import Job
+from vc_proto.core import Secret
+from vc_proto.scheduling import Queue
+from vc_security.credentials import ClientCredentials, write_private
+
+pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow]
+_reply = msgspec.json.Decoder(api.WriteReply)
+
+
+class Tenants(System):
+    """The system, with tenants alice (team-a) and bob (team-b) known to the server and to admission."""
+
+    def __init__(self, root: Path) -> None:
+        bus = session_bus().fork(root / "auth")
+        self.people: dict[str, ClientCredentials] = {}
+        for name in ("alice", "bob"):
+            self.people[name] = bus.auth.add_tenant(name, [f"team-{name[0]}"])
+            write_private(root / f"{name}.creds", self.people[name].encode())
+        super().__init__(root, nodes=4, bus=bus)
+
+    def vcctl_as(self, who: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        env = {"VC_SERVER": self.url, "VC_NATS__CREDS": str(self.root / f"{who}.creds"), "PATH": "/usr/bin:/bin"}
+        return subprocess.run([str(BIN / "vcctl"), *args], capture_output=True, text=True, env=env, input=stdin, timeout=60)
+
+
+@pytest.fixture
+async def tenants(tmp_path: Path) -> AsyncIterator[Tenants]:
+    system = Tenants(tmp_path)
+    try:
+        await system.start()
+        yield system
+    finally:
+        system.stop()
+
+
+def job_in(namespace: str, name: str, base: str = "tensorflow-benchmark.yaml") -> str:
+    document: dict[str, Any] = seed(base, durations={"ps": "1h", "worker": "1h", "mpimaster": "1h", "mpiworker": "1h"})
+    document["metadata"].update(name=name, namespace=namespace)
+    return yaml.safe_dump(document)
+
+
+async def test_tenants_are_held_to_their_namespaces_and_tephras_objects(tenants: Tenants) -> None:
+    # Each tenant runs a job in its own namespace; neither can write in the other's.
+    assert tenants.vcctl_as("alice", "apply", "-f", "-", stdin=job_in("team-a", "a-job")).returncode == 0
+    assert tenants.vcctl_as("bob", "apply", "-f", "-", stdin=job_in("team-b", "b-job")).returncode == 0
+    refused = tenants.vcctl_as("alice", "apply", "-f", "-", stdin=job_in("team-b", "sneaky"))
+    assert refused.returncode == 1 and "alice may not create a Job in namespace 'team-b'" in refused.stderr
+    refused = tenants.vcctl_as("alice", "job", "delete", "-N", "b-job", "-n", "team-b")
+    assert refused.returncode == 1 and "Forbidden" in refused.stderr
+    refused = tenants.vcctl_as("alice", "queue", "delete", "-N", "default")
+    assert refused.returncode == 1 and "Queues are an admin's to manage" in refused.stderr
+
+    # The raw request of the issue, on alice's own subject, claiming to be the admin: refused.
+    alice = tenants.people["alice"]
+    delete = api.WriteRequest(operation="delete", kind="Job", namespace="team-b", name="b-job", user="admin")
+    async with connect(tenants.url, name="alice", credentials=alice) as nc:
+        answer = _reply.decode((await nc.request(subjects.admission_write_subject("alice"), msgspec.json.encode(delete),
+                                                  timeout=10)).data)
+        assert answer.error is not None and answer.error.code == api.FORBIDDEN
+        queue = api.WriteRequest(operation="delete", kind="Queue", name="default")
+        answer = _reply.decode((await nc.request(subjects.admission_write_subject("alice"), msgspec.json.encode(queue),
+                                                  timeout=10)).data)
+        assert answer.error is not None and answer.error.code == api.FORBIDDEN
+        # On bob's subject (or the admin's, or the bare one) the server does not even deliver it.
+        for subject in (subjects.admission_write_subject("bob"), subjects.admission_write_subject("admin"),
+                        subjects.ADMISSION_WRITE):
+            with pytest.raises((nats.errors.TimeoutError, nats.errors.NoRespondersError)):
+                await nc.request(subject, msgspec.json.encode(delete), timeout=1)
+    assert (await tenants.job("b-job", "team-b")).metadata.name == "b-job"
+    assert (await tenants.store_call(lambda s: s.get(Queue, None, "default"))).metadata.name == "default"
+
+
+async def test_a_jobs_ssh_secret_is_neither_readable_nor_replaceable(tenants: Tenants) -> None:
+    assert tenants.vcctl_as("alice", "apply", "-f", "-", stdin=job_in("team-a", "mpi", "lm-mpi-job.yaml")).returncode == 0
+
+    async def has_key() -> bool:
+        try:
+            return bool(await tenants.store_call(lambda s: s.get(Secret, "team-a", "mpi-ssh")))
+        except NotFound:
+            return False
+
+    await eventually(has_key, timeout=30, interval=0.2)
+    original = await tenants.store_call(lambda s: s.get(Secret, "team-a", "mpi-ssh"))
+
+    # Reading it from the bucket: the server refuses alice (and the admin, and the scheduler).
+    for who in ("alice", "admin", "scheduler", "node-sim", "dashboard"):
+        credentials = tenants.people.get(who) or tenants.bus.credentials(who)
+        async with probe(tenants.url, credentials) as p:
+            assert not await p.may_publish("$JS.API.STREAM.MSG.GET.KV_vc-secret"), who
+            assert not await p.may_publish("$JS.API.CONSUMER.CREATE.KV_vc-secret"), who
+            assert not await p.may_subscribe("$KV.vc-secret.>"), who
+
+    # Replacing its key with `vcctl apply`: refused for the tenant and for the admin alike.
+    forged = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "mpi-ssh", "namespace": "team-a"},
+              "type": "Opaque", "data": {"id_rsa": base64.b64encode(b"attacker's key").decode()}}
+    for result in (tenants.vcctl_as("alice", "apply", "-f", "-", stdin=yaml.safe_dump(forged)),
+                   tenants.vcctl("apply", "-f", "-", stdin=yaml.safe_dump(forged))):
+        assert result.returncode == 1 and "Secret 'team-a/mpi-ssh' is managed by Tephra" in result.stderr, result.stderr
+    deleted = tenants.vcctl_as("alice", "apply", "-f", "-", stdin=yaml.safe_dump({**forged, "metadata": {
+        "name": "mine", "namespace": "team-a", "labels": {"app.kubernetes.io/managed-by": "tephra"}}}))
+    assert deleted.returncode == 1 and "managed by Tephra" in deleted.stderr
+    after = await tenants.store_call(lambda s: s.get(Secret, "team-a", "mpi-ssh"))
+    assert after.data == original.data
+    assert (await tenants.store_call(lambda s: s.get(Job, "team-a", "mpi"))).metadata.name == "mpi"
+
+
+async def test_service_subjects_are_closed_to_users(tenants: Tenants) -> None:
+    for who in ("alice", "admin"):
+        credentials = tenants.people.get(who) or tenants.bus.credentials(who)
+        async with probe(tenants.url, credentials) as p:
+            # Straight into the store, past admission: an invalid Pod, another tenant's job deleted.
+            assert not await p.may_publish("$KV.vc-pod.team-a.bad-pod"), who
+            assert not await p.may_publish("$KV.vc-job.team-b.b-job"), who
+            # Forged history, a service's request subjects, someone else's replies.
+            assert not await p.may_publish("vc.evt.job.team-b.b-job"), who
+            assert not await p.may_subscribe(subjects.ADMISSION_WRITE_ANY), who
+            assert not await p.may_subscribe("_INBOX.>"), who
+            # Only the admin may make a simulated node (Not)Ready.
+            assert await p.may_publish(subjects.NODE_SIM_CONTROL) == (who == "admin"), who
