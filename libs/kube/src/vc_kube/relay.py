@@ -12,6 +12,11 @@ Correctness:
 - a kind's loop that fails for any other reason is logged and restarted from a fresh list after a
   backoff; it never stops while the relay runs. A KV write that fails is retried (puts are idempotent).
 
+What: every object of Tephra's own kinds, but of the core kinds Tephra also writes (Secrets,
+ConfigMaps, Services, NetworkPolicies) only those it made, by their label (`MIRRORED_ONLY`): never
+the cluster's other Secrets. The list and the watch ask the apiserver for those alone; a first pass
+after an older relay mirrored more deletes the rest from the bucket (they are not in the list).
+
 Throughput: each watch line is decoded once into its typed object (vc_kube.watching) and encoded once
 for KV; the KV writes of a kind are pipelined (vc_kube.kvwriter: up to a window in flight on one
 connection, so a key's values still land in order), and the relay reports a kind synced only once all
@@ -36,10 +41,15 @@ from vc_kube.kvwriter import KvWriter
 from vc_kube.watching import watch_kind
 from vc_proto import codec, subjects
 from vc_proto.kinds import KINDS, Kind
+from vc_proto.vocabulary import MANAGED_BY_LABEL, MANAGED_BY_TEPHRA
 
 log = structlog.get_logger(__name__)
 
 MAX_BACKOFF_S = 10.0
+# Kinds of which only Tephra's own objects are mirrored (the job plugins label what they create).
+MIRRORED_ONLY: dict[str, str] = {
+    kind: f"{MANAGED_BY_LABEL}={MANAGED_BY_TEPHRA}" for kind in ("Secret", "ConfigMap", "Service", "NetworkPolicy")
+}
 
 
 class _Meta(msgspec.Struct):
@@ -99,7 +109,7 @@ class Relay:
         seen: set[str] = set()
         synced = False
         async with KvWriter(self._js, bucket) as writer:
-            async for change in watch_kind(self._kube, row):
+            async for change in watch_kind(self._kube, row, label_selector=MIRRORED_ONLY.get(row.kind)):
                 if change.op is WatchOp.SYNCED:
                     # Objects deleted while nobody watched: the list no longer has them.
                     for key in stored.keys() - seen:

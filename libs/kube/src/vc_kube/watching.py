@@ -121,13 +121,14 @@ def _rv(raw: Json) -> int:
 
 
 async def watch_kind(
-    kube: KubeClient, row: Kind, *, namespace: str | None = None, from_revision: int = 0
+    kube: KubeClient, row: Kind, *, namespace: str | None = None, from_revision: int = 0, label_selector: str | None = None
 ) -> AsyncIterator[Change]:
-    """PUT/DELETE changes of one kind; from 0: the current state, SYNCED, then changes."""
+    """PUT/DELETE changes of one kind (only objects matching `label_selector`, when given); from 0: the
+    current state, SYNCED, then changes."""
     known: dict[tuple[str | None, str], int] = {}
     revision = from_revision
     if revision == 0:
-        items, revision = await list_raw(kube, row, namespace)
+        items, revision = await list_raw(kube, row, namespace, label_selector=label_selector)
         for raw in items:
             known[_key(raw)] = _rv(raw)
             yield _listed(row, raw)
@@ -135,7 +136,7 @@ async def watch_kind(
     failures = 0
     while True:
         try:
-            async for change in _watch_once(kube, row, namespace, revision):
+            async for change in _watch_once(kube, row, namespace, revision, label_selector):
                 failures = 0
                 revision = max(revision, change.revision)
                 if change.op is WatchOp.SYNCED:  # a bookmark: only the revision moves
@@ -149,7 +150,7 @@ async def watch_kind(
             # The server closed the watch (timeoutSeconds): go again from `revision`.
         except Gone:
             log.info("watch.relist", kind=row.kind, revision=revision)
-            items, list_revision = await list_raw(kube, row, namespace)
+            items, list_revision = await list_raw(kube, row, namespace, label_selector=label_selector)
             seen: dict[tuple[str | None, str], int] = {}
             for raw in items:
                 key, rv = _key(raw), _rv(raw)
@@ -175,12 +176,15 @@ async def watch_kind(
             raise
 
 
-async def _watch_once(kube: KubeClient, row: Kind, namespace: str | None, revision: int) -> AsyncIterator[Change]:
+async def _watch_once(
+    kube: KubeClient, row: Kind, namespace: str | None, revision: int, label_selector: str | None
+) -> AsyncIterator[Change]:
     query = {
         "watch": "1",
         "resourceVersion": str(revision),
         "allowWatchBookmarks": "true",
         "timeoutSeconds": str(WATCH_TIMEOUT_S),
+        **_selecting(label_selector),
     }
     try:
         stream = kube.stream(resource_path(row, namespace), query=query, read_timeout_s=WATCH_TIMEOUT_S + 30)
@@ -235,12 +239,18 @@ def _watch_error(status: object) -> Exception:
     return KubeApiError(code, raw)
 
 
-async def list_raw(kube: KubeClient, row: Kind, namespace: str | None, *, page: int = 500) -> tuple[list[Json], int]:
+def _selecting(label_selector: str | None) -> dict[str, str]:
+    return {"labelSelector": label_selector} if label_selector else {}
+
+
+async def list_raw(
+    kube: KubeClient, row: Kind, namespace: str | None, *, page: int = 500, label_selector: str | None = None
+) -> tuple[list[Json], int]:
     """A paginated, consistent list (every page at the first page's resourceVersion)."""
     last: Exception | None = None
     for attempt in range(5):
         items: list[Json] = []
-        query: dict[str, str] = {"limit": str(page)}
+        query: dict[str, str] = {"limit": str(page), **_selecting(label_selector)}
         revision = 0
         try:
             while True:
@@ -251,7 +261,7 @@ async def list_raw(kube: KubeClient, row: Kind, namespace: str | None, *, page: 
                 token = meta.get("continue")
                 if not token:
                     return items, revision
-                query = {"limit": str(page), "continue": token}
+                query = {"limit": str(page), "continue": token, **_selecting(label_selector)}
         except KubeApiError as exc:
             if exc.status != 410:
                 raise map_error(exc, row.kind, row.plural) from exc
