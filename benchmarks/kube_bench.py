@@ -251,7 +251,12 @@ async def _delete_paths(kube: KubeClient, paths: list[str], *, parallel: int = 3
 
 
 async def wipe(kube: KubeClient) -> None:
-    """Delete every Tephra-kind object outside the system namespaces (nodes included)."""
+    """Delete every Tephra-kind object outside the system namespaces (nodes included), after any
+    tephra-* webhook configuration a killed install test left (they fail closed: no vcjob could be made)."""
+    for plural in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+        path = f"/apis/admissionregistration.k8s.io/v1/{plural}"
+        names = [c["metadata"]["name"] for c in (await kube.request("GET", path))["items"]]
+        await _delete_paths(kube, [f"{path}/{name}" for name in names if name.startswith("tephra-")])
     for row in KINDS.values():
         items, _ = await list_raw(kube, row, None)
         paths = []
