@@ -51,16 +51,18 @@ def _cluster(nodes: list[int], jobs: list[tuple[int, int, int, int, bool]]) -> l
     objs += [{"kind": "PriorityClass", "metadata": {"name": f"p{p}"}, "value": p * 10} for p in range(3)]
     for j, (queue, size, cpu, priority, running) in enumerate(jobs):
         meta = {"name": f"j{j}", "namespace": "ns", "creationTimestamp": f"2025-01-01T00:00:{j:02}Z"}
-        spec = {"minMember": size, "queue": f"q{queue}", "priorityClassName": f"p{priority}"}
+        spec: dict[str, Any] = {"minMember": size, "queue": f"q{queue}", "priorityClassName": f"p{priority}"}
         if j % 2:
             spec["minResources"] = {"cpu": str(size)}
+        if j % 3 == 0:  # per role minimums (vcjobs set them): the gang checks count roles
+            spec["minTaskMember"] = {"worker": size}
         phase = "Running" if running else "Pending"
         objs.append({"kind": "PodGroup", "metadata": meta, "spec": spec, "status": {"phase": phase}})
         for t in range(size + 1):
             pod: dict[str, Any] = {
                 "kind": "Pod",
                 "metadata": {"name": f"j{j}-{t}", "namespace": "ns", "annotations": {
-                    "scheduling.k8s.io/group-name": f"j{j}"
+                    "scheduling.k8s.io/group-name": f"j{j}", "volcano.sh/task-spec": "worker" if t % 4 else "ps"
                 }},
                 "spec": {
                     "schedulerName": "volcano",
@@ -159,6 +161,9 @@ def _same_opening(carried: Opening, fresh: Opening) -> None:
         assert np.array_equal(job.allocated, other.allocated)
         assert (job.ready_task_num(), job.pending_best_effort_num()) == (
             other.ready_task_num(), other.pending_best_effort_num()
+        )  # fmt: skip
+        assert (job.check_task_valid(), job.check_task_ready(), job.check_task_pipelined()) == (
+            other.check_task_valid(), other.check_task_ready(), other.check_task_pipelined()
         )  # fmt: skip
         for uid, task in job.tasks.items():
             twin = other.tasks[uid]

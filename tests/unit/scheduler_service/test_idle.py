@@ -104,10 +104,11 @@ def test_a_held_back_status_is_due_again_and_a_confirmed_one_is_not() -> None:
     cond = PodGroupCondition("Scheduled", "True", "ready", "", "s-1")
     update = PodGroupStatusUpdate("ns/a", "Running", (cond,), 1, 0, 0)
     keep = lambda key: True  # noqa: E731
-    assert sent.due(update, 10.0, None) and sent.next_due(keep) is None
+    assert sent.due(update, 10.0, None)
+    assert sent.next_due(keep) == 10.0 + STATUS_RESEND_S  # sent: due again unless seen stored by then
     assert not sent.due(replace(update, running=2), 10.2, None)  # counts only: held back
     assert sent.next_due(keep) == 10.0 + COUNTS_EVERY_S
-    assert sent.due(replace(update, running=2), 11.0, None) and sent.next_due(keep) is None
+    assert sent.due(replace(update, running=2), 11.0, None)
     assert not sent.due(replace(update, running=2), 11.5, None)  # not seen stored yet: resent later
     assert sent.next_due(keep) == 11.0 + STATUS_RESEND_S
     stored = replace(group("a"), phase="Running", conditions=(cond,))

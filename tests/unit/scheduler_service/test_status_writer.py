@@ -5,6 +5,9 @@ statuses of one PodGroup offered while its write waits make one write, of the ne
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
+
+from service_builders import group
 
 from vc_bus.testing import MemoryStore
 from vc_core.errors import Conflict
@@ -95,3 +98,35 @@ def test_statuses_offered_while_a_write_waits_coalesce_into_one_write_of_the_new
         assert final.status is not None and final.status.phase == "Running"
 
     asyncio.run(scenario())
+
+
+def test_an_unchanged_status_is_judged_once_until_the_store_or_the_members_change() -> None:
+    """The loop offers every PodGroup's status every cycle; the same status on the same stored object
+    gets the answer it got before without the policy being asked again, and what could change that
+    answer (the stored PodGroup, the members, a write still unconfirmed) asks it again."""
+
+    class Members(SoleOwner):
+        pass
+
+    cache, clock = SchedulerCache(), [100.0]
+    owner = Members()
+    owner.members = ("test",)
+    events = SchedulerEvents(lambda event: asyncio.sleep(0), source="test")
+    writer = StatusWriter(None, cache, events, ownership=owner, work=InFlight("t"), clock=lambda: clock[0])  # type: ignore[arg-type]
+    asked: list[str] = []
+    due = writer._sent.due
+    writer._sent.due = lambda *a, **k: asked.append("due") or due(*a, **k)  # type: ignore[method-assign]
+    scheduled = PodGroupCondition("Scheduled", "True", "ready", "", "s-1")
+    update = PodGroupStatusUpdate("ns/g", "Running", (scheduled,), 1, 0, 0)
+    cache.podgroups["ns/g"] = replace(group("g"), phase="Inqueue")
+    assert writer.offer_podgroup(update) and asked == ["due"]
+    assert not writer.offer_podgroup(update) and asked == ["due"] * 2  # sent, unconfirmed: asked again
+    cache.podgroups["ns/g"] = replace(group("g"), phase="Running", conditions=(scheduled,))  # stored now
+    assert not writer.offer_podgroup(update) and asked == ["due"] * 3  # confirmed
+    renewed = replace(update, conditions=(replace(scheduled, transition_id="s-2"),))
+    assert not writer.offer_podgroup(renewed) and asked == ["due"] * 3  # the same status: not asked
+    owner.members = ("test", "other")
+    assert not writer.offer_podgroup(renewed) and asked == ["due"] * 4  # members changed: asked again
+    cache.podgroups["ns/g"] = replace(group("g"), phase="Pending")  # someone else wrote the status
+    clock[0] += 60
+    assert writer.offer_podgroup(renewed) and asked == ["due"] * 5  # written back

@@ -184,14 +184,14 @@ class SchedulerCache:
         """Store the decoded view; False when it equals the one held (which is then kept, the same
         object: the carried session state and ledger view compare objects by identity)."""
         self._order += 1
+        old = table.get(key)
+        # A view's order is its key's first arrival (its place among the others, as in the dict).
+        order = getattr(old, "order", self._order) if old is not None else self._order
         try:
-            obj, meta = decode_json(kind, data)
+            obj, meta = decode_json(kind, data, order)
         except SnapshotError:
             self.decode_errors += 1
             return False
-        old = table.get(key)
-        if hasattr(obj, "order"):  # the key's first arrival: its place among the others, as in the dict
-            obj = replace(obj, order=old.order if old is not None else self._order)
         if kind == "PodGroup":
             job = next((o.name for o in meta.owner_references if o.kind == "Job"), None)
             if job:

@@ -44,6 +44,25 @@ def signature(update: PodGroupStatusUpdate) -> Signature:
     )
 
 
+def same_status(left: PodGroupStatusUpdate, right: PodGroupStatusUpdate) -> bool:
+    """Equal signatures, checked without building them (the loop offers every PodGroup every cycle);
+    conditions in another order compare unequal here, which only costs the full check."""
+    if (left.phase, left.running, left.succeeded, left.failed) != (
+        right.phase,
+        right.running,
+        right.succeeded,
+        right.failed,
+    ):
+        return False
+    if len(left.conditions) != len(right.conditions):
+        return False
+    return all(
+        (a.type, a.status or "", a.reason or "", a.message or "")
+        == (b.type, b.status or "", b.reason or "", b.message or "")
+        for a, b in zip(left.conditions, right.conditions, strict=True)
+    )
+
+
 def counts_only(sent: Signature, now: Signature) -> bool:
     """Two signatures differ only in the pod counts (phase and conditions are the same)."""
     return sent[0] == now[0] and sent[4] == now[4] and sent != now
@@ -68,6 +87,9 @@ class _Held:
 
     def release(self, key: str) -> None:
         self._until.pop(key, None)
+
+    def holds(self, key: str) -> bool:
+        return key in self._until
 
     def next_due(self, keep: Callable[[str], bool]) -> float | None:
         """The earliest release time of the keys still worth writing (`keep`); others are dropped."""
@@ -100,9 +122,14 @@ class SentStatuses:
             if now - sent[1] < STATUS_RESEND_S:
                 self._held.hold(key, sent[1] + STATUS_RESEND_S)  # resent then if the store still disagrees
                 return False
-        self._held.release(key)
+        # Sent: held until the store is seen to say it (a write that failed is resent STATUS_RESEND_S on).
+        self._held.hold(key, now + STATUS_RESEND_S)
         self._sent[key] = (sig, now)
         return True
+
+    def holds(self, key: str) -> bool:
+        """An update of this key was declined for now, or sent and not yet seen stored."""
+        return self._held.holds(key)
 
     def next_due(self, keep: Callable[[str], bool]) -> float | None:
         """The earliest time an update declined for now would be written if offered again (for the

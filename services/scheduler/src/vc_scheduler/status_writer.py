@@ -26,8 +26,9 @@ from vc_scheduler.cache import SchedulerCache, stored_object
 from vc_scheduler.events import SchedulerEvents, timestamp
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.metrics import PG_WRITES, QUEUE_WRITES
-from vc_scheduler.status_policy import SentAllocations, SentStatuses, merge_status
+from vc_scheduler.status_policy import SentAllocations, SentStatuses, merge_status, same_status
 from vc_scheduling.framework.decisions import PodGroupStatusUpdate, QueueStatusUpdate
+from vc_scheduling.snapshot.cluster import PodGroupObj
 
 S = TypeVar("S", PodGroupStatusUpdate, QueueStatusUpdate)
 WRITE_ATTEMPTS = 5
@@ -57,6 +58,9 @@ class StatusWriter:
         self._podgroups: dict[str, PodGroupStatusUpdate] = {}
         self._queues: dict[str, QueueStatusUpdate] = {}
         self._written: dict[str, PodGroup] = {}  # PodGroups as our last status write left them
+        # Per PodGroup the last update the policy judged, the stored object and the members then: an
+        # equal update on the same stored object and members gets the same answer without asking.
+        self._judged: dict[str, tuple[PodGroupStatusUpdate, PodGroupObj | None, tuple[str, ...]]] = {}
 
     @property
     def instance(self) -> str:
@@ -67,10 +71,25 @@ class StatusWriter:
         """Queue a write of the PodGroup's status if this instance owns it and the policy says it is
         due; whether it was queued."""
         key = update.podgroup
-        if not self._own.owns(key) or not self._sent.due(update, self._clock(), self._cache.podgroups.get(key)):
+        stored, members = self._cache.podgroups.get(key), self._own.members
+        judged = self._judged.get(key)
+        if (
+            judged is not None
+            and judged[1] is stored
+            and judged[2] is members
+            and not self._sent.holds(key)
+            and same_status(judged[0], update)
+        ):
+            return False  # sent (or found stored) before, and nothing changed since: not due
+        if not self._own.owns(key):
+            return False
+        self._judged[key] = (update, stored, members)
+        if not self._sent.due(update, self._clock(), stored):
             return False
         live = self._cache.podgroups
         self._sent.forget_all_but(live, above=4 * max(SENT_MIN, len(live)))
+        if len(self._judged) > 4 * max(SENT_MIN, len(live)):
+            self._judged = {k: v for k, v in self._judged.items() if k in live}
         self._coalesce(self._podgroups, key, update, "PodGroupStatus", self.write_podgroup)
         return True
 

@@ -74,7 +74,7 @@ class Journal:
     def __init__(self, table: NodeTable) -> None:
         self._table = table
         self._tasks: dict[int, tuple[TaskInfo, TaskStatus, str, TaskStatus | None]] = {}
-        self._jobs: dict[int, tuple[JobInfo, dict[TaskStatus, dict[str, TaskInfo]], int, int, Vector]] = {}
+        self._jobs: dict[int, tuple[JobInfo, dict[TaskStatus, dict[str, TaskInfo]], tuple[object, ...], Vector]] = {}
         self._rows: dict[int, tuple[NodeInfo, np.ndarray, float, dict[str, TaskInfo]]] = {}
 
     def task(self, task: TaskInfo) -> None:
@@ -84,7 +84,13 @@ class Journal:
     def job(self, job: JobInfo) -> None:
         if id(job) not in self._jobs:
             by_status = {status: dict(tasks) for status, tasks in job.by_status.items()}
-            self._jobs[id(job)] = (job, by_status, job._ready, job._pending_best_effort, job.allocated.copy())
+            tallies = (
+                job._ready,
+                job._pending_best_effort,
+                {role: dict(counts) for role, counts in job._roles.items()},
+                dict(job._roles_pending_best_effort),
+            )
+            self._jobs[id(job)] = (job, by_status, tallies, job.allocated.copy())
 
     def row(self, node: NodeInfo) -> None:
         if node.row not in self._rows:
@@ -94,13 +100,9 @@ class Journal:
     def restore(self) -> None:
         for task, status, node_name, last_tx in self._tasks.values():
             task.status, task.node_name, task.last_tx_status = status, node_name, last_tx
-        for job, by_status, ready, pending_best_effort, allocated in self._jobs.values():
-            job.by_status, job._ready, job._pending_best_effort, job.allocated = (
-                by_status,
-                ready,
-                pending_best_effort,
-                allocated,
-            )
+        for job, by_status, tallies, allocated in self._jobs.values():
+            job.by_status, job.allocated = by_status, allocated
+            job._ready, job._pending_best_effort, job._roles, job._roles_pending_best_effort = tallies  # type: ignore[assignment]
         for row, (node, accounts, pods, tasks) in self._rows.items():
             self._table.set_account_row(row, accounts, pods)
             node.tasks = tasks

@@ -11,7 +11,7 @@ import numpy as np
 from vc_scheduling.framework.carried import CarriedState
 from vc_scheduling.framework.conf import SchedulerConf
 from vc_scheduling.framework.decisions import PodGroupStatusUpdate, QueueStatusUpdate
-from vc_scheduling.framework.interfaces import Plugin, PluginFactory
+from vc_scheduling.framework.interfaces import Plugin, PluginFactory, ValidateResult
 from vc_scheduling.framework.model import (
     ALLOCATED_STATUSES,
     COMPLETED_STATUSES,
@@ -75,12 +75,23 @@ def _drop_invalid_jobs(ssn: Session) -> None:
     for job in list(ssn.jobs.values()):
         if job.phase == PodGroupPhase.PENDING:
             continue
-        result = ssn.job_valid(job)
+        result = _opening_validity(ssn, job)
         if result is None:
             continue
         condition = PodGroupCondition(UNSCHEDULABLE, "True", result.reason, result.message, ssn.uid)
         ssn.update_podgroup_condition(job, condition)
         ssn.invalid_jobs[job.uid] = ssn.jobs.pop(job.uid)
+
+
+def _opening_validity(ssn: Session, job: JobInfo) -> ValidateResult | None:
+    """ssn.job_valid as the job opens, memoised on the job for the conf it was asked under (the JobValid
+    functions are the conf's plugins'; the job opens the same every cycle while carried unchanged)."""
+    memo = job.opening_memo.get("framework.valid")
+    if memo is not None and memo[0] is ssn.conf:  # the conf object itself is held: its id is not reused
+        return memo[1]  # type: ignore[no-any-return]
+    result = ssn.job_valid(job)
+    job.opening_memo["framework.valid"] = (ssn.conf, result)
+    return result
 
 
 def close_session(

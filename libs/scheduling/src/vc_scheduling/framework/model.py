@@ -111,6 +111,10 @@ class JobInfo:
     # Kept up to date on every status change: job ordering asks for them thousands of times a cycle.
     _ready: int = 0
     _pending_best_effort: int = 0
+    # Per role (task spec) of a job with minTaskMember: tasks by status, and pending best-effort ones,
+    # so the per-role gang checks count roles instead of walking every task.
+    _roles: dict[str, dict[TaskStatus, int]] = field(default_factory=dict)
+    _roles_pending_best_effort: dict[str, int] = field(default_factory=dict)
 
     def reopen(self) -> None:
         """What a session writes on the job itself (phase, conditions, fit errors, explanations) back to
@@ -124,10 +128,20 @@ class JobInfo:
         self.job_fit_errors = ""
 
     def _tally(self, task: TaskInfo, sign: int) -> None:
-        if task.status in READY_STATUSES:
+        status = task.status
+        pending_best_effort = status == TaskStatus.PENDING and task.best_effort
+        if status in READY_STATUSES:
             self._ready += sign
-        elif task.status == TaskStatus.PENDING and task.best_effort:
+        elif pending_best_effort:
             self._pending_best_effort += sign
+        if self.task_min_available:
+            counts = self._roles.get(task.role)
+            if counts is None:
+                counts = self._roles[task.role] = {}
+            counts[status] = counts.get(status, 0) + sign
+            if pending_best_effort:
+                roles = self._roles_pending_best_effort
+                roles[task.role] = roles.get(task.role, 0) + sign
 
     def add_task(self, task: TaskInfo) -> None:
         self.tasks[task.uid] = task
@@ -188,14 +202,18 @@ class JobInfo:
         return sum(self.task_min_available.values())
 
     def _roles_meeting(self, counted: frozenset[TaskStatus], *, best_effort_pending: bool) -> bool:
+        """Every role with a minimum has that many tasks in `counted` (pending best-effort ones too when
+        `best_effort_pending`; no counted set holds Pending, so none is counted twice)."""
         if not self.task_min_available or self.min_available < self.task_min_total():
             return True
-        occupied: dict[str, int] = {}
-        for task in self.tasks.values():
-            pending_be = best_effort_pending and task.status == TaskStatus.PENDING and task.best_effort
-            if task.status in counted or pending_be:
-                occupied[task.role] = occupied.get(task.role, 0) + 1
-        return all(occupied.get(role, 0) >= need for role, need in self.task_min_available.items())
+        for role, need in self.task_min_available.items():
+            counts = self._roles.get(role, {})
+            occupied = sum(n for status, n in counts.items() if status in counted)
+            if best_effort_pending:
+                occupied += self._roles_pending_best_effort.get(role, 0)
+            if occupied < need:
+                return False
+        return True
 
     def check_task_ready(self) -> bool:
         return self._roles_meeting(READY_STATUSES, best_effort_pending=True)

@@ -159,6 +159,11 @@ def _container_requests(container: kube.Container, field: str) -> Resources:
 
 def pod_requests(spec: kube.PodSpec) -> Resources:
     """Σ containers, at least the largest init container, plus overhead (Volcano's InitResreq)."""
+    if len(spec.containers) == 1 and not spec.init_containers and not spec.overhead:
+        # The common pod (the scheduler's cache decodes every pod change): its one container's requests,
+        # the same values add() would give, without the sums.
+        only = _container_requests(spec.containers[0], "spec.containers[0]")
+        return {name: value for name, value in only.items() if value != 0 and name != "pods"}
     total = add(*(_container_requests(c, f"spec.containers[{i}]") for i, c in enumerate(spec.containers)))
     for i, init in enumerate(spec.init_containers):
         total = maximum(total, _container_requests(init, f"spec.initContainers[{i}]"))
