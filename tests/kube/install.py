@@ -33,6 +33,7 @@ ACCOUNTS = {
     "gc": "tephra-gc",
     "scheduler": "tephra-scheduler",
     "node-sim": "tephra-node-sim",
+    "nats-bootstrap": "tephra-nats-bootstrap",  # the one-shot Job that closes NATS (deploy/k8s/base/nats-bootstrap.yaml)
 }
 WEBHOOK_CONFIGS = {
     "mutatingwebhookconfigurations": "tephra-mutate",

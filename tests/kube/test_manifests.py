@@ -133,7 +133,7 @@ def test_every_service_runs_on_kube_under_its_own_bound_service_account(target: 
     deployments = {d["metadata"]["name"]: d for d in of_kind("Deployment", target)}
     assert sorted(deployments) == sorted(f"tephra-{s}" for s in SERVICES + READ_ONLY_SERVICES)
     config = named("ConfigMap", "tephra-config", target)["data"]
-    assert config["VC_BACKEND"] == "kube" and config["VC_NATS__URL"] == "nats://nats.tephra-system.svc:4222"
+    assert config["VC_BACKEND"] == "kube" and config["VC_NATS__URL"] == "tls://nats.tephra-system.svc:4222"
     accounts = {d["metadata"]["name"] for d in of_kind("ServiceAccount", target)}
     seen = set()
     for service in SERVICES:
@@ -159,15 +159,15 @@ def test_production_runs_three_nats_servers_and_r3_dev_one() -> None:
     for conf in (cluster_conf, named("ConfigMap", "nats-config", "overlays/dev")["data"]["nats-server.conf"]):
         assert "sync_interval: always" in conf
     volumes = {v["name"]: v for v in production["spec"]["template"]["spec"]["volumes"]}
-    assert volumes["tls"]["secret"] == {"secretName": "nats-tls", "optional": True}  # room for NATS TLS
-    assert volumes["auth"]["secret"] == {"secretName": "nats-auth", "optional": True}  # and credentials
+    assert volumes["tls"]["secret"] == {"secretName": "nats-tls"}  # TLS and identities: never open (issue 13)
+    assert volumes["auth"]["secret"] == {"secretName": "nats-auth"}
 
 
 def test_the_scheduler_conf_is_deploy_scheduler_conf_mounted_as_a_file() -> None:
     conf = named("ConfigMap", "tephra-scheduler-conf")["data"]["volcano-scheduler.conf"]
     assert conf == (ROOT / "deploy" / "scheduler" / "volcano-scheduler.conf").read_text()
     pod = named("Deployment", "tephra-scheduler")["spec"]["template"]["spec"]
-    (mount,) = pod["containers"][0]["volumeMounts"]
+    (mount,) = [m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "scheduler-conf"]
     assert "subPath" not in mount  # a subPath mount would never see the ConfigMap change
     args = pod["containers"][0]["args"]
     assert args[args.index("--scheduler-conf") + 1] == f"{mount['mountPath']}/volcano-scheduler.conf"

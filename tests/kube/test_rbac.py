@@ -123,6 +123,8 @@ EXPECTED: dict[str, dict[tuple[str, str], set[str]]] = {
         ("scheduling.volcano.sh", "queues"): {"get"},
         ("scheduling.volcano.sh", "queues/status"): {"patch"},
     },
+    # Closing NATS: Secrets in tephra-system only (test below), nothing in a user's namespace.
+    "tephra-nats-bootstrap": {},
     # The hollow kubelet: its Nodes and their status, pod status, removing pods that ended.
     "tephra-node-sim": {
         ("", "nodes"): {"get", "create", "patch"},
@@ -220,3 +222,27 @@ async def test_nobody_may_escalate_bind_or_impersonate(installed_rbac: KubeClien
             ("impersonate", "serviceaccounts", ""),
         ):
             assert not await can(installed_rbac, account, verb, resource, group=group), (account, verb, resource)
+
+
+async def test_the_nats_bootstraps_secret_rights_end_at_the_nats_secrets(installed_rbac: KubeClient) -> None:
+    from vc_security.cluster import secret_names
+
+    kube, account = installed_rbac, "tephra-nats-bootstrap"
+    for name in secret_names():
+        for verb in ("get", "patch"):
+            assert await can(kube, account, verb, "secrets", namespace=NAMESPACE, name=name), (verb, name)
+        for verb in ("update", "delete"):
+            assert not await can(kube, account, verb, "secrets", namespace=NAMESPACE, name=name), (verb, name)
+    # create names no object yet, so RBAC cannot narrow it to names: it stays in tephra-system
+    assert await can(kube, account, "create", "secrets", namespace=NAMESPACE)
+    assert not await can(kube, account, "create", "secrets", namespace=USER_NAMESPACE)
+    for verb in ("get", "list", "watch", "patch"):
+        assert not await can(kube, account, verb, "secrets", namespace=NAMESPACE, name="tephra-admission-tls")
+        assert not await can(kube, account, verb, "secrets", namespace=USER_NAMESPACE, name="job-ssh")
+    # Who else can read an identity's NATS credentials: those whose work on jobs' Secrets in every
+    # namespace needs a cluster-wide `get` on Secrets, which RBAC cannot narrow by label or namespace
+    # list: the relay (it mirrors only Tephra's own, vc_kube.relay.MIRRORED_ONLY), the job controller
+    # (ssh Secrets) and gc (deletes them). docs/install.md says so.
+    readers = {a for a in ACCOUNTS.values() if await can(kube, a, "get", "secrets", namespace=NAMESPACE,
+                                                         name="tephra-nats-admin")}
+    assert readers == {account, "tephra-kube-relay", "tephra-job-controller", "tephra-gc"}
