@@ -18,7 +18,7 @@ from prometheus_client import Counter, Histogram
 
 from vc_bus.decoding import CorruptObject
 from vc_bus.dispatch import KeyedDispatcher
-from vc_core.errors import Conflict, NotFound, TemporaryError
+from vc_core.errors import NotFound, PermanentError
 from vc_core.store import ObjectStore
 from vc_job_controller import requests as rq
 from vc_job_controller.admissibility import Admissibility
@@ -175,7 +175,12 @@ class JobController:
         try:
             if job is not None:
                 await self._reconcile(key, job, requests)
-        except (Conflict, TemporaryError):
+        except PermanentError:
+            raise  # the dispatcher gives the key up: so do we
+        except Exception:
+            # A conflict, a temporary error, or a transport one (a NATS timeout while a cluster elects a
+            # leader): the dispatcher retries the key, so the requests must still be here to retry. A new
+            # job has nothing else that would wake it (found by make chaos: jobs never started).
             queue.extendleft(reversed(requests))  # try the same requests again on fresh state
             raise
         finally:

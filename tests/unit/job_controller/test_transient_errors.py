@@ -1,0 +1,65 @@
+"""A transport error while a job is reconciled keeps its request for the retry (found by `make chaos`,
+seed 1: jobs submitted while a cluster server was down never started).
+
+The dispatcher retries the job's key with backoff after any error; the job controller used to keep
+the request only for Conflict and TemporaryError, so after a NATS timeout the retry found nothing to
+do, and a new job, which nothing else would wake, waited forever with no status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TypeVar
+
+import pytest
+from jc_builders import job, task
+from nats.js.errors import NoStreamResponseError
+
+from vc_bus.testing import MemoryStore
+from vc_job_controller.controller import JobController
+from vc_proto.events import DomainEvent
+from vc_proto.kinds import KubeObject
+from vc_proto.meta import ObjectMeta
+from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, Queue
+from vc_runtime.sharding import SoleOwner
+
+ObjT = TypeVar("ObjT", bound=KubeObject)
+
+
+class FlakyStore(MemoryStore):
+    """The first `failures` creates fail as a JetStream request does while its stream has no leader."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    async def create(self, obj: ObjT) -> ObjT:
+        if self.failures and isinstance(obj, PodGroup):
+            self.failures -= 1
+            raise NoStreamResponseError
+        return await super().create(obj)
+
+
+async def _no_history(event: DomainEvent) -> int:
+    return 0
+
+
+def test_a_new_job_is_reconciled_once_the_store_answers_again() -> None:
+    async def scenario() -> None:
+        store = FlakyStore(failures=1)
+        controller = JobController(store, _no_history, SoleOwner(), source="test")  # type: ignore[arg-type]
+        default = Queue(api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(name="default"))
+        controller.queues.remember(await store.create(default))
+        new = await store.create(job([task("worker", 2)], name="train"))
+        controller.jobs.remember(new)
+        controller._job_changed(None, new)
+        key = ("ns", "train")
+
+        with pytest.raises(NoStreamResponseError):
+            await controller._handle(key)
+        assert key in controller.pending  # kept for the dispatcher's retry
+        await controller._handle(key)
+        groups, _ = await store.list(PodGroup, "ns")
+        assert len(groups) == 1  # the job got going
+
+    asyncio.run(scenario())
