@@ -355,21 +355,27 @@ class _Replay:
         self._check_jobs(history)
 
     def _check_submissions(self, history: History) -> None:
-        lost = {(c.key, c.seq) for c in self.lost["Job"]}
-        created = {(c.key, c.seq) for c in self._every_job_change() if c.previous == 0 and c.op == "put"}
+        def creations(changes: Iterable[Change]) -> set[tuple[str, int]]:
+            return {(c.key, c.seq) for c in changes if c.previous == 0 and c.op == "put"}
+
+        kept, lost = creations(self.applied["Job"]), creations(self.lost["Job"])
         for sub in history.submissions:
             if sub.outcome == "refused":
                 self._violate("job-refused", f"valid job {sub.key} refused: {sub.detail}", [])
-            elif sub.outcome == "acked":
-                if (sub.key, sub.revision) in lost:
-                    self.verdict.lost_unsynced += 1
-                elif (sub.key, sub.revision) not in created:
-                    self._violate(
-                        "job-lost",
-                        f"admission acknowledged job {sub.key} at rev {sub.revision}, "
-                        "but the store's history never held that revision",
-                        self.trails[("Job", sub.key)],
-                    )
+                continue
+            if sub.outcome != "acked":
+                continue
+            if _created(sub.key, sub.revision, kept):
+                continue
+            if _created(sub.key, sub.revision, lost):
+                self.verdict.lost_unsynced += 1
+                continue
+            self._violate(
+                "job-lost",
+                f"admission acknowledged job {sub.key} at rev {sub.revision}, "
+                "but the store's history never held that revision",
+                self.trails[("Job", sub.key)],
+            )
 
     def _every_job_change(self) -> Iterable[Change]:
         yield from self.applied["Job"]
@@ -405,6 +411,12 @@ class _Replay:
     def _violate(self, invariant: str, message: str, trail: Iterable[Change]) -> None:
         steps = tuple(c.describe() for c in trail)
         self.verdict.violations.append(Violation(invariant, message, steps))
+
+
+def _created(key: str, revision: int, creations: set[tuple[str, int]]) -> bool:
+    """Whether `key` was created at `revision`; revision 0 (a retry found the job there, the first
+    attempt's answer was lost) matches any creation of the key."""
+    return any(k == key for k, _ in creations) if revision == 0 else (key, revision) in creations
 
 
 def _fmt(value: Fraction) -> str:

@@ -88,8 +88,12 @@ async def _apply(world: World, fault: Fault) -> None:
             world.fleet.instances[fault.target].kill()  # the supervisor restarts it
         case "stop":
             instance = world.fleet.instances[fault.target]
-            if not instance.pause():
-                world.skipped.append(f"{fault.label()} (not running)")
+            for _ in range(100):  # killed a moment ago by another fault: pause it once it is back
+                if instance.pause():
+                    break
+                await asyncio.sleep(0.1)
+            else:
+                world.skipped.append(f"{fault.label()} (never running)")
                 return
             await asyncio.sleep(fault.duration_s)
             instance.resume()

@@ -223,6 +223,8 @@ class Fleet:
                 if line.startswith(prefix):
                     name, _, value = line.rpartition(" ")
                     base = name.split("{", 1)[0]
+                    if base.endswith("_created"):
+                        continue  # the time a counter appeared, not a count
                     totals[base] = totals.get(base, 0.0) + float(value)
         return totals
 

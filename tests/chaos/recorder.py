@@ -21,9 +21,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 import nats
@@ -40,6 +40,7 @@ from tests.chaos.history import RECORDED_KINDS, Change, Gap, History, Rollback, 
 from vc_proto.subjects import bucket
 
 REC_PREFIX = "chaosrec"
+T = TypeVar("T")
 BATCH = 1024
 REPAIR_AFTER_S = 1.0  # a copy missing this long is read back from the bucket's stream
 STREAM_OF = {kind: f"KV_{bucket(kind)}" for kind in RECORDED_KINDS}
@@ -101,22 +102,26 @@ class Recorder:
             self.listeners.append(listener)
         self.held = []  # copies of writes the backfill below reads: ordered after it
         for stream in STREAM_OF.values():
-            info = await self.js.stream_info(stream)
+            await _retrying(lambda s=stream: self._republish_and_mirror(s))
+        for kind, stream in STREAM_OF.items():
+            head = await _retrying(lambda s=stream: self.js.stream_info(s))
+            await _retrying(lambda k=kind, s=stream, u=head.state.last_seq: self._backfill(k, s, upto=u))
+        self._release()
+
+    async def _republish_and_mirror(self, stream: str) -> None:
+        info = await self.js.stream_info(stream)
+        if info.config.republish is None:
             info.config.republish = api.RePublish(src=">", dest=f"{REC_PREFIX}.>")
             await self.js.update_stream(info.config)
-            # The server mirrors the bucket too (every revision, kept): where a copy is missing (no
-            # listener was connected, e.g. right after a restart) the mirror still has it.
-            await self.js.add_stream(
-                api.StreamConfig(
-                    name=MIRROR_OF[stream],
-                    storage=api.StorageType.FILE,
-                    num_replicas=info.config.num_replicas,
-                    mirror=api.StreamSource(name=stream),
-                )
-            )
-        for kind, stream in STREAM_OF.items():
-            await self._backfill(kind, stream, upto=(await self.js.stream_info(stream)).state.last_seq)
-        self._release()
+        # The server mirrors the bucket too (every revision, kept): where a copy is missing (no listener
+        # was connected, e.g. right after a restart) the mirror still has it.
+        mirror = api.StreamConfig(
+            name=MIRROR_OF[stream],
+            storage=api.StorageType.FILE,
+            num_replicas=info.config.num_replicas,
+            mirror=api.StreamSource(name=stream),
+        )
+        await self.js.add_stream(mirror)
 
     async def close(self) -> None:
         for client in [*self.listeners, *([self.nc] if self.nc else [])]:
@@ -267,7 +272,7 @@ class Recorder:
             for kind, stream in STREAM_OF.items():
                 for attempt in range(attempts):
                     try:
-                        newest = await self._newest(kind, stream)
+                        newest = await self._confirmed(kind, stream, await self._newest(kind, stream))
                         break
                     except Exception:  # a cluster still electing leaders: ask again
                         if attempt == attempts - 1:
@@ -297,8 +302,23 @@ class Recorder:
                 await psub.unsubscribe()
         return newest
 
+    async def _confirmed(self, kind: str, stream: str, newest: dict[str, int]) -> dict[str, int]:
+        """Ask the stream's leader about every key the survey found older than the record: a consumer
+        may read a replica that is still catching up (a server just restarted), the leader has every
+        acknowledged write."""
+        subject = f"$KV.{bucket(kind)}."
+        for key, recorded in self.key_last[kind].items():
+            if newest.get(key, 0) >= recorded:
+                continue
+            try:
+                newest[key] = (await self.js.get_last_msg(stream, subject + key)).seq or 0
+            except NotFoundError:
+                newest[key] = 0
+        return newest
+
     async def stream_heads(self) -> dict[str, int]:
-        return {kind: (await self.js.stream_info(stream)).state.last_seq for kind, stream in STREAM_OF.items()}
+        heads = {kind: await _retrying(lambda s=stream: self.js.stream_info(s)) for kind, stream in STREAM_OF.items()}
+        return {kind: info.state.last_seq for kind, info in heads.items()}
 
     async def rolled_back(self, synced: Mapping[str, int], why: str) -> None:
         """The store was restored to an older copy (the servers are up again, the services still down):
@@ -306,13 +326,13 @@ class Recorder:
         self._hold()
         try:
             for kind, stream in STREAM_OF.items():
-                kept = (await self.js.stream_info(stream)).state.last_seq
+                kept = (await _retrying(lambda s=stream: self.js.stream_info(s))).state.last_seq
                 self.early[kind] = {}  # copies of the lost interval that never got in order
                 if kept < self.last[kind]:
                     self.history.records.append(Rollback(kind, kept, synced[kind], time.time()))
                     self._forget_after(kind, kept)
                 elif kept > self.last[kind]:
-                    await self._backfill(kind, stream, upto=kept)
+                    await _retrying(lambda k=kind, s=stream, u=kept: self._backfill(k, s, upto=u))
         finally:
             self._release()
         await self.survey(why)
@@ -339,7 +359,7 @@ class Recorder:
         self._hold()
         try:
             for kind, stream in STREAM_OF.items():
-                newest[kind] = await self._newest(kind, stream)
+                newest[kind] = await self._newest(kind, stream)  # here only newer than the record matters
         finally:
             self._release()
         deadline = time.monotonic() + settle_s
@@ -357,6 +377,16 @@ class Recorder:
                 break
         for kind, key, seq in missing:
             self.history.gaps.append(Gap(kind, seq, "the store ends on it, the record never saw it", key))
+
+
+async def _retrying(call: Callable[[], Awaitable[T]], *, attempts: int = 60) -> T:
+    """A JetStream request while a cluster elects leaders (or a server restarts) may fail: ask again."""
+    for _ in range(attempts - 1):
+        try:
+            return await call()
+        except (nats.errors.Error, TimeoutError, OSError):
+            await asyncio.sleep(0.5)
+    return await call()
 
 
 def _op(headers: Mapping[str, str] | None) -> str:

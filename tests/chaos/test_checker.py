@@ -231,6 +231,18 @@ def test_an_acknowledged_job_missing_from_the_store_is_lost(tape: Tape) -> None:
     assert "default.ghost at rev 7" in verdict.violations[0].message
 
 
+def test_an_acknowledgement_without_a_revision_needs_the_key_created(tape: Tape) -> None:
+    """A retry that found the job already there knows no revision: any creation of the key will do."""
+    tape.job("found", "Completed")
+    tape.history.submissions += [
+        Submission("found", "default.found", "acked", tape.now, detail="an earlier attempt landed"),
+        Submission("gone", "default.gone", "acked", tape.now, detail="an earlier attempt landed"),
+    ]
+    verdict = tape.check()
+    assert invariants(verdict) == ["job-lost"]
+    assert "default.gone at rev 0" in verdict.violations[0].message
+
+
 def test_a_refused_valid_job_is_reported(tape: Tape) -> None:
     tape.history.submissions.append(Submission("j", "default.j", "refused", tape.now, detail="Invalid: queue q closed"))
     assert invariants(tape.check()) == ["job-refused"]
