@@ -72,7 +72,8 @@ def summary_lines(counts: KubeCounts) -> list[str]:
     if counts.skipped_for_apiserver:
         lines = [
             "!" * 100,
-            f"!!! KUBE TESTS SKIPPED: {counts.skipped_for_apiserver} of {counts.total} did not run: no kube-apiserver",
+            f"!!! KUBE TESTS SKIPPED: {counts.skipped_for_apiserver} of {counts.total} did not run: the kube-apiserver"
+            " was missing or busy",
             f"!!! {line}",
             *(f"!!!   {n} x {reason}" for reason, n in counts.reasons.most_common()),
             "!" * 100,

@@ -32,6 +32,6 @@ def test_tests_skipped_for_want_of_an_apiserver_raise_the_banner() -> None:
     stats = {"skipped": [report(f"k::{i}", "setup", NO_APISERVER) for i in range(3)]}
     counts = count_kube_tests(stats, frozenset({"k::0", "k::1", "k::2"}))
     lines = summary_lines(counts)
-    assert lines[1] == "!!! KUBE TESTS SKIPPED: 3 of 3 did not run: no kube-apiserver"
+    assert lines[1] == "!!! KUBE TESTS SKIPPED: 3 of 3 did not run: the kube-apiserver was missing or busy"
     assert "0 of 3 ran" in lines[2]
     assert lines[3] == "!!!   3 x no kube-apiserver: .kube/config is missing (run `make kube-up`)"
