@@ -149,3 +149,16 @@ def test_sla_timestamps_compare_whatever_their_zone(stamp: str) -> None:
 
     parsed = parse_timestamp(stamp)
     assert parsed == datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def test_a_search_can_start_elsewhere_and_statuses_be_limited_to_some_podgroups() -> None:
+    """Instances sharing a cluster start their node search apart (run_cycle's search_start) and each
+    reports only its own PodGroups' statuses (report)."""
+    from vc_scheduling.cycle import run_cycle
+
+    snap = snapshot(*(node(f"n{i}") for i in range(4)), podgroup("a"), pod("a-0", "a"), podgroup("b"), pod("b-0", "b"))
+    conf = load_scheduler_conf()
+    assert run_cycle(snap, conf).binds == {"default/a-0": "n0", "default/b-0": "n1"}
+    later = run_cycle(snap, conf, search_start=0.5, report=lambda key: key == "default/b")
+    assert later.binds == {"default/a-0": "n2", "default/b-0": "n3"}
+    assert set(later.podgroups) == {"default/b"}

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from service_builders import group, pod
 
-from vc_scheduler.cache import SchedulerCache, _new_work
+from vc_scheduler.cache import BOUND_BY, SchedulerCache, _new_work
 
 
 def test_new_pods_and_freed_resources_wake_the_loop() -> None:
@@ -50,3 +50,28 @@ def test_a_change_nothing_reads_keeps_the_object_and_the_version() -> None:
     bigger = {**node, "status": {"allocatable": {"cpu": "8"}}}
     assert cache._put("Node", "n1", json.dumps(bigger).encode(), cache.nodes)
     assert cache.nodes["n1"] is not first
+
+
+def test_the_stored_bind_of_an_assumed_pod_keeps_the_assumed_object() -> None:
+    """The watch showing our own bind (the bound-by annotation aside, what we assumed) changes nothing a
+    cycle reads; the pod stops counting as only assumed, and a late 'bind failed' undoes nothing."""
+    cache = SchedulerCache()
+    pod_doc = {
+        "kind": "Pod",
+        "metadata": {"name": "a", "namespace": "ns", "uid": "u", "annotations": {"scheduling.k8s.io/group-name": "g"}},
+        "spec": {"schedulerName": "volcano", "containers": [{"resources": {"requests": {"cpu": "1"}}}]},
+    }
+    assert cache._put("Pod", "ns/a", json.dumps(pod_doc).encode(), cache.pods)
+    cache.assume("ns/a", "n1")
+    assumed = cache.pods["ns/a"]
+    assert cache.assumed() == {"ns/a"}
+    annotations = {**pod_doc["metadata"]["annotations"], BOUND_BY: "s0/1"}  # type: ignore[dict-item]
+    bound = {**pod_doc, "metadata": {**pod_doc["metadata"], "annotations": annotations}}
+    bound["spec"] = {**pod_doc["spec"], "nodeName": "n1"}  # type: ignore[dict-item]
+    assert not cache._put("Pod", "ns/a", json.dumps(bound).encode(), cache.pods)
+    assert cache.pods["ns/a"] is assumed and cache.assumed() == frozenset()
+    version = cache.version
+    cache.forget_assumed("ns/a")  # the binder's write timed out, yet the store has it
+    assert cache.pods["ns/a"] is assumed and cache.version == version
+    elsewhere = {**bound, "spec": {**bound["spec"], "nodeName": "n2"}}
+    assert cache._put("Pod", "ns/a", json.dumps(elsewhere).encode(), cache.pods)  # bound elsewhere: a change

@@ -157,3 +157,38 @@ def test_the_loop_skips_idle_periods_and_cycles_again_on_a_change() -> None:
         await runner
 
     asyncio.run(scenario())
+
+
+def test_only_work_this_instance_can_do_wakes_it_early() -> None:
+    """New pods of another instance's PodGroup wait for the period (that instance places them); freed
+    resources and this instance's new demands wake it at once."""
+    from vc_core.ownership import rendezvous_owner
+
+    class TwoMembers(SoleOwner):
+        def __init__(self) -> None:
+            super().__init__("s0")
+            self.members = ("s0", "s1")
+
+    cache = SchedulerCache()
+    owner = TwoMembers()
+    events = SchedulerEvents(lambda event: asyncio.sleep(0), source="test")
+    work = InFlight("s0")
+    loop = SchedulingLoop(
+        cache,
+        load_scheduler_conf(),
+        binder=GangBinder(None, cache, events, ownership=owner, work=work),  # type: ignore[arg-type]
+        evictor=Evictor(None, events, ownership=owner, work=work),  # type: ignore[arg-type]
+        statuses=StatusWriter(None, cache, events, ownership=owner, work=work),  # type: ignore[arg-type]
+        period_s=1.0,
+        instance="s0",
+        members=owner,
+    )
+    keys = [f"ns/g{i}" for i in range(20)]
+    theirs = next(k for k in keys if rendezvous_owner(k, owner.members) == "s1")
+    ours = next(k for k in keys if rendezvous_owner(k, owner.members) == "s0")
+    cache.demands.add(theirs)
+    assert not loop._work_for_us()
+    cache.demands.add(ours)
+    assert loop._work_for_us() and cache.demands == set()  # taken
+    cache.shared_work = True
+    assert loop._work_for_us()

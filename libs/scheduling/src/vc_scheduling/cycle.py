@@ -79,10 +79,17 @@ def run_cycle(
     actions: Registry[ActionFactory] | None = None,
     clock: Clock = time.perf_counter,
     memo: CarriedState | None = None,
+    search_start: float = 0.0,
+    report: Callable[[str], bool] | None = None,
 ) -> CycleResult:
     """Open a session, run the configured actions in order, close it. A `memo` carried from one call
     to the next opens each session on the previous one's state, rebuilding only what changed in the
-    snapshot (see carried.py): the decisions are the same as without it."""
+    snapshot (see carried.py): the decisions are the same as without it.
+
+    `search_start` is where in the node list the first feasible-node search starts, as a fraction:
+    instances sharing a cluster start apart, so their gangs mostly land on different nodes and their
+    ledger reservations rarely meet (one instance: 0, Volcano's start). `report` limits the PodGroup
+    statuses returned to those it names (an instance writes only the ones it owns)."""
     conf = conf or load_scheduler_conf()
     plugins = plugins or in_tree_plugins()
     actions = actions or in_tree_actions()
@@ -99,11 +106,13 @@ def run_cycle(
             timed=timer,
             memo=memo,
         )
+        if len(ssn.nodes):
+            ssn.next_start_row = int(search_start * len(ssn.nodes)) % len(ssn.nodes)
         pending = sum(job.count(TaskStatus.PENDING) for job in ssn.jobs.values())
         for name in conf.actions:
             action = actions[name](conf.action_arguments(name))
             timer(f"action:{name}", partial(action.execute, ssn))
-        statuses, queues = close_session(ssn, instances, timed=timer)
+        statuses, queues = close_session(ssn, instances, timed=timer, report=report)
         pipelined = sorted(t.key for job in ssn.jobs.values() for t in job.tasks_in(TaskStatus.PIPELINED))
     finally:
         if memo is not None:

@@ -27,7 +27,7 @@ from vc_proto import events as ev
 from vc_proto.core import Pod
 from vc_runtime.sharding import FencedStore
 from vc_scheduler import ledger
-from vc_scheduler.cache import SchedulerCache, stored_object
+from vc_scheduler.cache import BOUND_BY, SchedulerCache, stored_object
 from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.gangs import Gang
 from vc_scheduler.inflight import InFlight
@@ -36,7 +36,6 @@ from vc_scheduler.metrics import BINDS, GANGS, TASK_LATENCY
 from vc_scheduling.framework.decisions import Bind
 
 log = structlog.get_logger(__name__)
-BOUND_BY = "scheduling.tephra.dev/bound-by"  # "<instance>/<epoch>": which scheduler life bound the pod
 BIND_ATTEMPTS = 5
 Held = list[tuple[str, list[str]]]  # ledger key -> the pod uids reserved on it, for the rollback
 

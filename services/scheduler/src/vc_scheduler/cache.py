@@ -28,6 +28,7 @@ from vc_scheduling.snapshot.cluster import ClusterSnapshot, NodeObj, PodGroupObj
 from vc_scheduling.snapshot.loader import SnapshotError, decode_json
 
 KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")
+BOUND_BY = "scheduling.tephra.dev/bound-by"  # "<instance>/<epoch>": which scheduler life bound the pod
 MAX_TOMBSTONES = 200_000
 ObjT = TypeVar("ObjT", bound=KubeObject)
 
@@ -61,6 +62,27 @@ def _new_work(kind: str, old: Any, new: Any) -> bool:
     )
 
 
+def _confirms(assumed: PodObj, stored: PodObj) -> bool:
+    """The stored pod is the assumed one bound as assumed: equal but for the bound-by annotation."""
+    if stored.node_name != assumed.node_name or stored.annotations == assumed.annotations:
+        return stored == assumed
+    extra = stored.annotations.keys() - assumed.annotations.keys()
+    if extra - {BOUND_BY} or assumed.annotations.keys() - stored.annotations.keys():
+        return False
+    return replace(stored, annotations=assumed.annotations) == assumed
+
+
+def _demand(kind: str, old: Any, new: Any) -> str | None:
+    """For new work: the PodGroup key whose demand it is (a new pod of a group, a new or changed
+    PodGroup: only the instance owning that PodGroup has work), else None (freed resources, a node, a
+    queue, a priority class: something every instance plans around)."""
+    if kind == "PodGroup" and new is not None:
+        return str(new.key)
+    if kind == "Pod" and old is None and new is not None and new.group_name:
+        return f"{new.namespace}/{new.group_name}"
+    return None
+
+
 class SchedulerCache:
     def __init__(self) -> None:
         self.nodes: dict[str, NodeObj] = {}
@@ -72,6 +94,10 @@ class SchedulerCache:
         self.owner_job: dict[str, str] = {}
         self.synced = {kind: asyncio.Event() for kind in KINDS}
         self.changed = asyncio.Event()  # set on a change that may give a cycle new work (wakes the loop)
+        # What that new work is, since the loop last drained it: the PodGroups with new demands, and
+        # whether anything else came (resources freed, nodes, queues): work for every instance.
+        self.demands: set[str] = set()
+        self.shared_work = False
         # Bumped on every change of what a cycle reads, new work or not (not on assume: an assumed bind
         # is what the last cycle decided). An unchanged version means a cycle would see what the last saw.
         self.version = 0
@@ -79,6 +105,9 @@ class SchedulerCache:
         self.decode_errors = 0
         self._gone: OrderedDict[str, float] = OrderedDict()  # uid -> when the pod was seen deleted
         self._assumed: dict[str, tuple[PodObj, float]] = {}  # pod key -> the assumed object, when
+        # Assumed binds the watch has shown stored (the assumed object stays: it says the same): when
+        # they were assumed, until the binder reports the bind written.
+        self._confirmed: dict[str, float] = {}
         # Stored bytes and revision of each unbound pod: a bind is then one compare-and-set, without
         # first reading the pod back (a stale copy only costs a Conflict and the read after all).
         self._unbound_raw: dict[str, tuple[bytes, int]] = {}
@@ -107,9 +136,12 @@ class SchedulerCache:
         """Undo an assume whose bind did not happen. Only while the cache still holds the assumed
         object: once the watch delivered the stored pod (maybe bound elsewhere) that is the truth."""
         held = self._assumed.pop(pod_key, None)
+        if self._confirmed.pop(pod_key, None) is not None:
+            return  # the store has the bind after all (the watch showed it): nothing to undo
         if held is not None and self.pods.get(pod_key) is held[0]:
             self.pods[pod_key] = replace(held[0], node_name="")
         self.version += 1
+        self.shared_work = True  # the node it was assumed on has room again
         self.changed.set()
 
     def assumed(self) -> frozenset[str]:
@@ -125,7 +157,8 @@ class SchedulerCache:
     def bound(self, pod_key: str) -> float | None:
         """The bind was written: stop tracking the assume; the monotonic time it was assumed."""
         held = self._assumed.pop(pod_key, None)
-        return held[1] if held else None
+        confirmed = self._confirmed.pop(pod_key, None)
+        return held[1] if held else confirmed
 
     async def follow(self, js: Any, kind: str, shutdown: asyncio.Event) -> None:
         table = self._table(kind)
@@ -133,6 +166,7 @@ class SchedulerCache:
             if entry.op is WatchOp.SYNCED:
                 self.version += 1
                 self.synced[kind].set()
+                self.shared_work = True
                 self.changed.set()
                 continue
             namespace, name = subjects.split_key(entry.key)
@@ -148,6 +182,7 @@ class SchedulerCache:
                     self._podgroup_raw.pop(key, None)
                 if old is None:
                     continue
+                new = None
             else:
                 old = table.get(key)
                 changed = self._put(kind, key, entry.value, table)
@@ -167,7 +202,18 @@ class SchedulerCache:
                     self.version += 1
                     continue
             self.version += 1
+            demand = _demand(kind, old, new)
+            if demand is None:
+                self.shared_work = True
+            else:
+                self.demands.add(demand)
             self.changed.set()
+
+    def take_work(self) -> tuple[set[str], bool]:
+        """The new work since the last call (demands by PodGroup, whether any is shared), emptied."""
+        demands, shared = self.demands, self.shared_work
+        self.demands, self.shared_work = set(), False
+        return demands, shared
 
     def _track_unbound(self, key: str, pod: PodObj | None, data: bytes, revision: int) -> None:
         if pod is not None and not pod.node_name and pod.phase == "Pending" and not pod.deleting:
@@ -196,6 +242,11 @@ class SchedulerCache:
             job = next((o.name for o in meta.owner_references if o.kind == "Job"), None)
             if job:
                 self.owner_job[key] = job
+        if old is not None and key in self._assumed and _confirms(old, obj):
+            # The stored bind of a pod we assumed: our object already says so. Keep it (nothing a cycle
+            # reads changed), and no longer count the pod as only assumed.
+            self._confirmed[key] = self._assumed.pop(key)[1]
+            return False
         if old is not None and obj == old and key not in self._assumed:
             return False
         if kind == "Pod" and old is not None and old.uid != obj.uid:

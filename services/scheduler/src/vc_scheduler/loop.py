@@ -191,14 +191,26 @@ class SchedulingLoop:
         metrics.record_queues(plan.snapshot.queues, allocated)
 
     async def _wait_for_work(self, shutdown: asyncio.Event, started: float) -> None:
-        """Sleep until the period is over, or earlier (but not busier than MIN_GAP_S) when objects change."""
+        """Sleep until the period is over, or earlier (but not busier than MIN_GAP_S) when work for this
+        instance arrives: resources freed, a node or queue changed, or new demands of a PodGroup it owns
+        (another instance's new pods wait for the period: that instance places them)."""
         await asyncio.sleep(MIN_GAP_S)
         deadline = started + self.period_s
         while not shutdown.is_set() and time.monotonic() < deadline:
             if self.cache.changed.is_set():
-                return
+                self.cache.changed.clear()
+                if self._work_for_us():
+                    return
+                continue
             try:
                 async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
                     await self.cache.changed.wait()
             except TimeoutError:
                 return
+
+    def _work_for_us(self) -> bool:
+        demands, shared = self.cache.take_work()
+        if shared:
+            return True
+        owns = self._owners.filter(self.members.instance, tuple(self.members.members))
+        return any(owns(key) for key in demands)

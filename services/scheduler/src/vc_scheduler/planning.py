@@ -60,13 +60,26 @@ def plan_cycle(
     started = timer()
     views = views if views is not None else LedgerViews()
     view = views.view(full, gone=gone, live=frozenset(members), instance=instance, epoch=epoch, assumed=assumed)
+    owns: Callable[[str], bool] | None = None
+    search_start = 0.0
     if sharded:
         owns = (owners if owners is not None else Owners()).filter(instance, members)
         reserved = live_reservations(ledger_records, view, wall_s)
         snapshot, by_reservation = shard(full, owns, reserved)
         owned = sum(1 for pg in full.podgroups if owns(pg.key))
+        # Instances search the nodes from evenly spaced starts (apart, their reservations rarely meet).
+        search_start = members.index(instance) / len(members) if instance in members else 0.0
     else:
         snapshot, owned, by_reservation = full, len(full.podgroups), 0
     shard_s = timer() - started
-    result = run_cycle(snapshot, conf, now=now, session_uid=session_uid, memo=memo, clock=timer)
+    result = run_cycle(
+        snapshot,
+        conf,
+        now=now,
+        session_uid=session_uid,
+        memo=memo,
+        clock=timer,
+        search_start=search_start,
+        report=owns,
+    )
     return Plan(result, snapshot, view, owned, shard_s, by_reservation)

@@ -99,11 +99,16 @@ def close_session(
     plugins: Sequence[Plugin],
     *,
     timed: Callable[[str, Callable[[], None]], None] = lambda _name, fn: fn(),
+    report: Callable[[str], bool] | None = None,
 ) -> tuple[dict[str, PodGroupStatusUpdate], list[QueueStatusUpdate]]:
+    """Plugins close; the PodGroup statuses (of the PodGroups `report` names, default all) and the
+    queues' allocations to write."""
     for plugin in plugins:
         timed(f"plugin:{plugin.name}:close", partial(plugin.on_session_close, ssn))
     jobs = {**ssn.jobs, **ssn.invalid_jobs}
-    statuses = {uid: podgroup_status(ssn, job) for uid, job in sorted(jobs.items())}
+    statuses = {
+        uid: podgroup_status(ssn, job) for uid, job in sorted(jobs.items()) if report is None or report(uid)
+    }
     return statuses, queue_statuses(ssn)
 
 
