@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from vc_bus.connection import connect
-from vc_bus.events import EventPublisher, StoredEvent, ensure_events_stream, follow
+from vc_bus.events import EventBatcher, EventPublisher, EventsNotPublished, StoredEvent, ensure_events_stream, follow
 from vc_bus.server import NatsServer
 from vc_proto import subjects
 from vc_proto.events import DomainEvent
@@ -140,3 +140,31 @@ async def test_a_message_that_is_no_event_nor_a_list_of_them_is_skipped(tmp_path
             train = subjects.event_filter("job", "default", "train")
             got = [s async for s in follow(nc, train, stop_when_caught_up=True)]
     assert [s.event.id for s in got] == ["train-0", "train-1"]
+
+
+async def test_events_published_close_together_are_one_write(tmp_path: Path) -> None:
+    """EventBatcher: a gang's binds finishing together publish one message per job, and every caller
+    returns once it is stored."""
+    with NatsServer(tmp_path / "nats") as server:
+        async with connect(server.url, name="t") as nc:
+            await ensure_events_stream(nc)
+            batcher = EventBatcher(EventPublisher(nc).publish_batch, window_s=0.05)
+            await asyncio.gather(*(batcher.publish(event(i, job=job)) for job in ("a", "b") for i in range(10)))
+            info = await nc.jetstream().stream_info(subjects.EVENTS_STREAM)
+            assert info.state.messages == 2  # one per job's subject
+            got = [s async for s in follow(nc, subjects.event_filter("job"), stop_when_caught_up=True)]
+    assert sorted(s.event.id for s in got) == sorted(f"{job}-{i}" for job in ("a", "b") for i in range(10))
+
+
+async def test_a_failed_batch_fails_every_caller_in_it() -> None:
+    calls: list[list[DomainEvent]] = []
+
+    async def broken(events: list[DomainEvent]) -> None:
+        calls.append(events)
+        raise ConnectionError("no JetStream")
+
+    batcher = EventBatcher(broken, window_s=0.01)
+    outcomes = await asyncio.gather(*(batcher.publish(event(i)) for i in range(3)), return_exceptions=True)
+    assert [len(c) for c in calls] == [3]
+    assert isinstance(outcomes[0], ConnectionError)
+    assert all(isinstance(o, EventsNotPublished) for o in outcomes[1:])

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 import structlog
@@ -36,6 +36,9 @@ EVENTS_MAX_AGE_S = 30 * 24 * 3600
 EVENTS_MAX_BYTES = 4 * 1024**3
 _message = codec.decoder(EventMessage)  # type: ignore[arg-type]
 PUBLISHED = Counter("tephra_events_published_total", "History events this process published", ["outcome"])
+MESSAGES = Counter(
+    "tephra_event_messages_published_total", "VC_EVT messages (one event, or a batch) this process wrote"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +118,70 @@ class EventPublisher:
             payload, msg_id = codec.encode(events), batch_id(events)
         ack = await self._js.publish(subject_for(events[0]), payload, headers={"Nats-Msg-Id": msg_id})
         PUBLISHED.labels("duplicate" if ack.duplicate else "ok").inc(len(events))
+        MESSAGES.inc()
         return ack.seq
+
+
+class EventsNotPublished(RuntimeError):
+    """The batch an event was waiting in was not published (its leader was cancelled or failed)."""
+
+
+class EventBatcher:
+    """`publish(event)` for callers that produce events one at a time but close together (a gang's binds,
+    a burst of pod transitions): the events published in the same turn of the event loop as the first
+    (or within `window_s` of it) go out as one `publish_batch`, so a gang's ten PodBound records are one
+    write instead of ten. Replies to writes sent together often arrive together, and the coroutines they
+    wake run in one turn; with an fsync per write they can also trickle in, and a caller that can afford
+    it passes a window. A wait is on the path of whoever waits (a busy loop stretches any timer to its
+    next turn, which can be a whole scheduling cycle away), hence `followers_wait`.
+
+    The first caller of a window leads it: it yields the turn (or waits the window), then publishes the
+    batch; the others wait for that outcome (an exception is theirs too), or, with `followers_wait`
+    False (history that is best effort), return at once: then only the leader waits. No task is
+    created: the leader's own call does the work. A batch's message id derives from its events' ids (so
+    the same batch published again is deduplicated, not an event published again in another batch:
+    callers that retry after a failure accept that history may then show it twice).
+    """
+
+    def __init__(
+        self,
+        publish_batch: Callable[[list[DomainEvent]], Awaitable[object]],
+        *,
+        window_s: float = 0.0,
+        followers_wait: bool = True,
+    ) -> None:
+        self._publish_batch = publish_batch
+        self._window_s = window_s
+        self._followers_wait = followers_wait
+        self._pending: list[DomainEvent] = []
+        self._window: asyncio.Future[None] | None = None
+
+    async def publish(self, event: DomainEvent) -> None:
+        self._pending.append(event)
+        window = self._window
+        if window is not None:
+            if self._followers_wait:
+                await asyncio.shield(window)
+            return
+        window = self._window = asyncio.get_running_loop().create_future()
+        try:
+            await asyncio.sleep(self._window_s)
+        except BaseException as exc:  # cancelled while collecting: this window's events are not published
+            self._pending, self._window = [], None
+            _fail(window, exc)
+            raise
+        batch, self._pending, self._window = self._pending, [], None
+        try:
+            await self._publish_batch(batch)
+        except BaseException as exc:
+            _fail(window, exc)
+            raise
+        window.set_result(None)
+
+
+def _fail(window: asyncio.Future[None], exc: BaseException) -> None:
+    window.set_exception(EventsNotPublished(repr(exc)))
+    window.exception()  # marked retrieved: there may be nobody else waiting for it
 
 
 async def follow(

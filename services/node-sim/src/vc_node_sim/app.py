@@ -11,6 +11,7 @@ import structlog
 from nats.aio.msg import Msg
 
 from vc_bus.decoding import UNDECODABLE, describe, report_undecodable
+from vc_bus.events import EventBatcher
 from vc_core.errors import ConfigError, InvalidObject, VcError
 from vc_node_sim.control import parse_control
 from vc_node_sim.kubelet import Kubelet
@@ -81,7 +82,8 @@ class NodeSimApp:
         )
 
     async def open(self, ctx: ServiceContext) -> Sequence[Worker]:
-        kubelet = Kubelet(store=ctx.store, cfg=self.cfg, publish=ctx.events.publish)
+        # Pod transitions come in bursts (a timer fires for many pods): what one loop turn publishes is one write.
+        kubelet = Kubelet(store=ctx.store, cfg=self.cfg, publish=EventBatcher(ctx.events.publish_batch).publish)
         ctx.probes.require("nodes-registered", "pods-synced")
         await self._register_all(kubelet)
         ctx.probes.set("nodes-registered")

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 import structlog
 
+from vc_bus.events import EventBatcher, EventPublisher
 from vc_proto.core import Pod
 from vc_proto.events import DomainEvent
 
@@ -25,9 +26,25 @@ def timestamp() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+# A gang's binds are written together but acknowledged one fsync after another: a short window
+# gathers them (and other gangs' and verdicts of the same moment) into one write per job. Only the
+# first event of a window waits for it (and for the write); the others return at once: the history is
+# best effort here, the bind itself is already stored.
+BATCH_WINDOW_S = 0.02
+
+
+def batched(publish: Publish) -> Publish:
+    """`publish`, batching events that come close together into one write per job, when it is an
+    EventPublisher's `publish` (the service passes that); any other callable (tests) is used as it is."""
+    publisher = getattr(publish, "__self__", None)
+    if isinstance(publisher, EventPublisher) and getattr(publish, "__name__", "") == "publish":
+        return EventBatcher(publisher.publish_batch, window_s=BATCH_WINDOW_S, followers_wait=False).publish
+    return publish
+
+
 class SchedulerEvents:
     def __init__(self, publish: Publish, *, source: str) -> None:
-        self._publish = publish
+        self._publish = batched(publish)
         self._source = source
 
     async def pod(self, pod: Pod, reason: str, message: str, *, node: str | None) -> None:
