@@ -34,7 +34,7 @@ from vc_proto.core import Secret
 from vc_proto.scheduling import Queue
 from vc_security.credentials import ClientCredentials, write_private
 
-pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
 _reply = msgspec.json.Decoder(api.WriteReply)
 
 
@@ -135,7 +135,16 @@ async def test_a_jobs_ssh_secret_is_neither_readable_nor_replaceable(tenants: Te
     assert (await tenants.store_call(lambda s: s.get(Job, "team-a", "mpi"))).metadata.name == "mpi"
 
 
-async def test_service_subjects_are_closed_to_users(tenants: Tenants) -> None:
+async def test_service_subjects_are_closed_to_users(tmp_path: Path) -> None:
+    tenants = Tenants(tmp_path)  # the server alone: this is between the clients and it
+    tenants.server.start()
+    try:
+        await _service_subjects_are_closed(tenants)
+    finally:
+        tenants.server.stop()
+
+
+async def _service_subjects_are_closed(tenants: Tenants) -> None:
     for who in ("alice", "admin"):
         credentials = tenants.people.get(who) or tenants.bus.credentials(who)
         async with probe(tenants.url, credentials) as p:

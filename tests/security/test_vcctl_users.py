@@ -15,7 +15,7 @@ import pytest
 from tests.support.system import BIN, SEEDS
 from vc_bus.server import free_port
 
-pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
 
 
 @pytest.fixture

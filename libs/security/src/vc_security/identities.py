@@ -17,9 +17,10 @@ the exact NATS subjects the server allows it to publish and subscribe to. Why th
 - Every reply comes back on the asker's own inbox prefix `_INBOX.<identity>`: nobody can subscribe
   to another identity's replies. Services that answer requests reply through `allow_responses`
   (one reply per request received), not through a publish grant on other inboxes.
-- Services may look up (`STREAM.INFO`) and create every stream Tephra uses, so whichever starts
-  first makes them with the configured replicas; creating a stream that exists with another
-  configuration fails, so this cannot alter one. Users may create nothing.
+- Services may look up (`STREAM.INFO`) and create the object buckets and the history stream (every
+  service opens them all at start) and the buckets they keep, so whichever starts first makes them
+  with the configured replicas; creating a stream that exists with another configuration fails, so
+  this cannot alter one, and nobody may update, purge or delete a stream. Users may create nothing.
 """
 
 from __future__ import annotations
