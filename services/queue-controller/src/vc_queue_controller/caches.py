@@ -15,6 +15,7 @@ from vc_queue_controller.keys import Key, command_key, queue_key
 from vc_queue_controller.logic.defaults import ALWAYS_PRESENT
 from vc_queue_controller.logic.hierarchy import parent_name, state_of
 from vc_queue_controller.logic.status import phase_of, queue_of
+from vc_queue_controller.logic.tally import QueueTally
 from vc_runtime.informer import Informer, ObjectKey
 
 QUEUE_KIND = "Queue"
@@ -46,7 +47,8 @@ class QueueCaches:
         self.queues = Informer(store, Queue, on_change=self._queue_changed)
         self.podgroups = Informer(store, PodGroup, on_change=self._podgroup_changed)
         self.commands = Informer(store, Command, on_change=self._command_changed)
-        self._by_queue: dict[str, set[ObjectKey]] = {}
+        # Each queue's PodGroup counts and inqueue sum, updated per change (logic/tally.py).
+        self._tallies: dict[str, QueueTally] = {}
 
     @property
     def informers(self) -> tuple[Informer[Queue], Informer[PodGroup], Informer[Command]]:
@@ -64,9 +66,9 @@ class QueueCaches:
     def queue(self, name: str | None) -> Queue | None:
         return self.queues.get(None, name) if name else None
 
-    def podgroups_of(self, queue: str) -> list[PodGroup]:
-        found = (self.podgroups.get(ns, name) for ns, name in self._by_queue.get(queue, ()))
-        return [pg for pg in found if pg is not None]
+    def tally(self, queue: str) -> QueueTally:
+        """The queue's PodGroups, counted (empty when it has none)."""
+        return self._tallies.get(queue) or QueueTally()
 
     def children_of(self, queue: str) -> list[str]:
         return [q.metadata.name or "" for q in self.queues.items.values() if parent_name(q) == queue]
@@ -86,13 +88,17 @@ class QueueCaches:
         for podgroup, present in ((old, False), (new, True)):
             if podgroup is None:
                 continue
-            key = (podgroup.metadata.namespace, podgroup.metadata.name or "")
-            members = self._by_queue.setdefault(queue_of(podgroup), set())
+            queue = queue_of(podgroup)
+            tally = self._tallies.get(queue)
+            if tally is None:
+                tally = self._tallies[queue] = QueueTally()
             if present:
-                members.add(key)
+                tally.add(podgroup)
             else:
-                members.discard(key)
-            self._hint_queue(queue_of(podgroup))
+                tally.remove(podgroup)
+                if not tally.members:
+                    del self._tallies[queue]
+            self._hint_queue(queue)
 
     def _command_changed(self, old: Command | None, new: Command | None) -> None:
         if new is not None and targets_queue(new):

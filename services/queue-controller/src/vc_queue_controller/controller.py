@@ -132,8 +132,7 @@ class QueueController:
             return
         started = time.perf_counter()
         parent = self._caches.queue(parent_name(with_default_parent(queue)))
-        podgroups = self._caches.podgroups_of(name)
-        plan = decide(QueueView(queue, parent, podgroups), action)
+        plan = decide(QueueView(queue, parent, tally=self._caches.tally(name)), action)
         self._metrics.observe(name, plan.counts, plan.inqueue)
         if self._pass_took is not None:
             self._pass_took(queue_key(name), time.perf_counter() - started)

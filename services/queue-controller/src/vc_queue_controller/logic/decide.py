@@ -17,14 +17,18 @@ from vc_proto.scheduling import PodGroup, Queue, QueueStatus
 from vc_proto.vocabulary import CLOSED_BY_PARENT_KEY, Action, QueueState
 from vc_queue_controller.logic.hierarchy import imposed_action, refusal, state_of, with_default_parent
 from vc_queue_controller.logic.states import next_state
-from vc_queue_controller.logic.status import PodGroupCounts, count_phases, inqueue_resources
+from vc_queue_controller.logic.status import PodGroupCounts
+from vc_queue_controller.logic.tally import QueueTally
 
 
 @dataclass(frozen=True, slots=True)
 class QueueView:
+    """The queue, its parent, and its PodGroups: as a list, or as the tally the caches keep (cheaper)."""
+
     queue: Queue
     parent: Queue | None
-    podgroups: Sequence[PodGroup]
+    podgroups: Sequence[PodGroup] = ()
+    tally: QueueTally | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,9 +56,10 @@ def decide(view: QueueView, action: Action = Action.SYNC_QUEUE) -> QueuePlan:
     refused = refusal(effective, queue, view.parent)
     if refused is not None:
         effective = Action.SYNC_QUEUE
-    state = next_state(state_of(queue), effective, has_podgroups=bool(view.podgroups))
+    tally = view.tally if view.tally is not None else QueueTally.of(view.podgroups)
+    state = next_state(state_of(queue), effective, has_podgroups=tally.members > 0)
     queue = _annotate(queue, effective, imposed=imposed is not None)
-    counts, inqueue = count_phases(view.podgroups), inqueue_resources(view.podgroups)
+    counts, inqueue = tally.counts(), tally.inqueue()
     queue = _with_status(queue, state, counts, inqueue)
     return QueuePlan(
         queue=queue,
