@@ -13,9 +13,15 @@ from vc_runtime.membership import Membership
 from vc_runtime.service import FnWorker, ServiceContext, Worker
 from vc_runtime.settings import RuntimeSettings
 
+# Jobs reconciled at once. A pass spends its time waiting for a few writes in a row (with an fsync
+# each), not on the CPU, so the passes of many jobs must overlap: at 1,000 nodes / 10,000 pods, 16
+# workers left the controller's stage at a 9 s (job -> PodGroup) + 20 s (Inqueue -> pods) median, with
+# the process 90% idle; 64 workers: 2.4 s + 4.8 s; 128: 0.3 s + 1.1 s.
+DEFAULT_WORKERS = 128
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workers", type=int, default=16, help="jobs reconciled concurrently")
+    parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS, help="jobs reconciled concurrently")
     parser.add_argument("--lease-ttl", type=float, default=5.0, help="seconds before a silent instance's jobs move")
 
 
@@ -31,7 +37,7 @@ class JobControllerApp:
                                 replicas=self.settings.nats_replicas)
         controller = JobController(
             ctx.store, ctx.events.publish_batch, membership, source=f"{self.name}/{self.settings.instance}",
-            workers=int(extra.get("workers", 16)),  # type: ignore[call-overload]
+            workers=int(extra.get("workers", DEFAULT_WORKERS)),  # type: ignore[call-overload]
             delays=DelayStore(ctx.nc, replicas=self.settings.nats_replicas),
         )
         informers = (controller.jobs, controller.pods, controller.podgroups, controller.commands, controller.priority_classes,
