@@ -8,10 +8,13 @@ import json
 
 import structlog
 from aiohttp import web
-from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
+from prometheus_client import REGISTRY, CollectorRegistry, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 log = structlog.get_logger(__name__)
+# Read at each scrape: a process whose task count keeps climbing under steady load leaks tasks (the soak,
+# benchmarks/soak.py, samples it).
+ASYNCIO_TASKS = Gauge("tephra_asyncio_tasks", "asyncio tasks alive in this process when /metrics was read")
 
 
 class Probes:
@@ -61,6 +64,7 @@ async def serve_probes(
         return web.Response(text="ok")
 
     async def metrics(_: web.Request) -> web.Response:
+        ASYNCIO_TASKS.set(len(asyncio.all_tasks()))
         return web.Response(body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     app = web.Application()
