@@ -19,9 +19,14 @@ from vc_proto.core import (
     Secret,
     Service,
 )
+from vc_proto.cronjob import CronJob
+from vc_proto.flow import FLOW_V1ALPHA1, JobFlow, JobTemplate
 from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, Queue
 
-KubeObject = Job | PodGroup | Queue | Command | Pod | Node | Service | ConfigMap | Secret | NetworkPolicy | PriorityClass
+KubeObject = (
+    Job | PodGroup | Queue | Command | Pod | Node | Service | ConfigMap | Secret | NetworkPolicy | PriorityClass
+    | JobTemplate | JobFlow | CronJob
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +60,9 @@ KINDS: Final[dict[str, Kind]] = {
         Kind("Secret", CORE_V1, "secrets", True, Secret),
         Kind("NetworkPolicy", NETWORKING_V1, "networkpolicies", True, NetworkPolicy),
         Kind("PriorityClass", SCHEDULING_K8S_V1, "priorityclasses", False, PriorityClass),
+        Kind("JobTemplate", FLOW_V1ALPHA1, "jobtemplates", True, JobTemplate),
+        Kind("JobFlow", FLOW_V1ALPHA1, "jobflows", True, JobFlow),
+        Kind("CronJob", BATCH_V1ALPHA1, "cronjobs", True, CronJob),
     )
 }
 

@@ -22,8 +22,16 @@ from vc_proto.kinds import KINDS, Kind
 ROOT = Path(__file__).resolve().parents[3]
 SCHEMAS_DIR = ROOT / "proto" / "schemas"
 CRDS_DIR = ROOT / "deploy" / "k8s" / "crds"
-CRD_KINDS = ("Job", "PodGroup", "Queue", "Command")
-SHORT_NAMES = {"Job": ["vcjob", "vj"], "PodGroup": ["pg", "podgroup-v1beta1"], "Queue": ["q", "queue-v1beta1"], "Command": []}
+CRD_KINDS = ("Job", "PodGroup", "Queue", "Command", "JobTemplate", "JobFlow", "CronJob")
+SHORT_NAMES = {
+    "Job": ["vcjob", "vj"],
+    "PodGroup": ["pg", "podgroup-v1beta1"],
+    "Queue": ["q", "queue-v1beta1"],
+    "Command": [],
+    "JobTemplate": ["jt"],
+    "JobFlow": ["jf"],
+    "CronJob": ["cronvcjob", "cronvj"],
+}
 PRINTER_COLUMNS: dict[str, list[dict[str, Any]]] = {
     "Job": [
         {"name": "STATUS", "type": "string", "jsonPath": ".status.state.phase"},
@@ -45,6 +53,12 @@ PRINTER_COLUMNS: dict[str, list[dict[str, Any]]] = {
         {"name": "AGE", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ],
     "Command": [],
+    "JobTemplate": [],
+    "JobFlow": [
+        {"name": "Status", "type": "string", "jsonPath": ".status.state.phase"},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ],
+    "CronJob": [],
 }
 
 
