@@ -38,8 +38,13 @@ async def test_a_chaos_schedule_keeps_every_invariant(index: int, tmp_path: Path
     assert result.verdict.finished == result.acked - lost, result.line()  # every job finished, bar the allowed loss
 
 
+# Few nodes and big bursts: the scheduler instances search the nodes from apart, so on a wide cluster
+# two of them seldom reach for the same room; on eight nodes, filled in bursts, they must.
+CROWDED = Options(load_s=20.0, jobs_per_s=4.0, burst=8, nodes=8, flap_nodes=8)
+
+
 async def test_a_ledger_without_compare_and_set_is_caught(tmp_path: Path) -> None:
-    schedule = make_schedule(SEED, 3, Options(load_s=20.0))
+    schedule = make_schedule(SEED, 3, CROWDED)
     result = await run_schedule(schedule, tmp_path / "broken", breaks="ledger-blind-write")
     caught = {v.invariant for v in result.verdict.violations}
     assert caught & {"queue-capability", "node-allocatable"}, result.line()
