@@ -16,6 +16,7 @@ from vc_scheduling.framework.framework import close_session, open_session
 from vc_scheduling.framework.interfaces import ActionFactory, PluginFactory
 from vc_scheduling.framework.model import TaskStatus
 from vc_scheduling.framework.registry import Registry
+from vc_scheduling.framework.session import Session
 from vc_scheduling.plugins import in_tree_plugins
 from vc_scheduling.snapshot.cluster import ClusterSnapshot
 
@@ -81,6 +82,7 @@ def run_cycle(
     memo: CarriedState | None = None,
     search_start: float = 0.0,
     report: Callable[[str], bool] | None = None,
+    report_unchanged: bool = True,
 ) -> CycleResult:
     """Open a session, run the configured actions in order, close it. A `memo` carried from one call
     to the next opens each session on the previous one's state, rebuilding only what changed in the
@@ -89,7 +91,11 @@ def run_cycle(
     `search_start` is where in the node list the first feasible-node search starts, as a fraction:
     instances sharing a cluster start apart, so their gangs mostly land on different nodes and their
     ledger reservations rarely meet (one instance: 0, Volcano's start). `report` limits the PodGroup
-    statuses returned to those it names (an instance writes only the ones it owns)."""
+    statuses returned to those it names (an instance writes only the ones it owns). With a memo and
+    `report_unchanged=False`, a status that cannot differ from the one the previous cycle on the memo
+    returned (or left out the same way) is left out: that of a ready job carried unchanged that this
+    session did not touch (its phase, counts and conditions are the previous cycle's; only the
+    condition's transition id, the session's, is new)."""
     conf = conf or load_scheduler_conf()
     plugins = plugins or in_tree_plugins()
     actions = actions or in_tree_actions()
@@ -112,13 +118,33 @@ def run_cycle(
         for name in conf.actions:
             action = actions[name](conf.action_arguments(name))
             timer(f"action:{name}", partial(action.execute, ssn))
+        if memo is not None and not report_unchanged and memo.unreported is not None:
+            report = _changed_only(ssn, memo.unreported, report)
         statuses, queues = close_session(ssn, instances, timed=timer, report=report)
+        if memo is not None:
+            memo.reported()
         pipelined = sorted(t.key for job in ssn.jobs.values() for t in job.tasks_in(TaskStatus.PIPELINED))
     finally:
         if memo is not None:
             memo.close()  # the carried objects back as the snapshot built them, for the next cycle
     stats = CycleStats(clock() - start, timer.durations, len(ssn.jobs), pending, len(ssn.nodes))
     return CycleResult(tuple(ssn.decisions), statuses, tuple(queues), tuple(pipelined), stats, ssn.recheck_at)
+
+
+def _changed_only(ssn: Session, rebuilt: set[str], report: Callable[[str], bool] | None) -> Callable[[str], bool]:
+    """`report`, without the jobs whose status is the previous cycle's: carried unchanged (not rebuilt),
+    untouched by this session (its journal), ready, not pending (enqueue may move a pending job)."""
+    journal = ssn.journal
+
+    def wanted(uid: str) -> bool:
+        if report is not None and not report(uid):
+            return False
+        job = ssn.jobs.get(uid)
+        if job is None or uid in rebuilt or journal is None or journal.touched(job):
+            return True
+        return job.is_pending() or not job.is_ready()
+
+    return wanted
 
 
 def apply_result(snapshot: ClusterSnapshot, result: CycleResult) -> ClusterSnapshot:

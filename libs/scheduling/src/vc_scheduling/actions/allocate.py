@@ -49,7 +49,7 @@ class AllocateAction:
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order)
         jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
         enqueue_configured = ssn.action_enabled("enqueue")
-        for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
+        for job in ssn.jobs_by_uid():
             if job.is_pending():
                 if enqueue_configured:
                     continue

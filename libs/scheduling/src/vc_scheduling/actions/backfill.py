@@ -36,7 +36,7 @@ class BackfillAction:
         """Best-effort Pending (and un-pipelined Pipelined) tasks, in queue, job, task order."""
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order)
         jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
-        for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
+        for job in ssn.jobs_by_uid():
             queue = ssn.queue_of(job)
             if job.is_pending() or queue is None or not _has_best_effort(job):
                 continue  # (a job without best-effort work would contribute nothing below)

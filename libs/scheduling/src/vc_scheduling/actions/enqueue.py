@@ -21,7 +21,7 @@ class EnqueueAction:
     def execute(self, ssn: Session) -> None:
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order)
         pending: dict[str, PriorityQueue[JobInfo]] = {}
-        for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
+        for job in ssn.jobs_by_uid():
             queue = ssn.queue_of(job)
             if queue is None:
                 continue

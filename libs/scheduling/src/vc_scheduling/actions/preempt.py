@@ -43,7 +43,7 @@ class PreemptAction:
     def _starving_jobs(ssn: Session) -> tuple[list[QueueInfo], dict[str, PriorityQueue[JobInfo]]]:
         queues: dict[str, QueueInfo] = {}
         starving: dict[str, PriorityQueue[JobInfo]] = {}
-        for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
+        for job in ssn.jobs_by_uid():
             queue = ssn.queue_of(job)
             if job.is_pending() or queue is None:
                 continue

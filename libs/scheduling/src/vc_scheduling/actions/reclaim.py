@@ -46,7 +46,7 @@ class ReclaimAction:
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order)
         seen: set[str] = set()
         starving: dict[str, PriorityQueue[JobInfo]] = {}
-        for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
+        for job in ssn.jobs_by_uid():
             queue = ssn.queue_of(job)
             if job.is_pending() or queue is None:
                 continue

@@ -97,6 +97,10 @@ class Journal:
             table, row = self._table, node.row
             self._rows[row] = (node, table.account_row(row), float(table.pod_count[row]), dict(node.tasks))
 
+    def touched(self, job: JobInfo) -> bool:
+        """Whether the session changed one of the job's tasks."""
+        return id(job) in self._jobs
+
     def restore(self) -> None:
         for task, status, node_name, last_tx in self._tasks.values():
             task.status, task.node_name, task.last_tx_status = status, node_name, last_tx
@@ -136,6 +140,9 @@ class CarriedState:
         self._names: Counter[str] = Counter()  # resource names of nodes, pods and PodGroups
         self._journal: Journal | None = None
         self.rebuilt = (0, 0)  # jobs and node rows the last opening rebuilt (for tests and metrics)
+        # The PodGroup keys whose jobs were built anew since statuses were last reported (None: all of
+        # them, after a full build): run_cycle reports these even when told to leave unchanged ones out.
+        self.unreported: set[str] | None = None
 
     # -- the session's side -------------------------------------------------------------------------
 
@@ -158,6 +165,10 @@ class CarriedState:
         if self.keep:
             self._journal = Journal(self._table)
         return Opening(self._space, self._table, queues, classes, jobs), self._journal
+
+    def reported(self) -> None:
+        """A cycle reported every status that could have changed: count rebuilt jobs from here."""
+        self.unreported = set()
 
     def close(self) -> None:
         """Put back what the last session changed (also after a session that raised half-way)."""
@@ -202,6 +213,7 @@ class CarriedState:
         table.add_tasks(placed)
         self._carriable = carriable
         self.rebuilt = (len(jobs), len(table))
+        self.unreported = None
 
     # -- patch --------------------------------------------------------------------------------------
 
@@ -351,6 +363,8 @@ class CarriedState:
             self._rebuild_job(key, pgs)
         self._rebuild_rows(dirty_rows)
         self.rebuilt = (len(dirty_jobs), len(dirty_rows))
+        if self.unreported is not None:
+            self.unreported |= dirty_jobs
 
     def _forget(self, entry: _Pod, dirty_jobs: set[str], dirty_rows: set[int]) -> None:
         """Take a pod out of its group, job and row (each to be rebuilt)."""

@@ -78,6 +78,7 @@ class Session:
         self.decisions: list[Bind | Evict] = []
         self.next_start_row = 0  # round-robin start of the feasible-node search (Volcano ph offset)
         self.recheck_at: datetime | None = None  # see recheck_by
+        self._jobs_by_uid: list[JobInfo] | None = None
         self._fns: dict[P, dict[str, Callable[..., Any]]] = {p: {} for p in P}
         self._node_local: set[tuple[P, str]] = set()
         self._tier_cache: dict[P, list[list[Callable[..., Any]]]] = {}  # the walker's answer per point
@@ -102,6 +103,13 @@ class Session:
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self._handlers.append(handler)
+
+    def jobs_by_uid(self) -> list[JobInfo]:
+        """The session's jobs sorted by uid, the order every action walks them in; sorted once (the job
+        set is fixed once the session is open: actions change jobs, never which jobs there are)."""
+        if self._jobs_by_uid is None or len(self._jobs_by_uid) != len(self.jobs):
+            self._jobs_by_uid = sorted(self.jobs.values(), key=lambda j: j.uid)
+        return self._jobs_by_uid
 
     def recheck_by(self, when: datetime) -> None:
         """A plugin's word that time alone may change a decision at `when` (an SLA deadline passing): a
