@@ -192,3 +192,23 @@ def test_only_work_this_instance_can_do_wakes_it_early() -> None:
     assert loop._work_for_us() and cache.demands == set()  # taken
     cache.shared_work = True
     assert loop._work_for_us()
+
+
+def test_the_writer_offers_again_what_it_held_back_once_due() -> None:
+    """Cycles report only statuses that may have changed; the writer itself offers again a status it
+    held back (or sent and has not seen stored) once its time comes."""
+    cache, clock = SchedulerCache(), [100.0]
+    work = InFlight("s0")
+    events = SchedulerEvents(lambda event: asyncio.sleep(0), source="test")
+    writer = StatusWriter(None, cache, events, ownership=SoleOwner("s0"), work=work, clock=lambda: clock[0])  # type: ignore[arg-type]
+    cache.podgroups["ns/a"] = replace(group("a"), phase="Inqueue")
+    cond = PodGroupCondition("Scheduled", "True", "ready", "", "s-1")
+    update = PodGroupStatusUpdate("ns/a", "Running", (cond,), 1, 0, 0)
+    assert writer.offer_podgroup(update) and work.backlog == 1
+    assert writer.revisit() == 0  # sent just now: not due
+    clock[0] += STATUS_RESEND_S
+    assert writer.next_due() == 100.0 + STATUS_RESEND_S
+    assert writer.revisit() == 1  # never seen stored: offered again, and queued (coalesced) for a write
+    cache.podgroups["ns/a"] = replace(group("a"), phase="Running", conditions=(cond,))
+    clock[0] += STATUS_RESEND_S
+    assert writer.revisit() == 0 and writer.next_due() is None  # seen stored now: nothing held

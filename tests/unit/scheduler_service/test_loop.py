@@ -156,3 +156,27 @@ def test_a_cycle_assumes_its_binds_and_hands_gangs_and_statuses_over_without_wai
         assert again.binds == {}
 
     asyncio.run(scenario())
+
+
+def test_status_writes_go_before_queued_gangs() -> None:
+    """One job at a time: a PodGroup's status written after a backlog of gangs still goes first (the job
+    controller waits on it), then the gangs in the order submitted."""
+
+    async def scenario() -> None:
+        work, done = InFlight("s0", limit=1), []
+
+        def job(name: str):  # type: ignore[no-untyped-def]
+            async def run() -> None:
+                done.append(name)
+
+            return run
+
+        for kind, name in (("Gang", "g1"), ("Gang", "g2"), ("PodGroupStatus", "s1"), ("Evict", "e1")):
+            work.submit(kind, job(name))
+        assert work.unfinished("Gang") == 2
+        shutdown = asyncio.Event()
+        shutdown.set()  # the runner still carries out what was submitted before it stops
+        await work.run(shutdown)
+        assert done == ["s1", "g1", "g2", "e1"] and work.unfinished("Gang") == 0
+
+    asyncio.run(scenario())

@@ -71,6 +71,7 @@ class SchedulerApp:
             instance=membership.instance,
             members=membership,
             ledger_kv=ledger,
+            work=work,
         )
         sweeper = LedgerSweeper(ledger, membership, lambda: loop.last_view)
         ctx.probes.require("cache-synced", "membership")

@@ -1,6 +1,8 @@
 """SHELL: the scheduler's writes, bounded and off the loop's path. The binder, the evictor and the status
-writer hand their work here as jobs; jobs start in the order submitted, at most MAX_IN_FLIGHT at once,
-so a cycle never waits for the previous cycle's writes and a backlog never floods JetStream.
+writer hand their work here as jobs; at most MAX_IN_FLIGHT run at once, so a cycle never waits for the
+previous cycle's writes and a backlog never floods JetStream. Status writes start before queued gangs
+and evictions (one request each, and other services wait on them: a PodGroup's Inqueue lets the job
+controller create its pods); otherwise jobs start in the order submitted.
 
 A job that fails is logged and counted here, the same way for every kind; the submitter may pass
 `on_failure` to undo what it assumed (the binder forgets the gang's assumed binds). Nothing is
@@ -10,6 +12,7 @@ retried here: the next cycle plans what did not happen.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -23,6 +26,7 @@ log = structlog.get_logger(__name__)
 # ~2,000 requests outstanding; more only piles JetStream timeouts up at 100k pods on 2 cores.
 MAX_IN_FLIGHT = 64
 POLL_S = 0.5  # how often an idle runner looks at the shutdown flag
+STATUS_KINDS = frozenset({"PodGroupStatus", "QueueStatus"})
 
 Job = Callable[[], Awaitable[None]]
 
@@ -38,26 +42,40 @@ class InFlight:
     def __init__(self, instance: str, *, limit: int = MAX_IN_FLIGHT) -> None:
         self.instance = instance
         self._gate = asyncio.Semaphore(limit)
-        self._queue: asyncio.Queue[_Queued] = asyncio.Queue()
+        self._statuses: deque[_Queued] = deque()
+        self._others: deque[_Queued] = deque()
+        self._submitted = asyncio.Event()
         self.in_flight = 0
+        self._unfinished: Counter[str] = Counter()  # by kind: submitted, not yet carried out
 
     def submit(self, kind: str, job: Job, *, on_failure: Callable[[], None] | None = None) -> None:
-        self._queue.put_nowait(_Queued(kind, job, on_failure))
+        self._unfinished[kind] += 1
+        (self._statuses if kind in STATUS_KINDS else self._others).append(_Queued(kind, job, on_failure))
+        self._submitted.set()
+
+    def unfinished(self, kind: str) -> int:
+        """Jobs of `kind` submitted and not yet carried out (queued or in flight)."""
+        return self._unfinished[kind]
 
     @property
     def backlog(self) -> int:
-        return self._queue.qsize() + self.in_flight
+        return len(self._statuses) + len(self._others) + self.in_flight
 
     async def run(self, shutdown: asyncio.Event) -> None:
         """Until shutdown, and then until what was submitted has started (and, in the group, ended)."""
         async with asyncio.TaskGroup() as tg:
-            while not (shutdown.is_set() and self._queue.empty()):
-                try:
-                    async with asyncio.timeout(POLL_S):
-                        queued = await self._queue.get()
-                except TimeoutError:
+            while not (shutdown.is_set() and not self._statuses and not self._others):
+                if not self._statuses and not self._others:
+                    self._submitted.clear()
+                    try:
+                        async with asyncio.timeout(POLL_S):
+                            await self._submitted.wait()
+                    except TimeoutError:
+                        pass
                     continue
                 await self._gate.acquire()
+                # Taken once a slot is free: a status submitted meanwhile still goes first.
+                queued = self._statuses.popleft() if self._statuses else self._others.popleft()
                 self.in_flight += 1
                 tg.create_task(self._carry_out(queued), name=f"decision:{queued.kind}")
 
@@ -77,6 +95,7 @@ class InFlight:
             self._undo(queued)
         finally:
             self.in_flight -= 1
+            self._unfinished[queued.kind] -= 1
             self._gate.release()
 
     @staticmethod

@@ -30,6 +30,7 @@ from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.evictor import Evictor
 from vc_scheduler.gangs import gangs_of, hierarchical
 from vc_scheduler.idle import IdleGate, Inputs
+from vc_scheduler.inflight import MAX_IN_FLIGHT, InFlight
 from vc_scheduler.ledger import View
 from vc_scheduler.ledger_kv import Ledger
 from vc_scheduler.ledger_view import LedgerViews
@@ -43,6 +44,13 @@ from vc_scheduling.framework.decisions import Evict
 
 log = structlog.get_logger(__name__)
 MIN_GAP_S = 0.05
+# Gangs handed to the binder and not yet bound beyond which no cycle starts: the binder (on the event
+# loop) cannot keep up, and planning more (in a thread, holding the GIL) would only slow it further;
+# the next cycle plans on what is bound by then.
+BACKLOG_GANGS = 2 * MAX_IN_FLIGHT
+HOLD_BACK_MAX_S = 2.0  # ...but not longer than this since the last cycle (new PodGroups wait to be enqueued)
+# A cycle reports only the PodGroup statuses that may have changed; one at least this often reports all.
+FULL_REPORT_S = 60.0
 
 
 class SchedulingLoop:
@@ -58,6 +66,7 @@ class SchedulingLoop:
         instance: str,
         members: Ownership | None = None,
         ledger_kv: Ledger | None = None,
+        work: InFlight | None = None,
     ) -> None:
         self.cache = cache
         self.conf = conf
@@ -68,6 +77,7 @@ class SchedulingLoop:
         self.instance = instance
         self.members: Ownership = members or SoleOwner(instance)
         self.ledger = ledger_kv
+        self.work = work  # the writes' queue, to hold planning back while binds are backlogged
         self.cycles = itertools.count(1)
         self.last: CycleResult | None = None
         self.last_view: View | None = None  # the ledger sweeper prunes against it
@@ -80,17 +90,38 @@ class SchedulingLoop:
         self._gate = IdleGate()
         self._last_plan: Plan | None = None
         self.skipped = 0  # periods that ran no cycle (nothing changed, nothing due)
+        self.held_back = 0  # periods that ran no cycle because binds were backlogged
+        self._reported_members: tuple[str, ...] | None = None
+        self._full_report_at = 0.0
 
     async def run(self, shutdown: asyncio.Event) -> None:
         while not shutdown.is_set():
             started = time.monotonic()
             self.cache.changed.clear()
             if self.members.can_write():
-                if self._cycle_needed(started):
+                if self._binds_backlogged(started):
+                    self.held_back += 1
+                elif self._cycle_needed(started):
                     await self._cycle(started)
                 else:
                     self.skipped += 1
             await self._wait_for_work(shutdown, started)
+
+    def _binds_backlogged(self, now: float) -> bool:
+        """Too many gangs wait for the binder, and the last cycle started less than HOLD_BACK_MAX_S ago."""
+        backlog = self.work is not None and self.work.unfinished("Gang") > BACKLOG_GANGS
+        return backlog and self._gate.inputs is not None and now - self._gate.at < HOLD_BACK_MAX_S
+
+    def _report_all(self, members: tuple[str, ...]) -> bool:
+        """Every owned PodGroup's status, not only those that may have changed: on the first cycle, when
+        the members change (PodGroups this instance did not report may be its own now), and at least
+        every FULL_REPORT_S."""
+        now = time.monotonic()
+        members = tuple(members)
+        if members != self._reported_members or now - self._full_report_at >= FULL_REPORT_S:
+            self._reported_members, self._full_report_at = members, now
+            return True
+        return False
 
     def _inputs(self) -> Inputs:
         return Inputs(self.cache.version, tuple(self.members.members), self.members.epoch)
@@ -140,6 +171,7 @@ class SchedulingLoop:
             now=datetime.now(UTC),
             wall_s=time.time(),
             timer=time.perf_counter,
+            report_all=self._report_all(members.members),
         )
         result = plan.result
         self.last = result
@@ -155,6 +187,7 @@ class SchedulingLoop:
                 self.evictor.submit(decision)
         for update in result.podgroups.values():
             self.statuses.offer_podgroup(update)
+        self.statuses.revisit()
         for queue in result.queues:
             self.statuses.offer_queue(queue)
         if result.decisions:
@@ -193,8 +226,11 @@ class SchedulingLoop:
     async def _wait_for_work(self, shutdown: asyncio.Event, started: float) -> None:
         """Sleep until the period is over, or earlier (but not busier than MIN_GAP_S) when work for this
         instance arrives: resources freed, a node or queue changed, or new demands of a PodGroup it owns
-        (another instance's new pods wait for the period: that instance places them)."""
+        (another instance's new pods wait for the period: that instance places them). While binds are
+        backlogged, look again every MIN_GAP_S."""
         await asyncio.sleep(MIN_GAP_S)
+        if self._binds_backlogged(time.monotonic()):
+            return
         deadline = started + self.period_s
         while not shutdown.is_set() and time.monotonic() < deadline:
             if self.cache.changed.is_set():

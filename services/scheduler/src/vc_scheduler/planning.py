@@ -52,11 +52,14 @@ def plan_cycle(
     memo: CarriedState | None = None,
     views: LedgerViews | None = None,
     owners: Owners | None = None,
+    report_all: bool = True,
 ) -> Plan:
     """View, shard, one scheduling cycle. `now`: the session's time (conditions, SLA waits); `wall_s`:
     Unix time, against which reservation stamps age; `timer`: seconds from any origin, for the
     reported durations. The carried state (`memo`, `views`, `owners`, held by the caller between calls)
-    makes a call's cost follow what changed since the previous one; the plan is the same without it."""
+    makes a call's cost follow what changed since the previous one; the plan is the same without it.
+    Without `report_all`, PodGroup statuses that cannot have changed since the last report are left out
+    (run_cycle's report_unchanged)."""
     started = timer()
     views = views if views is not None else LedgerViews()
     view = views.view(full, gone=gone, live=frozenset(members), instance=instance, epoch=epoch, assumed=assumed)
@@ -81,5 +84,6 @@ def plan_cycle(
         clock=timer,
         search_start=search_start,
         report=owns,
+        report_unchanged=report_all,
     )
     return Plan(result, snapshot, view, owned, shard_s, by_reservation)

@@ -91,6 +91,9 @@ class _Held:
     def holds(self, key: str) -> bool:
         return key in self._until
 
+    def due_keys(self, now: float) -> list[str]:
+        return [key for key, until in self._until.items() if until <= now]
+
     def next_due(self, keep: Callable[[str], bool]) -> float | None:
         """The earliest release time of the keys still worth writing (`keep`); others are dropped."""
         self._until = {k: v for k, v in self._until.items() if keep(k)}
@@ -130,6 +133,10 @@ class SentStatuses:
     def holds(self, key: str) -> bool:
         """An update of this key was declined for now, or sent and not yet seen stored."""
         return self._held.holds(key)
+
+    def due_keys(self, now: float) -> list[str]:
+        """The keys held whose time has come."""
+        return self._held.due_keys(now)
 
     def next_due(self, keep: Callable[[str], bool]) -> float | None:
         """The earliest time an update declined for now would be written if offered again (for the

@@ -102,6 +102,17 @@ class StatusWriter:
         self._coalesce(self._queues, update.queue, update, "QueueStatus", self.write_queue)
         return True
 
+    def revisit(self) -> int:
+        """Offer again, as last judged, the PodGroup statuses held back or unconfirmed whose time has
+        come (a cycle reports only statuses that may have changed, so no one else offers these again);
+        how many were queued."""
+        now, queued = self._clock(), 0
+        for key in self._sent.due_keys(now):
+            judged = self._judged.get(key)
+            if judged is not None and self.offer_podgroup(judged[0]):
+                queued += 1
+        return queued
+
     def next_due(self) -> float | None:
         """When a status this writer declined for now (counts held back, a queue figure rate-limited, a
         write not yet seen in the store) is due again, on the writer's clock; None when none is. The loop
