@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from vc_validation.acting import job_violations, pod_violations, summarize
 from vc_validation.context import AdmissionContext, StaticContext
+from vc_validation.cronjobs import mutate_cronjob, validate_cronjob
+from vc_validation.derived_jobs import admit_derived_job
+from vc_validation.jobflows import validate_jobflow
 from vc_validation.jobs_mutate import mutate_job
 from vc_validation.jobs_update import validate_job_update
 from vc_validation.jobs_validate import validate_job_create, validate_job_spec
+from vc_validation.jobtemplates import validate_jobtemplate
 from vc_validation.jsonpatch import apply_json_patch, json_patch
 from vc_validation.limits import MAX_REQUEST_BYTES, check_request_size
 from vc_validation.podgroups import mutate_podgroup, validate_podgroup_create
@@ -30,10 +34,12 @@ __all__ = [
     "StaticContext",
     "Verdict",
     "Violation",
+    "admit_derived_job",
     "apply_json_patch",
     "check_request_size",
     "job_violations",
     "json_patch",
+    "mutate_cronjob",
     "mutate_job",
     "mutate_pod",
     "mutate_podgroup",
@@ -41,9 +47,12 @@ __all__ = [
     "pod_violations",
     "review",
     "summarize",
+    "validate_cronjob",
     "validate_job_create",
     "validate_job_spec",
     "validate_job_update",
+    "validate_jobflow",
+    "validate_jobtemplate",
     "validate_pod",
     "validate_pod_create",
     "validate_podgroup_create",

@@ -3,8 +3,8 @@
     verdict = review("CREATE", job, None, ctx)
     if verdict.allowed: store(verdict.patched)  # else report verdict.violations
 
-Only Job, Queue, PodGroup and Pod are reviewed; any other kind passes unchanged, as an admission
-webhook that is not registered for it would let it through.
+Job, Queue, PodGroup, Pod, JobFlow, JobTemplate and CronJob are reviewed; any other kind passes
+unchanged, as an admission webhook that is not registered for it would let it through.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from typing import Final, Literal
 
 from vc_proto.batch import Job
 from vc_proto.core import Pod
+from vc_proto.cronjob import CronJob
+from vc_proto.flow import JobFlow, JobTemplate
 from vc_proto.scheduling import PodGroup, Queue
 from vc_proto.vocabulary import DEFAULT_SCHEDULER_NAME
 from vc_validation.context import AdmissionContext
@@ -26,6 +28,7 @@ from vc_validation.queues_mutate import mutate_queue
 from vc_validation.queues_validate import validate_queue_delete, validate_queue_write
 from vc_validation.simulation import validate_sim_annotations
 from vc_validation.verdict import Verdict, allow, decide, deny
+from vc_validation.workloads_review import review_workload
 
 Operation = Literal["CREATE", "UPDATE", "DELETE"]
 OPERATIONS: Final = frozenset({"CREATE", "UPDATE", "DELETE"})
@@ -46,6 +49,8 @@ def review(operation: Operation, obj: object | None, old: object | None, ctx: Ad
             return review_podgroup(operation, subject, ctx)
         case Pod():
             return review_pod(operation, subject, ctx)
+        case JobFlow() | JobTemplate() | CronJob():
+            return review_workload(operation, subject, ctx)
         case None:
             return deny("request", "object-required", "the request carries no object")
         case _:

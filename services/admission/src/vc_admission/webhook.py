@@ -33,8 +33,11 @@ from vc_admission.rules import (
 from vc_proto import codec
 from vc_proto.batch import Job
 from vc_proto.core import Pod
+from vc_proto.cronjob import CronJob
+from vc_proto.flow import JobFlow, JobTemplate
 from vc_proto.kinds import KINDS, KubeObject
 from vc_proto.scheduling import PodGroup, Queue
+from vc_validation import mutate_cronjob, validate_cronjob, validate_jobflow, validate_jobtemplate
 
 ADMISSION_V1: Final = "admission.k8s.io/v1"
 Outcome = tuple[list[Violation], KubeObject | None]  # violations, and the mutated object (mutating routes)
@@ -50,6 +53,17 @@ def _queue_validate(op: str, obj: Any, old: Any, ctx: AdmissionContext) -> Outco
     return (validate_queue_delete(old, ctx) if op == "DELETE" else validate_queue_write(obj, old, ctx)), None
 
 
+def _workload_validate(op: str, obj: Any, old: Any, ctx: AdmissionContext) -> Outcome:
+    """Volcano's /jobflows/validate and /cronjobs/validate (CREATE and UPDATE), and Tephra's for JobTemplates."""
+    if op == "DELETE":
+        return [], None
+    if isinstance(obj, JobFlow):
+        return validate_jobflow(obj), None
+    if isinstance(obj, JobTemplate):
+        return validate_jobtemplate(obj, ctx.queues), None
+    return validate_cronjob(obj, ctx.queues), None
+
+
 ROUTES: Final[dict[str, tuple[type[KubeObject], Callable[[str, Any, Any, AdmissionContext], Outcome]]]] = {
     "/jobs/mutate": (Job, lambda op, obj, old, ctx: ([], mutate_job(obj, scheduler_name=ctx.scheduler_names[0]) if op == "CREATE" else obj)),
     "/jobs/validate": (Job, _job_validate),
@@ -60,6 +74,10 @@ ROUTES: Final[dict[str, tuple[type[KubeObject], Callable[[str, Any, Any, Admissi
     "/pods/mutate": (Pod, lambda op, obj, old, ctx: ([], mutate_pod(obj, resource_groups=ctx.resource_groups,
                                                                      queue_gate=ctx.queue_allocation_gate) if op == "CREATE" else obj)),
     "/pods/validate": (Pod, lambda op, obj, old, ctx: (validate_pod_create(obj, ctx.scheduler_names) if op == "CREATE" else [], None)),
+    "/jobflows/validate": (JobFlow, _workload_validate),
+    "/jobtemplates/validate": (JobTemplate, _workload_validate),
+    "/cronjobs/mutate": (CronJob, lambda op, obj, old, ctx: ([], mutate_cronjob(obj) if op != "DELETE" else obj)),
+    "/cronjobs/validate": (CronJob, _workload_validate),
 }
 
 
