@@ -2,8 +2,8 @@
 
 Users' writes reach the store only through here; controllers inside Tephra write directly, as
 Kubernetes controllers do. Like an API server, `status` is not writable through this door: create
-drops it and update keeps the stored one. Who asks is the caller the subject names (the request's
-`user` field is a claim anyone can make, and is ignored); `authorization` decides what it may do.
+drops it (after admission has judged it) and update keeps the stored one. Who asks is the caller the
+subject names (the request's `user` field is a claim anyone can make, and is ignored); `authorization` decides what it may do.
 """
 
 from __future__ import annotations
@@ -102,7 +102,11 @@ class WriteApi:
             return None
 
     async def _create(self, obj: KubeObject) -> KubeObject:
-        admitted = await self._admit.create(msgspec.structs.replace(obj, status=None) if hasattr(obj, "status") else obj)
+        # Admission sees the status as sent, so a Queue naming no Volcano state is refused (as Volcano's
+        # webhook does) rather than its status silently dropped; what is stored never carries it.
+        admitted = await self._admit.create(obj)
+        if hasattr(admitted, "status"):
+            admitted = msgspec.structs.replace(admitted, status=None)  # type: ignore[arg-type]
         return await self._store.create(admitted)
 
     async def _update(self, obj: KubeObject, old: KubeObject) -> KubeObject:
