@@ -129,8 +129,17 @@ async def _apply(world: World, fault: Fault) -> None:
 async def _kill_server(world: World, node: NatsNode, fault: Fault, why: str) -> None:
     node.kill()
     await asyncio.sleep(fault.duration_s)
-    node.start()
-    await wait_nats_ready(world.topology.url)
+    # The only server back: the services wait (paused) a moment until the recorder listens again,
+    # else their first writes could be overwritten before it hears them. (In a cluster the recorder
+    # listens on the other servers all along.)
+    held = world.fleet.pause_all() if len(world.topology.nodes) == 1 else []
+    try:
+        node.start()
+        await wait_nats_ready(world.topology.url)
+        await world.recorder.listening()
+    finally:
+        for instance in held:
+            instance.resume()
     await world.recorder.survey(f"{why}, restarted on its file store")
 
 
@@ -164,6 +173,7 @@ async def _unsynced_loss(world: World, fault: Fault) -> None:
     node.start()
     await wait_nats_ready(world.topology.url)
     await world.recorder.rolled_back(synced, "an OS crash that lost the unsynced interval")
+    await world.recorder.listening()
     world.fleet.release()
 
 

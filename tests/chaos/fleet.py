@@ -194,6 +194,10 @@ class Fleet:
             if not inst.running():
                 inst.down_since = 0.0
 
+    def pause_all(self) -> list[Instance]:
+        """SIGSTOP every running instance not paused already; returns them (for `resume`)."""
+        return [inst for inst in self.instances.values() if inst.pause()]
+
     def heal(self) -> None:
         for inst in self.instances.values():
             inst.resume()

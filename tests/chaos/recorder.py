@@ -123,6 +123,21 @@ class Recorder:
         )
         await self.js.add_stream(mirror)
 
+    async def listening(self, limit_s: float = 60.0) -> None:
+        """Until every listener is connected again and its subscription is in place on its server."""
+        deadline = time.monotonic() + limit_s
+        for listener in self.listeners:
+            while True:
+                try:
+                    if listener.is_connected:
+                        await listener.flush(timeout=2)  # the server has our subscription (a round trip)
+                        break
+                except (nats.errors.Error, TimeoutError, OSError):
+                    pass
+                if time.monotonic() > deadline:
+                    raise TimeoutError("the recorder's listeners did not reconnect")
+                await asyncio.sleep(0.05)
+
     async def close(self) -> None:
         for client in [*self.listeners, *([self.nc] if self.nc else [])]:
             with contextlib.suppress(Exception):
