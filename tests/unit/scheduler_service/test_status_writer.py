@@ -12,10 +12,11 @@ from service_builders import group
 from vc_bus.testing import MemoryStore
 from vc_core.errors import Conflict
 from vc_proto import codec
+from vc_proto.core import Pod
 from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, PodGroupSpec
 from vc_runtime.sharding import SoleOwner
-from vc_scheduler.cache import SchedulerCache
+from vc_scheduler.cache import SchedulerCache, stored_object
 from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.status_writer import StatusWriter
@@ -72,6 +73,46 @@ def test_consecutive_status_writes_neither_read_nor_conflict_while_the_watch_lag
         assert len(published) == 1  # the verdict "Scheduled", once
 
     asyncio.run(scenario())
+
+
+def test_on_a_mirror_the_write_names_the_version_the_value_carries_not_the_kv_revision() -> None:
+    """The kube backend: the relay's KV values carry the apiserver's own resourceVersion, and the KV
+    revision is another counter. Writes name the value's version (a write on the KV revision would fail
+    its precondition: a conflict, a re-read, a second write), and our own write is told from the watch's
+    copy by comparing versions of one counter."""
+
+    async def scenario() -> None:
+        store = CountingStore()
+        stored = await store.create(
+            PodGroup(
+                api_version=SCHEDULING_V1BETA1,
+                metadata=ObjectMeta(name="g", namespace="ns"),
+                spec=PodGroupSpec(min_member=1),
+            )
+        )
+        cache = SchedulerCache()
+        kv_revision = int(stored.metadata.resource_version or 0) + 1000  # the mirror bucket's own sequence
+        cache._podgroup_raw["ns/g"] = (codec.encode(stored), kv_revision)  # the value keeps its version
+        assert stored_object(PodGroup, cache._podgroup_raw["ns/g"]) == stored
+        writer = StatusWriter(
+            store, cache, SchedulerEvents(lambda event: asyncio.sleep(0), source="test"),
+            ownership=SoleOwner(), work=InFlight("test"),
+        )  # fmt: skip
+        await writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Inqueue", (), 0, 0, 0))
+        await writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Running", (), 1, 0, 0))
+        assert (store.reads, store.conflicts, store.updates) == (0, 0, 2)
+        final = await store.get(PodGroup, "ns", "g")
+        assert final.status is not None and (final.status.phase, final.status.running) == ("Running", 1)
+
+    asyncio.run(scenario())
+
+
+def test_a_value_without_a_version_is_at_its_kv_revision() -> None:
+    """The NATS backend stores values without a resourceVersion: the KV revision is the version."""
+    pg = PodGroup(api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(name="g", namespace="ns"))
+    got = stored_object(PodGroup, (codec.encode(pg), 42))
+    assert got is not None and got.metadata.resource_version == "42"
+    assert stored_object(Pod, (codec.encode(pg), 42)) is None  # not that kind
 
 
 def test_statuses_offered_while_a_write_waits_coalesce_into_one_write_of_the_newest() -> None:

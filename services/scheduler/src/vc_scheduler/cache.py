@@ -35,9 +35,22 @@ ObjT = TypeVar("ObjT", bound=KubeObject)
 
 def stored_object(kind: type[ObjT], stored: tuple[bytes, int]) -> ObjT | None:
     """The cache's stored bytes of an object (stored_unbound, stored_podgroup) as the object at that
-    revision, ready for a compare-and-set without reading it back (None: not that kind)."""
+    revision, ready for a compare-and-set without reading it back (None: not that kind).
+
+    The version is the one the store's compare-and-set checks: on the NATS backend the KV revision (the
+    value carries none), on the kube backend the apiserver's resourceVersion the relay's value carries
+    (the KV revision there would fail the patch's precondition: a conflict, a GET, and a second try)."""
     obj = codec.decode_object(stored[0])
-    return with_meta(obj, resource_version=str(stored[1])) if isinstance(obj, kind) else None
+    if not isinstance(obj, kind):
+        return None
+    return obj if obj.metadata.resource_version else with_meta(obj, resource_version=str(stored[1]))
+
+
+def revision_of(obj: KubeObject) -> int:
+    """An object's resourceVersion as a number (0 when absent or not numeric), to tell the newer of two
+    versions of one object that came from the same store."""
+    rv = obj.metadata.resource_version
+    return int(rv) if rv and rv.isdigit() else 0
 
 
 def _new_work(kind: str, old: Any, new: Any) -> bool:

@@ -22,7 +22,7 @@ from vc_core.store import ObjectStore
 from vc_proto import events as ev
 from vc_proto.scheduling import PodGroup, PodGroupStatus, Queue, QueueStatus
 from vc_runtime.sharding import FencedStore
-from vc_scheduler.cache import SchedulerCache, stored_object
+from vc_scheduler.cache import SchedulerCache, revision_of, stored_object
 from vc_scheduler.events import SchedulerEvents, timestamp
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.metrics import PG_WRITES, QUEUE_WRITES
@@ -191,10 +191,11 @@ class StatusWriter:
         """The newer of what the watch last delivered and what we last wrote: right after our own
         write the watch still holds the revision before it, and writing on that would only conflict."""
         written = self._written.get(key)
-        if written is not None and (stored is None or int(written.metadata.resource_version or 0) > stored[1]):
+        cached = stored_object(PodGroup, stored) if stored is not None else None
+        if written is not None and (cached is None or revision_of(written) > revision_of(cached)):
             return written
         self._written.pop(key, None)  # the watch caught up with our write
-        return stored_object(PodGroup, stored) if stored is not None else None
+        return cached
 
     async def _verdict(self, pg: PodGroup, old: PodGroupStatus, new: PodGroupStatus) -> None:
         """Publish 'why is my job pending' on the job's history when the verdict changes."""
