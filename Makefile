@@ -59,8 +59,16 @@ chaos: deps ## seeded faults under gang load, history checked: SEED=n SCHEDULES=
 bench: deps ## benchmarks; they print figures (see README)
 	$(BIN)/python -m benchmarks
 
-lint: deps ## ruff
-	$(BIN)/ruff check .
+# Every check runs even when an earlier one fails, so one run shows all that is wrong; the last lines say
+# which failed. Their configuration is in pyproject.toml ([tool.ruff], [tool.mypy], [tool.importlinter]).
+LINT_STEPS := "ruff check|$(BIN)/ruff check ." "ruff format|$(BIN)/ruff format --check ." \
+	"mypy|$(BIN)/mypy" "import contracts|$(BIN)/lint-imports --no-logo"
+
+lint: deps ## ruff check, ruff format --check, mypy, the import-linter layering contracts
+	@failed=(); for step in $(LINT_STEPS); do name=$${step%%|*}; \
+		echo "[lint] $$name: $${step#*|}"; $${step#*|} || failed+=("$$name"); done; \
+	if [ $${#failed[@]} -eq 0 ]; then echo "[lint] clean"; \
+	else echo "[lint] failed: $$(IFS=,; echo "$${failed[*]}")"; exit 1; fi
 
 fmt: deps ## ruff format + fixes
 	$(BIN)/ruff format . && $(BIN)/ruff check --fix .
