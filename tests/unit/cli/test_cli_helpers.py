@@ -18,7 +18,10 @@ from vc_proto.meta import OwnerReference
 
 def test_resource_list_flag() -> None:
     assert parse_resource_list("cpu=4,memory=8Gi,nvidia.com/gpu=2", flag="--capability") == {
-        "cpu": "4", "memory": "8Gi", "nvidia.com/gpu": "2"}
+        "cpu": "4",
+        "memory": "8Gi",
+        "nvidia.com/gpu": "2",
+    }
     assert parse_resource_list(None, flag="--capability") is None
     for bad in ("cpu", "cpu=", "=4", "cpu=lots"):
         with pytest.raises(CliError) as err:
@@ -58,8 +61,10 @@ def test_ages_read_like_kubectl() -> None:
         (b'{"apiVersion": "v1", "kind": "Gadget", "metadata": {}}', "kind"),
         (b'{"apiVersion": "v2", "kind": "Pod", "metadata": {}}', "apiVersion"),
         (b'{"apiVersion": "v1", "kind": "Pod"}', "metadata"),
-        (b'{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {}, "spec": {"maxRetry": "x"}}',
-         "spec.maxRetry"),
+        (
+            b'{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {}, "spec": {"maxRetry": "x"}}',
+            "spec.maxRetry",
+        ),
     ],
 )
 def test_admission_decoding_names_the_field(body: bytes, field: str) -> None:

@@ -41,8 +41,12 @@ async def bootstrap(kube: KubeClient, namespace: str, *, now: datetime.datetime 
                 if exc.status != 404:
                     raise
                 current[name] = None
-        wanted = plan({n: (s or {}).get("data") for n, s in current.items()}, namespace=namespace, backend="kube",
-                      now=now or datetime.datetime.now(datetime.UTC))
+        wanted = plan(
+            {n: (s or {}).get("data") for n, s in current.items()},
+            namespace=namespace,
+            backend="kube",
+            now=now or datetime.datetime.now(datetime.UTC),
+        )
         try:
             for name, data in wanted.data.items():
                 await _write(kube, base, name, current[name], data)
@@ -57,8 +61,13 @@ async def bootstrap(kube: KubeClient, namespace: str, *, now: datetime.datetime 
 
 async def _write(kube: KubeClient, base: str, name: str, current: dict[str, Any] | None, data: SecretData) -> None:
     if current is None:
-        body = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "data": data,
-                "metadata": {"name": name, "labels": {"app.kubernetes.io/part-of": "tephra"}}}
+        body = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "Opaque",
+            "data": data,
+            "metadata": {"name": name, "labels": {"app.kubernetes.io/part-of": "tephra"}},
+        }
         await kube.request("POST", base, body=body)
         return
     if current.get("data") == data:

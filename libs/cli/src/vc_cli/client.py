@@ -82,7 +82,9 @@ class Tephra:
             raise CliError(f"the request is {len(data):,} bytes; the limit is {limit:,} (3 MiB)", code=2)
         return await self._writer.write(request)
 
-    async def submit(self, operation: api.Operation, document: dict[str, Any], *, namespace: str | None = None) -> KubeObject:
+    async def submit(
+        self, operation: api.Operation, document: dict[str, Any], *, namespace: str | None = None
+    ) -> KubeObject:
         try:
             raw = msgspec.Raw(msgspec.json.encode(document))
         except (msgspec.EncodeError, OverflowError, TypeError, ValueError) as exc:  # e.g. an integer past 64 bits
@@ -105,7 +107,9 @@ class AdmissionWriter:
         except nats.errors.NoRespondersError as exc:
             raise CliError("no admission service is running (start Tephra with `vcctl up` or `make run`)") from exc
         except nats.errors.TimeoutError as exc:
-            raise CliError("admission did not answer within 15 s; the request may or may not have been applied") from exc
+            raise CliError(
+                "admission did not answer within 15 s; the request may or may not have been applied"
+            ) from exc
         try:
             reply = _reply.decode(msg.data)
             if reply.error is not None:
@@ -127,8 +131,9 @@ class KubeWriter:
             if row is None or not request.name:
                 raise CliError("delete needs a supported kind and a name", code=2)
             namespace = (request.namespace or "default") if row.namespaced else None
-            await self._store.delete(row.type, namespace, request.name, resource_version=request.resource_version,
-                                     uid=request.uid)
+            await self._store.delete(
+                row.type, namespace, request.name, resource_version=request.resource_version, uid=request.uid
+            )
             return None
         try:
             obj = codec.decode_object(bytes(request.object))
@@ -144,7 +149,9 @@ class KubeWriter:
                 return await self._store.create(obj)
             raise
         meta = msgspec.structs.replace(
-            obj.metadata, uid=current.metadata.uid, resource_version=obj.metadata.resource_version or current.metadata.resource_version
+            obj.metadata,
+            uid=current.metadata.uid,
+            resource_version=obj.metadata.resource_version or current.metadata.resource_version,
         )
         return await self._store.update(msgspec.structs.replace(obj, metadata=meta))
 
@@ -220,11 +227,18 @@ async def open_nats(
 
     try:
         nc = await nats.connect(
-            servers=server.split(","), name=name, connect_timeout=3, max_reconnect_attempts=1, allow_reconnect=False,
-            error_cb=quiet, **client_options(credentials, ca_pem=ca_pem),
+            servers=server.split(","),
+            name=name,
+            connect_timeout=3,
+            max_reconnect_attempts=1,
+            allow_reconnect=False,
+            error_cb=quiet,
+            **client_options(credentials, ca_pem=ca_pem),
         )
     except (OSError, nats.errors.NoServersError, TimeoutError) as exc:
-        raise CliError(f"cannot reach Tephra at {server}: is it running? (`vcctl up` or `make run`; or set --server/VC_SERVER)") from exc
+        raise CliError(
+            f"cannot reach Tephra at {server}: is it running? (`vcctl up` or `make run`; or set --server/VC_SERVER)"
+        ) from exc
     except nats.errors.Error as exc:
         who = f"identity {credentials.identity!r}" if credentials else "an anonymous client (no --creds)"
         raise CliError(f"NATS at {server} refused {who}: {exc} (see docs/tenancy.md for credentials)") from exc

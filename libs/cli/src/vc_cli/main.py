@@ -4,40 +4,44 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 from collections.abc import Sequence
 
 from vc_cli import up
 from vc_cli.client import Endpoint, connect
-from vc_cli.commands import apply, job, node, pod, queue, user
+from vc_cli.commands import apply, completion, describe, job, node, pod, podgroup, queue, user, version
 from vc_cli.errors import CliError
+from vc_cli.globalopts import add_global_options, resolve_backend, share_global_options
 from vc_core.errors import VcError
 
-OBJECT_COMMANDS = {"job": job.run, "queue": queue.run, "pod": pod.run, "apply": apply.run, "node": node.run}
+OBJECT_COMMANDS = {
+    "job": job.run,
+    "queue": queue.run,
+    "pod": pod.run,
+    "apply": apply.run,
+    "node": node.run,
+    "podgroup": podgroup.run,
+    "describe": describe.run,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vcctl", description="Tephra: a Volcano-compatible batch system")
-    parser.add_argument("--server", "-s", default=os.environ.get("VC_SERVER", "nats://127.0.0.1:4222"),
-                        help="NATS URL of a running Tephra (env VC_SERVER)")
-    parser.add_argument("--creds", help="NATS credentials file (env VC_NATS__CREDS; default: the admin's of the "
-                                        "`vcctl up` data directory, $VC_DATA or .data here or above)")
-    parser.add_argument("--ca", help="CA certificate of the NATS server, when the credentials carry none (env VC_NATS__CA)")
-    parser.add_argument("--backend", choices=["nats", "kube"], default=os.environ.get("VC_BACKEND", "nats"),
-                        help="kube: read and write the apiserver with your kubeconfig (RBAC and the webhooks apply)")
-    parser.add_argument("--kubeconfig", help="with --backend kube (default: KUBECONFIG, ~/.kube/config)")
+    add_global_options(parser)
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in (job, queue, pod, apply, node, up, user):
+    for module in (job, queue, pod, podgroup, apply, describe, node, up, user, version, completion):
         module.add_parser(sub)
     sim = sub.add_parser("sim", help="offline scheduling simulation", add_help=False)
     sim.add_argument("rest", nargs=argparse.REMAINDER)
+    share_global_options(parser)
     return parser
 
 
 async def _run(args: argparse.Namespace) -> int:
     if args.command == "up":
         return await up.run(args)
+    if standalone := getattr(args, "standalone", None):  # version, completion: no connection needed
+        return int(await standalone(args))
     endpoint = Endpoint(args.server, creds=args.creds, ca=args.ca, backend=args.backend, kubeconfig=args.kubeconfig)
     async with connect(endpoint) as tephra:
         return await OBJECT_COMMANDS[args.command](tephra, args)
@@ -52,6 +56,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     configure_logging()
     try:
+        if args.command != "up":
+            args.backend = resolve_backend(args)
+        if prepare := getattr(args, "prepare", None):  # local input (files, flag combinations) before connecting
+            prepare(args)
         if args.command == "user":
             return user.run(args)
         return asyncio.run(_run(args))

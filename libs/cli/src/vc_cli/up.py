@@ -35,6 +35,7 @@ from vc_bus.store import NatsStore
 from vc_cli import running
 from vc_cli.datalock import DataDirLock, lock_data_dir
 from vc_cli.errors import CliError
+from vc_cli.progress import StartupProgress
 from vc_core.errors import AlreadyExists, InvalidObject
 from vc_core.quantity import parse_quantity
 from vc_proto.meta import ObjectMeta
@@ -50,14 +51,28 @@ STOP_TIMEOUT_S = 30.0
 NATS_QUICK_RESTARTS = 5
 MAX_NODES = 100_000  # node-sim's own bound
 DASHBOARD_PORT = 8090  # vc-dashboard's own default: `make run` prints the same URL every time it can
+# --metrics-port-base N: each child's health/metrics port is N + its place here; scheduler-i's is
+# N + len(METRICS_PORT_ORDER) + i. A child that is not started (kube-relay without --backend kube,
+# node-sim with --nodes 0) keeps its place, so every other port is the same whatever the flags.
+METRICS_PORT_ORDER = (
+    "admission",
+    "queue-controller",
+    "podgroup-controller",
+    "job-controller",
+    "gc",
+    "node-sim",
+    "vc-dashboard",
+    "kube-relay",
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     up = sub.add_parser("up", help="run the embedded system (NATS, every service, simulated nodes) in the foreground")
     up.add_argument("--data", default=".data", help="state directory (NATS file storage, logs)")
     up.add_argument("--nats-port", type=int, default=4222)
-    up.add_argument("--nodes", type=int, default=None,
-                    help="simulated nodes (default 4; with --backend kube, none unless given)")
+    up.add_argument(
+        "--nodes", type=int, default=None, help="simulated nodes (default 4; with --backend kube, none unless given)"
+    )
     up.add_argument("--node-cpu", default="32")
     up.add_argument("--node-memory", default="256Gi")
     up.add_argument("--node-gpu", default="8")
@@ -66,11 +81,28 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     up.add_argument("--scheduler-conf")
     up.add_argument("--backend", choices=["nats", "kube"], default="nats")
     up.add_argument("--kubeconfig")
-    up.add_argument("--sync", choices=["always", "default"], default="always",
-                    help="JetStream fsync: 'always' (nothing acknowledged is lost on an OS crash) or the server default")
+    up.add_argument(
+        "--sync",
+        choices=["always", "default"],
+        default="always",
+        help="JetStream fsync: 'always' (nothing acknowledged is lost on an OS crash) or the server default",
+    )
     up.add_argument("--default-duration", help="node-sim: run time of pods without the duration annotation")
-    up.add_argument("--dashboard-port", type=int, default=None,
-                    help=f"the web dashboard's port (default {DASHBOARD_PORT}, or a free one when that is taken)")
+    up.add_argument(
+        "--dashboard-port",
+        type=int,
+        default=None,
+        help=f"the web dashboard's port (default {DASHBOARD_PORT}, or a free one when that is taken)",
+    )
+    up.add_argument(
+        "--metrics-port-base",
+        type=int,
+        default=None,
+        metavar="N",
+        help="fixed health/metrics ports from N on, in this order: "
+        + ", ".join(f"{name} N+{i}" for i, name in enumerate(METRICS_PORT_ORDER))
+        + f", scheduler-i N+{len(METRICS_PORT_ORDER)}+i (default: any free ports)",
+    )
 
 
 @dataclass
@@ -116,12 +148,50 @@ def identity_args(auth: AuthDir | None, binary: str) -> list[str]:
     return ["--nats-creds", str(auth.creds_path(identity)), "--nats-ca", str(auth.ca_path)]
 
 
+def metrics_port(base: int, name: str) -> int:
+    """The health/metrics port of child `name` under --metrics-port-base `base` (METRICS_PORT_ORDER)."""
+    if name.startswith("scheduler-"):
+        return base + len(METRICS_PORT_ORDER) + int(name.removeprefix("scheduler-"))
+    return base + METRICS_PORT_ORDER.index(name)
+
+
+def metrics_port_span(replicas: int) -> int:
+    """How many ports from --metrics-port-base on `vcctl up` may use."""
+    return len(METRICS_PORT_ORDER) + replicas
+
+
+def child_names(args: argparse.Namespace) -> list[str]:
+    """The children `vcctl up` starts with these flags, in start order."""
+    names = ["kube-relay"] if args.backend == "kube" else []
+    names += ["admission", "queue-controller", "podgroup-controller", "job-controller", "gc"]
+    names += [f"scheduler-{i}" for i in range(args.scheduler_replicas)]
+    if _node_count(args) > 0:
+        names.append("node-sim")
+    return [*names, "vc-dashboard"]
+
+
+def _node_count(args: argparse.Namespace) -> int:
+    return int(args.nodes if args.nodes is not None else (0 if args.backend == "kube" else 4))
+
+
 def plan_children(args: argparse.Namespace, nats_url: str, auth: AuthDir | None = None) -> list[Child]:
-    common = ["--nats", nats_url, "--backend", args.backend] + (["--kubeconfig", args.kubeconfig] if args.kubeconfig else [])
+    common = ["--nats", nats_url, "--backend", args.backend] + (
+        ["--kubeconfig", args.kubeconfig] if args.kubeconfig else []
+    )
+    base = getattr(args, "metrics_port_base", None)
 
     def child(name: str, binary: str, extra: list[str]) -> Child:
-        port = free_port()
-        argv = [_bin(binary), *common, *identity_args(auth, binary), "--health-port", str(port), "--instance", name, *extra]
+        port = free_port() if base is None else metrics_port(base, name)
+        argv = [
+            _bin(binary),
+            *common,
+            *identity_args(auth, binary),
+            "--health-port",
+            str(port),
+            "--instance",
+            name,
+            *extra,
+        ]
         return Child(name, argv, port)
 
     children = [child("kube-relay", "vc-kube-relay", [])] if args.backend == "kube" else []
@@ -131,10 +201,20 @@ def plan_children(args: argparse.Namespace, nats_url: str, auth: AuthDir | None 
     conf = ["--scheduler-conf", args.scheduler_conf] if args.scheduler_conf else []
     for i in range(args.scheduler_replicas):
         children.append(child(f"scheduler-{i}", "vc-scheduler", conf))
-    nodes = args.nodes if args.nodes is not None else (0 if args.backend == "kube" else 4)
+    nodes = _node_count(args)
     if nodes > 0:
-        sim = ["--nodes", str(nodes), "--node-cpu", args.node_cpu, "--node-memory", args.node_memory,
-               "--node-gpu", args.node_gpu, "--node-pods", args.node_pods]
+        sim = [
+            "--nodes",
+            str(nodes),
+            "--node-cpu",
+            args.node_cpu,
+            "--node-memory",
+            args.node_memory,
+            "--node-gpu",
+            args.node_gpu,
+            "--node-pods",
+            args.node_pods,
+        ]
         if args.default_duration:
             sim += ["--default-duration", args.default_duration]
         children.append(child("node-sim", "vc-node-sim", sim))
@@ -161,7 +241,9 @@ async def install_crds(kubeconfig: str | None) -> None:
         async with await KubeClient.connect(kubeconfig) as kube:
             await ensure_crds(kube)
     except Exception as exc:  # any failure to reach or use the API server ends `up` with its reason
-        raise CliError(f"cannot install Tephra's CRDs on the API server ({kubeconfig or '$KUBECONFIG'}): {exc}") from exc
+        raise CliError(
+            f"cannot install Tephra's CRDs on the API server ({kubeconfig or '$KUBECONFIG'}): {exc}"
+        ) from exc
 
 
 async def ensure_default_queues(url: str, auth: AuthDir | None = None) -> None:
@@ -174,8 +256,14 @@ async def ensure_default_queues(url: str, auth: AuthDir | None = None) -> None:
         for name, reclaimable in (("root", False), ("default", True)):
             spec = QueueSpec(weight=1, reclaimable=reclaimable, parent=None if name == "root" else "root")
             try:
-                await store.create(Queue(api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(name=name), spec=spec,
-                                         status=QueueStatus(state="Open")))
+                await store.create(
+                    Queue(
+                        api_version=SCHEDULING_V1BETA1,
+                        metadata=ObjectMeta(name=name),
+                        spec=spec,
+                        status=QueueStatus(state="Open"),
+                    )
+                )
             except AlreadyExists:
                 pass
 
@@ -203,34 +291,94 @@ def check_arguments(args: argparse.Namespace) -> None:
             raise CliError(f"--default-duration: {exc.message}", code=2) from exc
     if args.scheduler_conf and not Path(args.scheduler_conf).is_file():
         raise CliError(f"--scheduler-conf {args.scheduler_conf}: no such file", code=2)
+    dashboard = getattr(args, "dashboard_port", None)
+    if dashboard is not None and not 1 <= dashboard <= 65535:
+        raise CliError("--dashboard-port must be between 1 and 65535", code=2)
+    base = getattr(args, "metrics_port_base", None)
+    if base is not None:
+        last = base + metrics_port_span(args.scheduler_replicas) - 1
+        if not 1 <= base or last > 65535:
+            span = metrics_port_span(args.scheduler_replicas)
+            raise CliError(
+                f"--metrics-port-base must be between 1 and {65536 - span} (it uses {span} ports from N on)", code=2
+            )
+        ports = {metrics_port(base, name): name for name in child_names(args)}
+        for port, what in ((args.nats_port, "--nats-port"), (dashboard, "--dashboard-port")):
+            if port in ports:
+                raise CliError(
+                    f"{what} {port} is {ports[port]}'s metrics port under --metrics-port-base {base}; "
+                    "choose other ports",
+                    code=2,
+                )
+
+
+def check_ports_free(args: argparse.Namespace) -> None:
+    """Every fixed port `vcctl up` was asked for, free before anything starts (one clear line if not)."""
+    dashboard = getattr(args, "dashboard_port", None)
+    if dashboard is not None and port_in_use(dashboard):
+        raise CliError(f"port {dashboard} (--dashboard-port) is already in use; choose another --dashboard-port")
+    base = getattr(args, "metrics_port_base", None)
+    if base is None:
+        return
+    for name in child_names(args):
+        port = metrics_port(base, name)
+        if port_in_use(port):
+            raise CliError(
+                f"port {port} ({name}'s health/metrics port: --metrics-port-base {base} + {port - base}) "
+                "is already in use; choose another --metrics-port-base"
+            )
+
+
+def data_dir(args: argparse.Namespace) -> Path:
+    """--data as an absolute path (resolved once, before anything runs: the notes and logs name it)."""
+    return Path(args.data).resolve()
 
 
 async def run(args: argparse.Namespace) -> int:
     check_arguments(args)
-    data = Path(args.data).resolve()
+    data = data_dir(args)
     lock = lock_data_dir(data)
     try:
         if port_in_use(args.nats_port):
             raise CliError(f"port {args.nats_port} is already in use (is Tephra already running? choose --nats-port)")
+        check_ports_free(args)
+        progress = StartupProgress(sys.stderr)
+        progress.stage("starting nats-server")
         auth = secure_bus(data, args.backend)
         server = NatsServer(
-            data / "nats", port=args.nats_port, sync=args.sync, exit_with_parent=True, keep_fds=(lock.fd,),
-            security=INCLUDE_AUTH, tls=True,
+            data / "nats",
+            port=args.nats_port,
+            sync=args.sync,
+            exit_with_parent=True,
+            keep_fds=(lock.fd,),
+            security=INCLUDE_AUTH,
+            tls=True,
         )
         try:
             server.start()
         except NatsServerError as exc:
+            progress.clear()
             raise CliError(f"nats-server failed to start: {exc}") from exc
         try:
             lock.record(vcctl_up=os.getpid(), nats_server=server.pid)
             with contextlib.suppress(OSError):  # only a convenience for vcctl (running.py)
-                running.announce(server.port, data)
-            return await _supervise(args, NatsWatch(server, lock), auth)
+                running.announce(server.port, data, version=tephra_version())
+            return await _supervise(args, NatsWatch(server, lock), auth, data, progress)
         finally:
+            progress.clear()
             running.withdraw(server.port, data)
             server.stop()
     finally:
         lock.release()
+
+
+def tephra_version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("vc-cli")
+    except metadata.PackageNotFoundError:
+        return ""
 
 
 def secure_bus(data: Path, backend: Backend) -> AuthDir:
@@ -266,8 +414,10 @@ class NatsWatch:
         now = time.monotonic()
         self.restarts = self.restarts + 1 if now - self.started_at < 60 else 1
         if self.restarts > NATS_QUICK_RESTARTS:
-            raise CliError(f"nats-server keeps exiting (exit code {code}, {self.restarts} times in a minute); "
-                           f"see {self.server.log_path}")
+            raise CliError(
+                f"nats-server keeps exiting (exit code {code}, {self.restarts} times in a minute); "
+                f"see {self.server.log_path}"
+            )
         _log_event("child.restarting", child="nats-server", exit_code=code, restarts=self.restarts)
         try:
             self.server.start()  # blocks until it serves again; nothing else can work meanwhile anyway
@@ -281,34 +431,46 @@ def _log_event(event: str, **fields: object) -> None:
     print(json.dumps({"event": event, **fields}), file=sys.stderr, flush=True)
 
 
-async def _supervise(args: argparse.Namespace, nats: NatsWatch, auth: AuthDir) -> int:
+async def _supervise(
+    args: argparse.Namespace, nats: NatsWatch, auth: AuthDir, data: Path, progress: StartupProgress | None = None
+) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     server = nats.server
+    progress = progress or StartupProgress(sys.stderr)
     if args.backend == "kube":
+        progress.stage("installing Tephra's CRDs")
         await install_crds(args.kubeconfig or os.environ.get("KUBECONFIG"))
     else:
+        progress.stage("creating the default queues")
         await ensure_default_queues(server.url, auth)  # with kube, the queue-controller creates them there
     children = plan_children(args, server.url, auth)
     try:
         for c in children:
             await c.start()
-        await _wait_ready(children, nats, stop)
+        try:
+            await _wait_ready(children, nats, stop, progress)
+        finally:
+            progress.clear()
         if stop.is_set():
             return 0
-        _announce(server, children, Path(args.data).resolve(), auth)
+        _announce(server, children, data, auth)
         await _keep_alive(children, nats, stop)
         return 0
     finally:
         await _stop_all(children)
 
 
-async def _wait_ready(children: list[Child], nats: NatsWatch, stop: asyncio.Event) -> None:
+async def _wait_ready(
+    children: list[Child], nats: NatsWatch, stop: asyncio.Event, progress: StartupProgress | None = None
+) -> None:
     deadline = time.monotonic() + READY_TIMEOUT_S
     pending = list(children)
     while pending and not stop.is_set():
+        if progress is not None:
+            progress.services([c.name for c in children if c not in pending], [c.name for c in pending])
         nats.check()
         for c in list(pending):
             if c.proc is not None and c.proc.returncode is not None:
@@ -326,7 +488,9 @@ def _announce(server: NatsServer, children: list[Child], data: Path, auth: AuthD
         print(f"nats:    {url} (JetStream data in {data / 'nats'})", flush=True)
     else:  # the server requires TLS whatever the scheme; tls:// makes a client refuse plain text
         print(f"nats:    {url} (TLS and credentials required; JetStream data in {data / 'nats'})", flush=True)
-        print(f"admin:   {auth.creds_path('admin')} and CA {auth.ca_path} (vcctl on this machine finds them)", flush=True)
+        print(
+            f"admin:   {auth.creds_path('admin')} and CA {auth.ca_path} (vcctl on this machine finds them)", flush=True
+        )
     for c in children:
         print(f"{c.name + ':':<21}http://127.0.0.1:{c.health_port}/metrics", flush=True)
     for c in children:

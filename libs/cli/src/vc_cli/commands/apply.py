@@ -13,17 +13,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     apply = sub.add_parser("apply", help="create or update objects from a file (- for stdin)")
     apply.add_argument("-f", "--filename", required=True)
     apply.add_argument("-n", "--namespace")
+    apply.set_defaults(prepare=_read)  # the file is read and checked before connecting
+
+
+def _read(args: argparse.Namespace) -> None:
+    args.documents = read_documents(args.filename)
 
 
 async def run(tephra: Tephra, args: argparse.Namespace) -> int:
     failed = 0
-    for index, doc in enumerate(read_documents(args.filename)):
+    for index, doc in enumerate(args.documents):
         try:
             obj = await tephra.submit("apply", doc, namespace=args.namespace)
         except CliError as exc:
             failed += 1
-            print(f"error: document {index} ({doc.get('kind')}/{(doc.get('metadata') or {}).get('name')}): {exc}", flush=True,
-                  file=__import__("sys").stderr)
+            print(
+                f"error: document {index} ({doc.get('kind')}/{(doc.get('metadata') or {}).get('name')}): {exc}",
+                flush=True,
+                file=__import__("sys").stderr,
+            )
             continue
         print(f"{type(obj).__name__.lower()}/{obj.metadata.name} applied")
     return 1 if failed else 0

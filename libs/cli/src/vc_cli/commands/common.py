@@ -31,7 +31,13 @@ def command_document(*, action: str, namespace: str | None, target: OwnerReferen
     metadata: dict[str, object] = {
         "generateName": f"{target.name}-{action.lower()}-",
         "ownerReferences": [
-            {"apiVersion": target.api_version, "kind": target.kind, "name": target.name, "uid": target.uid, "controller": True}
+            {
+                "apiVersion": target.api_version,
+                "kind": target.kind,
+                "name": target.name,
+                "uid": target.uid,
+                "controller": True,
+            }
         ],
     }
     if namespace:

@@ -1,100 +1,200 @@
-"""vcctl job run|list|view|suspend|resume|delete|history."""
+"""vcctl job run|list|view|describe|suspend|resume|delete|history, with Volcano's flags (pkg/cli/job)."""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from vc_bus.events import follow
+from vc_cli import listing
 from vc_cli.client import Tephra
-from vc_cli.commands.common import command_document
+from vc_cli.commands.common import command_document, parse_resource_list
+from vc_cli.commands.describe import describe_job
 from vc_cli.documents import read_documents
 from vc_cli.errors import CliError
-from vc_cli.output import age, date, print_objects, print_table
+from vc_cli.flags import add_list_flags, add_name_flags, listing_for, namespace_of, set_prepare
+from vc_cli.listing import Columns
+from vc_cli.output import add_output_flags, date, print_objects
 from vc_core.errors import NotFound
 from vc_proto import api, subjects
 from vc_proto.batch import BATCH_V1ALPHA1, Job
 from vc_proto.meta import OwnerReference
-from vc_proto.scheduling import PodGroup
 from vc_proto.vocabulary import JOB_TYPE_KEY, Action
 
-HISTORY_TAIL = 20
+MAX_FLAG_REPLICAS = 100_000  # admission's own bound on a job's replicas
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     job = sub.add_parser("job", help="Volcano jobs").add_subparsers(dest="verb", required=True)
-    run = job.add_parser("run", help="create a job from a file")
-    run.add_argument("-f", "--filename", required=True)
-    run.add_argument("-n", "--namespace")
+    run = job.add_parser("run", help="create a job from a file, or from flags (-N NAME -i IMAGE -r REPLICAS ...)")
+    run.add_argument("-f", "--filename", help="YAML or JSON file of Job objects (- for stdin)")
+    run.add_argument("-n", "--namespace", help="the namespace (default: the file's, else default)")
+    run.add_argument("-N", "--name", help="without -f: the job's name")
+    run.add_argument("-i", "--image", default="busybox", help="without -f: the container image (default busybox)")
+    run.add_argument("-m", "--min", type=int, default=1, help="without -f: minAvailable (default 1)")
+    run.add_argument("-r", "--replicas", type=int, default=1, help="without -f: the task's replicas (default 1)")
+    run.add_argument("-R", "--requests", default="cpu=1000m,memory=100Mi", help="without -f: the task's requests")
+    run.add_argument("-L", "--limits", default="cpu=1000m,memory=100Mi", help="without -f: the task's limits")
+    run.add_argument("-S", "--scheduler", default="volcano", help="without -f: schedulerName (default volcano)")
+    set_prepare(run, _prepare_run)
+
     lst = job.add_parser("list", help="list jobs")
-    lst.add_argument("-n", "--namespace", default="default")
-    lst.add_argument("--all-namespaces", "-A", action="store_true")
-    lst.add_argument("-q", "--queue")
-    lst.add_argument("-o", "--output", choices=["wide", "json", "yaml"])
-    view = job.add_parser("view", help="show one job, its tasks and recent history")
-    _name_ns(view)
-    view.add_argument("-o", "--output", choices=["json", "yaml"])
+    add_list_flags(lst)
+    lst.add_argument("-q", "--queue", help="only jobs in this queue")
+    lst.add_argument("-S", "--scheduler", help="only jobs with this schedulerName")
+
+    view = job.add_parser("view", help="show one job: its tasks, PodGroup, pods and recent history")
+    add_name_flags(view, what="job")
+    add_output_flags(view, "json", "yaml", "name", "jsonpath", headers=False)
+    describe = job.add_parser("describe", help="the same page as view (kubectl describe style)")
+    add_name_flags(describe, what="job")
     for verb in ("suspend", "resume", "delete"):
-        _name_ns(job.add_parser(verb, help=f"{verb} a job"))
+        add_name_flags(job.add_parser(verb, help=f"{verb} a job"), what="job")
     history = job.add_parser("history", help="the job's whole history: job, task, pod and scheduler events")
-    _name_ns(history)
+    add_name_flags(history, what="job")
     history.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
     history.add_argument("-o", "--output", choices=["json"])
 
 
-def _name_ns(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-N", "--name", required=True)
-    parser.add_argument("-n", "--namespace", default="default")
-
-
 async def run(tephra: Tephra, args: argparse.Namespace) -> int:
-    handler = {"run": _run, "list": _list, "view": _view, "suspend": _suspend, "resume": _resume,
-               "delete": _delete, "history": _history}[args.verb]
+    handler = {
+        "run": _run,
+        "list": _list,
+        "view": _view,
+        "describe": _view,
+        "suspend": _suspend,
+        "resume": _resume,
+        "delete": _delete,
+        "history": _history,
+    }[args.verb]
     return await handler(tephra, args)
 
 
+# -- run ---------------------------------------------------------------------------------------------------
+def _prepare_run(args: argparse.Namespace) -> None:
+    """Everything local before connecting: the file read and checked, or the job built from the flags."""
+    if args.filename:
+        docs = read_documents(args.filename)
+        for index, doc in enumerate(docs):
+            if doc.get("kind") != "Job":
+                kind = str(doc.get("kind"))[:64]
+                raise CliError(
+                    f"{args.filename}: document {index} is a {kind!r}, not a Job (use `vcctl apply`)", code=2
+                )
+        args.documents = docs
+        return
+    if not args.name:
+        raise CliError("job name cannot be left blank: give -N NAME (and -i, -r, -m, -R, -L), or -f FILE", code=2)
+    args.documents = [job_from_flags(args)]
+
+
+def job_from_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The one-task Job Volcano's `vcctl job run -N NAME ...` creates (pkg/cli/job/run.go)."""
+    if not 1 <= args.replicas <= MAX_FLAG_REPLICAS:
+        raise CliError(f"-r/--replicas must be between 1 and {MAX_FLAG_REPLICAS:,}", code=2)
+    if not 0 <= args.min <= args.replicas:
+        raise CliError("-m/--min must be between 0 and -r/--replicas", code=2)
+    requests = parse_resource_list(args.requests, flag="-R/--requests")
+    limits = parse_resource_list(args.limits, flag="-L/--limits")
+    resources = {k: v for k, v in (("requests", requests), ("limits", limits)) if v}
+    container = {"name": args.name, "image": args.image, "imagePullPolicy": "IfNotPresent", "resources": resources}
+    metadata: dict[str, Any] = {"name": args.name}
+    if args.namespace:
+        metadata["namespace"] = args.namespace
+    return {
+        "apiVersion": BATCH_V1ALPHA1,
+        "kind": "Job",
+        "metadata": metadata,
+        "spec": {
+            "minAvailable": args.min,
+            "schedulerName": args.scheduler,
+            "tasks": [
+                {
+                    "replicas": args.replicas,
+                    "template": {
+                        "metadata": {"name": args.name, "labels": {"job.volcano.sh": args.name}},
+                        "spec": {"restartPolicy": "Never", "containers": [container]},
+                    },
+                }
+            ],
+        },
+    }
+
+
 async def _run(tephra: Tephra, args: argparse.Namespace) -> int:
-    for index, doc in enumerate(read_documents(args.filename)):
-        if doc.get("kind") != "Job":
-            kind = str(doc.get("kind"))[:64]
-            raise CliError(f"{args.filename}: document {index} is a {kind!r}, not a Job (use `vcctl apply`)", code=2)
+    for doc in args.documents:
         created = await tephra.submit("create", doc, namespace=args.namespace)
         print(f"run job {created.metadata.name} successfully")
     return 0
 
 
+# -- list --------------------------------------------------------------------------------------------------
+def _phase(job: Job) -> str:
+    st = job.status
+    return (st.state.phase if st and st.state else None) or "Pending"
+
+
+def job_row(job: Job) -> list[object]:
+    """Volcano's `vcctl job list` row (pkg/cli/job/list.go)."""
+    st, spec = job.status, job.spec
+    replicas = sum(t.replicas or 0 for t in (spec.tasks if spec else None) or [])
+    return [
+        job.metadata.name,
+        date(job.metadata.creation_timestamp),
+        _phase(job),
+        (job.metadata.labels or {}).get(JOB_TYPE_KEY, "Batch"),
+        replicas,
+        (st.min_available if st else None) or 0,
+        *(
+            (getattr(st, f) or 0) if st else 0
+            for f in ("pending", "running", "succeeded", "failed", "unknown", "retry_count")
+        ),
+    ]
+
+
+JOB_COLUMNS: Columns[Job] = Columns(
+    headers=[
+        "Name",
+        "Creation",
+        "Phase",
+        "JobType",
+        "Replicas",
+        "Min",
+        "Pending",
+        "Running",
+        "Succeeded",
+        "Failed",
+        "Unknown",
+        "RetryCount",
+    ],
+    row=job_row,
+    wide_headers=["Queue", "Scheduler"],
+    wide_row=lambda j: [(j.spec.queue if j.spec else None) or "", (j.spec.scheduler_name if j.spec else None) or ""],
+)
+
+
+def _keep(args: argparse.Namespace) -> Any:
+    def keep(job: Job) -> bool:
+        spec = job.spec
+        if args.queue and (spec.queue if spec else None) != args.queue:
+            return False
+        return not (args.scheduler and (spec.scheduler_name if spec else None) != args.scheduler)
+
+    return keep
+
+
 async def _list(tephra: Tephra, args: argparse.Namespace) -> int:
-    jobs, _ = await tephra.store.list(Job, None if args.all_namespaces else args.namespace)
-    jobs = [j for j in jobs if not args.queue or (j.spec and j.spec.queue == args.queue)]
-    jobs.sort(key=lambda j: (j.metadata.namespace or "", j.metadata.name or ""))
-    if args.output in ("json", "yaml"):
-        print_objects(jobs, args.output, single=False)
+    view = listing_for(args, JOB_COLUMNS)
+    keep = _keep(args)
+    if args.watch:
+        await listing.watch(tephra.store, Job, view, namespace=namespace_of(args), selector=args.selector, keep=keep)
         return 0
-    headers = ["Name", "Creation", "Phase", "JobType", "Replicas", "Min", "Pending", "Running", "Succeeded", "Failed", "Unknown", "RetryCount"]
-    if args.output == "wide":
-        headers += ["Queue"]
-    rows = [_row(j, wide=args.output == "wide") for j in jobs]
-    if args.all_namespaces:
-        headers = ["Namespace", *headers]
-        rows = [[j.metadata.namespace, *row] for j, row in zip(jobs, rows, strict=True)]
-    print_table(headers, rows)
+    jobs, _ = await tephra.store.list(Job, namespace_of(args))
+    view.print_list(listing.sort_objects(j for j in jobs if keep(j) and args.selector.matches(j.metadata.labels)))
     return 0
 
 
-def _row(job: Job, *, wide: bool) -> list[object]:
-    st, spec = job.status, job.spec
-    replicas = sum(t.replicas or 0 for t in (spec.tasks if spec else None) or [])
-    row: list[object] = [
-        job.metadata.name, date(job.metadata.creation_timestamp),
-        (st.state.phase if st and st.state else None) or "Pending",
-        (job.metadata.labels or {}).get(JOB_TYPE_KEY, "Batch"), replicas,
-        (st.min_available if st else None) or 0,
-        *((getattr(st, f) or 0) if st else 0 for f in ("pending", "running", "succeeded", "failed", "unknown", "retry_count")),
-    ]
-    if wide:
-        row.append(spec.queue if spec else "")
-    return row
-
-
+# -- view, describe ----------------------------------------------------------------------------------------
 async def _get_job(tephra: Tephra, args: argparse.Namespace) -> Job:
     try:
         return await tephra.store.get(Job, args.namespace, args.name)
@@ -104,60 +204,16 @@ async def _get_job(tephra: Tephra, args: argparse.Namespace) -> Job:
 
 async def _view(tephra: Tephra, args: argparse.Namespace) -> int:
     job = await _get_job(tephra, args)
-    if args.output:
-        print_objects([job], args.output, single=True)
+    output = getattr(args, "output", None)
+    if output is not None and not output.is_table:
+        print_objects([job], output, single=True)
         return 0
-    _describe(job)
-    await _describe_podgroup(tephra, job)
-    if not tephra.has_nats:  # `--backend kube` without NATS credentials: the apiserver has no history
-        return 0
-    events = [e async for e in follow(tephra.nc, subjects.event_filter("job", args.namespace, args.name), stop_when_caught_up=True)]
-    print("History (most recent last):")
-    _print_history([e.event for e in events[-HISTORY_TAIL:]])
+    for line in await describe_job(tephra, job):
+        print(line)
     return 0
 
 
-def _describe(job: Job) -> None:
-    spec, st = job.spec, job.status
-    phase = (st.state.phase if st and st.state else None) or "Pending"
-    print(f"Name:          {job.metadata.name}\nNamespace:     {job.metadata.namespace}")
-    print(f"Queue:         {spec.queue if spec else ''}\nPhase:         {phase}")
-    print(f"Created:       {job.metadata.creation_timestamp} ({age(job.metadata.creation_timestamp)} ago)")
-    print(f"MinAvailable:  {(st.min_available if st else None) or (spec.min_available if spec else 0)}")
-    print(f"RetryCount:    {(st.retry_count if st else None) or 0} / {(spec.max_retry if spec else None) or 3}")
-    print(f"Version:       {(st.version if st else None) or 0}\nTasks:")
-    counts = (st.task_status_count if st else None) or {}
-    rows = []
-    for task in (spec.tasks if spec else None) or []:
-        phases = (counts.get(task.name or "") and counts[task.name or ""].phase) or {}
-        rows.append([task.name, task.replicas or 0, task.min_available if task.min_available is not None else task.replicas or 0,
-                     *(phases.get(p, 0) for p in ("Pending", "Running", "Succeeded", "Failed", "Unknown"))])
-    print_table(["  Task", "Replicas", "Min", "Pending", "Running", "Succeeded", "Failed", "Unknown"], rows)
-    for cond in (st.conditions if st else None) or []:
-        print(f"Condition:     {cond.status} at {cond.last_transition_time}" + (f" ({cond.reason}: {cond.message})" if cond.reason else ""))
-
-
-async def _describe_podgroup(tephra: Tephra, job: Job) -> None:
-    groups, _ = await tephra.store.list(PodGroup, job.metadata.namespace)
-    for pg in groups:
-        owners = pg.metadata.owner_references or []
-        if not any(o.kind == "Job" and o.uid == job.metadata.uid for o in owners):
-            continue
-        phase = pg.status.phase if pg.status else "Pending"
-        print(f"PodGroup:      {pg.metadata.name} ({phase})")
-        conditions = sorted((pg.status.conditions if pg.status else None) or [], key=lambda c: c.last_transition_time or "")
-        for cond in conditions:  # oldest first: the last line is the scheduler's latest verdict
-            if cond.status == "True":
-                when = f" (since {cond.last_transition_time})" if cond.last_transition_time else ""
-                print(f"  {cond.type}{when}: {cond.reason}" + (f": {cond.message}" if cond.message else ""))
-
-
-def _print_history(events: list) -> None:  # type: ignore[type-arg]
-    rows = [[e.occurred_at, e.kind, e.task or "", e.name, e.reason, e.phase or "", "" if e.exit_code is None else e.exit_code,
-             e.node or "", e.message or ""] for e in events]
-    print_table(["  Time", "Kind", "Task", "Name", "Reason", "Phase", "Exit", "Node", "Message"], rows)
-
-
+# -- history -----------------------------------------------------------------------------------------------
 async def _history(tephra: Tephra, args: argparse.Namespace) -> int:
     import msgspec
 
@@ -172,13 +228,19 @@ async def _history(tephra: Tephra, args: argparse.Namespace) -> int:
         phase = f" {e.previous_phase or ''}->{e.phase}" if e.phase else ""
         # The stream sequence of the event's message, and its place in it when it came in a batch.
         where = f"{stored.sequence}.{stored.index}" if stored.index else str(stored.sequence)
-        print(f"{e.occurred_at} #{where} {e.kind}/{e.name} {e.reason}{phase}{exit_text}{node} {e.message or ''}".rstrip(), flush=True)
+        print(
+            f"{e.occurred_at} #{where} {e.kind}/{e.name} {e.reason}{phase}{exit_text}{node} {e.message or ''}".rstrip(),
+            flush=True,
+        )
     return 0
 
 
+# -- commands ----------------------------------------------------------------------------------------------
 async def _command(tephra: Tephra, args: argparse.Namespace, action: Action) -> int:
     job = await _get_job(tephra, args)
-    target = OwnerReference(api_version=BATCH_V1ALPHA1, kind="Job", name=job.metadata.name or "", uid=job.metadata.uid or "")
+    target = OwnerReference(
+        api_version=BATCH_V1ALPHA1, kind="Job", name=job.metadata.name or "", uid=job.metadata.uid or ""
+    )
     await tephra.submit("create", command_document(action=action.value, namespace=args.namespace, target=target))
     return 0
 
@@ -199,5 +261,3 @@ async def _delete(tephra: Tephra, args: argparse.Namespace) -> int:
     await tephra.write(api.WriteRequest(operation="delete", kind="Job", namespace=args.namespace, name=args.name))
     print(f"delete job {args.name} successfully")
     return 0
-
-

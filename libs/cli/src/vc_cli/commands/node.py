@@ -7,17 +7,35 @@ import json
 
 import nats.errors
 
+from vc_cli import listing
 from vc_cli.client import Tephra
 from vc_cli.errors import CliError
-from vc_cli.output import print_objects, print_table
+from vc_cli.flags import add_list_flags, listing_for
+from vc_cli.listing import Columns
 from vc_proto import subjects
 from vc_proto.core import Node
+
+
+def _node_row(n: Node) -> list[object]:
+    ready = next((c.status for c in (n.status.conditions if n.status else None) or [] if c.type == "Ready"), "Unknown")
+    alloc = (n.status.allocatable if n.status else None) or {}
+    return [
+        n.metadata.name,
+        "Ready" if ready == "True" else "NotReady",
+        alloc.get("cpu", ""),
+        alloc.get("memory", ""),
+        alloc.get("nvidia.com/gpu", "0"),
+        alloc.get("pods", ""),
+    ]
+
+
+NODE_COLUMNS: Columns[Node] = Columns(headers=["Name", "Status", "CPU", "Memory", "GPU", "Pods"], row=_node_row)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     node = sub.add_parser("node", help="nodes (simulated by node-sim)").add_subparsers(dest="verb", required=True)
     lst = node.add_parser("list", help="nodes with readiness and allocatable resources")
-    lst.add_argument("-o", "--output", choices=["json", "yaml"])
+    add_list_flags(lst, namespaced=False)
     for verb in ("ready", "not-ready"):
         p = node.add_parser(verb, help=f"make a simulated node {verb.replace('-', ' ').title()}")
         p.add_argument("name")
@@ -25,18 +43,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 async def run(tephra: Tephra, args: argparse.Namespace) -> int:
     if args.verb == "list":
-        nodes, _ = await tephra.store.list(Node)
-        nodes.sort(key=lambda n: n.metadata.name or "")
-        if args.output:
-            print_objects(nodes, args.output, single=False)
+        view = listing_for(args, NODE_COLUMNS)
+        if args.watch:
+            await listing.watch(tephra.store, Node, view, selector=args.selector)
             return 0
-        rows = []
-        for n in nodes:
-            ready = next((c.status for c in (n.status.conditions if n.status else None) or [] if c.type == "Ready"), "Unknown")
-            alloc = (n.status.allocatable if n.status else None) or {}
-            rows.append([n.metadata.name, "Ready" if ready == "True" else "NotReady", alloc.get("cpu", ""), alloc.get("memory", ""),
-                         alloc.get("nvidia.com/gpu", "0"), alloc.get("pods", "")])
-        print_table(["Name", "Status", "CPU", "Memory", "GPU", "Pods"], rows)
+        nodes, _ = await tephra.store.list(Node)
+        view.print_list(listing.sort_objects(n for n in nodes if args.selector.matches(n.metadata.labels)))
         return 0
     request = {"node": args.name, "ready": args.verb == "ready"}
     try:

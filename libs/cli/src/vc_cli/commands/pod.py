@@ -1,23 +1,25 @@
-"""vcctl pod list."""
+"""vcctl pod list, with Volcano's flags (pkg/cli/pod): -j/--job, -q/--queue, -n, --all-namespaces."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
+from vc_cli import listing
 from vc_cli.client import Tephra
-from vc_cli.output import age, print_objects, print_table
+from vc_cli.flags import add_list_flags, listing_for, namespace_of
+from vc_cli.listing import Columns
+from vc_cli.output import age
 from vc_proto.core import Pod
-from vc_proto.vocabulary import JOB_NAME_KEY, QUEUE_NAME_KEY
+from vc_proto.vocabulary import JOB_NAME_KEY, QUEUE_NAME_ANNOTATION, QUEUE_NAME_KEY
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     pod = sub.add_parser("pod", help="pods").add_subparsers(dest="verb", required=True)
-    lst = pod.add_parser("list", help="pods with phase and node")
-    lst.add_argument("-n", "--namespace", default="default")
-    lst.add_argument("--all-namespaces", "-A", action="store_true")
-    lst.add_argument("-j", "--job")
-    lst.add_argument("-q", "--queue")
-    lst.add_argument("-o", "--output", choices=["json", "yaml", "wide"])
+    lst = pod.add_parser("list", help="pods with their status and node")
+    add_list_flags(lst)
+    lst.add_argument("-j", "--job", help="only the pods of this vcjob")
+    lst.add_argument("-q", "--queue", help="only the pods in this queue")
 
 
 def _ready(pod: Pod) -> str:
@@ -32,23 +34,48 @@ def _status(pod: Pod) -> str:
     return (pod.status.phase if pod.status else None) or "Pending"
 
 
+def _restarts(pod: Pod) -> int:
+    return sum(s.restart_count for s in (pod.status.container_statuses if pod.status else None) or [])
+
+
+# Volcano's columns (Name Ready Status Restart Age), then the node Tephra has always shown.
+POD_COLUMNS: Columns[Pod] = Columns(
+    headers=["Name", "Ready", "Status", "Restart", "Age", "Node"],
+    row=lambda p: [
+        p.metadata.name,
+        _ready(p),
+        _status(p),
+        _restarts(p),
+        age(p.metadata.creation_timestamp),
+        (p.spec.node_name if p.spec else None) or "<none>",
+    ],
+    wide_headers=["Job", "Queue"],
+    wide_row=lambda p: [(p.metadata.labels or {}).get(JOB_NAME_KEY, ""), _queue(p)],
+)
+
+
+def _queue(pod: Pod) -> str:
+    """A vcjob's pod carries its queue as a label; other pods for Volcano, as an annotation."""
+    return (pod.metadata.labels or {}).get(QUEUE_NAME_KEY) or (pod.metadata.annotations or {}).get(
+        QUEUE_NAME_ANNOTATION, ""
+    )
+
+
+def _keep(args: argparse.Namespace) -> Callable[[Pod], bool]:
+    def keep(pod: Pod) -> bool:
+        if args.job and (pod.metadata.labels or {}).get(JOB_NAME_KEY) != args.job:
+            return False
+        return not args.queue or _queue(pod) == args.queue
+
+    return keep
+
+
 async def run(tephra: Tephra, args: argparse.Namespace) -> int:
-    pods, _ = await tephra.store.list(Pod, None if args.all_namespaces else args.namespace)
-    labels = lambda p: p.metadata.labels or {}  # noqa: E731
-    pods = [p for p in pods if (not args.job or labels(p).get(JOB_NAME_KEY) == args.job)
-            and (not args.queue or labels(p).get(QUEUE_NAME_KEY) == args.queue)]
-    pods.sort(key=lambda p: (p.metadata.namespace or "", p.metadata.name or ""))
-    if args.output in ("json", "yaml"):
-        print_objects(pods, args.output, single=False)
+    view = listing_for(args, POD_COLUMNS)
+    keep = _keep(args)
+    if args.watch:
+        await listing.watch(tephra.store, Pod, view, namespace=namespace_of(args), selector=args.selector, keep=keep)
         return 0
-    headers = ["Name", "Ready", "Status", "Restarts", "Node", "Age"]
-    rows: list[list[object]] = []
-    for p in pods:
-        restarts = sum(s.restart_count for s in (p.status.container_statuses if p.status else None) or [])
-        rows.append([p.metadata.name, _ready(p), _status(p), restarts, (p.spec.node_name if p.spec else None) or "<none>",
-                     age(p.metadata.creation_timestamp)])
-    if args.all_namespaces:
-        headers = ["Namespace", *headers]
-        rows = [[p.metadata.namespace, *r] for p, r in zip(pods, rows, strict=True)]
-    print_table(headers, rows)
+    pods, _ = await tephra.store.list(Pod, namespace_of(args))
+    view.print_list(listing.sort_objects(p for p in pods if keep(p) and args.selector.matches(p.metadata.labels)))
     return 0

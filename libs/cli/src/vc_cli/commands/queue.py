@@ -1,52 +1,93 @@
-"""vcctl queue create|list|get|delete|operate."""
+"""vcctl queue create|list|get|describe|delete|operate, with Volcano's flags (pkg/cli/queue).
+
+Volcano names the queue with `-n/--name` (queues have no namespace); Tephra's earlier `-N` is
+accepted too. `create` takes Volcano's `-w/--weight` and `-S/--state`, `operate` its `-a/--action`.
+"""
 
 from __future__ import annotations
 
 import argparse
 from collections import Counter
+from collections.abc import Iterable
 
+from vc_cli import listing
 from vc_cli.client import Tephra
 from vc_cli.commands.common import command_document, parse_resource_list
+from vc_cli.commands.describe import describe_queue, get_queue
 from vc_cli.errors import CliError
-from vc_cli.output import print_objects, print_table
-from vc_core.errors import NotFound
-from vc_proto import api
+from vc_cli.flags import add_list_flags, listing_for, set_prepare
+from vc_cli.listing import Columns, Key, Related
+from vc_cli.output import add_output_flags, print_objects
+from vc_core.store import WatchEvent, WatchOp
+from vc_proto import api, codec
 from vc_proto.meta import OwnerReference
 from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, Queue
 from vc_proto.vocabulary import Action
 
 PHASES = ("Inqueue", "Pending", "Running", "Unknown", "Completed")
+STATES = ("Open", "Closed")  # what Volcano's admission lets a new queue ask for
+
+
+def _name(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-n", "-N", "--name", dest="name", required=True, help="the queue's name")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     queue = sub.add_parser("queue", help="queues").add_subparsers(dest="verb", required=True)
     create = queue.add_parser("create", help="create a queue")
-    create.add_argument("-N", "--name", required=True)
-    create.add_argument("-w", "--weight", type=int, default=1)
+    _name(create)
+    create.add_argument("-w", "--weight", type=int, default=1, help="the queue's weight (default 1)")
+    create.add_argument("-S", "--state", type=_state, help="Open (default) or Closed")
     create.add_argument("--capability", help="e.g. cpu=4,memory=8Gi,nvidia.com/gpu=2")
     create.add_argument("--deserved")
     create.add_argument("--guarantee")
     create.add_argument("--parent")
     create.add_argument("--reclaimable", choices=["true", "false"])
     create.add_argument("--allowed-namespaces", help="comma-separated namespaces allowed to submit (default: all)")
+    set_prepare(create, _prepare_create)
     lst = queue.add_parser("list", help="list queues with PodGroup counts")
-    lst.add_argument("-o", "--output", choices=["json", "yaml"])
+    add_list_flags(lst, namespaced=False)
     get = queue.add_parser("get", help="show one queue")
-    get.add_argument("-N", "--name", required=True)
-    get.add_argument("-o", "--output", choices=["json", "yaml"])
+    _name(get)
+    add_output_flags(get)
+    describe = queue.add_parser("describe", help="describe one queue (kubectl describe style)")
+    _name(describe)
     delete = queue.add_parser("delete", help="delete a queue")
-    delete.add_argument("-N", "--name", required=True)
+    _name(delete)
     operate = queue.add_parser("operate", help="open or close a queue, or update its weight")
-    operate.add_argument("-N", "--name", required=True)
+    _name(operate)
     operate.add_argument("-a", "--action", required=True, choices=["open", "close", "update"])
     operate.add_argument("-w", "--weight", type=int)
+    set_prepare(operate, _prepare_operate)
+
+
+def _state(text: str) -> str:
+    for state in STATES:
+        if text.lower() == state.lower():
+            return state
+    raise argparse.ArgumentTypeError(f"queue state must be in [{' '.join(STATES)}] (got {text!r})")
+
+
+_state.__name__ = "queue state"
 
 
 async def run(tephra: Tephra, args: argparse.Namespace) -> int:
-    return await {"create": _create, "list": _list, "get": _get, "delete": _delete, "operate": _operate}[args.verb](tephra, args)
+    verbs = {
+        "create": _create,
+        "list": _list,
+        "get": _get,
+        "describe": _describe,
+        "delete": _delete,
+        "operate": _operate,
+    }
+    return await verbs[args.verb](tephra, args)
 
 
-async def _create(tephra: Tephra, args: argparse.Namespace) -> int:
+# -- create --------------------------------------------------------------------------------------------
+def _prepare_create(args: argparse.Namespace) -> None:
+    """The queue's document, every flag checked, before connecting."""
+    if args.weight <= 0:
+        raise CliError("-w/--weight must be greater than 0", code=2)
     spec: dict[str, object] = {"weight": args.weight}
     for key in ("capability", "deserved"):
         value = parse_resource_list(getattr(args, key), flag=f"--{key}")
@@ -61,79 +102,130 @@ async def _create(tephra: Tephra, args: argparse.Namespace) -> int:
         spec["reclaimable"] = args.reclaimable == "true"
     if args.allowed_namespaces:
         spec["allowedNamespaces"] = [n for n in args.allowed_namespaces.split(",") if n]
-    doc = {"apiVersion": SCHEDULING_V1BETA1, "kind": "Queue", "metadata": {"name": args.name}, "spec": spec}
-    await tephra.submit("create", doc)
+    args.document = {"apiVersion": SCHEDULING_V1BETA1, "kind": "Queue", "metadata": {"name": args.name}, "spec": spec}
+
+
+async def _create(tephra: Tephra, args: argparse.Namespace) -> int:
+    queue = await tephra.submit("create", args.document)
+    if args.state == "Closed":
+        # A queue's state is its controller's to write (status is not writable through admission), so
+        # a queue asked to start Closed is created, then closed with the same Command `operate` sends.
+        await _send_command(tephra, queue, Action.CLOSE_QUEUE)
     print(f"create queue {args.name} successfully")
     return 0
 
 
-async def _counts(tephra: Tephra) -> dict[str, Counter[str]]:
-    groups, _ = await tephra.store.list(PodGroup)
-    counts: dict[str, Counter[str]] = {}
-    for pg in groups:
-        queue = (pg.spec.queue if pg.spec else None) or "default"
-        counts.setdefault(queue, Counter())[(pg.status.phase if pg.status else None) or "Pending"] += 1
-    return counts
+# -- list, get -----------------------------------------------------------------------------------------
+class PodGroupCounts:
+    """Each queue's PodGroups by phase (Volcano's queue list columns), kept from a list or a watch."""
 
+    def __init__(self, groups: Iterable[PodGroup] = ()) -> None:
+        self._phase_of: dict[Key, tuple[str, str]] = {}  # PodGroup -> (queue, phase)
+        self.counts: dict[str, Counter[str]] = {}
+        for pg in groups:
+            self.put(pg)
 
-def _rows(queues: list[Queue], counts: dict[str, Counter[str]]) -> list[list[object]]:
-    rows = []
-    for q in sorted(queues, key=lambda q: q.metadata.name or ""):
-        c = counts.get(q.metadata.name or "", Counter())
+    def put(self, pg: PodGroup) -> str:
+        key = listing.key_of(pg)
+        self.remove(key)
+        where = (
+            (pg.spec.queue if pg.spec else None) or "default",
+            (pg.status.phase if pg.status else None) or "Pending",
+        )
+        self._phase_of[key] = where
+        self.counts.setdefault(where[0], Counter())[where[1]] += 1
+        return where[0]
+
+    def remove(self, key: Key) -> str | None:
+        old = self._phase_of.pop(key, None)
+        if old is None:
+            return None
+        self.counts[old[0]][old[1]] -= 1
+        return old[0]
+
+    def on_event(self, event: WatchEvent) -> list[Key]:
+        """The queues whose counts may have changed, as row keys."""
+        key = (event.namespace, event.name)
+        before = self.remove(key)
+        after = self.put(event.obj) if event.op is WatchOp.PUT and isinstance(event.obj, PodGroup) else None
+        return [(None, q) for q in {before, after} if q]
+
+    def row(self, q: Queue) -> list[object]:
+        c = self.counts.get(q.metadata.name or "", Counter())
         state = (q.status.state if q.status else None) or "Open"
         parent = (q.spec.parent if q.spec else None) or ""
-        rows.append([q.metadata.name, (q.spec.weight if q.spec else None) or 1, state, parent, *(c[p] for p in PHASES)])
-    return rows
+        return [q.metadata.name, (q.spec.weight if q.spec else None) or 1, state, parent, *(c[p] for p in PHASES)]
 
 
 HEADERS = ["Name", "Weight", "State", "Parent", *PHASES]
 
 
+def queue_columns(counts: PodGroupCounts) -> Columns[Queue]:
+    return Columns(headers=HEADERS, row=counts.row)
+
+
 async def _list(tephra: Tephra, args: argparse.Namespace) -> int:
-    queues, _ = await tephra.store.list(Queue)
-    if args.output:
-        print_objects(queues, args.output, single=False)
+    if args.watch:
+        counts = PodGroupCounts()
+        view = listing_for(args, queue_columns(counts))
+        await listing.watch(
+            tephra.store, Queue, view, selector=args.selector, related=[Related(PodGroup, counts.on_event)]
+        )
         return 0
-    print_table(HEADERS, _rows(queues, await _counts(tephra)))
+    queues, _ = await tephra.store.list(Queue)
+    queues = listing.sort_objects(q for q in queues if args.selector.matches(q.metadata.labels))
+    counts = PodGroupCounts((await tephra.store.list(PodGroup))[0] if args.output.is_table else ())
+    listing_for(args, queue_columns(counts)).print_list(queues)
     return 0
-
-
-async def _get_queue(tephra: Tephra, name: str) -> Queue:
-    try:
-        return await tephra.store.get(Queue, None, name)
-    except NotFound as exc:
-        raise CliError(f"queue {name} not found") from exc
 
 
 async def _get(tephra: Tephra, args: argparse.Namespace) -> int:
-    queue = await _get_queue(tephra, args.name)
-    if args.output:
+    queue = await get_queue(tephra, args.name)
+    if not args.output.is_table:
         print_objects([queue], args.output, single=True)
         return 0
-    print_table(HEADERS, _rows([queue], await _counts(tephra)))
+    counts = PodGroupCounts(
+        g for g in (await tephra.store.list(PodGroup))[0] if (g.spec.queue if g.spec else None) == args.name
+    )
+    listing_for(args, queue_columns(counts)).print_list([queue])
     return 0
 
 
+async def _describe(tephra: Tephra, args: argparse.Namespace) -> int:
+    for line in await describe_queue(tephra, await get_queue(tephra, args.name)):
+        print(line)
+    return 0
+
+
+# -- delete, operate -----------------------------------------------------------------------------------
 async def _delete(tephra: Tephra, args: argparse.Namespace) -> int:
     await tephra.write(api.WriteRequest(operation="delete", kind="Queue", name=args.name))
     print(f"delete queue {args.name} successfully")
     return 0
 
 
-async def _operate(tephra: Tephra, args: argparse.Namespace) -> int:
-    queue = await _get_queue(tephra, args.name)
-    if args.action == "update":
-        if args.weight is None or args.weight <= 0:
-            raise CliError("--weight must be given and > 0 with --action update", code=2)
-        from vc_proto import codec
+async def _send_command(tephra: Tephra, queue: Queue, action: Action) -> None:
+    target = OwnerReference(
+        api_version=SCHEDULING_V1BETA1, kind="Queue", name=queue.metadata.name or "", uid=queue.metadata.uid or ""
+    )
+    await tephra.submit("create", command_document(action=action.value, namespace="default", target=target))
 
+
+def _prepare_operate(args: argparse.Namespace) -> None:
+    if args.action == "update" and (args.weight is None or args.weight <= 0):
+        raise CliError(
+            f"when update queue {args.name}, weight must be specified, the value must be greater than 0 (-w)", code=2
+        )
+
+
+async def _operate(tephra: Tephra, args: argparse.Namespace) -> int:
+    queue = await get_queue(tephra, args.name)
+    if args.action == "update":
         doc = codec.to_dict(queue)
         doc.setdefault("spec", {})["weight"] = args.weight
         await tephra.submit("update", doc)
         print(f"update queue {args.name} successfully")
         return 0
-    action = Action.OPEN_QUEUE if args.action == "open" else Action.CLOSE_QUEUE
-    target = OwnerReference(api_version=SCHEDULING_V1BETA1, kind="Queue", name=args.name, uid=queue.metadata.uid or "")
-    await tephra.submit("create", command_document(action=action.value, namespace="default", target=target))
+    await _send_command(tephra, queue, Action.OPEN_QUEUE if args.action == "open" else Action.CLOSE_QUEUE)
     print(f"{args.action} queue {args.name} successfully")
     return 0

@@ -22,10 +22,14 @@ from vc_security.credentials import write_private
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    user = sub.add_parser("user", help="tenant identities of the embedded system").add_subparsers(dest="verb", required=True)
+    user = sub.add_parser("user", help="tenant identities of the embedded system").add_subparsers(
+        dest="verb", required=True
+    )
     create = user.add_parser("create", help="a tenant identity limited to some namespaces; writes its credentials file")
     create.add_argument("name", help="the identity (a DNS label, e.g. alice)")
-    create.add_argument("--namespaces", required=True, help="comma-separated namespaces it may write in, e.g. team-a,team-a-ci")
+    create.add_argument(
+        "--namespaces", required=True, help="comma-separated namespaces it may write in, e.g. team-a,team-a-ci"
+    )
     create.add_argument("-o", "--output", help="credentials file to write (default NAME.creds here; it must not exist)")
     listing = user.add_parser("list", help="identities and their namespaces")
     delete = user.add_parser("delete", help="remove a tenant identity (its credentials stop working)")
@@ -38,10 +42,14 @@ def run(args: argparse.Namespace) -> int:
     data = Path(args.data).resolve()
     auth = AuthDir(data / "auth")
     if not auth.registry_path.exists():
-        raise CliError(f"{auth.root} has no identities: start Tephra there once with `vcctl up --data {args.data}`", code=2)
+        raise CliError(
+            f"{auth.root} has no identities: start Tephra there once with `vcctl up --data {args.data}`", code=2
+        )
     if args.verb == "list":
-        rows = [[p.identity, p.role, ",".join(sorted(p.namespaces)) or ("*" if p.role == "admin" else "")]
-                for p in sorted(auth.people().values(), key=lambda p: p.identity)]
+        rows = [
+            [p.identity, p.role, ",".join(sorted(p.namespaces)) or ("*" if p.role == "admin" else "")]
+            for p in sorted(auth.people().values(), key=lambda p: p.identity)
+        ]
         print_table(["Identity", "Role", "Namespaces"], rows)
         return 0
     if args.verb == "create":
@@ -55,8 +63,10 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(str(exc), code=2) from exc
         write_private(output, credentials.encode())
         _reload(data, auth)
-        print(f"user {args.name} created: namespaces {', '.join(namespaces)}; credentials in {output} "
-              f"(use: vcctl --creds {output} ...)")
+        print(
+            f"user {args.name} created: namespaces {', '.join(namespaces)}; credentials in {output} "
+            f"(use: vcctl --creds {output} ...)"
+        )
         return 0
     try:
         auth.remove_tenant(args.name)
