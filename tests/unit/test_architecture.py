@@ -1,53 +1,75 @@
-"""The layering, checked on the source: which of our packages may import what (an AST walk, no imports
-run). Each test names the rule it holds; add rules here as the tree is reshaped."""
+"""The layering. The rules live in one place, the import-linter contracts in pyproject.toml, which `make lint`
+checks; these tests run the same contracts, make sure they name every package and pure folder on disk (a new
+package cannot slip past them), and hold the one rule an import graph cannot: pure scheduler modules read
+no clock."""
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
+from importlinter.cli import lint_imports
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEDULING = ROOT / "libs" / "scheduling" / "src" / "vc_scheduling"
-IO_ROOTS = frozenset({"asyncio", "nats", "aiohttp", "kubernetes_asyncio"})
-ADAPTERS = frozenset({"vc_bus", "vc_runtime", "vc_kube"})
+PURE_FOLDERS = frozenset({"logic", "framework", "actions", "plugins"})
+CLOCK_CALLS = frozenset({"now", "utcnow", "today", "time", "monotonic", "perf_counter", "time_ns", "monotonic_ns"})
 
 
-def imported_roots(path: Path) -> set[str]:
-    """Top-level package of every absolute import in the module, wherever it sits (lazy imports too)."""
-    roots: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            roots.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            roots.add(node.module.split(".")[0])
-    return roots
+def importlinter_config() -> dict[str, Any]:
+    config: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    return config
 
 
-def modules(*folders: Path) -> list[Path]:
-    return sorted(path for folder in folders for path in folder.rglob("*.py"))
+def contract(contract_id: str) -> dict[str, Any]:
+    (found,) = (c for c in importlinter_config()["contracts"] if c["id"] == contract_id)
+    return found
 
 
 def packages(under: str) -> dict[str, Path]:
-    """`vc_x` -> its source folder, for every package under libs/ or services/."""
+    """`vc_x` -> its source folder, for every package under libs/ or services/ (or proto/)."""
     return {src.name: src for src in sorted((ROOT / under).glob("*/src/vc_*")) if src.is_dir()}
 
 
-def offenders(paths: Iterable[Path], forbidden: frozenset[str]) -> dict[str, list[str]]:
-    found = {str(p.relative_to(ROOT)): sorted(imported_roots(p) & forbidden) for p in paths}
-    return {path: roots for path, roots in found.items() if roots}
+def module_path(module: str) -> Path:
+    """The file or folder of a dotted module of ours."""
+    top, *rest = module.split(".")
+    sources = packages("libs") | packages("services") | {"vc_proto": ROOT / "proto" / "src" / "vc_proto"}
+    path = sources[top].joinpath(*rest)
+    return path if path.is_dir() else path.with_suffix(".py")
 
 
-def test_the_scheduling_core_imports_no_event_loop_transport_or_adapter() -> None:
-    files = modules(SCHEDULING)
-    assert len(files) > 30  # the walk found the package (a moved folder would make this vacuous)
-    assert offenders(files, IO_ROOTS | ADAPTERS) == {}
+def test_the_import_contracts_hold(capsys: pytest.CaptureFixture[str]) -> None:
+    status = lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True)
+    assert status == 0, capsys.readouterr().out
 
 
-SCHEDULER_PURE = ("planning.py", "sharding.py", "ledger.py", "gangs.py", "status_policy.py")
-CLOCK_CALLS = frozenset({"now", "utcnow", "today", "time", "monotonic", "perf_counter", "time_ns", "monotonic_ns"})
+def test_the_contracts_know_every_package() -> None:
+    libs, services = set(packages("libs")), set(packages("services"))
+    assert len(libs) >= 8 and len(services) >= 9  # the walk found the tree (a moved folder would make this vacuous)
+    assert set(importlinter_config()["root_packages"]) == {"vc_proto"} | libs | services
+    assert set(contract("proto-imports-nothing-of-ours")["forbidden_modules"]) == libs | services
+    assert set(contract("libs-import-no-service")["source_modules"]) == libs
+    assert set(contract("libs-import-no-service")["forbidden_modules"]) == services
+    assert set(contract("services-are-independent")["modules"]) == services
+
+
+def test_every_pure_folder_is_under_the_pure_contract() -> None:
+    """logic/, framework/, actions/ and plugins/ are pure by the style guide, wherever they are."""
+    pure = contract("pure-modules-do-no-io")["source_modules"]
+    covered = [module_path(module) for module in pure]
+    folders = [
+        folder
+        for src in (packages("libs") | packages("services")).values()
+        for folder in src.rglob("*")
+        if folder.is_dir() and folder.name in PURE_FOLDERS
+    ]
+    assert folders
+    uncovered = [str(f.relative_to(ROOT)) for f in folders if not any(f == c or c in f.parents for c in covered)]
+    assert uncovered == []
+    assert all(path.exists() for path in covered), "a contract names a module that is gone"
 
 
 def called_names(path: Path) -> set[str]:
@@ -59,31 +81,10 @@ def called_names(path: Path) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("name", SCHEDULER_PURE)
-def test_the_pure_scheduler_shell_modules_import_no_transport_and_read_no_clock(name: str) -> None:
-    """Documented PURE: they run in the cycle's worker thread, or decide on times they are given."""
-    path = ROOT / "services" / "scheduler" / "src" / "vc_scheduler" / name
-    assert offenders([path], IO_ROOTS | ADAPTERS) == {}
-    assert not called_names(path) & CLOCK_CALLS
+SCHEDULER_PURE = [m for m in contract("pure-modules-do-no-io")["source_modules"] if m.startswith("vc_scheduler.")]
 
 
-def test_vc_core_imports_no_event_loop_transport_or_adapter() -> None:
-    assert offenders(modules(ROOT / "libs" / "core" / "src" / "vc_core"), IO_ROOTS | ADAPTERS) == {}
-
-
-def test_the_kube_adapter_does_not_import_the_runtime() -> None:
-    """vc_runtime opens the kube store for `--backend kube`; the reverse would be a package cycle."""
-    assert offenders(modules(ROOT / "libs" / "kube" / "src" / "vc_kube"), frozenset({"vc_runtime"})) == {}
-
-
-@pytest.mark.parametrize("lib", sorted(packages("libs")))
-def test_a_lib_imports_no_service(lib: str) -> None:
-    services = frozenset(packages("services"))
-    assert services  # the walk found the services
-    assert offenders(modules(packages("libs")[lib]), services) == {}
-
-
-@pytest.mark.parametrize("service", sorted(packages("services")))
-def test_a_service_imports_no_other_service(service: str) -> None:
-    others = frozenset(packages("services")) - {service}
-    assert offenders(modules(packages("services")[service]), others) == {}
+@pytest.mark.parametrize("module", SCHEDULER_PURE)
+def test_the_pure_scheduler_shell_modules_read_no_clock(module: str) -> None:
+    """They run in the cycle's worker thread, or decide on times they are given."""
+    assert not called_names(module_path(module)) & CLOCK_CALLS
