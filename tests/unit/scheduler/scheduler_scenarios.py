@@ -28,7 +28,8 @@ class Scenario:
 
     def run(self) -> dict[str, Any]:
         conf = load_scheduler_conf(self.conf_text)
-        return simulate(self.snapshot, conf, cycles=self.cycles, now=datetime.now(UTC))
+        result = simulate(self.snapshot, conf, cycles=self.cycles, now=datetime.now(UTC))
+        return {**result, "confWarnings": conf.warnings()}
 
 
 def scenario_files() -> list[Path]:
@@ -78,6 +79,8 @@ def check(scenario: Scenario, result: dict[str, Any]) -> list[str]:
         if key in expect and sorted(result[key]) != sorted(expect[key]):
             problems.append(f"{key}: {sorted(result[key])}, expected {sorted(expect[key])}")
     problems.extend(_check_podgroups(expect, result["podgroups"]))
+    if "confWarnings" in expect and result.get("confWarnings", []) != expect["confWarnings"]:
+        problems.append(f"conf warnings: {result.get('confWarnings')}, expected {expect['confWarnings']}")
     return problems
 
 

@@ -63,10 +63,11 @@ class _Timer:
         self.durations[name] = self.durations.get(name, 0.0) + self.clock() - start
 
 
-def load_scheduler_conf(text: str | bytes | None = None) -> SchedulerConf:
-    """The conf from YAML text, validated against the in-tree names; None gives the default."""
+def load_scheduler_conf(text: str | bytes | None = None, *, strict: bool = False) -> SchedulerConf:
+    """The conf from YAML text, validated against the in-tree names; None gives the default. Volcano
+    plugins Tephra lacks are left out and listed in `skipped` (refused when `strict`)."""
     known = {"known_actions": in_tree_actions().names(), "known_plugins": in_tree_plugins().names()}
-    return default_conf(**known) if text is None else load_conf(text, **known)
+    return default_conf(**known) if text is None else load_conf(text, **known, strict=strict)
 
 
 def run_cycle(

@@ -12,6 +12,8 @@ import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
+import structlog
+
 from vc_core.errors import ConfigError, InvalidObject
 from vc_runtime.aio import wait_or_stop
 from vc_runtime.membership import Membership
@@ -28,9 +30,16 @@ from vc_scheduler.loop import SchedulingLoop
 from vc_scheduler.status_writer import StatusWriter
 from vc_scheduling.cycle import load_scheduler_conf
 
+log = structlog.get_logger(__name__)
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler-conf", help="Volcano scheduler configuration YAML (default: Volcano's default)")
+    parser.add_argument(
+        "--strict-conf",
+        action="store_true",
+        help="refuse a conf that names a Volcano plugin Tephra lacks (default: load without it, with a warning)",
+    )
     parser.add_argument("--schedule-period", type=float, default=1.0, help="seconds between cycles")
     parser.add_argument(
         "--lease-ttl", type=float, default=5.0, help="seconds before a silent instance's PodGroups move"
@@ -44,9 +53,12 @@ class SchedulerApp:
         self.settings = settings
         path = settings.extra.get("scheduler_conf")
         try:
-            self.conf = load_scheduler_conf(Path(str(path)).read_text() if path else None)
+            text = Path(str(path)).read_text() if path else None
+            self.conf = load_scheduler_conf(text, strict=bool(settings.extra.get("strict_conf")))
         except (OSError, InvalidObject, ValueError) as exc:
             raise ConfigError(f"--scheduler-conf: {exc}") from exc
+        for warning in self.conf.warnings():
+            log.warning("scheduler_conf_plugin_skipped", detail=warning)
         self.period_s = float(settings.extra.get("schedule_period", 1.0))  # type: ignore[arg-type]
         self.lease_ttl_s = float(settings.extra.get("lease_ttl", 5.0))  # type: ignore[arg-type]
 

@@ -27,6 +27,25 @@ tiers:
   - name: nodeorder
 """
 
+# Volcano's in-tree plugins (pkg/scheduler/plugins/factory.go) that Tephra does not implement. A conf
+# naming one still loads, without it, so a migrated ConfigMap does not stop the scheduler; each one
+# is named in `SchedulerConf.skipped` (the scheduler logs them). A strict load refuses instead.
+VOLCANO_PLUGINS_NOT_IN_TEPHRA: Final = frozenset(
+    {
+        "cdp",
+        "deviceshare",
+        "extender",
+        "network-topology-aware",
+        "nodegroup",
+        "numa-aware",
+        "rescheduling",
+        "resource-strategy-fit",
+        "task-topology",
+        "tdm",
+        "usage",
+    }
+)
+
 
 class ConfError(ConfigError):
     """A bad scheduler configuration; `field` names where."""
@@ -57,6 +76,12 @@ class SchedulerConf:
     actions: tuple[str, ...]
     tiers: tuple[Tier, ...]
     configurations: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    # Volcano plugins the conf names that Tephra lacks and left out, as "tiers[i].plugins[j]: name".
+    skipped: tuple[str, ...] = ()
+
+    def warnings(self) -> list[str]:
+        """One line per plugin left out, naming it (empty when the conf loaded whole)."""
+        return [f"{entry}: Volcano plugin not implemented by Tephra; loaded without it" for entry in self.skipped]
 
     def action_arguments(self, name: str) -> Mapping[str, object]:
         return self.configurations.get(name, {})
@@ -65,8 +90,11 @@ class SchedulerConf:
         return [p.name for tier in self.tiers for p in tier.plugins]
 
 
-def load_conf(text: str | bytes, *, known_actions: list[str], known_plugins: list[str]) -> SchedulerConf:
-    """Parse and validate; unknown action or plugin names are errors (Volcano: "failed to find Action")."""
+def load_conf(
+    text: str | bytes, *, known_actions: list[str], known_plugins: list[str], strict: bool = False
+) -> SchedulerConf:
+    """Parse and validate; unknown action or plugin names are errors (Volcano: "failed to find Action"),
+    except Volcano plugins Tephra lacks: left out and listed in `skipped`, or refused when `strict`."""
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -74,9 +102,11 @@ def load_conf(text: str | bytes, *, known_actions: list[str], known_plugins: lis
     if not isinstance(raw, Mapping):
         raise ConfError("(document)", "expected a mapping with actions and tiers")
     actions = _actions(raw.get("actions", ""), known_actions)
-    tiers = tuple(_tier(i, t, known_plugins) for i, t in enumerate(_list(raw.get("tiers"), "tiers")))
+    skipped: list[str] = []
+    raw_tiers = _list(raw.get("tiers"), "tiers")
+    tiers = tuple(_tier(i, t, known_plugins, strict=strict, skipped=skipped) for i, t in enumerate(raw_tiers))
     configurations = _configurations(raw.get("configurations"))
-    conf = SchedulerConf(actions, tiers, configurations)
+    conf = SchedulerConf(actions, tiers, configurations, tuple(skipped))
     _check_conflicts(conf)
     return conf
 
@@ -103,17 +133,26 @@ def _actions(value: object, known: list[str]) -> tuple[str, ...]:
     return names
 
 
-def _tier(index: int, raw: object, known: list[str]) -> Tier:
+def _tier(index: int, raw: object, known: list[str], *, strict: bool, skipped: list[str]) -> Tier:
     if not isinstance(raw, Mapping):
         raise ConfError(f"tiers[{index}]", "expected a mapping with plugins")
     plugins = _list(raw.get("plugins"), f"tiers[{index}].plugins")
-    return Tier(tuple(_plugin(f"tiers[{index}].plugins[{i}]", p, known) for i, p in enumerate(plugins)))
+    options = (
+        _plugin(f"tiers[{index}].plugins[{i}]", p, known, strict=strict, skipped=skipped) for i, p in enumerate(plugins)
+    )
+    return Tier(tuple(option for option in options if option is not None))
 
 
-def _plugin(field: str, raw: object, known: list[str]) -> PluginOption:
+def _plugin(field: str, raw: object, known: list[str], *, strict: bool, skipped: list[str]) -> PluginOption | None:
     if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
         raise ConfError(field, "expected a mapping with a name")
     name = raw["name"]
+    if name not in known and name in VOLCANO_PLUGINS_NOT_IN_TEPHRA:
+        if strict:
+            message = f"Volcano plugin {name} is not implemented by Tephra (strict conf refuses it)"
+            raise ConfError(f"{field}.name", message)
+        skipped.append(f"{field}: {name}")
+        return None
     if name not in known:
         raise ConfError(f"{field}.name", f"failed to find Plugin {name} (known: {', '.join(known)})")
     arguments = raw.get("arguments") or {}

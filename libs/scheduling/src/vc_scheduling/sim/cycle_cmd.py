@@ -32,6 +32,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="vcctl sim cycle", description="What would the scheduler do with this cluster?")
     parser.add_argument("-f", "--filename", required=True, help="snapshot: multi-document YAML or a List")
     parser.add_argument("--conf", help="scheduler configuration (Volcano's YAML); default: the built-in one")
+    parser.add_argument(
+        "--strict-conf", action="store_true", help="refuse a conf naming a Volcano plugin Tephra lacks"
+    )
     parser.add_argument("--cycles", type=int, default=1, help="number of cycles (decisions applied between)")
     parser.add_argument("-o", "--output", default="json", choices=["json"], help="output format")
     return parser
@@ -72,10 +75,12 @@ def main(argv: list[str], *, stdout: TextIO | None = None, stderr: TextIO | None
         if args.cycles < 1:
             raise _UsageError("--cycles must be at least 1")
         snapshot = load_snapshot(_read(args.filename, "snapshot"))
-        conf = load_scheduler_conf(_read(args.conf, "conf") if args.conf else None)
+        conf = load_scheduler_conf(_read(args.conf, "conf") if args.conf else None, strict=args.strict_conf)
     except (_UsageError, InvalidObject, ConfigError, OSError) as exc:
         print(f"error: {exc}", file=err)
         return EXIT_BAD_INPUT
+    for warning in conf.warnings():
+        print(f"warning: scheduler conf: {warning}", file=err)
     report = simulate(snapshot, conf, cycles=args.cycles, now=datetime.now(UTC))
     out.write(msgspec.json.format(msgspec.json.encode(report), indent=2).decode() + "\n")
     return 0
