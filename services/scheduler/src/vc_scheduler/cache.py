@@ -17,6 +17,7 @@ from collections import OrderedDict
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from vc_bus.decoding import decode_or_none, report_undecodable
 from vc_bus.kvwatch import watch_bucket
 from vc_bus.objects import with_meta
 from vc_core.store import WatchOp
@@ -35,12 +36,13 @@ ObjT = TypeVar("ObjT", bound=KubeObject)
 
 def stored_object(kind: type[ObjT], stored: tuple[bytes, int]) -> ObjT | None:
     """The cache's stored bytes of an object (stored_unbound, stored_podgroup) as the object at that
-    revision, ready for a compare-and-set without reading it back (None: not that kind).
+    revision, ready for a compare-and-set without reading it back (None: not that kind, or bytes that
+    do not decode, reported: the caller reads the store instead).
 
     The version is the one the store's compare-and-set checks: on the NATS backend the KV revision (the
     value carries none), on the kube backend the apiserver's resourceVersion the relay's value carries
     (the KV revision there would fail the patch's precondition: a conflict, a GET, and a second try)."""
-    obj = codec.decode_object(stored[0])
+    obj = decode_or_none(codec.decode_object, stored[0], source=subjects.bucket(kind.__name__), kind=kind.__name__)
     if not isinstance(obj, kind):
         return None
     return obj if obj.metadata.resource_version else with_meta(obj, resource_version=str(stored[1]))
@@ -248,8 +250,9 @@ class SchedulerCache:
         order = getattr(old, "order", self._order) if old is not None else self._order
         try:
             obj, meta = decode_json(kind, data, order)
-        except SnapshotError:
+        except SnapshotError as exc:  # kept: the previous view, if any (a bad value is skipped, not a delete)
             self.decode_errors += 1
+            report_undecodable(source=subjects.bucket(kind), kind=kind, error=exc, key=key)
             return False
         if kind == "PodGroup":
             job = next((o.name for o in meta.owner_references if o.kind == "Job"), None)

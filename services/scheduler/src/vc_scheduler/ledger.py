@@ -17,6 +17,7 @@ that died before binding (or of an earlier life of it) are reclaimed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -77,8 +78,23 @@ def encode(record: Record) -> bytes:
     return _encoder.encode(record)
 
 
+# What encode writes for a request: str(Fraction), non-negative. Any other text is refused at decode, so
+# that reading a hostile value fails there (guarded) and never later, in arithmetic; bounded digits keep
+# Fraction() from building huge numbers ("1e999999").
+_REQUEST_TEXT: Final = re.compile(r"\d{1,40}(/[1-9]\d{0,39})?")
+
+
 def decode(data: bytes | None) -> Record:
-    return _decoder.decode(data) if data else Record()
+    """A ledger value; ValueError (msgspec's errors are ValueErrors) when it is not one that encode wrote:
+    not a record, or a request that is not an exact non-negative amount."""
+    if not data:
+        return Record()
+    record = _decoder.decode(data)
+    for reservation in record.reservations.values():
+        for name, value in reservation.requests.items():
+            if not _REQUEST_TEXT.fullmatch(value):
+                raise ValueError(f"reservation of {reservation.pod!r}: request {name!r} is not an amount")
+    return record
 
 
 def reservation(pod: str, requests: Mapping[str, Fraction], *, instance: str, epoch: int, at: float) -> Reservation:

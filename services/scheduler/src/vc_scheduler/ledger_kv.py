@@ -19,6 +19,7 @@ from nats.js import api
 from nats.js.errors import BucketNotFoundError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
+from vc_bus.decoding import decode_or_none
 from vc_bus.kvwatch import watch_bucket
 from vc_core.errors import Conflict, Fenced
 from vc_core.resources import Resources
@@ -101,10 +102,20 @@ class Ledger:
             if entry.op is WatchOp.DELETE:
                 self._copies.pop(entry.key, None)
             else:
-                after = ledger.decode(entry.value)
+                after = self._decode(entry.value, entry.key, entry.revision)
                 self._copies[entry.key] = _Copy(after, entry.revision)
             if self._foreign(known.record if known is not None else None) or self._foreign(after):
                 self.changed.set()
+
+    @staticmethod
+    def _decode(data: bytes | None, key: str, revision: int) -> Record:
+        """A ledger value, or (reported) an empty record in place of one that is not a record: its
+        reservations cannot be read by anyone, and the next compare-and-set on its revision replaces
+        it with a valid record (reservations are soft state; the binds stay fenced by the store)."""
+        record = decode_or_none(
+            ledger.decode, data or b"", source=BUCKET, kind="LedgerRecord", key=key, revision=revision
+        )
+        return record if record is not None else Record()
 
     def _foreign(self, record: Record | None) -> bool:
         """Whether the record holds another instance's reservations: only those change what this
@@ -226,7 +237,7 @@ class Ledger:
             entry = await kv.get(key)
         except KeyNotFoundError:
             return _Copy(Record(), 0)
-        copy = _Copy(ledger.decode(entry.value), entry.revision or 0)
+        copy = _Copy(self._decode(entry.value, key, entry.revision or 0), entry.revision or 0)
         known = self._copies.get(key)
         if known is None or known.revision < copy.revision:
             self._copies[key] = copy

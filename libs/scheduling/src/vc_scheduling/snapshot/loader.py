@@ -44,6 +44,8 @@ def load_snapshot(data: bytes | str) -> ClusterSnapshot:
         documents = [doc for doc in yaml.safe_load_all(data) if doc is not None]
     except yaml.YAMLError as exc:
         raise SnapshotError(_yaml_error_index(data, exc), "", "(document)", f"not valid YAML: {exc}") from exc
+    except RecursionError as exc:
+        raise SnapshotError(0, "", "(document)", "not valid YAML: nested too deeply") from exc
     if len(documents) == 1 and isinstance(documents[0], list):
         documents = documents[0]
     return load_objects(documents)
@@ -97,6 +99,8 @@ def decode_json(kind: str, data: bytes, index: int = 0) -> tuple[object, kube.Ob
         view = _JSON_DECODERS[kind].decode(data)
     except msgspec.DecodeError as exc:
         raise _snapshot_error(index, kind, exc) from exc
+    except RecursionError as exc:  # nested deeper than the interpreter's limit: input, not a bug
+        raise SnapshotError(index, kind, "(document)", "nested too deeply") from exc
     return _convert(index, kind, view), view.metadata  # type: ignore[attr-defined]
 
 

@@ -1,0 +1,73 @@
+"""The placement ledger against a real JetStream bucket holding hostile values: following it and
+reserving on a key whose value is not a record neither kill the scheduler nor wedge the key (the next
+compare-and-set replaces the value with a valid record)."""
+
+from __future__ import annotations
+
+import asyncio
+from fractions import Fraction
+
+import pytest
+from nats.aio.client import Client
+
+from tests.support.services import eventually
+from vc_bus.decoding import DECODE_ERRORS
+from vc_scheduler import ledger
+from vc_scheduler.ledger import Record, View
+from vc_scheduler.ledger_kv import BUCKET, Ledger, node_key
+
+pytestmark = [pytest.mark.nats]
+
+HOSTILE = (
+    b"[" * 200_000 + b"]" * 200_000,
+    b'{"a":' * 100_000 + b"1" + b"}" * 100_000,
+    b'{"r": {"u1": ["ns/a", "s0", 1, 1.0, {"cpu": "1e999999999"}]}}',
+    b"\xff not json",
+)
+
+
+def _errors() -> float:
+    return DECODE_ERRORS.labels(BUCKET, "LedgerRecord")._value.get()
+
+
+async def test_following_skips_hostile_values_and_goes_on(nc: Client) -> None:
+    led = Ledger(nc.jetstream(), instance="s0", can_write=lambda: True)
+    kv = await led.open()
+    before = _errors()
+    for i, data in enumerate(HOSTILE):
+        await kv.put(node_key(f"bad{i}"), data)
+    good = Record({"u1": ledger.reservation("ns/a", {"cpu": Fraction(1)}, instance="s1", epoch=1, at=1.0)})
+    await kv.put(node_key("good"), ledger.encode(good))
+    shutdown = asyncio.Event()
+    follower = asyncio.create_task(led.follow(shutdown))
+    try:
+        await asyncio.wait_for(led.synced.wait(), 10)
+        assert led.record(node_key("good")) == good
+        assert all(led.record(node_key(f"bad{i}")) == Record() for i in range(len(HOSTILE)))
+        assert _errors() == before + len(HOSTILE)
+        await kv.put(node_key("bad0"), ledger.encode(good))  # repaired: followed as any other value
+
+        async def repaired() -> bool:
+            return led.record(node_key("bad0")) == good
+
+        await eventually(repaired, timeout=10)
+        assert not follower.done()
+    finally:
+        shutdown.set()
+        await asyncio.wait_for(follower, 10)
+
+
+async def test_a_reservation_on_a_hostile_key_replaces_it_with_a_record(nc: Client) -> None:
+    led = Ledger(nc.jetstream(), instance="s0", can_write=lambda: True)
+    kv = await led.open()
+    key = node_key("n1")
+    await kv.put(key, HOSTILE[0])
+    before = _errors()
+    mine = ledger.reservation("ns/a", {"cpu": Fraction(1)}, instance="s0", epoch=1, at=1.0)
+    outcome = await led.reserve(
+        key, {"u1": mine}, {"cpu": Fraction(4), "pods": Fraction(10)}, {}, View(instance="s0", epoch=1), node="n1"
+    )
+    assert outcome.record is not None and set(outcome.record.reservations) == {"u1"}
+    assert _errors() == before + 1  # read once (no followed copy), reported
+    stored = await kv.get(key)
+    assert ledger.decode(stored.value).reservations == {"u1": mine}
