@@ -5,7 +5,7 @@ keeps its consumer (heartbeats, not polling)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import nats
 import pytest
@@ -13,6 +13,7 @@ from nats.aio.client import Client
 from nats.js.kv import KeyValue
 
 from tests.chaos.proxy import FaultProxy
+from tests.support.services import eventually
 from vc_bus import pull
 from vc_bus.connection import connect
 from vc_bus.kvwatch import RawEntry, watch_bucket
@@ -47,6 +48,13 @@ class Seen:
 
     def puts(self) -> list[str]:
         return [e.key for e in self.entries if e.op is WatchOp.PUT]
+
+
+def async_true(condition: Callable[[], bool]) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        return condition()
+
+    return check
 
 
 async def consumers(nc: Client, stream: str) -> list[str]:
@@ -93,11 +101,15 @@ async def test_a_lost_delivery_is_noticed_and_the_watch_resumes_after_it(
         task = tg.create_task(seen.follow(watch_bucket(nc.jetstream(), "t")))
         await seen.until(lambda: seen.puts() == ["a"])
         for lost, then in (("b", "c"), ("d", None)):
-            (sid, handler), = nc._raw_handlers.items()
+            ((sid, handler),) = (
+                (s, h)
+                for s, h in nc._raw_handlers.items()
+                if isinstance(getattr(h, "__self__", None), pull.PullConsumer)
+            )
             del nc._raw_handlers[sid]  # the next delivery goes elsewhere: lost for the watch
             await kv.put(lost, b"1")
-            await nc.flush()
-            await asyncio.sleep(0.05)
+            queue = nc._subs[sid]._pending_queue
+            await eventually(async_true(lambda queue=queue: queue.qsize() > 0))  # the delivery arrived, and went astray
             nc._raw_handlers[sid] = handler
             if then is not None:
                 await kv.put(then, b"1")

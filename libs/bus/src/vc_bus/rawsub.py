@@ -1,4 +1,5 @@
-"""Raw subscriptions: a subscription's messages go straight to a plain function, as bytes.
+"""Raw subscriptions: a subscription's messages go straight to a plain function, as bytes; and a
+request/reply path built on one.
 
 nats-py hands every message of a subscription to an `asyncio.Queue` as a `Msg` (its subject and reply
 decoded, its headers parsed into a dict), and a task per subscription takes it out again. For a watch
@@ -8,13 +9,22 @@ not block (it files the message and returns).
 
 The subscription is still an ordinary nats-py subscription (so nats-py re-subscribes it after a
 reconnect); only the delivery is different.
+
+Requests (every KV write and JetStream publish is one) go through the same: nats-py's reply inbox is a
+raw subscription that resolves the waiting future directly, and a request waits with
+`asyncio.timeout` instead of `wait_for`, with the NUID alone as its token (nats-py adds two random bytes
+from `secrets`: an urandom call per request; the NUID is already unique per connection).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
+from typing import Any
 
+from nats import errors
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
 # (subject, reply, payload, raw headers or None): the headers are the "NATS/1.0 ...\r\n" block.
@@ -27,15 +37,84 @@ class RawDeliveryClient(Client):
     def __init__(self) -> None:
         super().__init__()
         self._raw_handlers: dict[int, RawHandler] = {}
+        self._reply_token_at = 0
 
     async def subscribe_raw(self, subject: str, handler: RawHandler) -> Subscription:
-        sub = await self.subscribe(subject)  # no callback: its queue stays empty, the handler gets the messages
-        self._raw_handlers[sub._id] = handler
+        # The handler is in place before the SUB can reach the server: a message delivered while
+        # `subscribe` flushes would otherwise go to the subscription's queue, which nobody reads.
+        # nats-py numbers subscriptions `_sid + 1` synchronously, before its first await.
+        sid = self._sid + 1
+        self._raw_handlers[sid] = handler
+        try:
+            sub = await self.subscribe(subject)  # no callback: its queue stays empty, the handler gets the messages
+        except BaseException:
+            self._raw_handlers.pop(sid, None)
+            raise
+        assert sub._id == sid, "nats-py numbered the subscription differently"
         return sub
 
     async def unsubscribe_raw(self, sub: Subscription) -> None:
         self._raw_handlers.pop(sub._id, None)
         await sub.unsubscribe()
+
+    # -- requests -------------------------------------------------------------------------------------
+    async def _init_request_sub(self) -> None:
+        # The prefix is set before the first await, and `subscribe` queues the SUB before its first
+        # await too: a concurrent request sees the prefix and its PUB is queued after the SUB, so its
+        # reply cannot arrive before the subscription exists.
+        self._resp_map = {}
+        prefix = self._inbox_prefix[:]
+        prefix.extend(b".")
+        prefix.extend(self._nuid.next())
+        prefix.extend(b".")
+        self._resp_sub_prefix = prefix
+        self._reply_token_at = len(prefix)
+        await self.subscribe_raw(prefix.decode() + "*", self._on_reply)
+
+    def _on_reply(self, subject: bytes, reply: bytes, data: bytes, headers: bytes | None) -> None:
+        # Called by the connection's reader: it must not raise, whatever reaches the inbox (anyone
+        # may publish to it), so every decode replaces what is not UTF-8.
+        future = self._resp_map.get(subject[self._reply_token_at :].decode(errors="replace"))
+        if future is None or future.done():
+            return  # a reply that came after its request gave up, or a second reply
+        future.set_result(
+            Msg(
+                _client=self,
+                subject=subject.decode(errors="replace"),
+                reply=reply.decode(errors="replace"),
+                data=data,
+                headers=parse_headers(headers) if headers else None,
+            )
+        )
+
+    async def _request_new_style(
+        self,
+        subject: str,
+        payload: bytes,
+        timeout: float = 1,  # noqa: ASYNC109 (nats-py's signature)
+        headers: dict[str, Any] | None = None,
+    ) -> Msg:
+        if self.is_draining_pubs:
+            raise errors.ConnectionDrainingError
+        if not self._resp_sub_prefix:
+            await self._init_request_sub()
+        assert self._resp_sub_prefix
+        token = self._nuid.next()
+        key = token.decode()
+        inbox = self._resp_sub_prefix[:]
+        inbox.extend(token)
+        future: asyncio.Future[Msg] = asyncio.get_running_loop().create_future()
+        self._resp_map[key] = future
+        try:
+            # The timeout bounds the whole request, the publish included (it may wait for the
+            # outbound buffer to drain); whatever ends it, the future leaves the map.
+            async with asyncio.timeout(timeout):
+                await self.publish(subject, payload, reply=inbox.decode(), headers=headers)
+                return await future
+        except TimeoutError:
+            raise errors.TimeoutError from None
+        finally:
+            self._resp_map.pop(key, None)
 
     async def _process_msg(self, sid: int, subject: bytes, reply: bytes, data: bytes, headers: bytes | None) -> None:
         handler = self._raw_handlers.get(sid)

@@ -147,9 +147,14 @@ class Membership:
                 log.warning("membership.lease_lapsed", group=self.group, epoch=self.epoch)
                 await self._join()
             else:
+                lease_ended = self._deadline
                 self._revision = await self._kv.update(self._key(), self._value(), last=self._revision)
                 self._deadline = sent + self.ttl_s
                 self._seen[self.instance] = self._clock()
+                if self._clock() >= lease_ended:
+                    # The renewal outlived the lease it renewed: writes were fenced meanwhile, and work
+                    # given up for it (a key that was not ours to write) must be looked at again.
+                    self._changed.set()
         except (KeyWrongLastSequenceError, KeyNotFoundError):
             log.warning("membership.lease_lost", group=self.group, epoch=self.epoch)
             await self._join()
