@@ -1,0 +1,20 @@
+"""Kubernetes' metav1.Time text (UTC, second precision, `Z`), read and written. Pure."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+
+def rfc3339(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: str | None) -> datetime | None:
+    """The instant, or None for an absent or unreadable stamp (a status field anyone could write)."""
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
