@@ -43,7 +43,9 @@ _IDENTITY = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 ALL_KINDS: Final = frozenset(KINDS)
 # What a person sees with vcctl: never Secrets, nor the ConfigMaps and Services other tenants' jobs use.
-USER_READABLE: Final = frozenset({"Job", "PodGroup", "Queue", "Command", "Pod", "Node", "PriorityClass"})
+USER_READABLE: Final = frozenset(
+    {"Job", "PodGroup", "Queue", "Command", "Pod", "Node", "PriorityClass", "JobFlow", "JobTemplate", "CronJob"}
+)
 GC_DEPENDENTS: Final = frozenset({"Pod", "PodGroup", "Service", "ConfigMap", "Secret", "NetworkPolicy"})
 JOB_PLUGIN_KINDS: Final = frozenset({"Service", "ConfigMap", "Secret", "NetworkPolicy"})
 
@@ -89,6 +91,13 @@ SERVICE_GRANTS: Final[dict[str, Grant]] = {
         reads=frozenset({"Pod", "PodGroup", "Queue"}),
         writes=frozenset({"Pod", "PodGroup"}),
         lease_group="podgroup-controller",
+        writes_history=True,
+    ),
+    "flow-controller": Grant(
+        "service",
+        reads=frozenset({"JobFlow", "JobTemplate", "CronJob", "Job", "Queue"}),
+        writes=frozenset({"JobFlow", "JobTemplate", "CronJob", "Job"}),
+        lease_group="flow-controller",
         writes_history=True,
     ),
     "gc": Grant(
