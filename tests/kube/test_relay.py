@@ -10,6 +10,7 @@ from pathlib import Path
 import msgspec
 import pytest
 from nats.aio.client import Client
+from prometheus_client import REGISTRY
 
 from tests.kube.support import start_apiserver, stop_apiserver
 from vc_bus.connection import connect
@@ -20,6 +21,7 @@ from vc_kube.client import KubeClient
 from vc_kube.mirrored import MirroredStore
 from vc_kube.relay import Relay
 from vc_kube.store import KubeStore
+from vc_proto import codec, subjects
 from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec
 
@@ -105,6 +107,39 @@ async def test_a_restarted_relay_drops_objects_deleted_while_it_was_away(kube: K
     async with running(Relay(kube, nats, kinds=["Queue"])):
         await converge(store, mirror)
     assert sorted(await mirrored_queues(mirror)) == ["new", "stays"]
+
+
+async def test_the_mirror_skips_and_reports_values_that_are_not_objects_of_their_key(
+    kube: KubeClient, nats: Client
+) -> None:
+    """Anyone who reaches NATS can put into a bucket: such values are counted and skipped, never handed
+    to readers nor remembered as a write's diff base, and the watch goes on with what follows."""
+    store = KubeStore(kube)
+    mirror = MirroredStore(store, nats)
+    await store.create(queue("good"))
+    labels = {"source": subjects.bucket("Queue"), "kind": "Queue"}
+    before = REGISTRY.get_sample_value("tephra_decode_errors_total", labels) or 0.0
+    async with running(Relay(kube, nats, kinds=["Queue"])):
+        await converge(store, mirror)
+        kv = await nats.jetstream().key_value(subjects.bucket("Queue"))
+        await kv.put(subjects.object_key(None, "garbage"), b"{not json")
+        other = codec.encode(queue("someone-else"))  # a valid Queue, but under another queue's key
+        await kv.put(subjects.object_key(None, "impostor"), other)
+        pod = b'{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a-pod"}}'  # another kind
+        await kv.put(subjects.object_key(None, "a-pod"), pod)
+        await store.create(queue("after"))
+        seen: list[str] = []
+        async with asyncio.timeout(20):
+            async for event in mirror.watch(Queue):
+                if event.op is WatchOp.PUT:
+                    seen.append(event.name)
+                if "after" in seen:
+                    break
+    assert seen == ["good", "after"]
+    assert REGISTRY.get_sample_value("tephra_decode_errors_total", labels) == before + 3
+    for name in ("garbage", "impostor", "a-pod", "someone-else"):
+        assert ("Queue", None, name) not in store._seen
+    assert ("Queue", None, "good") in store._seen  # good values are still remembered
 
 
 async def write_through(store: KubeStore, names: list[str]) -> list[str]:

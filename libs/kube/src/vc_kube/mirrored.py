@@ -9,6 +9,9 @@ Design rule: every service reads the shared NATS cache, whatever the backend; on
   the KV revision: it is what a watch resumes from.
 - Every version a watch here delivers is also handed to the KubeStore (`remember`): a service writes
   objects it got from its watch, so the write finds its diff base without a GET.
+- Any client that reaches NATS can put into a bucket: a value that is not an object of the bucket's
+  kind under its own key is reported (vc_bus.decoding) and skipped, as NatsStore's watch does; it is
+  never remembered as a diff base, and the watch goes on with the next entry.
 """
 
 from __future__ import annotations
@@ -18,11 +21,12 @@ from typing import TypeVar
 
 from nats.aio.client import Client
 
+from vc_bus.decoding import CorruptObject, report_undecodable
 from vc_bus.kvwatch import watch_bucket
-from vc_bus.store import NatsStore
+from vc_bus.store import NatsStore, decode_stored
 from vc_core.store import WatchEvent, WatchOp, collect_list
 from vc_kube.store import KubeStore
-from vc_proto import codec, subjects
+from vc_proto import subjects
 from vc_proto.core import Pod
 from vc_proto.kinds import KubeObject
 
@@ -73,18 +77,25 @@ class MirroredStore:
     async def watch(
         self, kind: type[O], *, namespace: str | None = None, from_revision: int = 0
     ) -> AsyncIterator[WatchEvent]:
-        bucket = subjects.bucket(kind.__name__)
+        kind_name = kind.__name__
+        bucket = subjects.bucket(kind_name)
         async for entry in watch_bucket(self._js, bucket, subjects.namespace_filter(namespace), from_revision):
             if entry.op is WatchOp.SYNCED:
                 yield WatchEvent(WatchOp.SYNCED, entry.revision)
                 continue
             namespace_, name = subjects.split_key(entry.key)
             if entry.op is WatchOp.PUT:
-                obj = codec.decode_object(entry.value)
+                try:
+                    # The apiserver's resourceVersion stays: it is the precondition of a write back.
+                    obj = decode_stored(kind_name, entry.key, entry.value, entry.revision, keep_resource_version=True)
+                except CorruptObject as exc:
+                    where = {"key": entry.key, "revision": entry.revision}
+                    report_undecodable(source=bucket, kind=kind_name, error=exc.reason, **where)
+                    continue  # readers see only objects; the watch resumes after it all the same
                 self.kube.remember(obj)
                 yield WatchEvent(WatchOp.PUT, entry.revision, namespace_, name, obj)
             else:
-                self.kube.forget(kind.__name__, namespace_, name)
+                self.kube.forget(kind_name, namespace_, name)
                 yield WatchEvent(WatchOp.DELETE, entry.revision, namespace_, name)
 
 

@@ -121,7 +121,12 @@ def _rv(raw: Json) -> int:
 
 
 async def watch_kind(
-    kube: KubeClient, row: Kind, *, namespace: str | None = None, from_revision: int = 0, label_selector: str | None = None
+    kube: KubeClient,
+    row: Kind,
+    *,
+    namespace: str | None = None,
+    from_revision: int = 0,
+    label_selector: str | None = None,
 ) -> AsyncIterator[Change]:
     """PUT/DELETE changes of one kind (only objects matching `label_selector`, when given); from 0: the
     current state, SYNCED, then changes."""
