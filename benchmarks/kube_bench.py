@@ -49,7 +49,7 @@ from vc_proto.codec import from_dict
 from vc_proto.core import Pod
 from vc_proto.kinds import KINDS
 from vc_proto.meta import ObjectMeta
-from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec, QueueStatus
+from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, Queue, QueueSpec, QueueStatus
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -67,6 +67,7 @@ class Result:
     whole: str = ""  # gangs placed whole, e.g. "500/500"
     cpu: str = ""
     requests: str = ""
+    stages: str = ""
 
     @property
     def rate(self) -> float:
@@ -215,13 +216,17 @@ def plain_pod(name: str, *, gpu: bool, group: str) -> dict[str, Any]:
     }
 
 
-async def create_all(kube: KubeClient, docs: list[dict[str, Any]], *, parallel: int = 32) -> None:
+async def create_all(
+    kube: KubeClient, docs: list[dict[str, Any]], *, parallel: int = 32, created: dict[str, float] | None = None
+) -> None:
     store = KubeStore(kube)
     gate = asyncio.Semaphore(parallel)
 
     async def create(doc: dict[str, Any]) -> None:
         async with gate:
             await store.create(from_dict(doc))
+        if created is not None:
+            created[doc["metadata"]["name"]] = time.monotonic()
 
     await asyncio.gather(*(create(d) for d in docs))
 
@@ -296,15 +301,20 @@ class Binds:
     bound: dict[str, str] = field(default_factory=dict)  # pod name -> node
     last_bind: float = 0.0
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    seen_at: dict[str, float] = field(default_factory=dict)  # pod name -> when the watch first showed it
+    bound_at: dict[str, float] = field(default_factory=dict)  # pod name -> when it showed it bound
 
     async def follow(self, kube: KubeClient) -> None:
         async for change in watch_kind(kube, KINDS["Pod"], namespace=NAMESPACE):
             if change.op is not WatchOp.PUT or not isinstance(change.obj, Pod):
                 continue
+            now = time.monotonic()
+            self.seen_at.setdefault(change.name, now)
             node = change.obj.spec.node_name if change.obj.spec else None
             if node and change.name not in self.bound:
                 self.bound[change.name] = node
-                self.last_bind = time.monotonic()
+                self.bound_at[change.name] = now
+                self.last_bind = now
                 self.changed.set()
 
     async def wait(self, want: int, *, stall_s: float) -> None:
@@ -316,6 +326,64 @@ class Binds:
                     await self.changed.wait()
             except TimeoutError:
                 return
+
+
+@dataclass
+class Stages:
+    """Where a gang's time goes, per gang (Tephra's pods are <job>-<task>-<i>): the job's create answered
+    -> its PodGroup Inqueue -> all its pods created -> all bound. Watch times, so each includes the
+    watch's own delivery; a stage's median says which part of the pipeline the gangs wait in."""
+
+    job_created: dict[str, float] = field(default_factory=dict)
+    inqueue_at: dict[str, float] = field(default_factory=dict)  # job name -> its PodGroup first Inqueue
+
+    async def follow_podgroups(self, kube: KubeClient) -> None:
+        async for change in watch_kind(kube, KINDS["PodGroup"], namespace=NAMESPACE):
+            pg = change.obj
+            if change.op is not WatchOp.PUT or not isinstance(pg, PodGroup) or pg.status is None:
+                continue
+            owner = next((r.name for r in pg.metadata.owner_references or [] if r.kind == "Job"), None)
+            if owner and pg.status.phase in ("Inqueue", "Running") and owner not in self.inqueue_at:
+                self.inqueue_at[owner] = time.monotonic()
+
+    def report(self, binds: Binds) -> str:
+        gangs: dict[str, list[str]] = {}
+        for pod in binds.seen_at:
+            gangs.setdefault(pod.rsplit("-", 2)[0], []).append(pod)
+        spans: dict[str, list[float]] = {"job->Inqueue": [], "Inqueue->pods": [], "pods->bound": [], "job->bound": []}
+        for job, created in self.job_created.items():
+            pods = gangs.get(job, [])
+            if not pods or not all(p in binds.bound_at for p in pods):
+                continue
+            all_seen = max(binds.seen_at[p] for p in pods)
+            all_bound = max(binds.bound_at[p] for p in pods)
+            inqueue = self.inqueue_at.get(job)
+            if inqueue is not None:
+                spans["job->Inqueue"].append(inqueue - created)
+                spans["Inqueue->pods"].append(all_seen - inqueue)
+            spans["pods->bound"].append(all_bound - all_seen)
+            spans["job->bound"].append(all_bound - created)
+        return ", ".join(f"{name} {_percentiles(values)}" for name, values in spans.items() if values)
+
+
+def _percentiles(values: list[float]) -> str:
+    ordered = sorted(values)
+
+    def at(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    return f"p50 {at(0.5):.1f}s p90 {at(0.9):.1f}s"
+
+
+def backlog(binds: Binds) -> str:
+    """The most pods created but not yet bound at any moment (high: the scheduler is behind; low: pods
+    are bound as fast as they come, and the controllers creating them set the pace)."""
+    events = sorted([(t, 1) for t in binds.seen_at.values()] + [(t, -1) for t in binds.bound_at.values()])
+    waiting = peak = 0
+    for _, step in events:
+        waiting += step
+        peak = max(peak, waiting)
+    return f"at most {peak} pods created and unbound"
 
 
 async def wait_nodes(kube: KubeClient, count: int, timeout_s: float) -> None:
@@ -380,11 +448,19 @@ class Run:
 
 
 async def measured(
-    run: Run, name: str, pods: int, create: Any, *, group_of: dict[str, str] | None, size: int
+    run: Run,
+    name: str,
+    pods: int,
+    create: Any,
+    *,
+    group_of: dict[str, str] | None,
+    size: int,
+    stages: Stages | None = None,
 ) -> Result:
     """Create the load, wait until every pod is bound (or binding stalls), and measure it."""
     binds = Binds()
     watcher = asyncio.create_task(binds.follow(run.kube))
+    groups = asyncio.create_task(stages.follow_podgroups(run.kube)) if stages is not None else None
     await asyncio.sleep(1)  # the watch is established
     pids = {**run.procs.pids(), **apiserver_pids()}
     meter = CpuMeter(pids)
@@ -398,18 +474,22 @@ async def measured(
     meter.stop()
     run.spies.stop()
     requests_after = await request_counts(run.kubeconfig)
-    watcher.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await watcher
-    whole, groups = gangs_whole(binds.bound, size=size, by_label=group_of)
+    for task in (watcher, groups):
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    whole, started = gangs_whole(binds.bound, size=size, by_label=group_of)
+    timeline = backlog(binds) + ("; " + stages.report(binds) if stages is not None else "")
     return Result(
         name,
         pods,
         len(binds.bound),
         seconds,
-        whole=f"{whole}/{pods // size} whole" + ("" if groups * size >= pods else f" ({groups} started)"),
+        whole=f"{whole}/{pods // size} whole" + ("" if started * size >= pods else f" ({started} started)"),
         cpu=meter.report(max(1, len(binds.bound))),
         requests=per_pod(requests_before, requests_after, max(1, len(binds.bound))),
+        stages=timeline,
     )
 
 
@@ -418,8 +498,15 @@ async def run_tephra(run: Run, nats_url: str, *, nodes: int, pods: int, gang: in
     await wait_nodes(run.kube, nodes, timeout_s=max(120, nodes / 5))
     await asyncio.sleep(3)  # caches synced
     docs = [gang_job(f"j{i}", gang, gpu=False) for i in range(pods // gang)]
+    stages = Stages()
     return await measured(
-        run, "tephra (gang vcjobs)", pods, lambda: create_all(run.kube, docs), group_of=None, size=gang
+        run,
+        "tephra (gang vcjobs)",
+        pods,
+        lambda: create_all(run.kube, docs, created=stages.job_created),
+        group_of=None,
+        size=gang,
+        stages=stages,
     )
 
 
@@ -521,6 +608,7 @@ def report(args: argparse.Namespace, results: list[Result], deadlock: list[str])
         print(f"  {r.system}: {r.whole}")
         print(f"    cpu: {r.cpu}")
         print(f"    apiserver: {r.requests}")
+        print(f"    stages: {r.stages}")
     print(
         "  (kube-apiserver 1.20's request metric calls a GET of one namespaced custom resource a LIST: during\n"
         "   the load, 'LIST podgroups' and 'LIST jobs' are reads of single objects, not lists)"
