@@ -81,7 +81,11 @@ class CountingStore:
 
 @contextlib.asynccontextmanager
 async def run_app(
-    factory: Callable[[RuntimeSettings], A], service: str, url: str, instance: str, log: WriteLog | None = None,
+    factory: Callable[[RuntimeSettings], A],
+    service: str,
+    url: str,
+    instance: str,
+    log: WriteLog | None = None,
     **extra: Any,
 ) -> AsyncIterator[A]:
     """The app's workers in this event loop, until the block ends (then they get the shutdown signal)."""

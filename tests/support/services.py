@@ -7,13 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.support import secure
+from tests.support.waiting import eventually as eventually  # where the tests of processes import it from
 from vc_bus.server import free_port
 
 BIN = Path(sys.executable).parent
@@ -33,7 +32,15 @@ class ServiceProcess:
         # Each service connects as its own identity (a service's flags given in `args` win).
         bus = secure.current()
         identity = bus.identity_args(self.binary) if bus is not None and "--nats-creds" not in self.args else []
-        argv = [str(BIN / self.binary), "--nats", self.nats_url, "--health-port", str(self.health_port), *identity, *self.args]
+        argv = [
+            str(BIN / self.binary),
+            "--nats",
+            self.nats_url,
+            "--health-port",
+            str(self.health_port),
+            *identity,
+            *self.args,
+        ]
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log, stdin=subprocess.DEVNULL)
         return self
@@ -45,15 +52,20 @@ class ServiceProcess:
         except OSError:
             return False
 
-    async def wait_ready(self, timeout: float = 20.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not await asyncio.to_thread(self.ready):
+    async def wait_ready(self, timeout: float = 20.0) -> None:  # noqa: ASYNC109 - a poll's bound, as in eventually
+        async def answers() -> bool:
             assert self.proc is not None
             if self.proc.poll() is not None:
-                raise AssertionError(f"{self.binary} exited with {self.proc.returncode}; log: {self.log_text()[-2000:]}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{self.binary} not ready after {timeout}s; log: {self.log_text()[-2000:]}")
-            await asyncio.sleep(0.05)
+                log = self.log_text()[-2000:]
+                raise AssertionError(f"{self.binary} exited with {self.proc.returncode}; log: {log}")
+            return await asyncio.to_thread(self.ready)
+
+        try:
+            await eventually(answers, timeout=timeout, interval=0.05, what=f"{self.binary} ready")
+        except AssertionError as exc:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise
+            raise AssertionError(f"{exc}; log: {self.log_text()[-2000:]}") from None
 
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path and self.log_path.exists() else ""
@@ -80,14 +92,3 @@ class ServiceProcess:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], *, timeout: float = 30.0, interval: float = 0.1) -> None:
-    """Poll an async condition until it holds; fail with a clear message after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if await check():
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        await asyncio.sleep(interval)

@@ -25,7 +25,12 @@ SEEDS = Path(__file__).resolve().parents[1] / "fixtures" / "seeds"
 
 class System:
     def __init__(
-        self, root: Path, *, nodes: int = 4, node_gpu: str = "8", extra: dict[str, list[str]] | None = None,
+        self,
+        root: Path,
+        *,
+        nodes: int = 4,
+        node_gpu: str = "8",
+        extra: dict[str, list[str]] | None = None,
         bus: SecureBus | None = None,
     ) -> None:
         self.root = root
@@ -54,7 +59,10 @@ class System:
             "job-controller": ("vc-job-controller", ["--lease-ttl", "2"]),
             "gc": ("vc-gc", []),
             "scheduler": ("vc-scheduler", ["--schedule-period", "0.5"]),
-            "node-sim": ("vc-node-sim", ["--nodes", str(self.nodes), "--node-gpu", self.node_gpu, "--start-delay", "0.1"]),
+            "node-sim": (
+                "vc-node-sim",
+                ["--nodes", str(self.nodes), "--node-gpu", self.node_gpu, "--start-delay", "0.1"],
+            ),
         }
         for name, (binary, args) in plan.items():
             self.services[name] = self.service(name, binary, args).start()
@@ -71,7 +79,9 @@ class System:
 
     def vcctl(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "VC_SERVER": self.url, **self.bus.admin_env()}  # the admin, as `make run` gives it
-        return subprocess.run([str(BIN / "vcctl"), *args], capture_output=True, text=True, env=env, input=stdin, timeout=60)
+        return subprocess.run(
+            [str(BIN / "vcctl"), *args], capture_output=True, text=True, env=env, input=stdin, timeout=60
+        )
 
     def submit(self, document: dict[str, Any]) -> None:
         result = self.vcctl("apply", "-f", "-", stdin=yaml.safe_dump(document))
@@ -88,7 +98,7 @@ class System:
         job = await self.job(name)
         return (job.status.state.phase if job.status and job.status.state else None) or ""
 
-    async def wait_phase(self, name: str, phase: str, timeout: float = 45) -> None:
+    async def wait_phase(self, name: str, phase: str, timeout: float = 45) -> None:  # noqa: ASYNC109 - a poll's bound
         async def reached() -> bool:
             return await self.job_phase(name) == phase
 
@@ -102,7 +112,9 @@ class System:
         return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
 
 
-def seed(name: str, *, durations: dict[str, str] | None = None, exit_codes: dict[str, int] | None = None) -> dict[str, Any]:
+def seed(
+    name: str, *, durations: dict[str, str] | None = None, exit_codes: dict[str, int] | None = None
+) -> dict[str, Any]:
     """A seed job with simulated run times per task (annotations on each task's template)."""
     document: dict[str, Any] = yaml.safe_load((SEEDS / name).read_text())
     for task in document["spec"]["tasks"]:
@@ -122,5 +134,3 @@ async def start_system(root: Path, **kwargs: Any) -> System:
         system.stop()
         raise
     return system
-
-

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from functools import cache
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import msgspec
 
@@ -12,16 +11,29 @@ from vc_proto.kinds import KINDS, KubeObject
 T = TypeVar("T")
 
 _encoder = msgspec.json.Encoder()
-_any_object = msgspec.json.Decoder(KubeObject)
+_any_object: msgspec.json.Decoder[KubeObject] = msgspec.json.Decoder(KubeObject)
 
 
 def encode(obj: object) -> bytes:
     return _encoder.encode(obj)
 
 
-@cache
-def decoder(obj_type: type[T]) -> msgspec.json.Decoder[T]:
-    return msgspec.json.Decoder(obj_type)
+# One decoder per type, made once (building one costs more than many decodes). Keyed by object: a union
+# alias (EventMessage) is a decoder's type too.
+_decoders: dict[object, msgspec.json.Decoder[Any]] = {}
+
+
+@overload
+def decoder(obj_type: type[T]) -> msgspec.json.Decoder[T]: ...
+@overload
+def decoder(obj_type: Any) -> msgspec.json.Decoder[Any]: ...  # a union alias: the caller names its type
+
+
+def decoder(obj_type: Any) -> msgspec.json.Decoder[Any]:
+    found = _decoders.get(obj_type)
+    if found is None:
+        found = _decoders[obj_type] = msgspec.json.Decoder(obj_type)
+    return found
 
 
 def decode(data: bytes, obj_type: type[T]) -> T:

@@ -24,8 +24,20 @@ from vc_proto.flow import FLOW_V1ALPHA1, JobFlow, JobTemplate
 from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, Queue
 
 KubeObject = (
-    Job | PodGroup | Queue | Command | Pod | Node | Service | ConfigMap | Secret | NetworkPolicy | PriorityClass
-    | JobTemplate | JobFlow | CronJob
+    Job
+    | PodGroup
+    | Queue
+    | Command
+    | Pod
+    | Node
+    | Service
+    | ConfigMap
+    | Secret
+    | NetworkPolicy
+    | PriorityClass
+    | JobTemplate
+    | JobFlow
+    | CronJob
 )
 
 

@@ -68,7 +68,10 @@ def json_schemas() -> dict[str, str]:
     # The write API's envelopes carry the object as raw JSON (msgspec.Raw), which has no schema of its
     # own; their other fields are documented in vc_proto/api.py.
     types |= {"DomainEvent": DomainEvent, "ApiError": ApiError}
-    return {f"{name}.json": json.dumps(msgspec.json.schema(t), indent=2, sort_keys=True) + "\n" for name, t in sorted(types.items())}
+    return {
+        f"{name}.json": json.dumps(msgspec.json.schema(t), indent=2, sort_keys=True) + "\n"
+        for name, t in sorted(types.items())
+    }
 
 
 def _inline(schema: dict[str, Any], defs: dict[str, Any], depth: int = 0) -> dict[str, Any]:
@@ -130,8 +133,13 @@ def crd(row: Kind) -> dict[str, Any]:
         "metadata": {"name": f"{row.plural}.{row.group}"},
         "spec": {
             "group": row.group,
-            "names": {"kind": row.kind, "listKind": f"{row.kind}List", "plural": row.plural, "singular": row.kind.lower(),
-                      **({"shortNames": SHORT_NAMES[row.kind]} if SHORT_NAMES[row.kind] else {})},
+            "names": {
+                "kind": row.kind,
+                "listKind": f"{row.kind}List",
+                "plural": row.plural,
+                "singular": row.kind.lower(),
+                **({"shortNames": SHORT_NAMES[row.kind]} if SHORT_NAMES[row.kind] else {}),
+            },
             "scope": "Namespaced" if row.namespaced else "Cluster",
             "versions": [version],
         },
@@ -139,7 +147,9 @@ def crd(row: Kind) -> dict[str, Any]:
 
 
 def crds() -> dict[str, str]:
-    return {f"{KINDS[k].group}_{KINDS[k].plural}.yaml": yaml.safe_dump(crd(KINDS[k]), sort_keys=False) for k in CRD_KINDS}
+    return {
+        f"{KINDS[k].group}_{KINDS[k].plural}.yaml": yaml.safe_dump(crd(KINDS[k]), sort_keys=False) for k in CRD_KINDS
+    }
 
 
 def generated() -> dict[Path, str]:

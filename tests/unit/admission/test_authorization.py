@@ -25,18 +25,21 @@ def job(namespace: str = "team-a") -> Job:
     return Job(api_version=BATCH_V1ALPHA1, metadata=meta("j", namespace))
 
 
-@pytest.mark.parametrize("caller, kind, namespace, allowed", [
-    (ALICE, "Job", "team-a", True),
-    (ALICE, "Job", "team-a-ci", True),
-    (ALICE, "Job", "team-b", False),
-    (ALICE, "Pod", "default", False),
-    (ALICE, "Queue", None, False),
-    (ALICE, "Node", None, False),
-    (ALICE, "PriorityClass", None, False),
-    (BUILT_IN_ADMIN, "Job", "team-b", True),
-    (BUILT_IN_ADMIN, "Queue", None, True),
-    (BUILT_IN_ADMIN, "Node", None, True),
-])
+@pytest.mark.parametrize(
+    "caller, kind, namespace, allowed",
+    [
+        (ALICE, "Job", "team-a", True),
+        (ALICE, "Job", "team-a-ci", True),
+        (ALICE, "Job", "team-b", False),
+        (ALICE, "Pod", "default", False),
+        (ALICE, "Queue", None, False),
+        (ALICE, "Node", None, False),
+        (ALICE, "PriorityClass", None, False),
+        (BUILT_IN_ADMIN, "Job", "team-b", True),
+        (BUILT_IN_ADMIN, "Queue", None, True),
+        (BUILT_IN_ADMIN, "Node", None, True),
+    ],
+)
 def test_tenants_write_in_their_namespaces_and_admins_own_queues_and_nodes(
     caller: Person, kind: str, namespace: str | None, allowed: bool
 ) -> None:
@@ -73,7 +76,9 @@ def test_objects_tephra_owns_are_nobodys_to_write(caller: Person) -> None:
 def test_a_command_names_its_target_and_only_admins_command_queues() -> None:
     def command(kind: str) -> Command:
         target = OwnerReference(api_version="x", kind=kind, name="t", uid="u", controller=True)
-        return Command(api_version=BUS_V1ALPHA1, metadata=meta("c", owner_references=[target]), action="A", target=target)
+        return Command(
+            api_version=BUS_V1ALPHA1, metadata=meta("c", owner_references=[target]), action="A", target=target
+        )
 
     authorize(ALICE, "create", "Command", "team-a", new=command("Job"), old=None)
     with pytest.raises(PolicyViolation, match="Command on a queue"):

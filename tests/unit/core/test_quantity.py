@@ -15,9 +15,19 @@ from vc_core.resources import add, exceeding, format_resources, is_empty, less_e
 @pytest.mark.parametrize(
     ("text", "value"),
     [
-        ("500m", Fraction(1, 2)), ("2", Fraction(2)), ("1Gi", Fraction(2**30)), ("1.5Gi", Fraction(3 * 2**29)),
-        ("1e3", Fraction(1000)), ("1E-3", Fraction(1, 1000)), ("100Mi", Fraction(100 * 2**20)), ("1k", Fraction(1000)),
-        ("0.1", Fraction(1, 10)), (".5", Fraction(1, 2)), ("+3", Fraction(3)), (4, Fraction(4)), (0.25, Fraction(1, 4)),
+        ("500m", Fraction(1, 2)),
+        ("2", Fraction(2)),
+        ("1Gi", Fraction(2**30)),
+        ("1.5Gi", Fraction(3 * 2**29)),
+        ("1e3", Fraction(1000)),
+        ("1E-3", Fraction(1, 1000)),
+        ("100Mi", Fraction(100 * 2**20)),
+        ("1k", Fraction(1000)),
+        ("0.1", Fraction(1, 10)),
+        (".5", Fraction(1, 2)),
+        ("+3", Fraction(3)),
+        (4, Fraction(4)),
+        (0.25, Fraction(1, 4)),
     ],
 )
 def test_parse_quantity(text: str | int | float, value: Fraction) -> None:
@@ -34,8 +44,14 @@ def test_bad_quantities_name_the_field(bad: object) -> None:
 
 @pytest.mark.parametrize(
     ("value", "binary", "text"),
-    [(Fraction(7, 2), False, "3500m"), (Fraction(4), False, "4"), (Fraction(2**30), True, "1Gi"),
-     (Fraction(3 * 2**29), True, "1536Mi"), (Fraction(1000), True, "1000"), (Fraction(1, 3), False, "333333333n")],
+    [
+        (Fraction(7, 2), False, "3500m"),
+        (Fraction(4), False, "4"),
+        (Fraction(2**30), True, "1Gi"),
+        (Fraction(3 * 2**29), True, "1536Mi"),
+        (Fraction(1000), True, "1000"),
+        (Fraction(1, 3), False, "333333333n"),
+    ],
 )
 def test_format_quantity_is_canonical(value: Fraction, binary: bool, text: str) -> None:
     assert format_quantity(value, binary=binary) == text

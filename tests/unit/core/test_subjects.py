@@ -7,7 +7,9 @@ import pytest
 from vc_proto import subjects
 
 
-@pytest.mark.parametrize(("namespace", "name"), [("default", "job-1"), ("ns", "a.b.c"), (None, "node-0"), (None, "n.1")])
+@pytest.mark.parametrize(
+    ("namespace", "name"), [("default", "job-1"), ("ns", "a.b.c"), (None, "node-0"), (None, "n.1")]
+)
 def test_object_keys_round_trip(namespace: str | None, name: str) -> None:
     key = subjects.object_key(namespace, name)
     assert key.count(".") == 1  # namespace token . name token: wildcards can select a namespace

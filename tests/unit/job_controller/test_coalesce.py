@@ -65,7 +65,10 @@ def test_a_pending_pod_with_a_timed_policy_and_a_start_that_cancels_a_delay_run_
     plain = job([task("w", 2)], phase=JobPhase.RUNNING)
     delayed = {
         "job-w-1": DelayedAction(
-            key="job-w-1", action=Action.RESTART_JOB, event=Event.POD_FAILED, pod_name="job-w-1",
+            key="job-w-1",
+            action=Action.RESTART_JOB,
+            event=Event.POD_FAILED,
+            pod_name="job-w-1",
             delay=timedelta(minutes=1),
         )
     }

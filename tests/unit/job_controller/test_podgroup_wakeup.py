@@ -30,13 +30,18 @@ def test_a_deleted_podgroup_wakes_its_restarting_job_which_makes_the_next_one() 
         controller = JobController(store, _no_history, SoleOwner(), source="test")  # type: ignore[arg-type]
         default = Queue(api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(name="default"))
         controller.queues.remember(await store.create(default))
-        restarting = with_status(job([task("worker", 1)], name="train", phase="Restarting", version=1, retry_count=1),
-                                 terminating=1)
+        restarting = with_status(
+            job([task("worker", 1)], name="train", phase="Restarting", version=1, retry_count=1), terminating=1
+        )
         stored_job = await store.create(restarting)
         old_group = await store.create(build_podgroup(stored_job, {}))
         controller.jobs.remember(stored_job)
-        pending = PodGroup(api_version=old_group.api_version, metadata=old_group.metadata, spec=old_group.spec,
-                           status=PodGroupStatus(phase="Pending"))
+        pending = PodGroup(
+            api_version=old_group.api_version,
+            metadata=old_group.metadata,
+            spec=old_group.spec,
+            status=PodGroupStatus(phase="Pending"),
+        )
         controller.podgroups.remember(pending)
         key = ("ns", "train")
 

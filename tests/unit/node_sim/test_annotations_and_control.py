@@ -24,8 +24,12 @@ def running(annotations: dict[str, str]) -> Pod:
 
 
 def test_a_good_duration_and_exit_code_end_the_pod_as_asked() -> None:
-    nxt = plan(running({"sim.tephra.dev/duration": "30s", "sim.tephra.dev/exit-code": "3"}),
-               seen_at=0, node_not_ready_since=None, cfg=SimConfig())
+    nxt = plan(
+        running({"sim.tephra.dev/duration": "30s", "sim.tephra.dev/exit-code": "3"}),
+        seen_at=0,
+        node_not_ready_since=None,
+        cfg=SimConfig(),
+    )
     assert nxt is not None
     assert (nxt.step, nxt.due, nxt.exit_code, nxt.reason) == (Step.FINISH, STARTED_EPOCH + 30, 3, None)
 

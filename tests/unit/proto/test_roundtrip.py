@@ -36,23 +36,34 @@ def test_seed_examples_round_trip_verbatim(path: Path) -> None:
 
 POD_TEMPLATE_EXTRAS = {
     "securityContext": {"runAsUser": 1000, "fsGroup": 2000, "seccompProfile": {"type": "RuntimeDefault"}},
-    "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}]}},
+    "affinity": {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+    },
     "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}],
-    "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "pvc-1"}},
-                {"name": "cache", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}},
-                {"name": "cfg", "configMap": {"name": "c", "items": [{"key": "a", "path": "a.txt", "mode": 420}]}}],
+    "volumes": [
+        {"name": "data", "persistentVolumeClaim": {"claimName": "pvc-1"}},
+        {"name": "cache", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}},
+        {"name": "cfg", "configMap": {"name": "c", "items": [{"key": "a", "path": "a.txt", "mode": 420}]}},
+    ],
     "hostNetwork": False,
     "dnsPolicy": "ClusterFirstWithHostNet",
     "initContainers": [{"name": "init", "image": "busybox", "command": ["true"], "restartPolicy": "Always"}],
-    "containers": [{
-        "name": "main", "image": "tf:1", "env": [{"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
-        "livenessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 3},
-        "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"nvidia.com/gpu": 1}},
-        "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
-        "volumeMounts": [{"name": "data", "mountPath": "/data", "readOnly": True}],
-        "ports": [{"containerPort": 2222, "name": "tfjob-port", "protocol": "TCP"}],
-    }],
+    "containers": [
+        {
+            "name": "main",
+            "image": "tf:1",
+            "env": [{"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+            "livenessProbe": {"httpGet": {"path": "/healthz", "port": 8080}, "periodSeconds": 3},
+            "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"nvidia.com/gpu": 1}},
+            "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
+            "volumeMounts": [{"name": "data", "mountPath": "/data", "readOnly": True}],
+            "ports": [{"containerPort": 2222, "name": "tfjob-port", "protocol": "TCP"}],
+        }
+    ],
     "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 30}],
     "priorityClassName": "high",
     "schedulingGates": [{"name": "wait"}],
@@ -65,22 +76,44 @@ def test_pod_template_keeps_everything_kubernetes_allows() -> None:
         "kind": "Job",
         "metadata": {"name": "j", "namespace": "ns", "labels": {"a": "b"}, "annotations": {"x": "y"}},
         "spec": {
-            "minAvailable": 0, "queue": "q", "maxRetry": 0, "ttlSecondsAfterFinished": 0, "minSuccess": 1,
-            "runningEstimate": "1h", "networkTopology": {"mode": "hard", "highestTierAllowed": 2},
-            "volumes": [{"mountPath": "/d", "volumeClaim": {"accessModes": ["ReadWriteOnce"],
-                                                            "resources": {"requests": {"storage": "1Gi"}}}}],
+            "minAvailable": 0,
+            "queue": "q",
+            "maxRetry": 0,
+            "ttlSecondsAfterFinished": 0,
+            "minSuccess": 1,
+            "runningEstimate": "1h",
+            "networkTopology": {"mode": "hard", "highestTierAllowed": 2},
+            "volumes": [
+                {
+                    "mountPath": "/d",
+                    "volumeClaim": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+                }
+            ],
             "plugins": {"ssh": [], "svc": ["--publish-not-ready-addresses=true"]},
-            "policies": [{"event": "PodEvicted", "action": "RestartJob"}, {"exitCode": 3, "action": "AbortJob", "timeout": "10m"}],
-            "tasks": [{
-                "name": "worker", "replicas": 0, "minAvailable": 0, "maxRetry": -1, "topologyPolicy": "best-effort",
-                "dependsOn": {"name": ["ps"], "iteration": "any"},
-                "partitionPolicy": {"totalPartitions": 2, "partitionSize": 1, "minPartitions": 1},
-                "policies": [{"events": ["PodFailed", "PodEvicted"], "action": "RestartTask"}],
-                "template": {"metadata": {"labels": {"role": "w"}}, "spec": POD_TEMPLATE_EXTRAS},
-            }],
+            "policies": [
+                {"event": "PodEvicted", "action": "RestartJob"},
+                {"exitCode": 3, "action": "AbortJob", "timeout": "10m"},
+            ],
+            "tasks": [
+                {
+                    "name": "worker",
+                    "replicas": 0,
+                    "minAvailable": 0,
+                    "maxRetry": -1,
+                    "topologyPolicy": "best-effort",
+                    "dependsOn": {"name": ["ps"], "iteration": "any"},
+                    "partitionPolicy": {"totalPartitions": 2, "partitionSize": 1, "minPartitions": 1},
+                    "policies": [{"events": ["PodFailed", "PodEvicted"], "action": "RestartTask"}],
+                    "template": {"metadata": {"labels": {"role": "w"}}, "spec": POD_TEMPLATE_EXTRAS},
+                }
+            ],
         },
-        "status": {"state": {"phase": "Running"}, "taskStatusCount": {"worker": {"phase": {"Running": 2}}},
-                   "conditions": [{"status": "Running", "lastTransitionTime": "2024-01-01T00:00:00Z"}], "retryCount": 0},
+        "status": {
+            "state": {"phase": "Running"},
+            "taskStatusCount": {"worker": {"phase": {"Running": 2}}},
+            "conditions": [{"status": "Running", "lastTransitionTime": "2024-01-01T00:00:00Z"}],
+            "retryCount": 0,
+        },
     }
     obj = codec.from_dict(document)
     assert isinstance(obj, Job)
@@ -88,8 +121,12 @@ def test_pod_template_keeps_everything_kubernetes_allows() -> None:
 
 
 def test_explicit_zero_and_empty_values_are_kept() -> None:
-    document = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "q", "labels": {}},
-                "spec": {"weight": 0, "reclaimable": False, "capability": {}}}
+    document = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": "q", "labels": {}},
+        "spec": {"weight": 0, "reclaimable": False, "capability": {}},
+    }
     assert codec.to_dict(codec.from_dict(document)) == document
 
 
@@ -105,7 +142,11 @@ def test_every_kind_decodes_by_its_kind_field(kind: str) -> None:
 
 
 def test_wrong_shape_names_the_field() -> None:
-    document = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j"},
-                "spec": {"tasks": [{"replicas": "three"}]}}
+    document = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "j"},
+        "spec": {"tasks": [{"replicas": "three"}]},
+    }
     with pytest.raises(msgspec.ValidationError, match=r"\$\.spec\.tasks\[0\]\.replicas"):
         codec.from_dict(document)

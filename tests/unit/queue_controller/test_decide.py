@@ -122,9 +122,11 @@ def test_inqueue_resources_sum_min_resources_of_inqueue_podgroups() -> None:
 
 
 def test_status_shows_the_inqueue_resources_admission_compares_against() -> None:
-    pgs = [podgroup("a", "Inqueue", min_resources={"cpu": "2", "memory": "1Gi"}),
-           podgroup("b", "Inqueue", min_resources={"cpu": "500m", "nvidia.com/gpu": "1"}),
-           podgroup("c", "Running", min_resources={"cpu": "8"})]
+    pgs = [
+        podgroup("a", "Inqueue", min_resources={"cpu": "2", "memory": "1Gi"}),
+        podgroup("b", "Inqueue", min_resources={"cpu": "500m", "nvidia.com/gpu": "1"}),
+        podgroup("c", "Running", min_resources={"cpu": "8"}),
+    ]
     plan = decide(QueueView(queue("q"), queue("root", parent=None), pgs), Action.SYNC_QUEUE)
     assert plan.queue is not None and plan.queue.status is not None
     assert plan.queue.status.inqueue_resources == {"cpu": "2500m", "memory": "1Gi", "nvidia.com/gpu": "1"}

@@ -22,8 +22,10 @@ def test_from_nothing_everything_is_made_and_a_second_pass_keeps_it() -> None:
     assert set(first.data) == set(secret_names()) and set(first.made) == set(secret_names()) - {AUTH_SECRET}
     auth = base64.b64decode(first.data[AUTH_SECRET]["auth.conf"]).decode()
     assert all(public_key(first.data, i) in auth for i in identities())
-    seeds = [decode_credentials(base64.b64decode(first.data[creds_secret(i)]["creds.json"]), source=i).key.seed
-             for i in identities()]
+    seeds = [
+        decode_credentials(base64.b64decode(first.data[creds_secret(i)]["creds.json"]), source=i).key.seed
+        for i in identities()
+    ]
     assert not any(seed in auth for seed in seeds)  # public keys only, never a seed
     again = plan(first.data, namespace="tephra-system", backend="kube", now=NOW + datetime.timedelta(days=1))
     assert again.made == () and again.data == first.data

@@ -24,10 +24,13 @@ def test_a_new_user_key_is_what_the_nkeys_package_and_so_nats_py_reads() -> None
     assert key.seed not in repr(key)
 
 
-@pytest.mark.parametrize("text, why", [
-    ("not base32!", "not base32"),
-    ("SUAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "checksum"),
-])
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ("not base32!", "not base32"),
+        ("SUAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "checksum"),
+    ],
+)
 def test_a_bad_seed_says_why_without_repeating_it(text: str, why: str) -> None:
     with pytest.raises(BadNkey, match=why) as refused:
         parse_user_seed(text)
@@ -68,13 +71,20 @@ def test_the_auth_directory_holds_private_files_and_makes_only_what_is_missing(t
     auth.ensure()
     assert auth.creds_path("scheduler").read_bytes() != before["scheduler.creds"]
     config = auth.server_config()
-    assert auth.credentials("scheduler").key.public_key in config and auth.credentials("scheduler").key.seed not in config
+    assert (
+        auth.credentials("scheduler").key.public_key in config and auth.credentials("scheduler").key.seed not in config
+    )
 
 
 def test_tenants_are_bounded_and_cannot_take_a_services_name(tmp_path: Path) -> None:
-    for name, namespaces, why in (("scheduler", ["a"], "reserved"), ("admin", ["a"], "reserved"),
-                                  ("Bob", ["a"], "DNS label"), ("bob", [], "at least one"),
-                                  ("bob", ["Team"], "namespace 'Team'"), ("bob", ["a"] * 300, "at most 256")):
+    for name, namespaces, why in (
+        ("scheduler", ["a"], "reserved"),
+        ("admin", ["a"], "reserved"),
+        ("Bob", ["a"], "DNS label"),
+        ("bob", [], "at least one"),
+        ("bob", ["Team"], "namespace 'Team'"),
+        ("bob", ["a"] * 300, "at most 256"),
+    ):
         with pytest.raises(ValueError, match=why):
             check_tenant(name, namespaces)
     auth = AuthDir(tmp_path / "auth")

@@ -58,9 +58,7 @@ class Conflict(TemporaryError):
     """A compare-and-set lost: the object changed since `expected` was read. Re-read and retry."""
 
     def __init__(self, kind: str, key: str, *, expected: int | None) -> None:
-        super().__init__(
-            f"conflict on {kind} {key!r}: it changed since revision {expected} was read", delay=0.0
-        )
+        super().__init__(f"conflict on {kind} {key!r}: it changed since revision {expected} was read", delay=0.0)
         self.kind = kind
         self.key = key
         self.expected = expected

@@ -36,12 +36,12 @@ _PARSED_MAX: Final = 65_536
 def parse_quantity(value: str | int | float, *, field: str = "quantity") -> Fraction:
     """Parse a Kubernetes quantity; raise InvalidObject naming `field` when it is not one."""
     if value.__class__ is str:
-        known = _PARSED.get(value)  # type: ignore[arg-type]
+        known = _PARSED.get(value)
         if known is not None:
             return known
         parsed = _parse(value, field)
         if len(_PARSED) < _PARSED_MAX:
-            _PARSED[value] = parsed  # type: ignore[index]
+            _PARSED[value] = parsed
         return parsed
     return _parse(value, field)
 
@@ -58,9 +58,7 @@ def _parse(value: str | int | float, field: str) -> Fraction:
         raise InvalidObject(field, "quantity", f"{value!r} is not a quantity")
     match = _PATTERN.match(text)
     if match is None:
-        raise InvalidObject(
-            field, "quantity", f"{value!r} is not a quantity (expected e.g. '500m', '2', '1Gi', '1e3')"
-        )
+        raise InvalidObject(field, "quantity", f"{value!r} is not a quantity (expected e.g. '500m', '2', '1Gi', '1e3')")
     number, exponent, suffix = match.groups()
     amount = Fraction(number)
     if exponent:

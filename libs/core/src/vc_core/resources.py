@@ -63,7 +63,9 @@ def maximum(left: Mapping[str, Fraction], right: Mapping[str, Fraction]) -> Reso
     return {n: max(left.get(n, Fraction(0)), right.get(n, Fraction(0))) for n in names}
 
 
-def less_equal(left: Mapping[str, Fraction], right: Mapping[str, Fraction], *, missing_is_infinite: bool = False) -> bool:
+def less_equal(
+    left: Mapping[str, Fraction], right: Mapping[str, Fraction], *, missing_is_infinite: bool = False
+) -> bool:
     """Every resource of `left` fits in `right` (with Volcano's tolerance).
 
     A name absent from `right` counts as zero, or as unlimited when `missing_is_infinite`.

@@ -19,7 +19,7 @@ from typing import Protocol, TypeVar
 from vc_proto.core import Pod
 from vc_proto.kinds import KubeObject
 
-O = TypeVar("O", bound=KubeObject)
+ObjT = TypeVar("ObjT", bound=KubeObject)
 
 
 class WatchOp(enum.Enum):
@@ -40,15 +40,15 @@ class WatchEvent:
 
 
 class ObjectStore(Protocol):
-    async def get(self, kind: type[O], namespace: str | None, name: str) -> O:
+    async def get(self, kind: type[ObjT], namespace: str | None, name: str) -> ObjT:
         """The current object; raises NotFound."""
         ...
 
-    async def create(self, obj: O) -> O:
+    async def create(self, obj: ObjT) -> ObjT:
         """Create-if-absent. Fills uid, creationTimestamp and resourceVersion; raises AlreadyExists."""
         ...
 
-    async def update(self, obj: O) -> O:
+    async def update(self, obj: ObjT) -> ObjT:
         """Replace the object if it is still at `metadata.resourceVersion`; raises Conflict or NotFound."""
         ...
 
@@ -65,7 +65,7 @@ class ObjectStore(Protocol):
 
     async def delete(
         self,
-        kind: type[O],
+        kind: type[ObjT],
         namespace: str | None,
         name: str,
         *,
@@ -80,12 +80,12 @@ class ObjectStore(Protocol):
         """
         ...
 
-    async def list(self, kind: type[O], namespace: str | None = None) -> tuple[list[O], int]:
+    async def list(self, kind: type[ObjT], namespace: str | None = None) -> tuple[list[ObjT], int]:
         """Every object of a kind (optionally one namespace) and the revision the list is consistent at."""
         ...
 
     def watch(
-        self, kind: type[O], *, namespace: str | None = None, from_revision: int = 0
+        self, kind: type[ObjT], *, namespace: str | None = None, from_revision: int = 0
     ) -> AsyncIterator[WatchEvent]:
         """Changes after `from_revision`; with 0, first the current state, then SYNCED, then changes.
 
@@ -95,13 +95,13 @@ class ObjectStore(Protocol):
         ...
 
 
-async def collect_list(events: AsyncIterator[WatchEvent], kind: type[O]) -> tuple[list[O], int]:
+async def collect_list(events: AsyncIterator[WatchEvent], kind: type[ObjT]) -> tuple[list[ObjT], int]:
     """A list from a watch started at revision 0: every object up to SYNCED, and that revision.
 
     Adapters whose list is a replay of their change feed (the NATS KV store, the NATS mirror of the
     kube backend) share this, so list and watch can never disagree.
     """
-    items: dict[tuple[str | None, str], O] = {}
+    items: dict[tuple[str | None, str], ObjT] = {}
     async for event in events:
         if event.op is WatchOp.SYNCED:
             return list(items.values()), event.revision

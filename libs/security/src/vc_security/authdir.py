@@ -82,13 +82,19 @@ class AuthDir:
 
     def _ensure_certs(self, now: datetime.datetime) -> None:
         ca_key = self.root / "ca-key.pem"
-        if not (self.ca_path.exists() and ca_key.exists()) or pki.expires_within(self.ca_path.read_bytes(), now, RENEW_MARGIN):
+        if not (self.ca_path.exists() and ca_key.exists()) or pki.expires_within(
+            self.ca_path.read_bytes(), now, RENEW_MARGIN
+        ):
             ca_pem, ca_key_pem = pki.new_ca(CA_COMMON_NAME, now, CA_VALIDITY)
             write_private(ca_key, ca_key_pem)
             write_private(self.ca_path, ca_pem)
             self.server_cert_path.unlink(missing_ok=True)  # signed by the old CA
         cert = self.server_cert_path
-        if not cert.exists() or not self.server_key_path.exists() or pki.expires_within(cert.read_bytes(), now, RENEW_MARGIN):
+        if (
+            not cert.exists()
+            or not self.server_key_path.exists()
+            or pki.expires_within(cert.read_bytes(), now, RENEW_MARGIN)
+        ):
             cert_pem, key_pem = pki.issue_server_cert(
                 self.ca_path.read_bytes(), ca_key.read_bytes(), SERVER_NAMES, now, SERVER_VALIDITY
             )

@@ -73,9 +73,7 @@ def _raw(data: SecretData | None, key: str) -> bytes | None:
         return None
 
 
-def plan(
-    current: Mapping[str, SecretData | None], *, namespace: str, backend: Backend, now: datetime.datetime
-) -> Plan:
+def plan(current: Mapping[str, SecretData | None], *, namespace: str, backend: Backend, now: datetime.datetime) -> Plan:
     made: list[str] = []
     out: dict[str, SecretData] = {}
     ca_pem, ca_key = _raw(current.get(CA_SECRET), "ca.crt"), _raw(current.get(CA_SECRET), "ca.key")

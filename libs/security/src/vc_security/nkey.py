@@ -45,8 +45,10 @@ def new_user_key() -> UserKey:
 def user_key_from_raw(raw_seed: bytes) -> UserKey:
     if len(raw_seed) != _RAW_KEY_BYTES:
         raise BadNkey(f"a seed is {_RAW_KEY_BYTES} bytes, not {len(raw_seed)}")
-    public = Ed25519PrivateKey.from_private_bytes(raw_seed).public_key().public_bytes(
-        serialization.Encoding.Raw, serialization.PublicFormat.Raw
+    public = (
+        Ed25519PrivateKey.from_private_bytes(raw_seed)
+        .public_key()
+        .public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     )
     prefix = bytes([_PREFIX_SEED | (_PREFIX_USER >> 5), (_PREFIX_USER & 31) << 3])
     return UserKey(seed=_encode(prefix + raw_seed), public_key=_encode(bytes([_PREFIX_USER]) + public))

@@ -41,15 +41,24 @@ def _pem(cert: x509.Certificate) -> bytes:
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
 def new_ca(common_name: str, now: datetime.datetime, validity: datetime.timedelta) -> tuple[bytes, bytes]:
     """(certificate PEM, key PEM) of a fresh CA that may sign leaves only."""
     key = ec.generate_private_key(ec.SECP256R1())
     usage = x509.KeyUsage(
-        digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False, key_encipherment=False,
-        data_encipherment=False, key_agreement=False, encipher_only=False, decipher_only=False,
+        digital_signature=True,
+        key_cert_sign=True,
+        crl_sign=True,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        encipher_only=False,
+        decipher_only=False,
     )
     cert = (
         x509.CertificateBuilder()

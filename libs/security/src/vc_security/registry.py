@@ -61,7 +61,9 @@ def check_tenant(name: str, namespaces: list[str]) -> None:
         try:
             check_identity_name(namespace)  # namespaces are DNS labels too
         except ValueError:
-            raise ValueError(f"namespace {namespace!r} must be a lowercase DNS label of at most 63 characters") from None
+            raise ValueError(
+                f"namespace {namespace!r} must be a lowercase DNS label of at most 63 characters"
+            ) from None
 
 
 def decode_registry(data: bytes, *, source: str) -> dict[str, Person]:

@@ -40,7 +40,10 @@ class GcApp:
 
     async def open(self, ctx: ServiceContext) -> Sequence[Worker]:
         membership = Membership(
-            ctx.nc, group=self.name, instance=ctx.settings.instance, ttl_s=self.lease_ttl_s,
+            ctx.nc,
+            group=self.name,
+            instance=ctx.settings.instance,
+            ttl_s=self.lease_ttl_s,
             replicas=ctx.settings.nats_replicas,
         )
         dispatcher: KeyedDispatcher[OwnerKey] = KeyedDispatcher(self._handle, workers=self.workers, name=self.name)

@@ -62,8 +62,10 @@ def admit(pod: Pod, *, allocatable: Mapping[str, str], running: Iterable[Resourc
     for name in (*(n for n in _FIRST if n in request), *sorted(n for n in request if n not in _FIRST)):
         wanted, taken, have = request[name], used.get(name, Fraction(0)), capacity.get(name, Fraction(0))
         if wanted > 0 and taken + wanted > have + tolerance(name):
-            shown = ", ".join(f"{label}: {_show(name, value)}" for label, value in
-                              (("requested", wanted), ("used", taken), ("capacity", have)))
+            shown = ", ".join(
+                f"{label}: {_show(name, value)}"
+                for label, value in (("requested", wanted), ("used", taken), ("capacity", have))
+            )
             return Rejection(f"OutOf{name}", f"{REJECTED}Node didn't have enough resource: {name}, {shown}")
     return None
 

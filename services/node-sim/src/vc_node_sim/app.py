@@ -144,7 +144,7 @@ async def _control(kubelet: Kubelet, data: bytes) -> dict[str, object]:
         node, ready = parse_control(data)
     except UNDECODABLE as exc:
         report_undecodable(source=subjects.NODE_SIM_CONTROL, kind="ControlRequest", error=exc, size=len(data))
-        return {"error": f"bad request: {describe(exc)}; expected {{\"node\": NAME, \"ready\": true|false}}"}
+        return {"error": f'bad request: {describe(exc)}; expected {{"node": NAME, "ready": true|false}}'}
     try:
         await kubelet.set_ready(node, ready)
     except VcError as exc:  # NotFound (no such simulated node), or the store refused

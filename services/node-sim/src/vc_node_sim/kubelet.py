@@ -302,7 +302,9 @@ class Kubelet:
         self._requests[key] = (pod.spec, requests)
         return requests
 
-    async def _event(self, pod: Pod, reason: str, message: str | None, *, phase: str | None, exit_code: int | None = None) -> None:
+    async def _event(
+        self, pod: Pod, reason: str, message: str | None, *, phase: str | None, exit_code: int | None = None
+    ) -> None:
         labels = pod.metadata.labels or {}
         if "volcano.sh/job-name" in labels and reason != ev.POD_EVICTED:
             return  # the job controller reports its pods' transitions, with their job context

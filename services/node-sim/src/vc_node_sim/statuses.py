@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from vc_proto.core import (
     CORE_V1,
     ContainerState,
@@ -52,7 +54,9 @@ def running_status(pod: Pod, *, now: str, host_ip: str) -> PodStatus:
     )
 
 
-def finished_status(pod: Pod, *, now: str, exit_code: int, reason: str | None = None, message: str | None = None) -> PodStatus:
+def finished_status(
+    pod: Pod, *, now: str, exit_code: int, reason: str | None = None, message: str | None = None
+) -> PodStatus:
     start = (pod.status.start_time if pod.status else None) or now
     term_reason = "Completed" if exit_code == 0 else "Error"
     statuses = [
@@ -61,7 +65,9 @@ def finished_status(pod: Pod, *, now: str, exit_code: int, reason: str | None = 
             ready=False,
             started=False,
             state=ContainerState(
-                terminated=ContainerStateTerminated(exit_code=exit_code, reason=term_reason, started_at=start, finished_at=now)
+                terminated=ContainerStateTerminated(
+                    exit_code=exit_code, reason=term_reason, started_at=start, finished_at=now
+                )
             ),
         )
         for name in _containers(pod)
@@ -90,7 +96,7 @@ def rejected_status(pod: Pod, *, now: str, reason: str, message: str) -> PodStat
     )
 
 
-def node_object(name: str, *, capacity: dict[str, str], ready: bool, now: str, existing: Node | None = None) -> Node:
+def node_object(name: str, *, capacity: Mapping[str, str], ready: bool, now: str, existing: Node | None = None) -> Node:
     condition = NodeCondition(
         type="Ready",
         status="True" if ready else "False",
@@ -99,10 +105,21 @@ def node_object(name: str, *, capacity: dict[str, str], ready: bool, now: str, e
         last_heartbeat_time=now,
         last_transition_time=now,
     )
-    taints = [] if ready else [Taint(key="node.kubernetes.io/not-ready", effect="NoSchedule"), Taint(key="node.kubernetes.io/not-ready", effect="NoExecute", time_added=now)]
+    taints = (
+        []
+        if ready
+        else [
+            Taint(key="node.kubernetes.io/not-ready", effect="NoSchedule"),
+            Taint(key="node.kubernetes.io/not-ready", effect="NoExecute", time_added=now),
+        ]
+    )
     meta = existing.metadata if existing else ObjectMeta(name=name)
     labels = {**(meta.labels or {}), HOSTNAME_LABEL: name, SIMULATED_LABEL: "true"}
-    other_taints = [t for t in ((existing.spec.taints if existing and existing.spec else None) or []) if t.key != "node.kubernetes.io/not-ready"]
+    other_taints = [
+        t
+        for t in ((existing.spec.taints if existing and existing.spec else None) or [])
+        if t.key != "node.kubernetes.io/not-ready"
+    ]
     return Node(
         api_version=CORE_V1,
         metadata=ObjectMeta(
@@ -119,8 +136,8 @@ def node_object(name: str, *, capacity: dict[str, str], ready: bool, now: str, e
             taints=(other_taints + taints) or None,
         ),
         status=NodeStatus(
-            capacity=capacity,
-            allocatable=capacity,
+            capacity={**capacity},
+            allocatable={**capacity},
             phase="Running",
             conditions=[condition],
             addresses=[{"type": "Hostname", "address": name}],

@@ -41,7 +41,7 @@ class QueuePlan:
     state: QueueState
     refused: str | None = None
     # What the status was computed from (the controller's metrics show the same figures).
-    counts: PodGroupCounts = PodGroupCounts()
+    counts: PodGroupCounts = field(default_factory=PodGroupCounts)
     inqueue: Resources = field(default_factory=dict)
 
     @property
