@@ -16,13 +16,10 @@ import itertools
 import time
 import traceback
 from datetime import UTC, datetime
-from fractions import Fraction
 
 import structlog
 
-from vc_core.errors import VcError
 from vc_core.ownership import Ownership
-from vc_core.resources import parse_resources
 from vc_runtime.sharding import SoleOwner
 from vc_scheduler import metrics
 from vc_scheduler.binder import GangBinder
@@ -205,23 +202,8 @@ class SchedulingLoop:
         return result
 
     def _record(self, plan: Plan) -> None:
-        result = plan.result
-        metrics.E2E.observe(result.stats.duration_s * 1000)
-        for name, seconds in result.stats.durations_s.items():
-            if name.startswith("action:"):
-                metrics.ACTION.labels(name.removeprefix("action:")).observe(seconds * 1000)
-        binds = len(result.binds)
-        metrics.ATTEMPTS.labels("scheduled").inc(binds)
-        metrics.ATTEMPTS.labels("unschedulable").inc(max(0, result.stats.tasks_pending - binds))
-        metrics.OWNED.labels(self.instance).set(plan.owned)
-        metrics.MEMBERS.labels(self.instance).set(len(self.members.members))
-        allocated: dict[str, dict[str, Fraction]] = {}
-        for update in result.queues:
-            try:
-                allocated[update.queue] = parse_resources(update.allocated)
-            except VcError:
-                continue
-        metrics.record_queues(plan.snapshot.queues, allocated)
+        owned, members = plan.owned, len(self.members.members)
+        metrics.record_cycle(plan.result, self.cache.snapshot, instance=self.instance, owned=owned, members=members)
 
     async def _wait_for_work(self, shutdown: asyncio.Event, started: float) -> None:
         """Sleep until the period is over, or earlier (but not busier than MIN_GAP_S) when work for this

@@ -1,47 +1,132 @@
-"""The scheduler service's Prometheus metrics: Volcano's names where Volcano has one, `tephra_scheduler_*`
-for what only an active-active scheduler has (ledger conflicts and retries, ownership)."""
+"""The scheduler service's Prometheus metrics: Volcano's names, types, units and labels where Volcano has
+one (pkg/scheduler/metrics: `volcano_*`, latencies in milliseconds, queues by `queue_name`, scalar
+resources such as GPUs in milli-units), `tephra_scheduler_*` for what only an active-active scheduler has
+(ledger conflicts and retries, ownership).
+
+`record_cycle` is the one entry the loop calls after each cycle. Per-cycle figures (latencies, attempts,
+preemption) come from the cycle's result; the state gauges (queues, unschedulable jobs and tasks, per-job
+scheduling time) walk every pod, so they are refreshed at most every STATE_PERIOD_S: a scrape every few
+seconds sees them as fresh, and a busy scheduler does not pay an O(pods) pass per cycle.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from fractions import Fraction
+from typing import Final
 
+import numpy as np
 from prometheus_client import Counter, Gauge, Histogram
 
-from vc_core.resources import CPU, MEMORY
-from vc_scheduling.snapshot.cluster import QueueObj
+from vc_core.resources import CPU, MEMORY, PODS, Resources
+from vc_scheduling.cycle import CycleResult
+from vc_scheduling.framework.decisions import Evict
+from vc_scheduling.framework.model import QueueInfo
+from vc_scheduling.framework.resources import ResourceSpace, less_equal
+from vc_scheduling.plugins.proportion import water_fill
+from vc_scheduling.plugins.queue_ledger import QueueAttr, capability_vector, share
+from vc_scheduling.snapshot.cluster import DEFAULT_QUEUE, ClusterSnapshot, PodGroupObj, PodObj, QueueObj
+
+STATE_PERIOD_S: Final = 5.0
+MAX_JOB_SERIES: Final = 10_000  # per-job gauges kept at most (Volcano keeps one series per job)
+# Volcano's buckets are ExponentialBuckets(5, 2, 15) (5 ms .. 82 s); Tephra's cycles and plugins are often
+# well under 5 ms, so finer buckets come first (the names and units, what dashboards query, are Volcano's).
+_MS_BUCKETS: Final = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320, 640, 1280, 2560, 5120, 10240, 20480, 40960)
 
 E2E = Histogram(
     "volcano_e2e_scheduling_latency_milliseconds",
-    "E2E scheduling latency (ms)",
-    buckets=(1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000),
+    "E2e scheduling latency in milliseconds (one session: open, actions, close)",
+    buckets=_MS_BUCKETS,
 )
 ACTION = Histogram(
     "volcano_action_scheduling_latency_milliseconds",
-    "Action latency (ms)",
+    "Action scheduling latency in milliseconds",
     ["action"],
-    buckets=(1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000),
+    buckets=_MS_BUCKETS,
 )
-ATTEMPTS = Counter("volcano_schedule_attempts_total", "Scheduling attempts by result", ["result"])
+PLUGIN = Histogram(
+    "volcano_plugin_scheduling_latency_milliseconds",
+    "Plugin scheduling latency in milliseconds",
+    ["plugin", "OnSession"],
+    buckets=_MS_BUCKETS,
+)
+JOB_E2E = Histogram(
+    "volcano_e2e_job_scheduling_latency_milliseconds",
+    "E2e job scheduling latency in milliseconds (job creation to its last needed task placed)",
+    buckets=tuple(32 * 2**i for i in range(10)),
+)
+JOB_DURATION = Gauge(
+    "volcano_e2e_job_scheduling_duration",
+    "E2E job scheduling duration (milliseconds, job creation to its last needed task placed)",
+    ["job_name", "queue", "job_namespace"],
+)
+JOB_START = Gauge(
+    "volcano_e2e_job_scheduling_start_time",
+    "E2E job scheduling start time (Unix seconds of the job's creation)",
+    ["job_name", "queue", "job_namespace"],
+)
+ATTEMPTS = Counter(
+    "volcano_schedule_attempts_total",
+    "Number of attempts to schedule pods, by the result ('scheduled' or 'unschedulable')",
+    ["result"],
+)
+PREEMPTION_VICTIMS = Gauge("volcano_pod_preemption_victims", "Number of selected preemption victims (last cycle)")
+PREEMPTION_ATTEMPTS = Counter(
+    "volcano_total_preemption_attempts",
+    "Total preemption attempts till now (Tephra counts the cycles whose preempt action chose victims)",
+)
+UNSCHEDULE_TASKS = Gauge("volcano_unschedule_task_count", "Number of tasks could not be scheduled", ["job_id"])
 TASK_LATENCY = Histogram(
     "volcano_task_scheduling_latency_milliseconds",
     "Task scheduling latency (ms) by stage",
     ["stage"],
     buckets=(1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000),
 )
-UNSCHEDULE_JOBS = Gauge("volcano_unschedule_job_count", "Jobs that could not be scheduled in the last cycle")
+UNSCHEDULE_JOBS = Gauge("volcano_unschedule_job_count", "Number of jobs could not be scheduled")
 
 QUEUE_ALLOCATED_CPU = Gauge("volcano_queue_allocated_milli_cpu", "Allocated CPU (milli) per queue", ["queue_name"])
 QUEUE_ALLOCATED_MEMORY = Gauge("volcano_queue_allocated_memory_bytes", "Allocated memory per queue", ["queue_name"])
-QUEUE_DESERVED_CPU = Gauge("volcano_queue_deserved_milli_cpu", "Deserved CPU (milli) per queue", ["queue_name"])
-QUEUE_DESERVED_MEMORY = Gauge("volcano_queue_deserved_memory_bytes", "Deserved memory per queue", ["queue_name"])
+QUEUE_DESERVED_CPU = Gauge(
+    "volcano_queue_deserved_milli_cpu", "Deserved CPU count for one queue (milli; proportion's share)", ["queue_name"]
+)
+QUEUE_DESERVED_MEMORY = Gauge(
+    "volcano_queue_deserved_memory_bytes", "Deserved memory for one queue (proportion's share)", ["queue_name"]
+)
 QUEUE_CAPACITY_CPU = Gauge(
     "volcano_queue_capacity_milli_cpu", "Capability CPU (milli) per queue (-1: unlimited)", ["queue_name"]
 )
 QUEUE_CAPACITY_MEMORY = Gauge(
     "volcano_queue_capacity_memory_bytes", "Capability memory per queue (-1: unlimited)", ["queue_name"]
 )
-QUEUE_WEIGHT = Gauge("volcano_queue_weight", "Queue weight", ["queue_name"])
+QUEUE_WEIGHT = Gauge("volcano_queue_weight", "Weight for one queue", ["queue_name"])
+QUEUE_ALLOCATED_SCALAR = Gauge(
+    "volcano_queue_allocated_scalar_resources",
+    "Allocated scalar resource for one queue (milli-units)",
+    ["queue_name", "resource"],
+)
+QUEUE_REQUEST_CPU = Gauge(
+    "volcano_queue_request_milli_cpu", "Requested CPU count for one queue (milli)", ["queue_name"]
+)
+QUEUE_REQUEST_MEMORY = Gauge("volcano_queue_request_memory_bytes", "Requested memory for one queue", ["queue_name"])
+QUEUE_REQUEST_SCALAR = Gauge(
+    "volcano_queue_request_scalar_resources",
+    "Requested scalar resource for one queue (milli-units)",
+    ["queue_name", "resource"],
+)
+QUEUE_DESERVED_SCALAR = Gauge(
+    "volcano_queue_deserved_scalar_resources",
+    "Deserved scalar resource for one queue (milli-units)",
+    ["queue_name", "resource"],
+)
+QUEUE_SHARE = Gauge(
+    "volcano_queue_share", "Share for one queue (max over resources of allocated/deserved)", ["queue_name"]
+)
+QUEUE_OVERUSED = Gauge(
+    "volcano_queue_overused", "Whether one queue is overused (1: allocated >= deserved)", ["queue_name"]
+)
 
 BINDS = Counter("tephra_scheduler_binds_total", "Binds written", ["instance", "outcome"])
 EVICTS = Counter("tephra_scheduler_evictions_total", "Evictions written", ["instance", "outcome"])
@@ -76,22 +161,292 @@ FENCED = Counter(
 )
 
 
-def _gauge_value(res: Mapping[str, Fraction], name: str, scale: int = 1) -> float:
-    return float(res.get(name, Fraction(0)) * scale)
+# -- per cycle -------------------------------------------------------------------------------------------
+_ON_SESSION: Final = {"open": "OnSessionOpen", "close": "OnSessionClose"}
 
 
-def record_queues(queues: Iterable[QueueObj], allocated: Mapping[str, Mapping[str, Fraction]]) -> None:
-    """Queue gauges from the cluster-wide view (every instance reports the same values)."""
-    for queue in queues:
-        alloc = allocated.get(queue.name, {})
-        QUEUE_ALLOCATED_CPU.labels(queue.name).set(_gauge_value(alloc, CPU, 1000))
-        QUEUE_ALLOCATED_MEMORY.labels(queue.name).set(_gauge_value(alloc, MEMORY))
-        QUEUE_DESERVED_CPU.labels(queue.name).set(_gauge_value(queue.deserved, CPU, 1000))
-        QUEUE_DESERVED_MEMORY.labels(queue.name).set(_gauge_value(queue.deserved, MEMORY))
-        QUEUE_CAPACITY_CPU.labels(queue.name).set(
-            _gauge_value(queue.capability, CPU, 1000) if CPU in queue.capability else -1
+def record_timings(result: CycleResult) -> None:
+    """The session's, each action's and each plugin's time (run_cycle's `action:NAME`, `plugin:NAME:open`
+    and `plugin:NAME:close` durations), in milliseconds as Volcano reports them."""
+    E2E.observe(result.stats.duration_s * 1000)
+    for name, seconds in result.stats.durations_s.items():
+        kind, _, rest = name.partition(":")
+        if kind == "action":
+            ACTION.labels(rest).observe(seconds * 1000)
+        elif kind == "plugin":
+            plugin, _, when = rest.rpartition(":")
+            if plugin and when in _ON_SESSION:
+                PLUGIN.labels(plugin, _ON_SESSION[when]).observe(seconds * 1000)
+
+
+def record_decisions(result: CycleResult) -> None:
+    binds = len(result.binds)
+    ATTEMPTS.labels("scheduled").inc(binds)
+    ATTEMPTS.labels("unschedulable").inc(max(0, result.stats.tasks_pending - binds))
+    victims = sum(1 for d in result.decisions if isinstance(d, Evict) and d.reason == "preempt")
+    PREEMPTION_VICTIMS.set(victims)
+    if victims:
+        PREEMPTION_ATTEMPTS.inc()
+
+
+# -- state: queues ---------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class QueueFigures:
+    """One queue as Volcano's proportion plugin sees it: resources by name (cpu in cores, memory in bytes,
+    other names in their own units; the gauges scale them as Volcano does)."""
+
+    allocated: Resources
+    request: Resources
+    deserved: Resources
+    share: float
+    overused: bool
+
+
+def _active(pod: PodObj) -> bool:
+    return pod.phase not in ("Succeeded", "Failed") and not pod.deleting
+
+
+def queue_figures(snapshot: ClusterSnapshot, binds: Mapping[str, str] | None = None) -> dict[str, QueueFigures]:
+    """Allocated (pods on a node, or bound by `binds`), request (allocated + pending) and deserved (Volcano's
+    water-filling by weight over the cluster's allocatable, capped by capability and request, floored at
+    guarantee) per queue, with share = max over resources of allocated/deserved and overused = deserved
+    <= allocated. Pods not in a PodGroup, or in one naming no known queue, count for no queue."""
+    binds = binds or {}
+    queue_of = {pg.key: pg.queue or DEFAULT_QUEUE for pg in snapshot.podgroups}
+    allocated: dict[str, dict[str, Fraction]] = {q.name: {} for q in snapshot.queues}
+    request: dict[str, dict[str, Fraction]] = {q.name: {} for q in snapshot.queues}
+    for pod in snapshot.pods:
+        group = pod.group_name
+        queue = queue_of.get(f"{pod.namespace}/{group}") if group else None
+        if queue not in request or not _active(pod):
+            continue
+        placed = bool(pod.node_name) or pod.key in binds
+        for name, value in pod.requests.items():
+            if name == PODS:
+                continue
+            request[queue][name] = request[queue].get(name, Fraction(0)) + value
+            if placed:
+                allocated[queue][name] = allocated[queue].get(name, Fraction(0)) + value
+    names = {n for node in snapshot.nodes for n in node.allocatable} | {n for r in request.values() for n in r}
+    space = ResourceSpace.of(names - {PODS})
+    total = (
+        np.sum([space.vector(node.allocatable) for node in snapshot.nodes], axis=0) if snapshot.nodes else space.zeros()
+    )
+    guarantees = [space.vector(q.guarantee) for q in snapshot.queues]
+    total_guarantee = np.sum(guarantees, axis=0) if guarantees else space.zeros()
+    attrs: list[QueueAttr] = []
+    for queue in snapshot.queues:
+        info = QueueInfo(queue.name, queue.weight, queue)
+        guarantee = space.vector(queue.guarantee)
+        attr = QueueAttr(
+            queue=info,
+            allocated=space.vector(allocated[queue.name]),
+            request=space.vector(request[queue.name]),
+            reserved=space.zeros(),
+            capability=capability_vector(space, info),
+            guarantee=guarantee,
+            deserved=space.zeros(),
+            real_capability=space.zeros(),
         )
-        QUEUE_CAPACITY_MEMORY.labels(queue.name).set(
-            _gauge_value(queue.capability, MEMORY) if MEMORY in queue.capability else -1
+        attr.real_capability = np.minimum(np.clip(total - total_guarantee, 0, None) + guarantee, attr.capability)
+        attrs.append(attr)
+    water_fill(total, attrs, space.tolerance)
+    figures = {}
+    for attr in attrs:
+        deserved = {n: Fraction(float(attr.deserved[i])) for i, n in enumerate(space.names) if attr.deserved[i] > 0}
+        figures[attr.name] = QueueFigures(
+            allocated=allocated[attr.name],
+            request=request[attr.name],
+            deserved=deserved,
+            share=share(attr.allocated, attr.deserved),
+            overused=less_equal(attr.deserved, attr.allocated, space.tolerance),
         )
-        QUEUE_WEIGHT.labels(queue.name).set(queue.weight)
+    return figures
+
+
+def _milli(res: Mapping[str, Fraction], name: str) -> float:
+    return float(res.get(name, Fraction(0)) * 1000)
+
+
+def _bytes(res: Mapping[str, Fraction]) -> float:
+    return float(res.get(MEMORY, Fraction(0)))
+
+
+def _scalars(res: Mapping[str, Fraction]) -> dict[str, float]:
+    """Volcano's scalar resources (GPUs and the like) are milli-units."""
+    return {n: float(v * 1000) for n, v in res.items() if n not in (CPU, MEMORY, PODS)}
+
+
+# -- state: jobs -----------------------------------------------------------------------------------------
+def _ready_groups(snapshot: ClusterSnapshot, binds: Mapping[str, str]) -> tuple[dict[str, int], dict[str, int]]:
+    """Per PodGroup key: its pods placed (on a node or bound now) and its pods still waiting."""
+    placed: dict[str, int] = {}
+    waiting: dict[str, int] = {}
+    for pod in snapshot.pods:
+        group = pod.group_name
+        if not group or not _active(pod):
+            continue
+        key = f"{pod.namespace}/{group}"
+        if pod.node_name or pod.key in binds:
+            placed[key] = placed.get(key, 0) + 1
+        else:
+            waiting[key] = waiting.get(key, 0) + 1
+    return placed, waiting
+
+
+def unschedulable_jobs(result: CycleResult) -> list[str]:
+    """The PodGroups (`ns/name`) this cycle reported unschedulable: their latest condition is an
+    Unschedulable one that holds (the gang plugin's verdict at session close)."""
+    out = []
+    for key, update in result.podgroups.items():
+        last = update.conditions[-1] if update.conditions else None
+        if last is not None and last.type == "Unschedulable" and last.status == "True":
+            out.append(update.podgroup or key)
+    return sorted(out)
+
+
+def _created_s(pg: PodGroupObj) -> float | None:
+    try:
+        return datetime.fromisoformat(pg.creation.replace("Z", "+00:00")).astimezone(UTC).timestamp()
+    except ValueError:
+        return None
+
+
+@dataclass
+class StateRecorder:
+    """The state gauges, refreshed at most every `period_s` (see the module's doc). Keeps which series it
+    set so those of queues and jobs that are gone are removed, and which jobs it has timed."""
+
+    period_s: float = STATE_PERIOD_S
+    clock: Callable[[], float] = time.monotonic
+    wall: Callable[[], float] = time.time
+    _due: float = float("-inf")
+    _queues: dict[str, set[str]] = field(default_factory=dict)  # queue -> scalar names exported
+    _unschedulable: set[str] = field(default_factory=set)
+    _timed: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # pg key -> the series' labels
+    _seen_first: bool = False
+
+    def record(self, result: CycleResult, cluster: Callable[[], ClusterSnapshot]) -> bool:
+        """Refresh from this cycle's result and the cluster (called only when due); True if it did."""
+        now = self.clock()
+        if now < self._due:
+            return False
+        self._due = now + self.period_s
+        snapshot = cluster()
+        binds = result.binds
+        self._record_queues(snapshot.queues, queue_figures(snapshot, binds))
+        placed, waiting = _ready_groups(snapshot, binds)
+        self._record_unschedulable(unschedulable_jobs(result), waiting)
+        self._record_job_times(snapshot.podgroups, placed)
+        return True
+
+    def _record_queues(self, queues: Iterable[QueueObj], figures: Mapping[str, QueueFigures]) -> None:
+        current = set()
+        for queue in queues:
+            fig = figures.get(queue.name)
+            if fig is None:
+                continue
+            name = queue.name
+            current.add(name)
+            QUEUE_ALLOCATED_CPU.labels(name).set(_milli(fig.allocated, CPU))
+            QUEUE_ALLOCATED_MEMORY.labels(name).set(_bytes(fig.allocated))
+            QUEUE_REQUEST_CPU.labels(name).set(_milli(fig.request, CPU))
+            QUEUE_REQUEST_MEMORY.labels(name).set(_bytes(fig.request))
+            QUEUE_DESERVED_CPU.labels(name).set(_milli(fig.deserved, CPU))
+            QUEUE_DESERVED_MEMORY.labels(name).set(_bytes(fig.deserved))
+            QUEUE_CAPACITY_CPU.labels(name).set(_milli(queue.capability, CPU) if CPU in queue.capability else -1)
+            QUEUE_CAPACITY_MEMORY.labels(name).set(_bytes(queue.capability) if MEMORY in queue.capability else -1)
+            QUEUE_WEIGHT.labels(name).set(queue.weight)
+            QUEUE_SHARE.labels(name).set(fig.share)
+            QUEUE_OVERUSED.labels(name).set(1 if fig.overused else 0)
+            scalars = set()
+            for gauge, res in (
+                (QUEUE_ALLOCATED_SCALAR, fig.allocated),
+                (QUEUE_REQUEST_SCALAR, fig.request),
+                (QUEUE_DESERVED_SCALAR, fig.deserved),
+            ):
+                for resource, value in _scalars(res).items():
+                    gauge.labels(name, resource).set(value)
+                    scalars.add(resource)
+            for resource in self._queues.get(name, set()) - scalars:
+                for gauge in (QUEUE_ALLOCATED_SCALAR, QUEUE_REQUEST_SCALAR, QUEUE_DESERVED_SCALAR):
+                    _remove(gauge, name, resource)
+            self._queues[name] = scalars
+        for name in set(self._queues) - current:
+            for gauge in _QUEUE_GAUGES:
+                _remove(gauge, name)
+            for resource in self._queues.pop(name):
+                for gauge in (QUEUE_ALLOCATED_SCALAR, QUEUE_REQUEST_SCALAR, QUEUE_DESERVED_SCALAR):
+                    _remove(gauge, name, resource)
+
+    def _record_unschedulable(self, jobs: list[str], waiting: Mapping[str, int]) -> None:
+        UNSCHEDULE_JOBS.set(len(jobs))
+        current = set(jobs[:MAX_JOB_SERIES])
+        for job in current:
+            UNSCHEDULE_TASKS.labels(job).set(waiting.get(job, 0))
+        for job in self._unschedulable - current:
+            _remove(UNSCHEDULE_TASKS, job)
+        self._unschedulable = current
+
+    def _record_job_times(self, podgroups: Iterable[PodGroupObj], placed: Mapping[str, int]) -> None:
+        """A job is timed once, when first seen with min_member pods placed: creation to then. Jobs
+        already placed when this instance first looks are not timed (their time is not known)."""
+        now = self.wall()
+        present = set()
+        for pg in podgroups:
+            present.add(pg.key)
+            if pg.key in self._timed or placed.get(pg.key, 0) < max(1, pg.min_member):
+                continue
+            labels = (pg.name, pg.queue or DEFAULT_QUEUE, pg.namespace)
+            created = _created_s(pg)
+            if not self._seen_first or created is None or len(self._timed) >= MAX_JOB_SERIES:
+                self._timed[pg.key] = ("", "", "")  # remembered, no series
+                continue
+            elapsed_ms = max(0.0, now - created) * 1000
+            JOB_E2E.observe(elapsed_ms)
+            JOB_DURATION.labels(*labels).set(elapsed_ms)
+            JOB_START.labels(*labels).set(int(created))
+            self._timed[pg.key] = labels
+        self._seen_first = True
+        for key in set(self._timed) - present:
+            labels = self._timed.pop(key)
+            if labels[0]:
+                _remove(JOB_DURATION, *labels)
+                _remove(JOB_START, *labels)
+
+
+_QUEUE_GAUGES: Final = (
+    QUEUE_ALLOCATED_CPU,
+    QUEUE_ALLOCATED_MEMORY,
+    QUEUE_REQUEST_CPU,
+    QUEUE_REQUEST_MEMORY,
+    QUEUE_DESERVED_CPU,
+    QUEUE_DESERVED_MEMORY,
+    QUEUE_CAPACITY_CPU,
+    QUEUE_CAPACITY_MEMORY,
+    QUEUE_WEIGHT,
+    QUEUE_SHARE,
+    QUEUE_OVERUSED,
+)
+
+
+def _remove(gauge: Gauge, *labels: str) -> None:
+    try:
+        gauge.remove(*labels)
+    except KeyError:
+        pass  # never set here
+
+
+_STATE = StateRecorder()
+
+
+def record_cycle(
+    result: CycleResult, cluster: Callable[[], ClusterSnapshot], *, instance: str, owned: int, members: int
+) -> None:
+    """Everything a cycle tells Prometheus (the loop's one call). `cluster` gives the whole cluster as the
+    cache holds it, asked only when the state gauges are due."""
+    record_timings(result)
+    record_decisions(result)
+    OWNED.labels(instance).set(owned)
+    MEMBERS.labels(instance).set(members)
+    _STATE.record(result, cluster)

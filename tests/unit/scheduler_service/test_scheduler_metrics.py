@@ -1,0 +1,154 @@
+"""The scheduler's Prometheus figures under Volcano's names and units (vc_scheduler.metrics): queue
+allocated/request/deserved/share/overused (GPUs in milli-units), plugin and action latency, preemption,
+unschedulable jobs and tasks, per-job scheduling time. Pure: snapshots built directly, a real cycle run
+where the figures come from one, values read back from prometheus_client's registry."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from fractions import Fraction
+
+from prometheus_client import REGISTRY
+from service_builders import group, node, pod
+
+from vc_scheduler import metrics
+from vc_scheduling.cycle import CycleResult, CycleStats, run_cycle
+from vc_scheduling.framework.decisions import Bind, Evict, PodGroupStatusUpdate
+from vc_scheduling.snapshot.cluster import ClusterSnapshot, PodGroupCondition, QueueObj
+
+GPU = "nvidia.com/gpu"
+
+
+def value(name: str, **labels: str) -> float | None:
+    return REGISTRY.get_sample_value(name, labels)
+
+
+def result_of(*decisions: Bind | Evict, podgroups: dict[str, PodGroupStatusUpdate] | None = None) -> CycleResult:
+    stats = CycleStats(0.002, {}, jobs=1, tasks_pending=0, nodes=1)
+    return CycleResult(tuple(decisions), podgroups or {}, (), (), stats)
+
+
+def cluster() -> ClusterSnapshot:
+    """8 CPUs and 2 GPUs; queue `small` (weight 1) and `big` (weight 3) each asking for more than there is."""
+    nodes = (replace(node("n1"), allocatable={"cpu": Fraction(8), GPU: Fraction(2)}),)
+    gpu_pod = replace(pod("s-0", "s", node="n1"), requests={"cpu": Fraction(1), GPU: Fraction(1)})
+    pods = (
+        gpu_pod,
+        pod("s-1", "s", node="n1"),
+        *(pod(f"s-{i}", "s") for i in range(2, 6)),
+        pod("b-0", "b", node="n1"),
+        pod("b-1", "b"),
+        *(pod(f"b-{i}", "b") for i in range(2, 10)),
+        pod("done", "b", node="n1", phase="Succeeded"),  # finished pods hold nothing
+    )
+    queues = (QueueObj("small", weight=1), QueueObj("big", weight=3, capability={"cpu": Fraction(7)}))
+    return ClusterSnapshot(nodes=nodes, pods=pods, podgroups=(group("s", "small"), group("b", "big")), queues=queues)
+
+
+def test_queue_figures_follow_volcanos_proportion() -> None:
+    figures = metrics.queue_figures(cluster(), binds={"ns/b-1": "n1"})
+    small, big = figures["small"], figures["big"]
+    assert small.allocated == {"cpu": 2, GPU: 1} and small.request == {"cpu": 6, GPU: 1}
+    assert big.allocated == {"cpu": 2} and big.request == {"cpu": 10}  # b-0 placed, b-1 bound by this cycle
+    # 8 CPUs by weight 1:3 -> 2 and 6; small asks for the one GPU it uses, so that is its deserved GPU.
+    assert float(small.deserved["cpu"]) == 2 and float(big.deserved["cpu"]) == 6
+    assert float(small.deserved[GPU]) == 1 and GPU not in big.deserved
+    assert small.share == 1.0 and small.overused  # at its deserved on every resource: overused
+    assert big.share == 2 / 6 and not big.overused
+
+
+def test_queue_gauges_use_volcanos_names_and_units_and_forget_deleted_queues() -> None:
+    recorder = metrics.StateRecorder(period_s=0)
+    snapshot = cluster()
+    recorder.record(result_of(Bind("ns/b-1", "uid-b-1", "n1")), lambda: snapshot)
+    assert value("volcano_queue_allocated_milli_cpu", queue_name="big") == 2000
+    assert value("volcano_queue_request_milli_cpu", queue_name="big") == 10000
+    assert value("volcano_queue_deserved_milli_cpu", queue_name="big") == 6000
+    assert value("volcano_queue_capacity_milli_cpu", queue_name="big") == 7000
+    assert value("volcano_queue_capacity_milli_cpu", queue_name="small") == -1  # no capability: unlimited
+    assert value("volcano_queue_allocated_scalar_resources", queue_name="small", resource=GPU) == 1000
+    assert value("volcano_queue_request_scalar_resources", queue_name="small", resource=GPU) == 1000
+    assert value("volcano_queue_share", queue_name="small") == 1.0
+    assert value("volcano_queue_overused", queue_name="small") == 1
+    assert value("volcano_queue_overused", queue_name="big") == 0
+    assert value("volcano_queue_weight", queue_name="big") == 3
+    recorder.record(result_of(), lambda: replace(snapshot, queues=snapshot.queues[1:]))
+    assert value("volcano_queue_weight", queue_name="small") is None
+    assert value("volcano_queue_allocated_scalar_resources", queue_name="small", resource=GPU) is None
+    assert value("volcano_queue_weight", queue_name="big") == 3
+
+
+def test_state_is_refreshed_at_most_once_a_period() -> None:
+    now = [100.0]
+    recorder = metrics.StateRecorder(period_s=5, clock=lambda: now[0])
+    asked: list[int] = []
+
+    def snapshot() -> ClusterSnapshot:
+        asked.append(1)
+        return cluster()
+
+    assert recorder.record(result_of(), snapshot)
+    now[0] += 4.9
+    assert not recorder.record(result_of(), snapshot)
+    now[0] += 0.1
+    assert recorder.record(result_of(), snapshot)
+    assert len(asked) == 2  # the cluster is not even read between refreshes
+
+
+def test_a_real_cycle_reports_plugin_and_action_latency_per_on_session() -> None:
+    before = value("volcano_plugin_scheduling_latency_milliseconds_count", plugin="gang", OnSession="OnSessionOpen")
+    snapshot = ClusterSnapshot(
+        nodes=(node("n1"),), pods=(pod("p-0", "g"),), podgroups=(group("g"),), queues=(QueueObj("default"),)
+    )
+    result = run_cycle(snapshot)
+    metrics.record_timings(result)
+    after = value("volcano_plugin_scheduling_latency_milliseconds_count", plugin="gang", OnSession="OnSessionOpen")
+    assert after == (before or 0) + 1
+    assert value("volcano_plugin_scheduling_latency_milliseconds_count", plugin="gang", OnSession="OnSessionClose")
+    assert value("volcano_action_scheduling_latency_milliseconds_count", action="allocate")
+    assert value("volcano_e2e_scheduling_latency_milliseconds_count")
+
+
+def test_preemption_victims_and_attempts() -> None:
+    attempts = value("volcano_total_preemption_attempts_total") or 0
+    metrics.record_decisions(result_of(Evict("ns/a", "u1", "preempt"), Evict("ns/b", "u2", "preempt")))
+    assert value("volcano_pod_preemption_victims") == 2
+    assert value("volcano_total_preemption_attempts_total") == attempts + 1
+    metrics.record_decisions(result_of(Evict("ns/c", "u3", "reclaim")))  # reclaim is not preemption
+    assert value("volcano_pod_preemption_victims") == 0
+    assert value("volcano_total_preemption_attempts_total") == attempts + 1
+
+
+def test_unschedulable_jobs_and_their_waiting_tasks_are_counted_and_then_forgotten() -> None:
+    unschedulable = PodGroupCondition("Unschedulable", "True", "NotEnoughResources", "2/3 tasks in gang unschedulable")
+    update = PodGroupStatusUpdate("ns/s", "Inqueue", (unschedulable,), running=1, succeeded=0, failed=0)
+    recorder = metrics.StateRecorder(period_s=0)
+    recorder.record(result_of(podgroups={"uid-s": update}), cluster)
+    assert value("volcano_unschedule_job_count") == 1
+    assert value("volcano_unschedule_task_count", job_id="ns/s") == 4  # s-2 .. s-5 wait
+    scheduled = replace(update, phase="Running", conditions=(PodGroupCondition("Scheduled", "True"),))
+    recorder.record(result_of(podgroups={"uid-s": scheduled}), cluster)
+    assert value("volcano_unschedule_job_count") == 0
+    assert value("volcano_unschedule_task_count", job_id="ns/s") is None
+
+
+def test_a_job_is_timed_once_from_its_creation_to_its_gang_placed() -> None:
+    wall = [1_800_000_010.5]
+    recorder = metrics.StateRecorder(period_s=0, wall=lambda: wall[0])
+    early = replace(group("early"), creation="2027-01-15T08:00:00Z")
+    late = replace(group("late", min_member=2), creation="2027-01-15T08:00:00Z")  # 1_800_000_000 in Unix time
+    pods = (pod("e-0", "early", node="n1"), pod("l-0", "late", node="n1"), pod("l-1", "late"))
+    snapshot = ClusterSnapshot(nodes=(node("n1"),), pods=pods, podgroups=(early, late), queues=(QueueObj("default"),))
+    count = value("volcano_e2e_job_scheduling_latency_milliseconds_count") or 0
+    recorder.record(result_of(), lambda: snapshot)  # `early` was placed before this instance looked: not timed
+    assert value("volcano_e2e_job_scheduling_duration", job_name="early", queue="default", job_namespace="ns") is None
+    recorder.record(result_of(Bind("ns/l-1", "uid-l-1", "n1")), lambda: snapshot)  # late's gang is complete
+    labels = {"job_name": "late", "queue": "default", "job_namespace": "ns"}
+    assert value("volcano_e2e_job_scheduling_duration", **labels) == 10_500
+    assert value("volcano_e2e_job_scheduling_start_time", **labels) == 1_800_000_000
+    wall[0] += 60
+    recorder.record(result_of(Bind("ns/l-1", "uid-l-1", "n1")), lambda: snapshot)
+    assert value("volcano_e2e_job_scheduling_duration", **labels) == 10_500  # timed once
+    assert value("volcano_e2e_job_scheduling_latency_milliseconds_count") == count + 1
+    recorder.record(result_of(), lambda: replace(snapshot, podgroups=(early,)))
+    assert value("volcano_e2e_job_scheduling_duration", **labels) is None  # the job is gone
