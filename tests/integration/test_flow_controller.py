@@ -1,0 +1,253 @@
+"""The flow controller on a real nats-server, in this event loop, with the job phases written by the test
+(the job controller's part) and the clock injected (no test waits for a schedule).
+
+Volcano's example JobFlow (a -> b -> {c, d} -> e, jobRetainPolicy: delete) runs job by job to Succeed
+and then removes its jobs; deleting a flow or a CronJob takes its jobs along; Volcano's example CronJob
+starts one job per due time, skips while one runs (Forbid), keeps its history within the limits, and
+after a controller restart runs only the most recent missed time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+
+import msgspec
+import pytest
+
+from tests.support.inprocess import run_app
+from tests.unit.flow_controller.builders import example_cronjob, example_flow, example_templates
+from vc_bus.server import NatsServer
+from vc_bus.store import NatsStore
+from vc_core.errors import NotFound
+from vc_flow_controller.app import FlowControllerApp
+from vc_flow_controller.metrics import NOTES
+from vc_proto.batch import Job, JobState, JobStatus
+from vc_proto.cronjob import CronJob
+from vc_proto.flow import JobFlow, JobTemplate
+from vc_proto.meta import ObjectMeta
+from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec, QueueStatus
+from vc_validation import mutate_cronjob
+
+pytestmark = [pytest.mark.nats, pytest.mark.integration]
+NS = "default"
+
+
+class Clock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@contextlib.asynccontextmanager
+async def running(url: str, clock: Clock, instance: str = "flow-a") -> AsyncIterator[FlowControllerApp]:
+    async with run_app(lambda s: FlowControllerApp(s, clock=clock), "flow-controller", url, instance) as app:
+        yield app
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], *, within_s: float = 15.0) -> None:
+    """Poll the store (the observable outcome) until `check` holds; a generous bound, not a latency claim."""
+    async with asyncio.timeout(within_s):
+        while not await check():  # noqa: ASYNC110 - polling stored state is the point
+            await asyncio.sleep(0.05)
+
+
+async def jobs(store: NatsStore) -> dict[str, Job]:
+    items, _ = await store.list(Job, NS)
+    return {job.metadata.name or "": job for job in items}
+
+
+async def names(store: NatsStore) -> set[str]:
+    return set(await jobs(store))
+
+
+async def finish(store: NatsStore, name: str, phase: str = "Completed", at: str = "2026-01-01T00:00:00Z") -> None:
+    """What the job controller would write once the job's pods ended."""
+    job = await store.get(Job, NS, name)
+    state = JobState(phase=phase, last_transition_time=at)
+    await store.update(msgspec.structs.replace(job, status=JobStatus(state=state)))
+
+
+async def flow_phase(store: NatsStore, name: str = "test") -> str:
+    flow = await store.get(JobFlow, NS, name)
+    return (flow.status.state.phase if flow.status and flow.status.state else None) or ""
+
+
+async def absent(store: NatsStore, kind: type[Job], name: str) -> bool:
+    try:
+        await store.get(kind, NS, name)
+    except NotFound:
+        return True
+    return False
+
+
+async def default_queue(store: NatsStore) -> None:
+    """The queue Volcano's examples name (`vcctl up` makes it; the created jobs are judged against it)."""
+    spec = QueueSpec(weight=1, reclaimable=True)
+    meta = ObjectMeta(name="default")
+    await store.create(
+        Queue(api_version=SCHEDULING_V1BETA1, metadata=meta, spec=spec, status=QueueStatus(state="Open"))
+    )
+
+
+async def create_example_flow(store: NatsStore) -> JobFlow:
+    await default_queue(store)
+    for template in example_templates().values():
+        await store.create(template)
+    flow = example_flow()
+    return await store.create(msgspec.structs.replace(flow, metadata=msgspec.structs.replace(flow.metadata, uid=None)))
+
+
+async def test_the_example_flow_runs_in_dependency_order_to_succeed_then_deletes_its_jobs(
+    nats_server: NatsServer, nats_store: NatsStore
+) -> None:
+    clock = Clock(datetime(2026, 1, 1, tzinfo=UTC))
+    async with running(nats_server.url, clock):
+        await create_example_flow(nats_store)
+        await eventually(lambda: _equals(names(nats_store), {"test-a"}))
+        await finish(nats_store, "test-a")
+        await eventually(lambda: _equals(names(nats_store), {"test-a", "test-b"}))
+        await finish(nats_store, "test-b")
+        await eventually(lambda: _equals(names(nats_store), {"test-a", "test-b", "test-c", "test-d"}))
+        await finish(nats_store, "test-c")
+        await eventually(lambda: _completed(nats_store, "test-c"))  # a pass saw c done: e still needs d
+        assert "test-e" not in await names(nats_store)
+        await finish(nats_store, "test-d")
+        await eventually(lambda: _contains(names(nats_store), "test-e"))
+        template = await nats_store.get(JobTemplate, NS, "a")
+        assert template.status is not None and template.status.job_depends_on_list == ["test-a"]
+        await finish(nats_store, "test-e")
+        await eventually(lambda: _equals(flow_phase(nats_store), "Succeed"))
+        await eventually(lambda: _equals(names(nats_store), set()))  # jobRetainPolicy: delete
+        flow = await nats_store.get(JobFlow, NS, "test")
+        assert flow.status is not None and [e.name for e in flow.status.job_status_list or []] == [
+            f"test-{t}" for t in "abcde"
+        ]
+        assert all(e.state == "Completed" for e in flow.status.job_status_list or [])
+
+
+async def test_a_failed_job_fails_the_flow_and_nothing_after_it_starts(
+    nats_server: NatsServer, nats_store: NatsStore
+) -> None:
+    async with running(nats_server.url, Clock(datetime(2026, 1, 1, tzinfo=UTC))):
+        await create_example_flow(nats_store)
+        await eventually(lambda: _contains(names(nats_store), "test-a"))
+        await finish(nats_store, "test-a", "Failed")
+        await eventually(lambda: _equals(flow_phase(nats_store), "Failed"))
+        assert await names(nats_store) == {"test-a"}
+
+
+async def test_deleting_a_flow_deletes_its_jobs(nats_server: NatsServer, nats_store: NatsStore) -> None:
+    async with running(nats_server.url, Clock(datetime(2026, 1, 1, tzinfo=UTC))):
+        await create_example_flow(nats_store)
+        await eventually(lambda: _contains(names(nats_store), "test-a"))
+        await nats_store.delete(JobFlow, NS, "test")
+        await eventually(lambda: absent(nats_store, Job, "test-a"))
+
+
+async def create_cronjob(store: NatsStore, clock: Clock, **spec: object) -> CronJob:
+    await default_queue(store)
+    cronjob = example_cronjob(**spec)
+    meta = msgspec.structs.replace(cronjob.metadata, uid=None, creation_timestamp=None)
+    stored = await store.create(mutate_cronjob(msgspec.structs.replace(cronjob, metadata=meta)))
+    # The store stamps the real creation time; the clock starts there, so schedules count from it.
+    clock.now = datetime.fromisoformat((stored.metadata.creation_timestamp or "").replace("Z", "+00:00"))
+    return stored
+
+
+def five_minutes_after(moment: datetime) -> datetime:
+    return moment.replace(minute=moment.minute - moment.minute % 5, second=0) + timedelta(minutes=5)
+
+
+async def test_the_example_cronjob_runs_per_schedule_forbids_overlap_and_keeps_its_history(
+    nats_server: NatsServer, nats_store: NatsStore
+) -> None:
+    clock = Clock(datetime(2026, 1, 1, tzinfo=UTC))
+    async with running(nats_server.url, clock) as app:
+        await create_cronjob(nats_store, clock)
+        first = five_minutes_after(clock.now)
+        clock.now = first + timedelta(seconds=10)
+        app.resync()
+        await eventually(lambda: _length(names(nats_store), 1))
+        (name,) = await names(nats_store)
+        assert name == f"volcano-cronjob-example-{int(first.timestamp()) // 60}"
+        await eventually(lambda: _active(nats_store, 1))
+        clock.now = first + timedelta(minutes=5, seconds=10)  # the first still runs: Forbid skips this time
+        skipped = NOTES.labels("CronJob", "ForbidConcurrent")._value.get()
+        app.resync()
+        await eventually(lambda: _above(lambda: NOTES.labels("CronJob", "ForbidConcurrent")._value.get(), skipped))
+        assert await names(nats_store) == {name}
+        await finish(nats_store, name)
+        for run in range(2, 8):  # six more runs, each finished before the next: history keeps 5
+            due = first + timedelta(minutes=5 * run)
+            clock.now = due + timedelta(seconds=10)
+            app.resync()
+            await eventually(lambda due=due: _last_schedule(nats_store, due))  # type: ignore[misc]
+            newest = f"volcano-cronjob-example-{int(due.timestamp()) // 60}"
+            await finish(nats_store, newest, at=(clock.now.strftime("%Y-%m-%dT%H:%M:%SZ")))
+        app.resync()
+        await eventually(lambda: _length(names(nats_store), 5))
+        cronjob = await nats_store.get(CronJob, NS, "volcano-cronjob-example")
+        assert cronjob.status is not None and not cronjob.status.active and cronjob.status.last_successful_time
+
+
+async def test_a_restart_after_missed_times_runs_only_the_most_recent(
+    nats_server: NatsServer, nats_store: NatsStore
+) -> None:
+    clock = Clock(datetime(2026, 1, 1, tzinfo=UTC))
+    async with running(nats_server.url, clock):
+        await create_cronjob(nats_store, clock, startingDeadlineSeconds=None, concurrencyPolicy="Allow")
+    start = clock.now
+    clock.now = start + timedelta(hours=2, seconds=30)  # the controller was down for 2 hours: 24 times missed
+    async with running(nats_server.url, clock, instance="flow-b"):
+        await eventually(lambda: _length(names(nats_store), 1))
+        (name,) = await names(nats_store)
+        due = five_minutes_after(clock.now - timedelta(minutes=5))
+        assert name == f"volcano-cronjob-example-{int(due.timestamp()) // 60}"
+
+
+async def test_deleting_a_cronjob_deletes_its_jobs(nats_server: NatsServer, nats_store: NatsStore) -> None:
+    clock = Clock(datetime(2026, 1, 1, tzinfo=UTC))
+    async with running(nats_server.url, clock) as app:
+        await create_cronjob(nats_store, clock)
+        clock.now = five_minutes_after(clock.now) + timedelta(seconds=1)
+        app.resync()
+        await eventually(lambda: _length(names(nats_store), 1))
+        await nats_store.delete(CronJob, NS, "volcano-cronjob-example")
+        await eventually(lambda: _length(names(nats_store), 0))
+
+
+# -- conditions ---------------------------------------------------------------------------------------
+async def _equals(value: Awaitable[object], expected: object) -> bool:
+    return await value == expected
+
+
+async def _contains(value: Awaitable[set[str]], item: str) -> bool:
+    return item in await value
+
+
+async def _length(value: Awaitable[set[str]], count: int) -> bool:
+    return len(await value) == count
+
+
+async def _completed(store: NatsStore, job: str) -> bool:
+    flow = await store.get(JobFlow, NS, "test")
+    return job in ((flow.status.completed_jobs if flow.status else None) or [])
+
+
+async def _above(read: Callable[[], float], floor: float) -> bool:
+    return read() > floor
+
+
+async def _active(store: NatsStore, count: int) -> bool:
+    cronjob = await store.get(CronJob, NS, "volcano-cronjob-example")
+    return len((cronjob.status.active if cronjob.status else None) or []) == count
+
+
+async def _last_schedule(store: NatsStore, moment: datetime) -> bool:
+    cronjob = await store.get(CronJob, NS, "volcano-cronjob-example")
+    return (cronjob.status.last_schedule_time if cronjob.status else None) == moment.strftime("%Y-%m-%dT%H:%M:%SZ")
