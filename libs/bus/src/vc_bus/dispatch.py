@@ -16,6 +16,7 @@ from typing import Generic, TypeVar
 
 import structlog
 
+from vc_bus import workqueue_metrics
 from vc_core.errors import PermanentError, TemporaryError
 
 K = TypeVar("K", bound=Hashable)
@@ -51,6 +52,11 @@ class KeyedDispatcher(Generic[K]):
         self._failed = 0
         self._idle = asyncio.Event()
         self._idle.set()
+        workqueue_metrics.track(self)  # its depth on /metrics
+
+    @property
+    def name(self) -> str:
+        return self._name
 
     def submit(self, key: K) -> None:
         """Ask for `key` to be handled (soon, once, not concurrently with itself)."""
