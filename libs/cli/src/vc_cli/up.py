@@ -63,6 +63,7 @@ METRICS_PORT_ORDER = (
     "node-sim",
     "vc-dashboard",
     "kube-relay",
+    "flow-controller",
 )
 
 
@@ -163,7 +164,7 @@ def metrics_port_span(replicas: int) -> int:
 def child_names(args: argparse.Namespace) -> list[str]:
     """The children `vcctl up` starts with these flags, in start order."""
     names = ["kube-relay"] if args.backend == "kube" else []
-    names += ["admission", "queue-controller", "podgroup-controller", "job-controller", "gc"]
+    names += ["admission", "queue-controller", "podgroup-controller", "job-controller", "gc", "flow-controller"]
     names += [f"scheduler-{i}" for i in range(args.scheduler_replicas)]
     if _node_count(args) > 0:
         names.append("node-sim")
@@ -196,7 +197,7 @@ def plan_children(args: argparse.Namespace, nats_url: str, auth: AuthDir | None 
 
     children = [child("kube-relay", "vc-kube-relay", [])] if args.backend == "kube" else []
     children.append(child("admission", "vc-admission", ["--identities", str(auth.registry_path)] if auth else []))
-    for name in ("queue-controller", "podgroup-controller", "job-controller", "gc"):
+    for name in ("queue-controller", "podgroup-controller", "job-controller", "gc", "flow-controller"):
         children.append(child(name, f"vc-{name}", []))
     conf = ["--scheduler-conf", args.scheduler_conf] if args.scheduler_conf else []
     for i in range(args.scheduler_replicas):
