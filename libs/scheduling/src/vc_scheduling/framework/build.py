@@ -148,7 +148,7 @@ def build_task(
     else:
         resreq = space.vector(pod.requests)
         best_effort = is_empty(resreq, space.tolerance)
-    placement = (pod.node_selector, pod.affinity, pod.tolerations)
+    placement = (pod.node_selector, pod.affinity, pod.tolerations, pod.host_ports)
     return TaskInfo(
         uid=pod.uid,
         name=pod.name,

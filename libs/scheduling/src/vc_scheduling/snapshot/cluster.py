@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from vc_core.resources import Resources
-from vc_scheduling.snapshot.kube import Affinity, Taint, Toleration
+from vc_scheduling.snapshot.kube import Affinity, Taint, Toleration, TopologySpreadConstraint
+
+# A host port a pod takes on its node: (protocol, host IP or "" for every address, port).
+HostPort = tuple[str, str, int]
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 DEFAULT_QUEUE = "default"
@@ -51,6 +54,8 @@ class PodObj:
     deleting: bool
     creation: str = ""
     order: int = 0  # position in the snapshot, the last ordering tie-break
+    topology_spread: tuple[TopologySpreadConstraint, ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
 
     @property
     def key(self) -> str:
@@ -107,9 +112,18 @@ class PriorityClassObj:
 
 
 @dataclass(frozen=True, slots=True)
+class NamespaceObj:
+    name: str
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterSnapshot:
     nodes: tuple[NodeObj, ...] = ()
     pods: tuple[PodObj, ...] = ()
     podgroups: tuple[PodGroupObj, ...] = ()
     queues: tuple[QueueObj, ...] = ()
     priority_classes: tuple[PriorityClassObj, ...] = ()
+    # Namespaces with their labels (namespaceSelector of pod affinity terms); a namespace not listed
+    # has only the label Kubernetes gives every namespace, kubernetes.io/metadata.name.
+    namespaces: tuple[NamespaceObj, ...] = ()

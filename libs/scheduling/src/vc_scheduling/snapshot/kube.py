@@ -73,8 +73,45 @@ class NodeAffinity(msgspec.Struct, rename="camel", kw_only=True, frozen=True):
     preferred_during_scheduling_ignored_during_execution: tuple[PreferredTerm, ...] = ()
 
 
+class LabelSelector(msgspec.Struct, rename="camel", kw_only=True, frozen=True):
+    match_labels: dict[str, str] = {}
+    match_expressions: tuple[SelectorRequirement, ...] = ()
+
+
+class PodAffinityTerm(msgspec.Struct, rename="camel", kw_only=True, frozen=True):
+    label_selector: LabelSelector | None = None  # None matches no pod (Kubernetes)
+    namespaces: tuple[str, ...] = ()
+    namespace_selector: LabelSelector | None = None
+    topology_key: str = ""
+    match_label_keys: tuple[str, ...] = ()
+    mismatch_label_keys: tuple[str, ...] = ()
+
+
+class WeightedPodAffinityTerm(msgspec.Struct, rename="camel", kw_only=True, frozen=True):
+    weight: int
+    pod_affinity_term: PodAffinityTerm
+
+
+class PodAffinity(msgspec.Struct, rename="camel", kw_only=True, frozen=True):
+    required_during_scheduling_ignored_during_execution: tuple[PodAffinityTerm, ...] = ()
+    preferred_during_scheduling_ignored_during_execution: tuple[WeightedPodAffinityTerm, ...] = ()
+
+
 class Affinity(msgspec.Struct, rename="camel", kw_only=True, frozen=True):
     node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+class TopologySpreadConstraint(msgspec.Struct, rename="camel", kw_only=True, frozen=True):
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: str | None = None  # Honor (default) | Ignore
+    node_taints_policy: str | None = None  # Ignore (default) | Honor
+    match_label_keys: tuple[str, ...] = ()
 
 
 class Toleration(msgspec.Struct, rename="camel", kw_only=True, frozen=True):
@@ -89,9 +126,17 @@ class ResourceRequirements(msgspec.Struct, rename="camel", kw_only=True):
     limits: Quantities = {}
 
 
+class ContainerPort(msgspec.Struct, rename="camel", kw_only=True):
+    container_port: int = 0
+    host_port: int = 0
+    protocol: str = "TCP"
+    host_ip: str = msgspec.field(default="", name="hostIP")
+
+
 class Container(msgspec.Struct, rename="camel", kw_only=True):
     name: str = ""
     resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
+    ports: list[ContainerPort] = []
 
 
 class PodSpec(msgspec.Struct, rename="camel", kw_only=True):
@@ -103,6 +148,8 @@ class PodSpec(msgspec.Struct, rename="camel", kw_only=True):
     node_selector: dict[str, str] = {}
     affinity: Affinity | None = None
     tolerations: tuple[Toleration, ...] = ()
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    host_network: bool = False
     containers: list[Container] = []
     init_containers: list[Container] = []
     overhead: Quantities = {}
@@ -167,6 +214,10 @@ class Queue(msgspec.Struct, rename="camel", kw_only=True):
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: QueueSpec = msgspec.field(default_factory=QueueSpec)
     status: QueueStatus = msgspec.field(default_factory=QueueStatus)
+
+
+class Namespace(msgspec.Struct, rename="camel", kw_only=True):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
 
 
 class PriorityClass(msgspec.Struct, rename="camel", kw_only=True):

@@ -18,6 +18,8 @@ from vc_core.resources import Resources, add, maximum, parse_resources
 from vc_scheduling.snapshot import kube
 from vc_scheduling.snapshot.cluster import (
     ClusterSnapshot,
+    HostPort,
+    NamespaceObj,
     NodeObj,
     PodGroupCondition,
     PodGroupObj,
@@ -53,7 +55,7 @@ def load_snapshot(data: bytes | str) -> ClusterSnapshot:
 
 def load_objects(documents: Iterable[object]) -> ClusterSnapshot:
     """Decode Kubernetes JSON-shaped mappings; unknown kinds are skipped, `kind: List` is expanded."""
-    parts: dict[str, list[Any]] = {k: [] for k in ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")}
+    parts: dict[str, list[Any]] = {k: [] for k in _VIEWS}
     for index, doc in enumerate(documents):
         if not isinstance(doc, Mapping):
             raise SnapshotError(index, "", "(document)", f"expected an object, got {type(doc).__name__}")
@@ -67,6 +69,7 @@ def load_objects(documents: Iterable[object]) -> ClusterSnapshot:
         podgroups=tuple(parts["PodGroup"]),
         queues=tuple(parts["Queue"]),
         priority_classes=tuple(parts["PriorityClass"]),
+        namespaces=tuple(parts["Namespace"]),
     )
 
 
@@ -88,6 +91,7 @@ _VIEWS: Final[dict[str, type[msgspec.Struct]]] = {
     "PodGroup": kube.PodGroup,
     "Queue": kube.Queue,
     "PriorityClass": kube.PriorityClass,
+    "Namespace": kube.Namespace,
 }
 _JSON_DECODERS: Final = {kind: msgspec.json.Decoder(view, strict=False) for kind, view in _VIEWS.items()}
 
@@ -129,6 +133,9 @@ def _convert(index: int, kind: str, view: Any) -> object:
                 return _podgroup(view, index)
             case "Queue":
                 return _queue(view, index)
+            case "Namespace":
+                _require_name(view.metadata)
+                return NamespaceObj(view.metadata.name, dict(view.metadata.labels))
             case _:
                 return _priority_class(view)
     except InvalidObject as exc:
@@ -198,7 +205,22 @@ def _pod(pod: kube.Pod, index: int) -> PodObj:
         deleting=meta.deletion_timestamp is not None,
         creation=meta.creation_timestamp or "",
         order=index,
+        topology_spread=pod.spec.topology_spread_constraints,
+        host_ports=host_ports(pod.spec),
     )
+
+
+def host_ports(spec: kube.PodSpec) -> tuple[HostPort, ...]:
+    """The (protocol, host IP, port) each container takes on its node; with hostNetwork a container
+    port is a host port (the API server's defaulting)."""
+    taken: list[HostPort] = []
+    for container in spec.containers:
+        for port in container.ports:
+            number = port.host_port or (port.container_port if spec.host_network else 0)
+            if number > 0:
+                ip = "" if port.host_ip in ("", "0.0.0.0") else port.host_ip  # 0.0.0.0: every address
+                taken.append((port.protocol or "TCP", ip, number))
+    return tuple(taken)
 
 
 def _podgroup(pg: kube.PodGroup, index: int) -> PodGroupObj:
