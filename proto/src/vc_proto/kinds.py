@@ -21,6 +21,7 @@ from vc_proto.core import (
 )
 from vc_proto.cronjob import CronJob
 from vc_proto.flow import FLOW_V1ALPHA1, JobFlow, JobTemplate
+from vc_proto.kube_event import Event
 from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, Queue
 
 KubeObject = (
@@ -38,6 +39,7 @@ KubeObject = (
     | JobTemplate
     | JobFlow
     | CronJob
+    | Event
 )
 
 
@@ -75,6 +77,7 @@ KINDS: Final[dict[str, Kind]] = {
         Kind("JobTemplate", FLOW_V1ALPHA1, "jobtemplates", True, JobTemplate),
         Kind("JobFlow", FLOW_V1ALPHA1, "jobflows", True, JobFlow),
         Kind("CronJob", BATCH_V1ALPHA1, "cronjobs", True, CronJob),
+        Kind("Event", CORE_V1, "events", True, Event),
     )
 }
 

@@ -63,10 +63,17 @@ class _Head(msgspec.Struct):
 _head = msgspec.json.Decoder(_Head)
 
 
-class Relay:
-    """Mirror `kinds` (default: every kind Tephra stores) from `kube` into NATS KV on `nc`."""
+# Events are written by the services and read by nobody's reconcile loop: the cluster's Events (every
+# kubelet's, every controller's) are not mirrored into NATS.
+MIRRORED_KINDS = tuple(k for k in KINDS if k != "Event")
 
-    def __init__(self, kube: KubeClient, nc: Client, kinds: Iterable[str] = tuple(KINDS), *, replicas: int = 1) -> None:
+
+class Relay:
+    """Mirror `kinds` (default: every kind Tephra stores but Events) from `kube` into NATS KV on `nc`."""
+
+    def __init__(
+        self, kube: KubeClient, nc: Client, kinds: Iterable[str] = MIRRORED_KINDS, *, replicas: int = 1
+    ) -> None:
         self._kube = kube
         self._nc = nc
         self._replicas = replicas
