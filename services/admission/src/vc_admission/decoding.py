@@ -28,6 +28,8 @@ def decode_object(data: bytes) -> KubeObject:
         head = msgspec.json.decode(data, type=dict[str, object])
     except msgspec.DecodeError as exc:
         raise InvalidObject("", "json", f"the request is not a JSON object: {exc}") from exc
+    except UnicodeDecodeError as exc:  # a string holding bytes that are not UTF-8 (found by fuzzing)
+        raise InvalidObject("", "utf-8", f"the object is not valid UTF-8: {exc.reason} at byte {exc.start}") from exc
     except RecursionError as exc:  # msgspec gives up at Python's recursion limit (~1000 levels)
         raise InvalidObject("", "nesting", "the object is nested too deeply") from exc
     kind = head.get("kind")

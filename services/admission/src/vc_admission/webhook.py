@@ -107,7 +107,7 @@ def handle_review(path: str, body: bytes, ctx: AdmissionContext) -> dict[str, An
         review = json.loads(body)
         request = review["request"]
         uid = str(request["uid"])
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):  # RecursionError: nested too deeply (found by fuzzing)
         return _response("", allowed=False, message="malformed AdmissionReview: expected {request: {uid, operation, object}}")
     if too_large is not None:
         return _response(uid, allowed=False, message=too_large.message)
@@ -121,6 +121,10 @@ def handle_review(path: str, body: bytes, ctx: AdmissionContext) -> dict[str, An
         old = _decode(request.get("oldObject"), kind, request.get("namespace"))
     except msgspec.ValidationError as exc:
         return _response(uid, allowed=False, message=f"{kind.__name__} does not decode: {exc}")
+    except RecursionError:
+        return _response(uid, allowed=False, message=f"{kind.__name__} does not decode: nested too deeply")
+    if obj is None and operation != "DELETE":  # the rules judge an object (found by fuzzing: null gave a 500)
+        return _response(uid, allowed=False, message=f"request.object: a {kind.__name__} is required for {operation or 'an operation'}")
     violations, mutated = rule(operation, obj, old, ctx)
     if violations:
         return _response(uid, allowed=False, message="; ".join(f"{v.field}: {v.message}" for v in violations))

@@ -20,6 +20,7 @@ from vc_core.store import ObjectStore
 from vc_proto import api, codec, subjects
 from vc_proto.kinds import KINDS, KubeObject
 from vc_security.registry import BUILT_IN_ADMIN, Person
+from vc_validation.names import dns1123_label_errors, dns1123_subdomain_errors, format_errors
 
 log = structlog.get_logger(__name__)
 _request = msgspec.json.Decoder(api.WriteRequest)
@@ -96,6 +97,7 @@ class WriteApi:
     async def _current(self, obj: KubeObject) -> KubeObject | None:
         if not obj.metadata.name:  # generateName: a new object
             return None
+        _check_key(obj.metadata.namespace, obj.metadata.name, "metadata.")
         try:
             return await self._store.get(type(obj), obj.metadata.namespace, obj.metadata.name)
         except NotFound:
@@ -127,6 +129,7 @@ class WriteApi:
         if row is None or not request.name:
             raise InvalidObject("kind", "required", "delete needs a supported kind and a name")
         namespace = (request.namespace or "default") if row.namespaced else None
+        _check_key(namespace, request.name, "")
         authorize(caller, "delete", row.kind, namespace, new=None, old=None)
         try:
             old = await self._store.get(row.type, namespace, request.name)
@@ -137,6 +140,15 @@ class WriteApi:
         authorize(caller, "delete", row.kind, namespace, new=None, old=old)
         await self._admit.delete(old)
         await self._store.delete(row.type, namespace, request.name, resource_version=request.resource_version, uid=request.uid)
+
+
+def _check_key(namespace: str | None, name: str, path: str) -> None:
+    """No stored object has a name or namespace that is not a DNS name: refuse one before it is looked up
+    (found by fuzzing: a name " " or a namespace "." reached the store as an invalid key)."""
+    if errors := dns1123_subdomain_errors(name):
+        raise InvalidObject(f"{path}name", "dns-1123-subdomain", f"name {name[:64]!r}: {format_errors(errors)}")
+    if namespace is not None and (errors := dns1123_label_errors(namespace)):
+        raise InvalidObject(f"{path}namespace", "dns-1123-label", f"namespace {namespace[:64]!r}: {format_errors(errors)}")
 
 
 def _with_namespace(obj: KubeObject, namespace: str | None) -> KubeObject:
