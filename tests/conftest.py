@@ -5,7 +5,7 @@ permissions, TLS; services started by tests connect as themselves; the test code
 
 from __future__ import annotations
 
-import sys
+import inspect
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -13,16 +13,11 @@ import pytest
 from nats.aio.client import Client
 
 from tests.kube.summary import pytest_collection_finish, pytest_terminal_summary  # noqa: F401 (kube tests run)
+from tests.support import leaks
 from tests.support.secure import open_test_bus, session_bus
 from vc_bus.connection import connect
 from vc_bus.server import NatsServer
 from vc_bus.store import NatsStore
-
-# Test modules are imported with --import-mode=importlib (so equal basenames in different folders never
-# clash); the per-area builder modules (jc_builders, queue_builders...) are imported by plain name.
-for _area in sorted((Path(__file__).parent / "unit").iterdir()):
-    if _area.is_dir() and str(_area) not in sys.path:
-        sys.path.append(str(_area))
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -30,6 +25,31 @@ def test_bus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The session's identities and CA, made once (tests/support/secure.py)."""
     open_test_bus(tmp_path_factory.mktemp("bus-auth"))
     yield
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_processes_or_tasks(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail the test that leaves a process it started running, or (an async test) a task pending.
+
+    Set up before the test's other function fixtures and so torn down after them: what they stop is gone
+    by then. Wider fixtures (a module's server) are set up before it and are not counted."""
+    before = leaks.live_descendants()
+    if inspect.iscoroutinefunction(request.function):
+        request.getfixturevalue("no_leaked_tasks")
+    yield
+    leaked = leaks.leaked_processes(before)
+    if leaked:
+        leaks.kill(leaked)
+        pytest.fail("the test left processes running: " + "; ".join(child.describe() for child in leaked))
+
+
+@pytest.fixture
+async def no_leaked_tasks() -> AsyncIterator[None]:
+    """Requested by the fixture above for async tests only: it runs on the test's own event loop."""
+    yield
+    leaked = await leaks.leaked_tasks()
+    if leaked:
+        pytest.fail("the test left asyncio tasks pending: " + "; ".join(leaked))
 
 
 @pytest.fixture

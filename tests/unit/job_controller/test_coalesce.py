@@ -9,9 +9,9 @@ from datetime import timedelta
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from jc_builders import NOW, job, pod, podgroup, pods, run, task, view
 from msgspec.structs import replace
 
+from tests.unit.job_controller.jc_builders import NOW, job, pod, podgroup, pods, run, task, view
 from vc_bus.testing import MemoryStore
 from vc_job_controller.controller import JobController
 from vc_job_controller.logic.coalesce import MAX_MERGED, mergeable, take_pass

@@ -4,9 +4,20 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from jc_builders import job, load_seed, phase_after, pod, podgroup, pods, run, task, view, with_status
 from msgspec.structs import replace
 
+from tests.unit.job_controller.jc_builders import (
+    job,
+    load_seed,
+    phase_after,
+    pod,
+    podgroup,
+    pods,
+    run,
+    task,
+    view,
+    with_status,
+)
 from vc_job_controller.logic import DelayedAction, Request
 from vc_job_controller.logic.plan import Plan
 from vc_proto.batch import Job, JobState, LifecyclePolicy

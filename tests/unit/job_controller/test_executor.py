@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from jc_builders import job, task
-
+from tests.unit.job_controller.jc_builders import job, task
 from vc_bus.testing import MemoryStore
 from vc_job_controller.controller import JobController
 from vc_job_controller.executor import PlanExecutor

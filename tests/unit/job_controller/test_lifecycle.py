@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from jc_builders import DEPS, NOW, job, task
 from msgspec.structs import replace
 
+from tests.unit.job_controller.jc_builders import DEPS, NOW, job, task
 from vc_job_controller.logic import JobView, Plan, Request, decide
 from vc_proto.batch import Job, LifecyclePolicy
 from vc_proto.core import Pod, PodStatus

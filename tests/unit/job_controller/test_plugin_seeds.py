@@ -5,9 +5,9 @@ from __future__ import annotations
 import base64
 import json
 
-from jc_builders import FAKE_KEYS, load_seed, podgroup, run, view, with_phase, with_spec
 from msgspec.structs import replace
 
+from tests.unit.job_controller.jc_builders import FAKE_KEYS, load_seed, podgroup, run, view, with_phase, with_spec
 from vc_job_controller.logic import Request
 from vc_job_controller.logic.plan import Plan
 from vc_proto.batch import Job

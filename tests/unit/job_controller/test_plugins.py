@@ -6,9 +6,9 @@ import base64
 import json
 
 import pytest
-from jc_builders import DEPS, job, pod_spec_of, task, tasks_of, with_pod_spec, with_spec
 from msgspec.structs import replace
 
+from tests.unit.job_controller.jc_builders import DEPS, job, pod_spec_of, task, tasks_of, with_pod_spec, with_spec
 from vc_job_controller.logic.pods import build_job_pod
 from vc_job_controller.plugins import in_tree_plugins, load_plugins
 from vc_job_controller.plugins.interface import JobPlugin, PluginError

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from jc_builders import SEEDS, job, load_seed, task, tasks_of, with_spec
 from msgspec.structs import replace
 
+from tests.unit.job_controller.jc_builders import SEEDS, job, load_seed, task, tasks_of, with_spec
 from vc_job_controller.logic.podgroup import build_podgroup, min_resources, updated_podgroup
 from vc_job_controller.logic.quota import format_resource_list, pod_quota_usage
 from vc_proto.batch import PartitionPolicySpec, TaskSpec

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
-from jc_builders import job, task, with_status
-
+from tests.unit.job_controller.jc_builders import job, task, with_status
 from vc_bus.testing import MemoryStore
 from vc_job_controller.controller import JobController
 from vc_job_controller.logic.podgroup import build_podgroup

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from jc_builders import UID, job, load_seed, task, tasks_of, with_spec
 from msgspec.structs import replace
 
+from tests.unit.job_controller.jc_builders import UID, job, load_seed, task, tasks_of, with_spec
 from vc_job_controller.logic.pods import build_job_pod
 from vc_proto.batch import PartitionPolicySpec, VolumeSpec
 from vc_proto.meta import ObjectMeta

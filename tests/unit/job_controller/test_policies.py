@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from jc_builders import UID, job, pod, podgroup, pods, run, spec_of, task, view
 
+from tests.unit.job_controller.jc_builders import UID, job, pod, podgroup, pods, run, spec_of, task, view
 from vc_job_controller.logic import DelayedAction, Request, request_for_fired
 from vc_job_controller.logic.policies import (
     apply_policies,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from jc_builders import DEPS, NOW, job, pod, podgroup, task
 from msgspec.structs import replace
 
+from tests.unit.job_controller.jc_builders import DEPS, NOW, job, pod, podgroup, task
 from vc_job_controller.logic import JobView, Plan, Request, decide
 from vc_job_controller.logic.names import MAX_NAME_LENGTH
 from vc_proto.batch import Job, LifecyclePolicy

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from jc_builders import NOW, job, run, task, view
 from msgspec.structs import replace
 
+from tests.unit.job_controller.jc_builders import NOW, job, run, task, view
 from vc_job_controller.admissibility import Admissibility
 from vc_job_controller.logic.plan import Plan
 from vc_job_controller.logic.refusal import INVALID, plan_refusal

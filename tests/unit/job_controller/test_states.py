@@ -3,9 +3,20 @@
 from __future__ import annotations
 
 import pytest
-from jc_builders import job, phase_after, pod, podgroup, pods, run, task, view, with_phase, with_status
 from msgspec.structs import replace
 
+from tests.unit.job_controller.jc_builders import (
+    job,
+    phase_after,
+    pod,
+    podgroup,
+    pods,
+    run,
+    task,
+    view,
+    with_phase,
+    with_status,
+)
 from vc_job_controller.logic import Request
 from vc_job_controller.logic.plan import Plan
 from vc_job_controller.logic.podgroup import PARTITION_ID_KEY

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from jc_builders import job, phase_after, pod, podgroup, pods, run, task, view, with_status
 from msgspec.structs import replace
 
+from tests.unit.job_controller.jc_builders import job, phase_after, pod, podgroup, pods, run, task, view, with_status
 from vc_job_controller.logic import Request
 from vc_proto.batch import DependsOn, Job, JobStatus
 from vc_proto.vocabulary import Event, JobPhase

@@ -12,9 +12,9 @@ import asyncio
 from typing import TypeVar
 
 import pytest
-from jc_builders import job, task
 from nats.js.errors import NoStreamResponseError
 
+from tests.unit.job_controller.jc_builders import job, task
 from vc_bus.testing import MemoryStore
 from vc_job_controller.controller import JobController
 from vc_proto.events import DomainEvent

@@ -5,8 +5,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-from queue_builders import podgroup, queue
 
+from tests.unit.queue_controller.queue_builders import podgroup, queue
 from vc_proto.vocabulary import CLOSED_BY_PARENT_KEY, Action
 from vc_queue_controller.logic.decide import QueueView, decide
 from vc_queue_controller.logic.status import count_phases, inqueue_resources

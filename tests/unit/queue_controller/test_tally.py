@@ -7,8 +7,8 @@ from fractions import Fraction
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from queue_builders import podgroup
 
+from tests.unit.queue_controller.queue_builders import podgroup
 from vc_bus.testing import MemoryStore
 from vc_proto.scheduling import PodGroup
 from vc_queue_controller.caches import QueueCaches

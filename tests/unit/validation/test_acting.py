@@ -7,8 +7,8 @@ from pathlib import Path
 import msgspec
 import pytest
 import yaml
-from admission_builders import container, job, pod, task
 
+from tests.unit.admission.admission_builders import container, job, pod, task
 from vc_proto import codec
 from vc_proto.batch import Job
 from vc_proto.core import CORE_V1, Pod, PodSpec, PodTemplateSpec

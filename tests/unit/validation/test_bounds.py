@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from admission_builders import container, context, job, pod, task, template
 from msgspec.structs import replace
 
+from tests.unit.admission.admission_builders import container, context, job, pod, task, template
 from vc_proto.core import PodTemplateSpec
 from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import QueueSpec
