@@ -7,13 +7,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 import pytest
 
-from tests.support.inprocess import WriteLog, run_app
+from tests.support.inprocess import WriteLog, memberships_settled, run_app
+from tests.support.waiting import eventually
 from vc_bus.server import NatsServer
 from vc_bus.store import NatsStore
 from vc_core.errors import NotFound
@@ -46,13 +47,6 @@ NS = "default"
 async def running(url: str, instance: str, log: WriteLog | None = None, **extra: object) -> AsyncIterator[GcApp]:
     async with run_app(GcApp, "gc", url, instance, log, **extra) as app:
         yield app
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], *, within_s: float = 15.0) -> None:
-    """Poll the store (the observable outcome) until `check` holds; a generous bound, not a latency claim."""
-    async with asyncio.timeout(within_s):
-        while not await check():  # noqa: ASYNC110 - polling stored state is the point
-            await asyncio.sleep(0.05)
 
 
 # -- builders ------------------------------------------------------------------------------------------
@@ -129,11 +123,11 @@ async def test_ttl_job_goes_with_its_dependents_across_a_restart(
     finished = datetime.now(UTC).replace(microsecond=0)
     done, children = await create_with_dependents(nats_store, job("done", "Completed", ttl=5, finished=finished))
     other, others = await create_with_dependents(nats_store, job("other", "Running", ttl=5, finished=finished))
-    async with running(nats_server.url, "gc-a"):
-        await asyncio.sleep(1.5)
+    async with running(nats_server.url, "gc-a") as first_life:
+        await memberships_settled(first_life)  # it owns every key now (and stops well before the TTL)
     assert await exists(nats_store, done)  # the first life stopped before the deadline
     async with running(nats_server.url, "gc-a"):
-        await eventually(lambda: gone(nats_store, done), within_s=15)
+        await eventually(lambda: gone(nats_store, done), timeout=15)
         observed_gone_at = datetime.now(UTC)
         await eventually(lambda: gone(nats_store, *children))
     assert observed_gone_at >= finished + timedelta(seconds=5)  # never early
@@ -144,7 +138,7 @@ async def test_finish_time_in_the_future_defers_deletion(nats_server: NatsServer
     ahead = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=3)
     skewed = await nats_store.create(job("skewed", "Failed", ttl=0, finished=ahead))
     async with running(nats_server.url, "gc-a"):
-        await eventually(lambda: gone(nats_store, skewed), within_s=15)
+        await eventually(lambda: gone(nats_store, skewed), timeout=15)
         assert datetime.now(UTC) >= ahead
 
 
@@ -174,7 +168,7 @@ async def test_orphans_go_only_when_their_owner_is_proven_gone(nats_server: Nats
 async def test_two_instances_collect_each_job_from_one(nats_server: NatsServer, nats_store: NatsStore) -> None:
     log = WriteLog()
     async with running(nats_server.url, "gc-a", log) as a, running(nats_server.url, "gc-b", log) as b:
-        await _settled(a, b)
+        await memberships_settled(a, b)
         finished = datetime.now(UTC) - timedelta(seconds=1)
         everything: list[KubeObject] = []
         for i in range(10):
@@ -189,11 +183,3 @@ async def test_two_instances_collect_each_job_from_one(nats_server: NatsServer, 
     assert all(len(who) == 1 for who in by_job.values()), by_job
     assert {w for who in by_job.values() for w in who} == {"gc-a", "gc-b"}
     assert log.conflicts == 0
-
-
-async def _settled(*apps: GcApp) -> None:
-    async def all_see_all() -> bool:
-        return all(app.membership is not None and len(app.membership.members) == len(apps) for app in apps)
-
-    await eventually(all_see_all)
-    await asyncio.sleep(1.5)  # a joining member claims keys only after its settle delay

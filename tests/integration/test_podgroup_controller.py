@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import TypeVar
 
 import pytest
 
-from tests.support.inprocess import WriteLog, run_app
+from tests.support.inprocess import WriteLog, memberships_settled, run_app
+from tests.support.waiting import eventually
 from vc_bus.server import NatsServer
 from vc_bus.store import NatsStore
 from vc_core.errors import NotFound
@@ -35,13 +36,6 @@ AppT = TypeVar("AppT", bound=App)
 async def running(url: str, instance: str, log: WriteLog | None = None) -> AsyncIterator[PodGroupControllerApp]:
     async with run_app(PodGroupControllerApp, "podgroup-controller", url, instance, log) as app:
         yield app
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], *, within_s: float = 15.0) -> None:
-    """Poll the store (the observable outcome) until `check` holds; a generous bound, not a latency claim."""
-    async with asyncio.timeout(within_s):
-        while not await check():  # noqa: ASYNC110 - polling stored state is the point
-            await asyncio.sleep(0.05)
 
 
 # -- builders ------------------------------------------------------------------------------------------
@@ -112,7 +106,7 @@ async def test_restart_after_create_before_annotate_finishes_the_job(
 async def test_two_instances_one_writer_per_group(nats_server: NatsServer, nats_store: NatsStore) -> None:
     log = WriteLog()
     async with running(nats_server.url, "pg-a", log) as a, running(nats_server.url, "pg-b", log) as b:
-        await _settled(a, b)
+        await memberships_settled(a, b)
         for g in range(12):
             for i in range(2):
                 await nats_store.create(pod(f"w{g}-{i}", owner_uid=f"owner-{g}"))
@@ -146,7 +140,7 @@ async def test_plain_pod_runs_end_to_end(nats_server: NatsServer, nats_store: Na
     ):
         created = await nats_store.create(pod("plain"))
         await eventually(lambda: grouped(nats_store, "plain", f"podgroup-{created.metadata.uid}"))
-        await eventually(lambda: _phase_in(nats_store, "plain", ("Running", "Succeeded")), within_s=20)
+        await eventually(lambda: _phase_in(nats_store, "plain", ("Running", "Succeeded")), timeout=20)
         bound = await nats_store.get(Pod, "default", "plain")
         assert bound.spec is not None and bound.spec.node_name == "node-0"
 
@@ -154,11 +148,3 @@ async def test_plain_pod_runs_end_to_end(nats_server: NatsServer, nats_store: Na
 async def _phase_in(store: NatsStore, name: str, phases: tuple[str, ...]) -> bool:
     current = await store.get(Pod, "default", name)
     return current.status is not None and current.status.phase in phases
-
-
-async def _settled(*apps: PodGroupControllerApp) -> None:
-    async def all_see_all() -> bool:
-        return all(app.membership is not None and len(app.membership.members) == len(apps) for app in apps)
-
-    await eventually(all_see_all)
-    await asyncio.sleep(1.5)  # a joining member claims keys only after its settle delay

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import TypeVar
 
 import msgspec
@@ -13,7 +13,8 @@ import pytest
 from nats.js.errors import BadRequestError
 from prometheus_client import REGISTRY
 
-from tests.support.inprocess import WriteLog, run_app
+from tests.support.inprocess import WriteLog, memberships_settled, run_app
+from tests.support.waiting import eventually
 from vc_bus.server import NatsServer
 from vc_bus.store import NatsStore
 from vc_core.errors import Conflict, NotFound
@@ -33,13 +34,6 @@ T = TypeVar("T")
 async def running(url: str, instance: str, log: WriteLog | None = None) -> AsyncIterator[QueueControllerApp]:
     async with run_app(QueueControllerApp, "queue-controller", url, instance, log) as app:
         yield app
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], *, within_s: float = 15.0) -> None:
-    """Poll the store (the observable outcome) until `check` holds; a generous bound, not a latency claim."""
-    async with asyncio.timeout(within_s):
-        while not await check():  # noqa: ASYNC110 - polling stored state is the point
-            await asyncio.sleep(0.05)
 
 
 # -- builders ------------------------------------------------------------------------------------------
@@ -183,7 +177,7 @@ async def test_parent_closes_and_reopens_its_children(nats_server: NatsServer, n
 async def test_two_instances_write_each_queue_from_one(nats_server: NatsServer, nats_store: NatsStore) -> None:
     log = WriteLog()
     async with running(nats_server.url, "qc-a", log) as a, running(nats_server.url, "qc-b", log) as b:
-        await _settled(a, b)
+        await memberships_settled(a, b)
         names = [f"q{i}" for i in range(16)]
         queues = [await nats_store.create(queue(n)) for n in names]
         for n in names:
@@ -204,14 +198,6 @@ async def test_two_instances_write_each_queue_from_one(nats_server: NatsServer, 
     assert all(len(who) == 1 for who in writers.values()), writers
     assert {w for who in writers.values() for w in who} == {"qc-a", "qc-b"}  # both did share the work
     assert log.conflicts == 0
-
-
-async def _settled(*apps: QueueControllerApp) -> None:
-    async def all_see_all() -> bool:
-        return all(app.membership is not None and len(app.membership.members) == len(apps) for app in apps)
-
-    await eventually(all_see_all)
-    await asyncio.sleep(1.5)  # a joining member claims keys only after its settle delay
 
 
 async def _is(store: NatsStore, name: str, expected: str) -> bool:

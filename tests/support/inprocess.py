@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from tests.support import secure
+from tests.support.waiting import eventually
 from vc_bus.connection import connect
 from vc_bus.events import EventPublisher, ensure_events_stream
 from vc_bus.store import NatsStore
@@ -18,6 +19,7 @@ from vc_core.errors import Conflict
 from vc_core.store import ObjectStore
 from vc_proto.core import Pod
 from vc_proto.kinds import KubeObject
+from vc_runtime.membership import Membership
 from vc_runtime.probes import Probes
 from vc_runtime.service import App, ServiceContext
 from vc_runtime.settings import RuntimeSettings
@@ -109,3 +111,22 @@ async def run_app(
                 yield app
             finally:
                 shutdown.set()
+
+
+async def memberships_settled(*apps: App, timeout: float = 30.0) -> None:  # noqa: ASYNC109 - a poll's bound
+    """Until each app's membership sees all of them and may claim keys (its settle period over): from then on
+    the instances share the keys between them, each key with one writer."""
+
+    def membership(app: App) -> Membership | None:
+        found = getattr(app, "membership", None)
+        return found if isinstance(found, Membership) else None
+
+    def all_see_all() -> bool:
+        return all((m := membership(app)) is not None and len(m.members) == len(apps) for app in apps)
+
+    await eventually(all_see_all, timeout=timeout, what=f"{len(apps)} instances see each other")
+    async with asyncio.timeout(timeout):
+        for app in apps:
+            found = membership(app)
+            assert found is not None
+            await found.wait_settled()
