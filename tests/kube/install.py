@@ -31,6 +31,7 @@ ACCOUNTS = {
     "queue-controller": "tephra-queue-controller",
     "podgroup-controller": "tephra-podgroup-controller",
     "gc": "tephra-gc",
+    "flow-controller": "tephra-flow-controller",
     "scheduler": "tephra-scheduler",
     "node-sim": "tephra-node-sim",
     "nats-bootstrap": "tephra-nats-bootstrap",  # the one-shot Job that closes NATS (deploy/k8s/base/nats-bootstrap.yaml)

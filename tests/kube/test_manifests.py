@@ -34,7 +34,10 @@ V2_FIELDS = {
     "configMapGenerator",
     "generatorOptions",
 }
-SERVICES = ["kube-relay", "admission", "job-controller", "queue-controller", "podgroup-controller", "gc", "scheduler"]
+SERVICES = [
+    "kube-relay", "admission", "job-controller", "queue-controller", "podgroup-controller", "gc", "flow-controller",
+    "scheduler",
+]
 # Services that read NATS only and need no Kubernetes API access at all.
 READ_ONLY_SERVICES = ["dashboard"]
 

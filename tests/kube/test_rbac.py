@@ -38,8 +38,11 @@ RESOURCES = (
     ("batch.volcano.sh", "jobs"),
     ("batch.volcano.sh", "jobs/status"),
     ("batch.volcano.sh", "cronjobs"),
+    ("batch.volcano.sh", "cronjobs/status"),
     ("flow.volcano.sh", "jobflows"),
+    ("flow.volcano.sh", "jobflows/status"),
     ("flow.volcano.sh", "jobtemplates"),
+    ("flow.volcano.sh", "jobtemplates/status"),
     ("scheduling.volcano.sh", "podgroups"),
     ("scheduling.volcano.sh", "podgroups/status"),
     ("scheduling.volcano.sh", "queues"),
@@ -119,6 +122,17 @@ EXPECTED: dict[str, dict[tuple[str, str], set[str]]] = {
         ("", "secrets"): {"get", "delete"},
         ("scheduling.volcano.sh", "podgroups"): {"get", "delete"},
         ("networking.k8s.io", "networkpolicies"): {"get", "delete"},
+    },
+    # The vcjobs of JobFlows and CronJobs (created, and deleted by retention, history limits, Replace and with
+    # their owner), and the status of JobFlows, JobTemplates and CronJobs.
+    "tephra-flow-controller": {
+        ("batch.volcano.sh", "jobs"): {"get", "create", "delete"},
+        ("batch.volcano.sh", "cronjobs"): {"get"},
+        ("batch.volcano.sh", "cronjobs/status"): {"patch"},
+        ("flow.volcano.sh", "jobflows"): {"get"},
+        ("flow.volcano.sh", "jobflows/status"): {"patch"},
+        ("flow.volcano.sh", "jobtemplates"): {"get"},
+        ("flow.volcano.sh", "jobtemplates/status"): {"patch"},
     },
     # Binds (pods/binding + an annotation), evicts (delete), PodGroup and queue status.
     "tephra-scheduler": {
