@@ -8,7 +8,7 @@ import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -20,6 +20,7 @@ from vc_cli.up import ensure_default_queues
 from vc_proto.batch import Job
 
 BIN = Path(sys.executable).parent
+T = TypeVar("T")
 SEEDS = Path(__file__).resolve().parents[1] / "fixtures" / "seeds"
 
 
@@ -87,7 +88,7 @@ class System:
         result = self.vcctl("apply", "-f", "-", stdin=yaml.safe_dump(document))
         assert result.returncode == 0, result.stderr
 
-    async def store_call(self, fn: Callable[[NatsStore], Awaitable[Any]]) -> Any:
+    async def store_call(self, fn: Callable[[NatsStore], Awaitable[T]]) -> T:
         async with connect(self.url, name="test") as nc:
             return await fn(NatsStore(nc))
 
