@@ -331,6 +331,14 @@ async def run_once(
         f"refusals), {retries:,.0f} CAS retries",
         flush=True,
     )
+    writes = {  # the scheduler's writes to the store, per pod Running (each a JetStream request)
+        "binds": "tephra_scheduler_binds_total",
+        "ledger": "tephra_scheduler_ledger_writes_total",
+        "PodGroup status": "tephra_scheduler_podgroup_status_writes_total",
+        "queue status": "tephra_scheduler_queue_status_writes_total",
+    }
+    per_pod = {name: sum(metric_sum(t, metric) for t in texts) / max(1, tl.running) for name, metric in writes.items()}
+    print("  scheduler writes per pod: " + ", ".join(f"{name} {n:.2f}" for name, n in per_pod.items()), flush=True)
     busiest = sorted(cpu.items(), key=lambda kv: -kv[1])
     print("  cpu seconds (whole run): " + ", ".join(f"{name} {seconds:.1f}" for name, seconds in busiest), flush=True)
     per_pod_ms = 1000 * sum(meter.used.values()) / max(1, tl.running)

@@ -82,3 +82,21 @@ def test_pipeline_uses_future_idle_and_commit_evicts() -> None:
     stmt.commit()
     assert task.status == TaskStatus.PIPELINED
     assert ssn.decisions == [Evict("default/run-0", "default/run-0", "preempt")]
+
+
+def test_dispatching_a_bind_leaves_the_node_as_the_allocation_left_it() -> None:
+    """Allocated -> Binding on the same node is a status change only: the node's accounts, its tasks and
+    pod count stay, and no row change is logged (per-class node answers need no recompute)."""
+    ssn = _session()
+    task = next(iter(ssn.jobs["default/new"].tasks.values()))
+    n1 = ssn.nodes.by_name["n1"]
+    stmt = Statement(ssn)
+    stmt.allocate(task, n1)
+    accounts, pods, logged = ssn.nodes.account_row(n1.row), float(ssn.nodes.pod_count[n1.row]), len(ssn.nodes.changes)
+    stmt.commit()
+    assert task.status == TaskStatus.BINDING and n1.tasks[task.uid] is task
+    assert np.array_equal(ssn.nodes.account_row(n1.row), accounts) and ssn.nodes.pod_count[n1.row] == pods
+    assert len(ssn.nodes.changes) == logged
+    assert ssn.jobs["default/new"].allocated[0] == 1  # Binding still counts as allocated for the job
+    ssn.set_task(task, TaskStatus.RELEASING, "n1")  # another account: the node does change
+    assert len(ssn.nodes.changes) == logged + 2 and ssn.nodes.releasing[n1.row][0] == 1

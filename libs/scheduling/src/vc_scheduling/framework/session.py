@@ -351,14 +351,18 @@ class Session:
             for node in (old_node, new_node):
                 if node is not None:
                     journal.row(node)
-        if old_node is not None:
+        # Staying on its node in a status its accounts treat alike (Allocated -> Binding: every bind a
+        # session dispatches) leaves the node as it was: no remove and add of the same amounts, and no
+        # change for the per-class node answers to recompute.
+        stays = old_node is not None and old_node is new_node and _accounted_alike(task.status, status)
+        if old_node is not None and not stays:
             self.nodes.remove_task(old_node, task)
         if job is not None:
             job.update_task_status(task, status)
         else:
             task.status = status
         task.node_name = node_name
-        if new_node is not None:
+        if new_node is not None and not stays:
             self.nodes.add_task(new_node, task)
 
     def mark_last_transaction(self, task: TaskInfo) -> None:
@@ -402,3 +406,12 @@ class Session:
 
     def queue_of(self, job: JobInfo) -> QueueInfo | None:
         return self.queues.get(job.queue)
+
+
+def _accounted_alike(left: TaskStatus, right: TaskStatus) -> bool:
+    """Whether a node's accounts hold a task the same way in both statuses (nodes.py: Releasing and
+    Pipelined each move their own accounts; every other status on a node counts as placed)."""
+    return (left == TaskStatus.RELEASING, left == TaskStatus.PIPELINED) == (
+        right == TaskStatus.RELEASING,
+        right == TaskStatus.PIPELINED,
+    )
