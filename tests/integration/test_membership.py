@@ -7,18 +7,13 @@ import asyncio
 import pytest
 from nats.aio.client import Client
 
+from tests.support.waiting import eventually
 from vc_core.ownership import rendezvous_owner
 from vc_runtime.membership import Membership
 
 pytestmark = [pytest.mark.nats]
 
 KEYS = [f"default/job-{i}" for i in range(200)]
-
-
-async def wait_for(predicate, timeout: float = 15.0) -> None:  # type: ignore[no-untyped-def]
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.05)
 
 
 def test_rendezvous_moves_only_the_leavers_keys() -> None:
@@ -37,12 +32,12 @@ async def test_two_members_split_keys_and_survivor_takes_over(nc: Client) -> Non
     async with asyncio.TaskGroup() as tg:
         tg.create_task(a.run(stop_a))
         task_b = tg.create_task(b.run(stop_b))
-        await wait_for(lambda: a.members == ("a", "b") == b.members)
-        await wait_for(lambda: all(a.owns(k) != b.owns(k) for k in KEYS))
+        await eventually(lambda: a.members == ("a", "b") == b.members)
+        await eventually(lambda: all(a.owns(k) != b.owns(k) for k in KEYS))
         assert 0 < sum(a.owns(k) for k in KEYS) < len(KEYS)
         # b crashes without leaving: a takes everything once b's lease is not renewed for a ttl.
         task_b.cancel()
-        await wait_for(lambda: all(a.owns(k) for k in KEYS))
+        await eventually(lambda: all(a.owns(k) for k in KEYS))
         assert a.members == ("a",)
         stop_a.set()
 
@@ -53,13 +48,13 @@ async def test_lapsed_lease_fences_writes_until_rejoined(nc: Client) -> None:
     stop = asyncio.Event()
     async with asyncio.TaskGroup() as tg:
         tg.create_task(m.run(stop))
-        await wait_for(lambda: m.epoch > 0)
+        await eventually(lambda: m.epoch > 0)
         first_epoch = m.epoch
         now[0] = 2.0
         assert m.can_write() and m.owns("k")
         now[0] = 10.0  # as if the process had been stopped past its lease
         assert not m.can_write() and not m.owns("k")
-        await wait_for(lambda: m.epoch > first_epoch)  # the next renewal notices and re-joins
+        await eventually(lambda: m.epoch > first_epoch)  # the next renewal notices and re-joins
         assert m.can_write()
         now[0] = 12.0
         assert m.owns("k")

@@ -19,8 +19,9 @@ async def test_a_pending_task_is_named_and_cancelled() -> None:
 
 
 async def test_a_task_that_finishes_within_the_grace_is_no_leak() -> None:
-    asyncio.create_task(asyncio.sleep(0.01), name="finishing")
+    finishing = asyncio.create_task(asyncio.sleep(0.01), name="finishing")
     assert await leaks.leaked_tasks(grace_s=5.0) == []
+    assert finishing.done()
 
 
 def test_a_process_left_running_is_found_and_killed() -> None:
