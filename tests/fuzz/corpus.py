@@ -243,6 +243,27 @@ NODES: Final[list[Doc]] = [
 
 OTHERS: Final[list[Doc]] = [
     {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": _meta("fz-gang.17a2b3c4d5e6f708"),
+        "involvedObject": {
+            "apiVersion": "batch.volcano.sh/v1alpha1",
+            "kind": "Job",
+            "namespace": "fuzz",
+            "name": "fz-gang",
+            "uid": "u-1",
+        },
+        "reason": "PodGroupPending",
+        "message": "1/3 tasks in gang unschedulable",
+        "source": {"component": "volcano"},
+        "firstTimestamp": "2030-01-01T00:00:00Z",
+        "lastTimestamp": "2030-01-01T00:00:05Z",
+        "count": 2,
+        "type": "Warning",
+        "reportingComponent": "volcano",
+        "reportingInstance": "scheduler-0",
+    },
+    {
         "apiVersion": "scheduling.k8s.io/v1",
         "kind": "PriorityClass",
         "metadata": _meta("fz-high", None),
