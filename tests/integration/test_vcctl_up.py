@@ -3,29 +3,48 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 
 from tests.support.services import eventually
 from vc_bus.server import free_port
+from vc_cli.up import metrics_port, metrics_port_span
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow]
 BIN = Path(sys.executable).parent
 SERVICES = ("admission", "queue-controller", "podgroup-controller", "job-controller", "gc", "scheduler-0", "node-sim")
 
 
-def start_up(data: Path, port: int) -> subprocess.Popen[str]:
+def start_up(data: Path, port: int, *extra: str) -> subprocess.Popen[str]:
     data.mkdir(parents=True, exist_ok=True)
     log = (data / "up.log").open("a")
-    return subprocess.Popen([str(BIN / "vcctl"), "up", "--data", str(data), "--nats-port", str(port), "--nodes", "2"],
-                            stdout=subprocess.PIPE, stderr=log, text=True)
+    argv = [str(BIN / "vcctl"), "up", "--data", str(data), "--nats-port", str(port), "--nodes", "2", *extra]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, text=True)
+
+
+def free_ports(count: int) -> int:
+    """The first of `count` consecutive ports that are free now (for --metrics-port-base)."""
+    import socket
+
+    for base in range(free_port(), 60000, count):
+        try:
+            with contextlib.ExitStack() as held:
+                for port in range(base, base + count):
+                    sock = held.enter_context(socket.socket())
+                    sock.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+    raise AssertionError(f"no {count} consecutive free ports")
 
 
 def wait_ready(proc: subprocess.Popen[str], timeout: float = 90) -> list[str]:
@@ -64,11 +83,18 @@ def test_up_serves_stops_cleanly_and_keeps_state(tmp_path: Path) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
-    again = start_up(tmp_path / "data", port)
+    base = free_ports(metrics_port_span(1))
+    again = start_up(tmp_path / "data", port, "--metrics-port-base", str(base))
     try:
-        wait_ready(again)
+        lines = wait_ready(again)
         listed = vcctl(port, "queue", "list").stdout
         assert "kept" in listed and "default" in listed
+        # Fixed, printed metrics ports: admission is N+0, the schedulers last (`vcctl up --help` has the order).
+        scheduler = metrics_port(base, "scheduler-0")
+        assert f"admission:           http://127.0.0.1:{base}/metrics" in lines
+        assert f"scheduler-0:         http://127.0.0.1:{scheduler}/metrics" in lines
+        with urllib.request.urlopen(f"http://127.0.0.1:{scheduler}/metrics", timeout=10) as response:
+            assert "volcano_e2e_scheduling_latency_milliseconds" in response.read().decode()
         again.send_signal(signal.SIGTERM)
         assert again.wait(60) == 0
     finally:

@@ -1,0 +1,62 @@
+"""`vcctl up --metrics-port-base N`: each child's health/metrics port is fixed by its place in
+METRICS_PORT_ORDER (schedulers after), whatever else the flags start; clashes are refused before
+anything starts; without the flag, any free ports."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from vc_cli.errors import CliError
+from vc_cli.main import build_parser
+from vc_cli.up import METRICS_PORT_ORDER, check_arguments, metrics_port, plan_children
+
+NATS = "nats://127.0.0.1:4222"
+
+
+def up_args(*argv: str) -> argparse.Namespace:
+    return build_parser().parse_args(["up", *argv])
+
+
+def ports(args: argparse.Namespace) -> dict[str, int]:
+    return {c.name: c.health_port for c in plan_children(args, NATS)}
+
+
+def test_every_child_gets_its_place_and_schedulers_come_last() -> None:
+    planned = ports(up_args("--metrics-port-base", "19000", "--scheduler-replicas", "2"))
+    assert planned["admission"] == 19000
+    assert planned["job-controller"] == 19000 + METRICS_PORT_ORDER.index("job-controller")
+    assert planned["scheduler-0"] == 19000 + len(METRICS_PORT_ORDER)
+    assert planned["scheduler-1"] == 19000 + len(METRICS_PORT_ORDER) + 1
+    assert len(set(planned.values())) == len(planned)  # no two children share a port
+    assert {name: metrics_port(19000, name) for name in planned} == planned
+
+
+def test_a_child_that_is_not_started_moves_no_other_port() -> None:
+    with_nodes = ports(up_args("--metrics-port-base", "19000"))
+    without = ports(up_args("--metrics-port-base", "19000", "--nodes", "0"))
+    assert "node-sim" in with_nodes and "node-sim" not in without
+    assert {k: v for k, v in with_nodes.items() if k != "node-sim"} == without
+
+
+def test_without_a_base_the_ports_are_any_free_ones() -> None:
+    planned = ports(up_args())
+    assert len(set(planned.values())) == len(planned) and all(p > 0 for p in planned.values())
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(["--metrics-port-base", "0"], "--metrics-port-base must be between 1 and", id="zero"),
+        pytest.param(["--metrics-port-base", "65530"], "--metrics-port-base must be between 1 and", id="past-65535"),
+        pytest.param(["--metrics-port-base", "4220"], "--nats-port 4222 is podgroup-controller's", id="nats-clash"),
+        pytest.param(
+            ["--metrics-port-base", "9000", "--dashboard-port", "9001"], "--dashboard-port 9001", id="dashboard-clash"
+        ),
+    ],
+)
+def test_clashing_or_impossible_bases_are_refused_before_anything_starts(argv: list[str], message: str) -> None:
+    with pytest.raises(CliError) as refused:
+        check_arguments(up_args(*argv))
+    assert refused.value.code == 2 and message in str(refused.value)
