@@ -9,7 +9,21 @@ from collections.abc import Sequence
 
 from vc_cli import up
 from vc_cli.client import Endpoint, connect
-from vc_cli.commands import apply, completion, describe, job, node, pod, podgroup, queue, user, version
+from vc_cli.commands import (
+    apply,
+    completion,
+    cronjob,
+    describe,
+    job,
+    jobflow,
+    jobtemplate,
+    node,
+    pod,
+    podgroup,
+    queue,
+    user,
+    version,
+)
 from vc_cli.errors import CliError
 from vc_cli.globalopts import add_global_options, resolve_backend, share_global_options
 from vc_core.errors import VcError
@@ -22,6 +36,9 @@ OBJECT_COMMANDS = {
     "node": node.run,
     "podgroup": podgroup.run,
     "describe": describe.run,
+    "jobflow": jobflow.run,
+    "jobtemplate": jobtemplate.run,
+    "cronjob": cronjob.run,
 }
 
 
@@ -29,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vcctl", description="Tephra: a Volcano-compatible batch system")
     add_global_options(parser)
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in (job, queue, pod, podgroup, apply, describe, node, up, user, version, completion):
+    for module in (job, queue, pod, podgroup, jobflow, jobtemplate, cronjob, apply, describe, node, up, user, version,
+                   completion):
         module.add_parser(sub)
     sim = sub.add_parser("sim", help="offline scheduling simulation", add_help=False)
     sim.add_argument("rest", nargs=argparse.REMAINDER)
