@@ -24,11 +24,11 @@ class Clock:
         return self.now
 
 
-def fact(kind: str, reason: str, message: str | None = "m", **fields: object) -> DomainEvent:
+def fact(kind: str, reason: str, message: str | None = "m", *, source: str = "s", **fields: object) -> DomainEvent:
     return DomainEvent(
         id="i",
         occurred_at="2026-11-24T00:00:00Z",
-        source="s",
+        source=source,
         kind=kind,
         namespace="ns",
         name="n",
@@ -59,7 +59,9 @@ def test_an_unschedulable_podgroup_is_said_on_it_and_on_its_job_with_the_why_mes
 def test_volcanos_reasons_map_and_history_only_facts_do_not() -> None:
     assert [(i.type, i.reason) for i in intents_for(fact("Job", "ExecuteAction"))] == [("Normal", "ExecuteAction")]
     assert [(i.type, i.reason) for i in intents_for(fact("Job", "FailedCreate"))] == [("Warning", "FailedCreate")]
-    assert [(i.type, i.reason) for i in intents_for(fact("Pod", "PodEvicted"))] == [("Warning", "Evict")]
+    evicted = fact("Pod", "PodEvicted", source="scheduler/a")
+    assert [(i.type, i.reason) for i in intents_for(evicted)] == [("Warning", "Evict")]
+    assert intents_for(fact("Pod", "PodEvicted", source="job-controller/a")) == ()  # it only saw it
     assert [i.reason for i in intents_for(fact("Queue", "PhaseChanged", phase="Closed"))] == ["CloseQueue"]
     assert [i.reason for i in intents_for(fact("Queue", "PhaseChanged", phase="Open"))] == ["OpenQueue"]
     for kind, reason in (("Pod", "PodBound"), ("Pod", "PodStarted"), ("Job", "PhaseChanged"), ("Task", "X")):

@@ -84,8 +84,11 @@ def batch_id(events: Iterable[DomainEvent]) -> str:
 
 
 class EventPublisher:
-    def __init__(self, nc: Client) -> None:
+    def __init__(self, nc: Client, *, observer: Callable[[DomainEvent], None] | None = None) -> None:
         self._js = nc.jetstream()
+        # Told of every event once it is stored (not of a retry the server dropped as a duplicate): the
+        # service's Kubernetes Event recorder (vc_runtime.kube_events). It must not block.
+        self._observer = observer
 
     async def publish(self, event: DomainEvent) -> int:
         """Publish once: a retry with the same id inside the 2-minute window is dropped by the server."""
@@ -119,6 +122,9 @@ class EventPublisher:
         ack = await self._js.publish(subject_for(events[0]), payload, headers={"Nats-Msg-Id": msg_id})
         PUBLISHED.labels("duplicate" if ack.duplicate else "ok").inc(len(events))
         MESSAGES.inc()
+        if self._observer is not None and not ack.duplicate:
+            for event in events:
+                self._observer(event)
         return ack.seq
 
 

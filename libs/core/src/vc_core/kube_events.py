@@ -91,6 +91,9 @@ _DIRECT: Final[dict[tuple[str, str], tuple[str, str]]] = {
     ("Queue", "CommandIssued"): (NORMAL, "CommandIssued"),
     ("Pod", "PodEvicted"): (WARNING, "Evict"),
 }
+# Who evicts pods (a domain event's `source` is "<service>/<instance>"): preemption and reclaim, and
+# the simulated node lifecycle of a NotReady node.
+_EVICTORS: Final = frozenset({"scheduler", "node-sim"})
 
 
 def intents_for(event: DomainEvent) -> tuple[EventIntent, ...]:
@@ -104,6 +107,8 @@ def intents_for(event: DomainEvent) -> tuple[EventIntent, ...]:
     direct = _DIRECT.get((event.kind, event.reason))
     if direct is None:
         return ()
+    if event.kind == "Pod" and event.source.partition("/")[0] not in _EVICTORS:
+        return ()  # the job controller only saw the eviction: the evictor says it
     intents = [EventIntent(involved, direct[0], direct[1], message)]
     if event.kind == "PodGroup" and event.reason == "Unschedulable" and event.job:
         # Volcano's job controller says it on the Job too: "PodGroup <ns>:<job> unschedulable, reason: ..."
@@ -118,7 +123,7 @@ def event_name(component: str, intent: EventIntent) -> str:
     """`<object name>.<digest of what is said>`: the same fact from the same component, in any life of
     the process, names the same Event."""
     digest = hashlib.sha256("\x00".join((component, *intent.key())).encode()).hexdigest()[:_DIGEST_CHARS]
-    prefix = intent.involved.name[: MAX_NAME - _DIGEST_CHARS - 1]
+    prefix = intent.involved.name[: MAX_NAME - _DIGEST_CHARS - 1].rstrip("-.")  # still a DNS subdomain
     return f"{prefix}.{digest}"
 
 

@@ -26,6 +26,7 @@ from vc_bus.store import NatsStore
 from vc_core.errors import ConfigError
 from vc_core.store import ObjectStore
 from vc_runtime import logging as vc_logging
+from vc_runtime.kube_events import EventRecorder, cached_uid_lookup
 from vc_runtime.probes import Probes, serve_probes
 from vc_runtime.settings import RuntimeSettings
 from vc_security.credentials import BadCredentials, ClientCredentials, load_credentials
@@ -116,14 +117,19 @@ async def run_service(app: App, settings: RuntimeSettings) -> int:
             probes.set("nats")
             await ensure_events_stream(nc, replicas=settings.nats_replicas)
             store = await open_store(settings, nc)
-            ctx = ServiceContext(settings, nc, store, EventPublisher(nc), probes, resources)
+            recorder = EventRecorder(
+                store, component=f"vc-{app.name}", host=settings.instance, lookup_uid=cached_uid_lookup(nc)
+            )
+            ctx = ServiceContext(settings, nc, store, EventPublisher(nc, observer=recorder.observe), probes, resources)
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(
                     serve_probes(probes, host=settings.health_host, port=settings.health_port), name="probes"
                 )
                 tg.create_task(_watch_connection(nc, probes, shutdown), name="nats-health")
+                # Waited for with the workers at shutdown: the last Events get written.
+                events_task = tg.create_task(recorder.run(shutdown), name="kube-events")
                 workers = list(await app.open(ctx))
-                tasks = [tg.create_task(w.run(shutdown), name=w.name) for w in workers]
+                tasks = [tg.create_task(w.run(shutdown), name=w.name) for w in workers] + [events_task]
                 probes.set("started")
                 log.info("service.started", workers=[w.name for w in workers])
                 await shutdown.wait()

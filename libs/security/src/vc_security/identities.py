@@ -45,9 +45,12 @@ ALL_KINDS: Final = frozenset(KINDS)
 # What a person sees with vcctl: never Secrets, nor the ConfigMaps and Services other tenants' jobs use.
 USER_READABLE: Final = frozenset(
     {"Job", "PodGroup", "Queue", "Command", "Pod", "Node", "PriorityClass", "JobFlow", "JobTemplate", "CronJob"}
-)
+) | {"Event"}
 GC_DEPENDENTS: Final = frozenset({"Pod", "PodGroup", "Service", "ConfigMap", "Secret", "NetworkPolicy"})
 JOB_PLUGIN_KINDS: Final = frozenset({"Service", "ConfigMap", "Secret", "NetworkPolicy"})
+# The services that record Kubernetes Events (vc_runtime.kube_events): they create them and read them
+# back to count a repeat.
+EVENTS: Final = frozenset({"Event"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,16 +76,16 @@ SERVICE_GRANTS: Final[dict[str, Grant]] = {
     ),
     "job-controller": Grant(
         "service",
-        reads=frozenset({"Job", "PodGroup", "Pod", "Queue", "Command", "PriorityClass"}) | JOB_PLUGIN_KINDS,
-        writes=frozenset({"Job", "PodGroup", "Pod", "Command"}) | JOB_PLUGIN_KINDS,
+        reads=frozenset({"Job", "PodGroup", "Pod", "Queue", "Command", "PriorityClass"}) | JOB_PLUGIN_KINDS | EVENTS,
+        writes=frozenset({"Job", "PodGroup", "Pod", "Command"}) | JOB_PLUGIN_KINDS | EVENTS,
         keeps=(JOB_DELAYS_BUCKET,),
         lease_group="job-controller",
         writes_history=True,
     ),
     "queue-controller": Grant(
         "service",
-        reads=frozenset({"Queue", "PodGroup", "Command", "Job"}),
-        writes=frozenset({"Queue", "Command"}),
+        reads=frozenset({"Queue", "PodGroup", "Command", "Job"}) | EVENTS,
+        writes=frozenset({"Queue", "Command"}) | EVENTS,
         lease_group="queue-controller",
         writes_history=True,
     ),
@@ -109,16 +112,16 @@ SERVICE_GRANTS: Final[dict[str, Grant]] = {
     ),
     "scheduler": Grant(
         "service",
-        reads=frozenset({"Node", "Pod", "PodGroup", "Queue", "PriorityClass", "Job"}),
-        writes=frozenset({"Pod", "PodGroup", "Queue"}),
+        reads=frozenset({"Node", "Pod", "PodGroup", "Queue", "PriorityClass", "Job"}) | EVENTS,
+        writes=frozenset({"Pod", "PodGroup", "Queue"}) | EVENTS,
         keeps=(SCHEDULER_LEDGER_BUCKET,),
         lease_group="scheduler",
         writes_history=True,
     ),
     "node-sim": Grant(
         "service",
-        reads=frozenset({"Pod", "Node"}),
-        writes=frozenset({"Pod", "Node"}),
+        reads=frozenset({"Pod", "Node"}) | EVENTS,
+        writes=frozenset({"Pod", "Node"}) | EVENTS,
         serves=(subjects.NODE_SIM_CONTROL,),
         writes_history=True,
     ),

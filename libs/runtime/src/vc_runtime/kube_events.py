@@ -1,0 +1,247 @@
+"""SHELL: a service's Kubernetes Event recorder (client-go's EventRecorder, over the store port).
+
+Every domain event a service publishes is offered to `observe` (vc_bus.events.EventPublisher calls it
+once the event is stored); the few that stand for Kubernetes Events (vc_core.kube_events) are
+correlated (aggregated, rate-limited) and queued; `run` writes them through the store: NATS KV with
+`--backend nats`, the apiserver's core/v1 Events with `--backend kube`.
+
+A write is an Event named after what it says (`event_name`): created with `count` 1, or, for a repeat,
+read and written back with `count` and `lastTimestamp` advanced (compare-and-set). When a create finds
+the Event already there, an earlier life of this service said it: the fact is not new and is not
+counted again, so a restart does not re-emit anything.
+
+Events are best effort, as client-go's are: the state itself is in the store. A write that keeps
+failing is dropped with a log line; at most MAX_PENDING Events wait to be written (the oldest is
+dropped first); observing never blocks the caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Final
+
+import msgspec
+import structlog
+from nats.aio.client import Client
+from prometheus_client import Counter
+
+from vc_bus.store import NatsStore
+from vc_core.errors import AlreadyExists, Conflict, NotFound
+from vc_core.kube_events import EventCorrelator, EventIntent, Occurrence, event_name, intents_for
+from vc_core.store import ObjectStore
+from vc_proto.events import DomainEvent
+from vc_proto.kinds import KINDS
+from vc_proto.kube_event import Event, EventSource, ObjectReference
+from vc_proto.meta import ObjectMeta
+
+log = structlog.get_logger(__name__)
+
+MAX_PENDING: Final = 1024
+WRITE_ATTEMPTS: Final = 4
+RETRY_S: Final = 0.5
+FLUSH_ON_STOP_S: Final = 2.0
+# Events about cluster-scoped objects (Queues) live in `default`, as Kubernetes puts them.
+CLUSTER_SCOPED_NAMESPACE: Final = "default"
+
+RECORDED = Counter(
+    "tephra_kube_events_total",
+    "Kubernetes Events this process recorded, by outcome (created, counted, known, dropped_spam, dropped_full, failed)",
+    ["outcome"],
+)
+
+# (kind, namespace, name) -> the object's uid, or None when it is gone: read from the shared cache.
+UidLookup = Callable[[str, str | None, str], Awaitable[str | None]]
+
+
+def cached_uid_lookup(nc: Client) -> UidLookup:
+    """Uids from the shared cache (the KV buckets: the store itself with `--backend nats`, the relay's
+    mirror with `--backend kube`), so naming a Job costs no apiserver request and no extra permission."""
+    cache = NatsStore(nc)
+
+    async def lookup(kind: str, namespace: str | None, name: str) -> str | None:
+        row = KINDS.get(kind)
+        if row is None:
+            return None
+        try:
+            return (await cache.get(row.type, namespace if row.namespaced else None, name)).metadata.uid
+        except NotFound:
+            return None
+
+    return lookup
+
+
+@dataclass(slots=True)
+class _Pending:
+    occurrence: Occurrence
+    unwritten: int  # occurrences not yet written
+
+    @property
+    def written_before(self) -> bool:
+        return self.occurrence.count > self.unwritten
+
+
+def rfc3339(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class EventRecorder:
+    def __init__(
+        self,
+        store: ObjectStore,
+        *,
+        component: str,
+        host: str,
+        lookup_uid: UidLookup | None = None,
+        clock: Callable[[], float] = time.time,
+        max_pending: int = MAX_PENDING,
+        retry_s: float = RETRY_S,
+    ) -> None:
+        self._store = store
+        self._component, self._host = component, host
+        self._lookup_uid = lookup_uid
+        self._correlator = EventCorrelator(component, clock=clock)
+        self._pending: OrderedDict[tuple[str, ...], _Pending] = OrderedDict()
+        self._max_pending = max_pending
+        self._retry_s = retry_s
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    # -- the caller's side: never blocks --------------------------------------------------------------
+    def observe(self, event: DomainEvent) -> None:
+        for intent in intents_for(event):
+            self.record(intent)
+
+    def record(self, intent: EventIntent) -> None:
+        occurrence = self._correlator.correlate(intent)
+        if occurrence is None:
+            RECORDED.labels("dropped_spam").inc()
+            return
+        key = occurrence.intent.key()
+        pending = self._pending.pop(key, None)
+        self._pending[key] = _Pending(occurrence, (pending.unwritten if pending else 0) + 1)
+        while len(self._pending) > self._max_pending:
+            _, dropped = self._pending.popitem(last=False)
+            RECORDED.labels("dropped_full").inc()
+            log.warning("kube_event.dropped", reason=dropped.occurrence.intent.reason, cause="too many pending")
+        self._idle.clear()
+        self._wake.set()
+
+    async def written(self) -> None:
+        """Until every Event recorded so far is written (or given up): for tests and shutdown."""
+        await self._idle.wait()
+
+    # -- the writer ----------------------------------------------------------------------------------
+    async def run(self, shutdown: asyncio.Event) -> None:
+        while not shutdown.is_set():
+            if not self._pending:
+                self._idle.set()
+                self._wake.clear()
+                stop = asyncio.ensure_future(shutdown.wait())
+                wake = asyncio.ensure_future(self._wake.wait())
+                await asyncio.wait({stop, wake}, return_when=asyncio.FIRST_COMPLETED)
+                for waiter in (stop, wake):
+                    waiter.cancel()
+                continue
+            _, pending = self._pending.popitem(last=False)
+            await self._write_with_retry(pending)
+        # Stopping: what was recorded just before (the last verdicts) gets a moment to be written.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(FLUSH_ON_STOP_S):
+                while self._pending:
+                    _, pending = self._pending.popitem(last=False)
+                    await self._write_with_retry(pending)
+        self._idle.set()
+
+    async def _write_with_retry(self, pending: _Pending) -> None:
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                RECORDED.labels(await self._write(pending)).inc()
+                return
+            except Exception as exc:  # store unreachable, forbidden, ...: best effort, as client-go
+                if attempt == WRITE_ATTEMPTS - 1:
+                    RECORDED.labels("failed").inc()
+                    log.warning("kube_event.not_written", reason=pending.occurrence.intent.reason, error=repr(exc))
+                    return
+                await asyncio.sleep(self._retry_s * (attempt + 1))
+
+    async def _write(self, pending: _Pending) -> str:
+        intent = await self._with_uid(pending.occurrence.intent)
+        if intent is None:
+            return "object_gone"
+        occurrence = replace(pending.occurrence, intent=intent)
+        name = event_name(self._component, intent)
+        if not pending.written_before:
+            try:
+                await self._store.create(self._new_event(name, occurrence, count=pending.unwritten))
+                return "created"
+            except AlreadyExists:
+                # An earlier life of this service said it: not new. Repeats seen since the first count.
+                if pending.unwritten == 1:
+                    return "known"
+                return await self._count(name, occurrence, pending.unwritten - 1)
+        return await self._count(name, occurrence, pending.unwritten)
+
+    async def _count(self, name: str, occurrence: Occurrence, more: int) -> str:
+        namespace = self._namespace(occurrence.intent)
+        for _ in range(WRITE_ATTEMPTS):
+            try:
+                stored = await self._store.get(Event, namespace, name)
+            except NotFound:  # expired (or deleted) meanwhile: say it again
+                await self._store.create(self._new_event(name, occurrence, count=more))
+                return "created"
+            counted = msgspec.structs.replace(
+                stored,
+                count=(stored.count or 1) + more,
+                last_timestamp=rfc3339(occurrence.last_seen),
+                message=occurrence.intent.message,  # a combined Event shows the latest message
+            )
+            try:
+                await self._store.update(counted)
+                return "counted"
+            except Conflict:
+                continue  # another instance of this service counted it meanwhile: count on top
+        raise Conflict("Event", f"{namespace}/{name}", expected=None)
+
+    async def _with_uid(self, intent: EventIntent) -> EventIntent | None:
+        involved = intent.involved
+        if involved.uid or self._lookup_uid is None:
+            return intent
+        uid = await self._lookup_uid(involved.kind, involved.namespace, involved.name)
+        if uid is None:
+            return None
+        return replace(intent, involved=replace(involved, uid=uid))
+
+    def _namespace(self, intent: EventIntent) -> str:
+        return intent.involved.namespace or CLUSTER_SCOPED_NAMESPACE
+
+    def _new_event(self, name: str, occurrence: Occurrence, *, count: int) -> Event:
+        intent = occurrence.intent
+        involved = intent.involved
+        row = KINDS.get(involved.kind)
+        return Event(
+            api_version="v1",
+            metadata=ObjectMeta(name=name, namespace=self._namespace(intent)),
+            involved_object=ObjectReference(
+                kind=involved.kind,
+                namespace=involved.namespace,
+                name=involved.name,
+                uid=involved.uid,
+                api_version=row.api_version if row else None,
+            ),
+            reason=intent.reason,
+            message=intent.message,
+            source=EventSource(component=self._component, host=self._host),
+            first_timestamp=rfc3339(occurrence.first_seen),
+            last_timestamp=rfc3339(occurrence.last_seen),
+            count=count,
+            type=intent.type,
+            reporting_component=self._component,
+            reporting_instance=self._host,
+        )
