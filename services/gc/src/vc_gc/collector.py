@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 import structlog
 
 from vc_core.errors import Conflict, NotFound
+from vc_core.times import rfc3339
 from vc_gc.caches import GcCaches, identity
 from vc_gc.logic.expiry import expired, finished_in_future, is_collectable, phase_of
 from vc_gc.logic.owners import OwnerKey, delete_gracefully, is_orphan
@@ -158,7 +159,7 @@ class Collector:
     async def _emit(self, job: Job) -> None:
         event = DomainEvent(
             id=f"gc:{job.metadata.uid}",
-            occurred_at=self._clock().isoformat(),
+            occurred_at=rfc3339(self._clock()),
             source=SOURCE,
             kind="Job",
             namespace=job.metadata.namespace,

@@ -20,8 +20,9 @@ from vc_bus.decoding import CorruptObject, report_unprocessable
 from vc_core.errors import Conflict, NotFound
 from vc_core.resources import Resources
 from vc_core.store import ObjectStore, WatchOp
+from vc_core.times import rfc3339_from_epoch
 from vc_node_sim.admit import Rejection, admit, pod_requests
-from vc_node_sim.logic import Next, SimConfig, Step, format_time, parse_time, plan
+from vc_node_sim.logic import Next, SimConfig, Step, parse_time, plan
 from vc_node_sim.statuses import finished_status, node_object, node_ready, rejected_status, running_status
 from vc_proto import events as ev
 from vc_proto.core import Node, Pod, PodStatus
@@ -69,7 +70,7 @@ class Kubelet:
     # -- nodes -------------------------------------------------------------------------------------
     async def register(self, name: str, *, capacity: dict[str, str], host_ip: str, ready: bool | None) -> None:
         """Create the node, or adopt it keeping its readiness unless `ready` says otherwise."""
-        now = format_time(time.time())
+        now = rfc3339_from_epoch(time.time())
         for _ in range(10):
             existing = await self._stored_node(name)
             is_ready = ready if ready is not None else (node_ready(existing) if existing else True)
@@ -235,7 +236,7 @@ class Kubelet:
 
     async def _apply(self, key: PodKey, nxt: Next) -> None:
         pod = self.pods[key]
-        now = format_time(time.time())
+        now = rfc3339_from_epoch(time.time())
         node = pod.spec.node_name if pod.spec else None
         if nxt.step is Step.REMOVE:
             await self.store.delete(Pod, key[0], key[1], uid=pod.metadata.uid, grace=False)
@@ -310,7 +311,7 @@ class Kubelet:
             return  # the job controller reports its pods' transitions, with their job context
         event = DomainEvent(
             id=f"{pod.metadata.uid}-{reason}-{phase}",
-            occurred_at=format_time(time.time()),
+            occurred_at=rfc3339_from_epoch(time.time()),
             source="node-sim",
             kind="Pod",
             namespace=pod.metadata.namespace,

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from vc_core.errors import InvalidObject
+from vc_core.times import parse_rfc3339
 from vc_proto.core import Pod
 from vc_proto.vocabulary import SIM_DURATION_ANNOTATION, SIM_EXIT_CODE_ANNOTATION
 from vc_validation.simulation import parse_sim_duration, parse_sim_exit_code
@@ -53,13 +53,8 @@ class Next:
 
 
 def parse_time(text: str | None) -> float | None:
-    if not text:
-        return None
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
-
-
-def format_time(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """Seconds since the epoch of a stored time; ValueError when it is not one."""
+    return parse_rfc3339(text).timestamp() if text else None
 
 
 def pod_run_time(pod: Pod, cfg: SimConfig) -> float | None:

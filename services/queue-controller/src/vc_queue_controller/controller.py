@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 import structlog
 
 from vc_core.errors import AlreadyExists, Conflict, NotFound
+from vc_core.times import rfc3339
 from vc_proto import events as ev
 from vc_proto.bus import Command
 from vc_proto.events import DomainEvent
@@ -174,7 +175,7 @@ class QueueController:
     ) -> None:
         event = DomainEvent(
             id=f"queue:{queue}:{revision}" if revision else str(uuid.uuid4()),
-            occurred_at=datetime.now(UTC).isoformat(),
+            occurred_at=rfc3339(datetime.now(UTC)),
             source=SOURCE,
             kind="Queue",
             name=queue,
