@@ -23,6 +23,7 @@ from vc_scheduling.framework.model import (
 from vc_scheduling.framework.registry import Registry
 from vc_scheduling.framework.resources import format_amount
 from vc_scheduling.framework.session import Session
+from vc_scheduling.framework.session_cluster import remember_snapshot
 from vc_scheduling.snapshot.cluster import ROOT_QUEUE, ClusterSnapshot, PodGroupCondition
 
 UNSCHEDULABLE = "Unschedulable"
@@ -53,6 +54,7 @@ def open_session(
         now=now,
         journal=journal,
     )
+    remember_snapshot(ssn, snapshot)
     instances: list[Plugin] = []
     for tier in conf.tiers:
         for option in tier.plugins:

@@ -3,7 +3,10 @@
 Resource scores (least/most requested, balanced allocation) are per node and depend on what is
 placed, computed vectorised over the candidate rows; node-affinity preference and PreferNoSchedule
 taint scores are per template (cached) and normalised over the candidates like k8s NormalizeScore.
-Pod affinity, image locality and topology spread are not modelled (the snapshot has no such data).
+Inter-pod affinity (`podaffinity.weight`, 2) and topology spread (`podtopologyspread.weight`, 2)
+scores look at other nodes' pods (pod_affinity.py, topology_spread.py) and are normalised over the
+candidates too; a session whose pods use neither skips them. Image locality is not modelled (the
+snapshot has no images): its weight is accepted and has nothing to score.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from vc_scheduling.framework.model import TaskInfo
 from vc_scheduling.framework.nodes import NodeTable
 from vc_scheduling.framework.session import Session
 from vc_scheduling.plugins.node_filters import NodeLabels, count_untolerated
+from vc_scheduling.plugins.pod_topology import needs_topology_score, topology_of
 
 NAME: Final = "nodeorder"
 MAX_SCORE: Final = 100.0
@@ -76,6 +80,9 @@ class NodeOrderPlugin:
         self.balanced_weight = _weight(args, "balancedresource.weight", 1)
         self.affinity_weight = _weight(args, "nodeaffinity.weight", 2)
         self.taint_weight = _weight(args, "tainttoleration.weight", 3)
+        self.pod_affinity_weight = _weight(args, "podaffinity.weight", 2)
+        self.spread_weight = _weight(args, "podtopologyspread.weight", 2)
+        self.session: Session | None = None  # set while the session's pods use pod affinity or spread
         self.nodes: NodeTable | None = None
         self.labels: NodeLabels | None = None
         self.balanced_dims: list[int] = []
@@ -86,6 +93,8 @@ class NodeOrderPlugin:
         self.nodes = ssn.nodes
         self.labels = NodeLabels([n.obj for n in ssn.nodes.nodes])
         self.balanced_dims = [ssn.space.index[n] for n in BALANCED_RESOURCES if n in ssn.space.index]
+        if (self.pod_affinity_weight or self.spread_weight) and needs_topology_score(ssn):
+            self.session = ssn
         ssn.add_fn(ExtensionPoint.NODE_ORDER, NAME, self.node_order, node_local=True)
         # Normalised over the candidates: not node-local.
         ssn.add_fn(ExtensionPoint.BATCH_NODE_ORDER, NAME, self.batch_node_order)
@@ -93,6 +102,7 @@ class NodeOrderPlugin:
     def on_session_close(self, ssn: Session) -> None:
         self.template_cache.clear()
         self.nodes = self.labels = None
+        self.session = None
 
     def node_order(self, task: TaskInfo, rows: Rows) -> Scores:
         if self.nodes is None:
@@ -118,6 +128,12 @@ class NodeOrderPlugin:
             scores += self.affinity_weight * normalize(affinity_raw[rows])
         if self.taint_weight and any_taint:
             scores += self.taint_weight * normalize(taint_raw[rows], reverse=True)
+        if self.session is not None:
+            topology = topology_of(self.session)
+            if self.pod_affinity_weight and (affinity := topology.affinity.score(task.pod, rows)) is not None:
+                scores += self.pod_affinity_weight * affinity
+            if self.spread_weight and (spread := topology.spread.score(task, rows)) is not None:
+                scores += self.spread_weight * spread
         return scores
 
     def _template_scores(self, task: TaskInfo) -> tuple[Scores, Scores, bool, bool]:

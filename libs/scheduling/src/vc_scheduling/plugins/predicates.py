@@ -2,7 +2,9 @@
 
 Static filters (NodeUnschedulable, NodeAffinity incl. nodeSelector, TaintToleration) depend only on
 the task's template and the nodes, so their verdict per node is computed once per template. The pod
-count check depends on what the session has placed and is evaluated per call, vectorised.
+count and host port checks depend on what the session has placed on the node and are evaluated per
+call, vectorised. Inter-pod affinity and topology spread look across nodes: a session whose pods use
+them registers the predicate as not node-local (equivalence.py), any other keeps the node-local one.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from vc_scheduling.framework.interfaces import ExtensionPoint, NodeFailure, Plug
 from vc_scheduling.framework.model import TaskInfo
 from vc_scheduling.framework.nodes import NodeTable
 from vc_scheduling.framework.session import Session
+from vc_scheduling.plugins.host_ports import HOST_PORTS_REASON, HostPortIndex
 from vc_scheduling.plugins.node_filters import (
     HARD_EFFECTS,
     UNSCHEDULABLE_TAINT,
@@ -24,6 +27,7 @@ from vc_scheduling.plugins.node_filters import (
     first_untolerated,
     tolerates,
 )
+from vc_scheduling.plugins.pod_topology import PodTopology, needs_topology_filter, topology_of
 
 NAME: Final = "predicates"
 UNSCHEDULABLE_REASON: Final = "node(s) were unschedulable"
@@ -53,26 +57,54 @@ class PredicatesPlugin:
         args = dict(args or {})
         self.node_affinity = _flag(args, "predicate.NodeAffinityEnable")
         self.taint_toleration = _flag(args, "predicate.TaintTolerationEnable")
+        self.node_ports = _flag(args, "predicate.NodePortsEnable")
+        self.pod_affinity = _flag(args, "predicate.PodAffinityEnable")
+        self.topology_spread = _flag(args, "predicate.PodTopologySpreadEnable")
         self.cache: dict[bytes, StaticVerdict] = {}
         self.nodes: NodeTable | None = None
         self.labels: NodeLabels | None = None
+        self.ports: HostPortIndex | None = None
+        self.topology: PodTopology | None = None
+        self.session: Session | None = None
 
     def on_session_open(self, ssn: Session) -> None:
         self.nodes = ssn.nodes
         self.labels = NodeLabels([n.obj for n in ssn.nodes.nodes])
-        ssn.add_fn(ExtensionPoint.PREDICATE, NAME, self.predicate, node_local=True)
+        self.session = ssn
+        if (self.pod_affinity or self.topology_spread) and needs_topology_filter(ssn):
+            ssn.add_fn(ExtensionPoint.PREDICATE, NAME, self.predicate_across_nodes)
+        else:
+            ssn.add_fn(ExtensionPoint.PREDICATE, NAME, self.predicate, node_local=True)
 
     def on_session_close(self, ssn: Session) -> None:
         self.cache.clear()
         self.nodes = self.labels = None
+        self.ports = self.topology = self.session = None
+
+    def predicate_across_nodes(self, task: TaskInfo, rows: Rows) -> list[NodeFailure]:
+        """The node-local checks, then inter-pod affinity and topology spread (Kubernetes' filter order)."""
+        failures = self.predicate(task, rows)
+        if self.session is None:
+            return failures
+        if self.topology is None:
+            self.topology = topology_of(self.session)
+        if self.pod_affinity:
+            failures += self.topology.affinity.filter(task.pod, rows)
+        if self.topology_spread:
+            failures += self.topology.spread.filter(task, rows)
+        return failures
 
     def predicate(self, task: TaskInfo, rows: Rows) -> list[NodeFailure]:
         if self.nodes is None:
             return []
         verdict = self.static_verdict(task)
+        ports = self._ports_taken(task, rows)
         if verdict.all_pass:
             full = self.nodes.free_pods(rows) < 1
-            return [NodeFailure(full, POD_NUMBER_REASON, resolvable=True)] if full.any() else []
+            failures = [NodeFailure(full, POD_NUMBER_REASON, resolvable=True)] if full.any() else []
+            if ports is not None:
+                failures.append(NodeFailure(ports, HOST_PORTS_REASON, resolvable=True))
+            return failures
         codes = verdict.codes[rows]
         failures = [
             NodeFailure(codes == code, reason, resolvable=False)
@@ -82,7 +114,18 @@ class PredicatesPlugin:
         full = self.nodes.free_pods(rows) < 1
         if full.any():
             failures.append(NodeFailure(full & (codes == 0), POD_NUMBER_REASON, resolvable=True))
+        if ports is not None:
+            failures.append(NodeFailure(ports & (codes == 0), HOST_PORTS_REASON, resolvable=True))
         return failures
+
+    def _ports_taken(self, task: TaskInfo, rows: Rows) -> NDArray[np.bool_] | None:
+        """Rows where a host port the task asks for is taken; None when none is (or it asks for none)."""
+        if not self.node_ports or not task.pod.host_ports or self.nodes is None:
+            return None
+        if self.ports is None:
+            self.ports = HostPortIndex(self.nodes)
+        taken = self.ports.conflicts(task.pod.host_ports, rows)
+        return taken if taken.any() else None
 
     def static_verdict(self, task: TaskInfo) -> StaticVerdict:
         cached = self.cache.get(task.class_key)

@@ -1,0 +1,292 @@
+"""Inter-pod affinity and anti-affinity (Kubernetes InterPodAffinity, as Volcano's predicates and
+nodeorder plugins run it): the filter and the score, vectorised over node rows.
+
+What is counted is per term, not per pod: the pods a term selects are counted per node row once
+(RowCounter) and summed per topology domain with one bincount, shared by every task with the same term
+(a gang's pods share their template's terms). Existing pods' terms ("carriers": the symmetry rules) are
+grouped by term too, and only the groups whose selector could match the incoming pod's labels are
+looked at (an index by one of their matchLabels pairs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+import msgspec
+import numpy as np
+from numpy.typing import NDArray
+
+from vc_scheduling.framework.interfaces import NodeFailure
+from vc_scheduling.framework.nodes import NodeTable
+from vc_scheduling.plugins.label_selectors import NamespaceScope, selector_mask, selector_matches
+from vc_scheduling.plugins.placed_pods import EntryTest, PlacedPods, RowCounter, TopologyDomains
+from vc_scheduling.snapshot.cluster import PodObj
+from vc_scheduling.snapshot.kube import LabelSelector, PodAffinity, PodAffinityTerm, SelectorRequirement
+
+EXISTING_ANTI_AFFINITY_REASON: Final = "node(s) didn't satisfy existing pods anti-affinity rules"
+AFFINITY_REASON: Final = "node(s) didn't match pod affinity rules"
+ANTI_AFFINITY_REASON: Final = "node(s) didn't match pod anti-affinity rules"
+HARD_POD_AFFINITY_WEIGHT: Final = 1  # kube-scheduler's default hardPodAffinityWeight
+MAX_SCORE: Final = 100.0
+Rows = NDArray[np.intp]
+_keys = msgspec.json.Encoder()
+
+
+def required(affinity: PodAffinity | None) -> tuple[PodAffinityTerm, ...]:
+    return affinity.required_during_scheduling_ignored_during_execution if affinity else ()
+
+
+def has_required_terms(pod: PodObj) -> bool:
+    a = pod.affinity
+    return a is not None and bool(required(a.pod_affinity) or required(a.pod_anti_affinity))
+
+
+def has_pod_terms(pod: PodObj) -> bool:
+    a = pod.affinity
+    return a is not None and (a.pod_affinity is not None or a.pod_anti_affinity is not None)
+
+
+def effective_selector(term: PodAffinityTerm, labels: dict[str, str]) -> LabelSelector | None:
+    """The term's selector with matchLabelKeys (In) and mismatchLabelKeys (NotIn) of `labels` merged."""
+    selector = term.label_selector
+    if selector is None or not (term.match_label_keys or term.mismatch_label_keys):
+        return selector
+    extra = [
+        SelectorRequirement(key=k, operator="In", values=(labels[k],)) for k in term.match_label_keys if k in labels
+    ]
+    extra += [
+        SelectorRequirement(key=k, operator="NotIn", values=(labels[k],))
+        for k in term.mismatch_label_keys
+        if k in labels
+    ]
+    return LabelSelector(match_labels=selector.match_labels, match_expressions=(*selector.match_expressions, *extra))
+
+
+@dataclass(frozen=True, slots=True)
+class BoundTerm:
+    """A term as its owner means it: the selector resolved against the owner's labels, the namespaces
+    against the owner's namespace."""
+
+    term: PodAffinityTerm
+    selector: LabelSelector | None
+    namespace: str
+
+    @property
+    def key(self) -> bytes:
+        return _keys.encode(
+            (self.namespace, self.term.topology_key, self.term.namespaces, self.term.namespace_selector, self.selector)
+        )
+
+
+def bind(term: PodAffinityTerm, pod: PodObj) -> BoundTerm:
+    return BoundTerm(term, effective_selector(term, pod.labels), pod.namespace)
+
+
+@dataclass(slots=True)
+class CarrierGroup:
+    """Placed pods that carry one term of one kind: 'anti' (required anti-affinity), 'affinity'
+    (required affinity, scored with the hard weight), or preferred ones with their signed weight."""
+
+    key: bytes
+    bound: BoundTerm
+    kind: str
+    weight: int
+    counter: RowCounter
+
+
+class PodAffinityIndex:
+    def __init__(self, nodes: NodeTable, scope: NamespaceScope) -> None:
+        self.nodes = nodes
+        self.scope = scope
+        self.pods = PlacedPods(nodes)
+        self.domains = TopologyDomains(nodes)
+        self._counters: dict[bytes, RowCounter] = {}
+        self._totals: dict[tuple[bytes, str], tuple[int, NDArray[np.int64]]] = {}
+        self._groups: dict[bytes, CarrierGroup] = {}
+        self._by_label: dict[tuple[str, str], list[bytes]] = {}
+        self._unindexed: list[bytes] = []
+        self._scanned = 0
+        self._carried_by: dict[int, tuple[bytes, ...]] = {}  # entry -> group keys it carries
+
+    # -- counting ---------------------------------------------------------------------------------
+
+    def _counter(self, key: bytes, terms: tuple[BoundTerm, ...]) -> RowCounter:
+        counter = self._counters.get(key)
+        if counter is None:
+            scope = self.scope
+
+            def test(pods: PlacedPods, start: int, stop: int) -> NDArray[np.bool_]:
+                ok = np.ones(stop - start, dtype=bool)
+                for bound in terms:
+                    reaches = scope.reaches(bound.term, bound.namespace)
+                    ok &= np.fromiter(
+                        (reaches(ns) for ns in pods.namespaces[start:stop]), dtype=bool, count=stop - start
+                    )
+                    ok &= selector_mask(bound.selector, pods.labels[start:stop])
+                return ok
+
+            counter = self._counters[key] = RowCounter(self.pods, test)
+        return counter
+
+    def domain_totals(self, key: bytes, counter: RowCounter, topology_key: str) -> NDArray[np.int64]:
+        counts = counter.current()
+        cached = self._totals.get((key, topology_key))
+        if cached is None or cached[0] != counter.version:
+            cached = self._totals[(key, topology_key)] = (counter.version, self.domains.totals(topology_key, counts))
+        return cached[1]
+
+    def _term_totals(self, bound: BoundTerm) -> tuple[NDArray[np.intp], NDArray[np.int64]]:
+        """(domain id per row, per domain the pods matching the term)."""
+        key = bound.key
+        totals = self.domain_totals(key, self._counter(key, (bound,)), bound.term.topology_key)
+        return self.domains.of(bound.term.topology_key)[0], totals
+
+    # -- existing pods' terms -------------------------------------------------------------------------
+
+    def _scan_carriers(self) -> None:
+        pods = self.pods
+        pods.sync()
+        for entry in range(self._scanned, len(pods)):
+            pod = pods.tasks[entry].pod
+            if has_pod_terms(pod):
+                self._carried_by[entry] = tuple(self._register(pod))
+        self._scanned = len(pods)
+
+    def _register(self, pod: PodObj) -> list[bytes]:
+        a = pod.affinity
+        assert a is not None
+        kinds: list[tuple[str, int, PodAffinityTerm]] = [("anti", 0, t) for t in required(a.pod_anti_affinity)]
+        kinds += [("affinity", HARD_POD_AFFINITY_WEIGHT, t) for t in required(a.pod_affinity)]
+        for source, sign in ((a.pod_affinity, 1), (a.pod_anti_affinity, -1)):
+            for w in source.preferred_during_scheduling_ignored_during_execution if source else ():
+                kinds.append(("preferred", sign * w.weight, w.pod_affinity_term))
+        keys = []
+        for kind, weight, term in kinds:
+            bound = bind(term, pod)
+            key = _keys.encode((kind, weight)) + bound.key
+            if key not in self._groups:
+                counter = RowCounter(self.pods, self._carrier_test(key))
+                self._groups[key] = CarrierGroup(key, bound, kind, weight, counter)
+                labels = bound.selector.match_labels if bound.selector is not None else {}
+                if labels:
+                    first = min(labels.items())
+                    self._by_label.setdefault(first, []).append(key)
+                else:
+                    self._unindexed.append(key)
+            keys.append(key)
+        return keys
+
+    def _carrier_test(self, key: bytes) -> EntryTest:
+        def test(pods: PlacedPods, start: int, stop: int) -> NDArray[np.bool_]:
+            self._scan_carriers_upto(stop)
+            carried = self._carried_by
+            return np.fromiter((key in carried.get(e, ()) for e in range(start, stop)), dtype=bool, count=stop - start)
+
+        return test
+
+    def _scan_carriers_upto(self, stop: int) -> None:
+        if self._scanned < stop:
+            self._scan_carriers()
+
+    def groups_matching(self, pod: PodObj) -> list[CarrierGroup]:
+        """The carrier groups whose term selects `pod` (namespace and labels)."""
+        self._scan_carriers()
+        keys = list(self._unindexed)
+        for pair in pod.labels.items():
+            keys.extend(self._by_label.get(pair, ()))
+        out = []
+        for key in keys:
+            group = self._groups[key]
+            bound = group.bound
+            if self.scope.reaches(bound.term, bound.namespace)(pod.namespace) and selector_matches(
+                bound.selector, pod.labels
+            ):
+                out.append(group)
+        return out
+
+    def _group_totals(self, group: CarrierGroup) -> tuple[NDArray[np.intp], NDArray[np.int64]]:
+        topology_key = group.bound.term.topology_key
+        return self.domains.of(topology_key)[0], self.domain_totals(group.key, group.counter, topology_key)
+
+    # -- the filter ---------------------------------------------------------------------------------
+
+    def filter(self, pod: PodObj, rows: Rows) -> list[NodeFailure]:
+        """Kubernetes' order and verdicts: existing pods' anti-affinity, then the pod's affinity
+        (unresolvable: evicting pods cannot create a matching one), then its anti-affinity."""
+        failures = []
+        existing = np.zeros(len(rows), dtype=bool)
+        for group in self.groups_matching(pod):
+            if group.kind != "anti":
+                continue
+            ids, totals = self._group_totals(group)
+            at = ids[rows]
+            existing |= (at >= 0) & (totals[np.maximum(at, 0)] > 0)
+        if existing.any():
+            failures.append(NodeFailure(existing, EXISTING_ANTI_AFFINITY_REASON, resolvable=True))
+        a = pod.affinity
+        if a is None:
+            return failures
+        if required(a.pod_affinity):
+            missing = ~self._affinity_ok(pod, rows)
+            if missing.any():
+                failures.append(NodeFailure(missing, AFFINITY_REASON, resolvable=False))
+        anti = np.zeros(len(rows), dtype=bool)
+        for term in required(a.pod_anti_affinity):
+            ids, totals = self._term_totals(bind(term, pod))
+            at = ids[rows]
+            anti |= (at >= 0) & (totals[np.maximum(at, 0)] > 0)
+        if anti.any():
+            failures.append(NodeFailure(anti, ANTI_AFFINITY_REASON, resolvable=True))
+        return failures
+
+    def _affinity_ok(self, pod: PodObj, rows: Rows) -> NDArray[np.bool_]:
+        """Every term's domain on the node holds a pod matching all the terms; or, when no pod anywhere
+        does and the pod matches its own terms, any node with every topology label (the first pod of
+        a group with affinity to itself)."""
+        bounds = tuple(bind(t, pod) for t in required(pod.affinity.pod_affinity if pod.affinity else None))
+        key = b"all" + b"".join(b.key for b in bounds)
+        counter = self._counter(key, bounds)
+        labelled = np.ones(len(rows), dtype=bool)
+        exists = np.ones(len(rows), dtype=bool)
+        anywhere = False
+        for bound in bounds:
+            topology_key = bound.term.topology_key
+            totals = self.domain_totals(key, counter, topology_key)
+            anywhere |= bool(totals.any())
+            at = self.domains.of(topology_key)[0][rows]
+            labelled &= at >= 0
+            exists &= (at >= 0) & (totals[np.maximum(at, 0)] > 0)
+        if not anywhere and all(
+            self.scope.reaches(b.term, b.namespace)(pod.namespace) and selector_matches(b.selector, pod.labels)
+            for b in bounds
+        ):
+            return labelled
+        return labelled & exists
+
+    # -- the score ----------------------------------------------------------------------------------
+
+    def score(self, pod: PodObj, rows: Rows) -> NDArray[np.float64] | None:
+        """Kubernetes InterPodAffinity Score normalised over `rows` (0..100); None: nothing to score."""
+        raw = np.zeros(len(rows), dtype=np.float64)
+        scored = False
+        a = pod.affinity
+        for source, sign in ((a.pod_affinity if a else None, 1), (a.pod_anti_affinity if a else None, -1)):
+            for w in source.preferred_during_scheduling_ignored_during_execution if source else ():
+                ids, totals = self._term_totals(bind(w.pod_affinity_term, pod))
+                at = ids[rows]
+                raw += sign * w.weight * np.where(at >= 0, totals[np.maximum(at, 0)], 0)
+                scored = True
+        for group in self.groups_matching(pod):
+            if group.kind == "anti":
+                continue
+            ids, totals = self._group_totals(group)
+            at = ids[rows]
+            raw += group.weight * np.where(at >= 0, totals[np.maximum(at, 0)], 0)
+            scored = True
+        if not scored:
+            return None
+        low, high = (float(raw.min()), float(raw.max())) if len(raw) else (0.0, 0.0)
+        if high - low <= 0:
+            return np.zeros(len(rows), dtype=np.float64)
+        return np.floor(MAX_SCORE * (raw - low) / (high - low))
