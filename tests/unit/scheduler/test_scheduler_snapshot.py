@@ -95,3 +95,21 @@ def test_pod_request_defaults_to_limits_and_takes_the_largest_init_container() -
     pod = snap.pods[0]
     assert pod.requests == {"cpu": Fraction(3), "memory": Fraction(2**30), "nvidia.com/gpu": Fraction(1)}
     assert pod.namespace == "default" and pod.phase == "Pending"
+
+
+def test_pods_asking_alike_get_equal_requests_of_their_own() -> None:
+    """One container's requests are parsed once per distinct resources; each pod still owns its dict,
+    and a bad quantity is refused every time (never remembered)."""
+    spec = {"containers": [{"resources": {"requests": {"cpu": "500m"}, "limits": {"memory": "1Gi"}}}]}
+    pods = [{"kind": "Pod", "metadata": {"name": f"p{i}", "namespace": "ns"}, "spec": spec} for i in range(2)]
+    first, second = load_objects(pods).pods
+    assert first.requests == second.requests == {"cpu": Fraction(1, 2), "memory": Fraction(2**30)}
+    assert first.requests is not second.requests
+    bad = {
+        "kind": "Pod",
+        "metadata": {"name": "b"},
+        "spec": {"containers": [{"resources": {"requests": {"cpu": "x"}}}]},
+    }
+    for _ in range(2):
+        with pytest.raises(SnapshotError, match="cpu"):
+            load_objects([bad])

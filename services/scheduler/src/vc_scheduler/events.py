@@ -21,9 +21,17 @@ log = structlog.get_logger(__name__)
 Publish = Callable[[DomainEvent], Awaitable[object]]
 
 
+_last_stamp: tuple[int, str] = (-1, "")
+
+
 def timestamp() -> str:
-    """Now, as the store's timestamps are written (RFC 3339, seconds, UTC)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """Now, as the store's timestamps are written (RFC 3339, seconds, UTC). Formatted once per second:
+    every bind event and status write asks, and strftime is most of an event's cost."""
+    global _last_stamp
+    second = int(time.time())
+    if _last_stamp[0] != second:
+        _last_stamp = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return _last_stamp[1]
 
 
 # A gang's binds are written together but acknowledged one fsync after another: a short window

@@ -168,13 +168,25 @@ def _container_requests(container: kube.Container, field: str) -> Resources:
     return {**limits, **requests}
 
 
+_ONE_CONTAINER: Final[dict[tuple[tuple[tuple[str, Any], ...], tuple[tuple[str, Any], ...]], Resources]] = {}
+_ONE_CONTAINER_MAX: Final = 4_096
+
+
 def pod_requests(spec: kube.PodSpec) -> Resources:
     """Σ containers, at least the largest init container, plus overhead (Volcano's InitResreq)."""
     if len(spec.containers) == 1 and not spec.init_containers and not spec.overhead:
         # The common pod (the scheduler's cache decodes every pod change): its one container's requests,
-        # the same values add() would give, without the sums.
-        only = _container_requests(spec.containers[0], "spec.containers[0]")
-        return {name: value for name, value in only.items() if value != 0 and name != "pods"}
+        # the same values add() would give, without the sums; parsed once per distinct resources (the
+        # pods of a template ask alike), each pod getting its own copy.
+        resources = spec.containers[0].resources
+        key = (tuple(resources.limits.items()), tuple(resources.requests.items()))
+        known = _ONE_CONTAINER.get(key)
+        if known is None:
+            only = _container_requests(spec.containers[0], "spec.containers[0]")
+            known = {name: value for name, value in only.items() if value != 0 and name != "pods"}
+            if len(_ONE_CONTAINER) < _ONE_CONTAINER_MAX:
+                _ONE_CONTAINER[key] = known
+        return dict(known)
     total = add(*(_container_requests(c, f"spec.containers[{i}]") for i, c in enumerate(spec.containers)))
     for i, init in enumerate(spec.init_containers):
         total = maximum(total, _container_requests(init, f"spec.initContainers[{i}]"))
