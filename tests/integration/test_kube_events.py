@@ -173,3 +173,12 @@ async def test_published_domain_events_reach_the_recorder_once(
     (event,) = await events(nats_store)
     assert (event.reason, event.count, event.metadata.namespace) == ("CloseQueue", 1, "default")
     assert event.involved_object is not None and event.involved_object.kind == "Queue"
+
+
+async def test_events_expire_an_hour_after_their_last_write_as_the_apiservers_do(
+    nc: Client, nats_store: NatsStore
+) -> None:
+    status = await nc.jetstream().key_value("vc-event")
+    assert (await status.status()).ttl == 3600.0
+    other = await nc.jetstream().key_value("vc-job")
+    assert not (await other.status()).ttl

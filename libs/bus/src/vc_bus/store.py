@@ -66,6 +66,9 @@ def _count(kind: str, op: str, outcome: str = "ok") -> None:
 
 
 _GENERATE_NAME_ATTEMPTS = 8
+# Kinds whose objects expire on their own, counted from their last write: Events live an hour, as the
+# apiserver keeps them (--event-ttl), so a busy system's Events do not grow without bound.
+BUCKET_TTL_S: dict[str, float] = {"Event": 3600.0}
 _BIND_ATTEMPTS = 16
 _UNCONDITIONAL_DELETE_ATTEMPTS = 32
 _WRONG_LAST = (10071, 10164)  # JetStream: wrong last sequence (per subject / per stream)
@@ -94,7 +97,11 @@ class NatsStore:
             kv = await self._js.key_value(name)
         except BucketNotFoundError:
             kv = await self._js.create_key_value(
-                bucket=name, history=1, storage=api.StorageType.FILE, replicas=self._replicas
+                bucket=name,
+                history=1,
+                storage=api.StorageType.FILE,
+                replicas=self._replicas,
+                ttl=BUCKET_TTL_S.get(kind),
             )
         self._kv[kind] = kv
         return kv
