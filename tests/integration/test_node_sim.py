@@ -24,7 +24,9 @@ pytestmark = [pytest.mark.nats, pytest.mark.integration]
 
 @pytest.fixture
 def node_sim(nats_server: NatsServer, tmp_path: Path) -> Iterator[ServiceProcess]:
-    service = ServiceProcess("vc-node-sim", nats_server.url, ["--nodes", "3", "--start-delay", "0.1"], tmp_path / "node-sim.log")
+    service = ServiceProcess(
+        "vc-node-sim", nats_server.url, ["--nodes", "3", "--start-delay", "0.1"], tmp_path / "node-sim.log"
+    )
     service.start()
     yield service
     service.stop_quietly()
@@ -36,8 +38,11 @@ def sim_pod(name: str, node: str, *, duration: str | None = "1s", exit_code: int
         annotations["sim.tephra.dev/duration"] = duration
     if exit_code is not None:
         annotations["sim.tephra.dev/exit-code"] = str(exit_code)
-    return Pod(api_version=CORE_V1, metadata=ObjectMeta(name=name, namespace="default", annotations=annotations or None),
-               spec=PodSpec(node_name=node, containers=[Container(name="main")]))
+    return Pod(
+        api_version=CORE_V1,
+        metadata=ObjectMeta(name=name, namespace="default", annotations=annotations or None),
+        spec=PodSpec(node_name=node, containers=[Container(name="main")]),
+    )
 
 
 async def phase(store: NatsStore, name: str) -> str | None:
@@ -53,7 +58,12 @@ async def test_nodes_register_with_capacity_and_ready(node_sim: ServiceProcess, 
     nodes, _ = await nats_store.list(Node)
     assert sorted(n.metadata.name or "" for n in nodes) == ["node-0", "node-1", "node-2"]
     node = nodes[0]
-    assert node.status and node.status.allocatable == {"cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "8"}
+    assert node.status and node.status.allocatable == {
+        "cpu": "32",
+        "memory": "256Gi",
+        "pods": "110",
+        "nvidia.com/gpu": "8",
+    }
     assert node.metadata.labels and node.metadata.labels["kubernetes.io/hostname"] == node.metadata.name
     assert [c.status for c in node.status.conditions or [] if c.type == "Ready"] == ["True"]
 
@@ -77,7 +87,9 @@ async def test_pods_run_and_end_with_their_exit_codes(node_sim: ServiceProcess, 
     assert await phase(nats_store, "elsewhere") == "Pending"  # no simulated node runs it
 
 
-async def test_deleting_a_running_pod_terminates_and_removes_it(node_sim: ServiceProcess, nats_store: NatsStore) -> None:
+async def test_deleting_a_running_pod_terminates_and_removes_it(
+    node_sim: ServiceProcess, nats_store: NatsStore
+) -> None:
     await node_sim.wait_ready()
     await nats_store.create(sim_pod("victim", "node-0", duration=None))
     await eventually(lambda: _is(nats_store, "victim", "Running"), timeout=10)
@@ -90,7 +102,9 @@ async def test_not_ready_node_evicts_its_pods(node_sim: ServiceProcess, nats_sto
     await nats_store.create(sim_pod("on-sick-node", "node-1", duration=None))
     await nats_store.create(sim_pod("on-healthy-node", "node-2", duration=None))
     await eventually(lambda: _is(nats_store, "on-sick-node", "Running"), timeout=10)
-    reply = await nc.request(subjects.NODE_SIM_CONTROL, json.dumps({"node": "node-1", "ready": False}).encode(), timeout=5)
+    reply = await nc.request(
+        subjects.NODE_SIM_CONTROL, json.dumps({"node": "node-1", "ready": False}).encode(), timeout=5
+    )
     assert json.loads(reply.data) == {"ok": True}
     await eventually(lambda: _is(nats_store, "on-sick-node", "<gone>"), timeout=10)
     node = await nats_store.get(Node, None, "node-1")
@@ -100,7 +114,9 @@ async def test_not_ready_node_evicts_its_pods(node_sim: ServiceProcess, nats_sto
     assert "not found" in json.loads(bad.data)["error"]
 
 
-async def test_sigkill_mid_run_loses_and_duplicates_nothing(node_sim: ServiceProcess, nats_store: NatsStore, nc: Client) -> None:
+async def test_sigkill_mid_run_loses_and_duplicates_nothing(
+    node_sim: ServiceProcess, nats_store: NatsStore, nc: Client
+) -> None:
     await node_sim.wait_ready()
     names = [f"p{i}" for i in range(40)]
     for i, name in enumerate(names):
