@@ -22,6 +22,7 @@ VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletec
 USER_NAMESPACE = "team-a"  # any namespace a user submits to
 # (group, resource[/subresource]) put to every account with every verb
 RESOURCES = (
+    ("", "events"),
     ("", "pods"),
     ("", "pods/status"),
     ("", "pods/binding"),
@@ -60,6 +61,9 @@ RESOURCES = (
 )
 READ = {"get", "list", "watch"}
 CRUD = {"get", "create", "patch", "delete"}  # writes are resourceVersion-guarded merge patches: no update
+# The services that record Kubernetes Events (vc_runtime.kube_events): create, and read and patch a
+# repeat's count.
+EVENTS = {"get", "create", "patch"}
 
 # account -> {(group, resource): verbs allowed in any user namespace (or cluster-wide)}
 EXPECTED: dict[str, dict[tuple[str, str], set[str]]] = {
@@ -101,12 +105,14 @@ EXPECTED: dict[str, dict[tuple[str, str], set[str]]] = {
         ("networking.k8s.io", "networkpolicies"): CRUD,
         ("bus.volcano.sh", "commands"): {"get", "delete"},
         ("scheduling.k8s.io", "priorityclasses"): {"get"},
+        ("", "events"): EVENTS,
     },
     # `root` and `default` (create), queue state and status; consumes queue Commands.
     "tephra-queue-controller": {
         ("scheduling.volcano.sh", "queues"): {"get", "create", "patch"},
         ("scheduling.volcano.sh", "queues/status"): {"patch"},
         ("bus.volcano.sh", "commands"): {"get", "delete"},
+        ("", "events"): EVENTS,
     },
     # A PodGroup for each plain pod that asks for Volcano, and the pod's annotation naming it.
     "tephra-podgroup-controller": {
@@ -142,6 +148,7 @@ EXPECTED: dict[str, dict[tuple[str, str], set[str]]] = {
         ("scheduling.volcano.sh", "podgroups/status"): {"patch"},
         ("scheduling.volcano.sh", "queues"): {"get"},
         ("scheduling.volcano.sh", "queues/status"): {"patch"},
+        ("", "events"): EVENTS,
     },
     # Closing NATS: Secrets in tephra-system only (test below), nothing in a user's namespace.
     "tephra-nats-bootstrap": {},
@@ -151,6 +158,7 @@ EXPECTED: dict[str, dict[tuple[str, str], set[str]]] = {
         ("", "nodes/status"): {"patch"},
         ("", "pods"): {"get", "delete"},
         ("", "pods/status"): {"patch"},
+        ("", "events"): EVENTS,
     },
 }
 
