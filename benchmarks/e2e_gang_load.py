@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.procstat import CpuMeter, Spies, cpu_seconds
+from benchmarks.progress import Progress
+from benchmarks.report import BenchReport, running_curve
 from vc_bus.connection import connect
 from vc_bus.server import NatsServer, SyncMode, free_port
 from vc_bus.store import NatsStore
@@ -229,6 +231,7 @@ async def run_once(
     lease_ttl: float,
     sync: SyncMode,
     spy: Path | None = None,
+    report: BenchReport | None = None,
 ) -> dict[str, float]:
     jobs = pods // GANG
     with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "nats", sync=sync) as server:
@@ -281,12 +284,13 @@ async def run_once(
                 await submit_all(server.url, tl, jobs, concurrency)
                 submit_s = time.perf_counter() - start
                 deadline = time.perf_counter() + max(600.0, pods / 20)
-                while not tl.done.is_set() and time.perf_counter() < deadline:
-                    try:
-                        await asyncio.wait_for(tl.done.wait(), timeout=30)
-                    except TimeoutError:  # progress, so a cut-off run still says how far it got
-                        elapsed = time.perf_counter() - start
-                        print(f"  ... {elapsed:.0f}s: {tl.running:,}/{pods:,} pods Running", flush=True)
+                with Progress("  pods Running", pods) as progress:  # a cut-off run still says how far it got
+                    while not tl.done.is_set() and time.perf_counter() < deadline:
+                        try:
+                            await asyncio.wait_for(tl.done.wait(), timeout=1)
+                        except TimeoutError:
+                            progress.update(tl.running)
+                    progress.update(tl.running)
                 if not tl.done.is_set():
                     print(f"  timed out: {tl.running}/{pods} pods Running", flush=True)
                 total_s = time.perf_counter() - start
@@ -349,7 +353,11 @@ async def run_once(
             if path.exists():
                 print(f"  -- profile of {name} (internal time, top 30; the main thread only)")
                 pstats.Stats(str(path)).sort_stats("tottime").print_stats(30)
-    return {"pods_per_s": tl.running / total_s, "total_s": total_s, "cpu_ms_per_pod": per_pod_ms}
+    figures = {"pods_per_s": tl.running / total_s, "total_s": total_s, "cpu_ms_per_pod": per_pod_ms}
+    if report is not None:
+        running = running_curve((t for times in tl.pod_running.values() for t in times.values()), start)
+        report.add(f"tephra, {schedulers} scheduler{'s' if schedulers > 1 else ''}", figures, running)
+    return figures
 
 
 async def main() -> None:
@@ -378,10 +386,13 @@ async def main() -> None:
     for folder in (args.profile, args.py_spy):
         if folder:
             folder.mkdir(parents=True, exist_ok=True)
+    title = f"E2E gang load: {args.pods:,} pods on {args.nodes:,} nodes (fsync {args.sync})"
+    report = BenchReport("e2e_gang_load", title, params=vars(args))
     for count in (int(c) for c in args.schedulers.split(",")):
         await run_once(
-            args.nodes, args.pods, count, args.concurrency, args.profile, args.lease_ttl, args.sync, args.py_spy
+            args.nodes, args.pods, count, args.concurrency, args.profile, args.lease_ttl, args.sync, args.py_spy, report
         )
+    print("  results: " + ", ".join(str(p) for p in report.write()), flush=True)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,8 @@ from typing import Any
 import aiohttp
 
 from benchmarks.procstat import CpuMeter, Spies
+from benchmarks.progress import Progress
+from benchmarks.report import BenchReport, running_curve
 from vc_bus.server import NatsServer
 from vc_core.store import WatchOp
 from vc_kube.client import KubeApiError, KubeClient, load_config, resource_path
@@ -68,6 +70,7 @@ class Result:
     cpu: str = ""
     requests: str = ""
     stages: str = ""
+    bound_curve: list[tuple[float, int]] = field(default_factory=list)  # (seconds since start, pods bound)
 
     @property
     def rate(self) -> float:
@@ -317,7 +320,7 @@ class Binds:
                 self.last_bind = now
                 self.changed.set()
 
-    async def wait(self, want: int, *, stall_s: float) -> None:
+    async def wait(self, want: int, *, stall_s: float, progress: Progress | None = None) -> None:
         """Until `want` pods are bound, or nothing new binds for `stall_s`."""
         while len(self.bound) < want:
             self.changed.clear()
@@ -326,6 +329,8 @@ class Binds:
                     await self.changed.wait()
             except TimeoutError:
                 return
+            if progress is not None:
+                progress.update(len(self.bound))
 
 
 @dataclass
@@ -469,7 +474,8 @@ async def measured(
     run.spies.start(run.procs.pids(), suffix=f"-{name.split()[0]}")
     start = time.monotonic()
     await create()
-    await binds.wait(pods, stall_s=run.stall_s)
+    with Progress(f"  {name}: pods bound", pods) as progress:
+        await binds.wait(pods, stall_s=run.stall_s, progress=progress)
     seconds = (binds.last_bind or time.monotonic()) - start
     meter.stop()
     run.spies.stop()
@@ -490,6 +496,7 @@ async def measured(
         cpu=meter.report(max(1, len(binds.bound))),
         requests=per_pod(requests_before, requests_after, max(1, len(binds.bound))),
         stages=timeline,
+        bound_curve=running_curve(binds.bound_at.values(), start),
     )
 
 
@@ -585,7 +592,14 @@ async def main_async(args: argparse.Namespace, kubeconfig: str, binary: Path, wo
         await wipe(kube)
     report(args, results, deadlock)
     if args.json:
-        args.json.write_text(json.dumps([r.__dict__ | {"pods_per_s": r.rate} for r in results], indent=2))
+        rows = [{k: v for k, v in r.__dict__.items() if k != "bound_curve"} | {"pods_per_s": r.rate} for r in results]
+        args.json.write_text(json.dumps(rows, indent=2))
+    title = f"bench-kube: {args.pods:,} pods (gangs of {args.gang}) on {args.nodes:,} nodes, kube-apiserver 1.20"
+    files = BenchReport("kube_bench", title, params=vars(args), y_label="pods bound")
+    for r in results:
+        figures = {k: v for k, v in r.__dict__.items() if k not in ("system", "bound_curve")}
+        files.add(r.system, figures | {"pods_per_s": r.rate}, r.bound_curve)
+    print("results: " + ", ".join(str(p) for p in files.write()))
     print(f"\nlogs: {workdir}")
     if not args.keep:
         shutil.rmtree(workdir, ignore_errors=True)

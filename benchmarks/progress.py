@@ -16,6 +16,7 @@ from typing import TextIO
 
 CLEAR_LINE = "\r\x1b[K"
 BAR_WIDTH = 20
+REDRAW_S = 0.2  # a terminal's bar is redrawn at most this often, however often it is updated
 
 
 class Progress:
@@ -35,6 +36,8 @@ class Progress:
         self._started = clock()
         self._every_s = every_s
         self._printed_at = self._started
+        self._drawn_at = float("-inf")
+        self._drawn_done = 0
         self._done = 0
         self._shown = False
         if tty is None:
@@ -55,9 +58,12 @@ class Progress:
         self._done = done
         now = self._clock()
         if self.tty:
-            self._stream.write(CLEAR_LINE + self.line(now))
-            self._stream.flush()
-            self._shown = True
+            finished = done >= self.total > self._drawn_done  # the last step is always shown
+            if now - self._drawn_at >= REDRAW_S or finished:
+                self._drawn_at, self._drawn_done = now, done
+                self._stream.write(CLEAR_LINE + self.line(now))
+                self._stream.flush()
+                self._shown = True
         elif now - self._printed_at >= self._every_s:
             self._printed_at = now
             print(self.line(now), file=self._stream, flush=True)

@@ -31,7 +31,7 @@ Figure = float | int | str | None
 class Run:
     system: str  # what was measured, e.g. "tephra, 2 schedulers" or "volcano"
     figures: dict[str, Figure]
-    running: list[tuple[float, int]] = field(default_factory=list)  # (seconds since start, pods Running)
+    running: list[tuple[float, int]] = field(default_factory=list)  # (seconds since start, pods counted)
 
 
 @dataclass
@@ -39,6 +39,7 @@ class BenchReport:
     bench: str
     title: str
     params: Mapping[str, Any] = field(default_factory=dict)
+    y_label: str = "pods Running"  # what the curves count (kube_bench: pods bound)
     runs: list[Run] = field(default_factory=list)
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
 
@@ -54,6 +55,7 @@ class BenchReport:
             "started": self.started.isoformat().replace("+00:00", "Z"),
             "host": {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()},
             "params": {k: _figure(v) for k, v in self.params.items()},
+            "counted": self.y_label,
             "runs": [
                 {"system": r.system, "figures": r.figures, "running_over_time": [[t, n] for t, n in r.running]}
                 for r in self.runs
@@ -65,7 +67,7 @@ class BenchReport:
         lines = [Line(r.system, [(0.0, 0), *r.running]) for r in self.runs if r.running]
         if not lines:
             return None
-        return line_chart(lines, title=self.title, x_label="seconds since the first submit", y_label="pods Running")
+        return line_chart(lines, title=self.title, x_label="seconds since the first submit", y_label=self.y_label)
 
     def write(self, directory: Path | None = None) -> list[Path]:
         """The JSON (and the PNG when there is a curve) in `directory`; the paths written."""

@@ -122,5 +122,6 @@ def test_progress_on_a_terminal_rewrites_one_line_and_keeps_the_last() -> None:
         for done in range(1, 5):
             now[0] = float(done)
             progress.update(done)
+            progress.update(done)  # within REDRAW_S of the last drawing: not drawn again
     text = out.getvalue()
     assert text.count(CLEAR_LINE) == 5 and text.endswith("4/4 100% 1/s 0m04s\n")
