@@ -16,6 +16,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from benchmarks.report import BenchReport
 from vc_bus.connection import connect
 from vc_bus.server import NatsServer, free_port
 from vc_bus.store import NatsStore
@@ -53,6 +54,10 @@ async def run(nodes: int, pods: int, sync: str) -> None:
             proc.wait(30)
     print(f"node-sim[sync={sync}]: {nodes:,} nodes registered in {register_s:.1f}s; {pods:,} pods created in {create_s:.1f}s "
           f"and all Succeeded after {run_s:.1f}s -> {2 * pods / run_s:,.0f} pod transitions/s", flush=True)
+    report = BenchReport("node_sim_capacity", f"node-sim: {nodes:,} nodes, {pods:,} pods", params={"sync": sync})
+    figures = {"nodes": nodes, "pods": pods, "register_s": register_s, "create_s": create_s, "run_s": run_s}
+    report.add(f"node-sim, fsync {sync}", figures | {"pod_transitions_per_s": 2 * pods / run_s})
+    print("  results: " + ", ".join(str(p) for p in report.write()), flush=True)
 
 
 async def _run_pods(store: NatsStore, nodes: int, pods: int) -> tuple[float, float]:

@@ -17,6 +17,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from benchmarks.report import BenchReport
 from vc_scheduling.cycle import apply_result, load_scheduler_conf, run_cycle
 from vc_scheduling.framework.carried import CarriedState
 from vc_scheduling.snapshot import ClusterSnapshot, load_objects
@@ -148,9 +149,14 @@ def main() -> None:
     print(f"  pods decided/s    {pods / seconds:8.0f}")
     for name, spent in sorted(durations.items(), key=lambda item: -item[1])[:6]:
         print(f"    {name:<28} {spent:8.3f} s")
+    figures: dict[str, float] = {"load_s": load_s, "session_s": seconds, "bound": bound, "pods_per_s": pods / seconds}
     if args.cycles:
         for i, (spent, binds) in enumerate(carried_cycles(snapshot, args.cycles), start=1):
             print(f"  carried cycle {i:<3} {spent:8.3f} s  ({binds} pods bound)")
+            figures[f"carried_cycle_{i}_s"] = spent
+    report = BenchReport("scheduler_session", f"One session: {pods:,} pods on {args.nodes:,} nodes", params=vars(args))
+    report.add("tephra scheduling core", figures | {f"{name}_s": spent for name, spent in durations.items()})
+    print("  results: " + ", ".join(str(p) for p in report.write()))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.report import BenchReport
 from vc_bus.connection import connect
 from vc_bus.server import NatsServer, SyncMode
 from vc_bus.store import NatsStore
@@ -59,13 +60,17 @@ async def measure(url: str, writes: int, in_flight: int) -> dict[str, float]:
 
 
 async def run(writes: int, in_flight: int) -> None:
+    params = {"writes": writes, "in_flight": in_flight}
+    report = BenchReport("store_throughput", f"Store throughput: {writes:,} objects", params=params)
     for mode in ("always", "default"):
         sync: SyncMode = mode  # type: ignore[assignment]
         with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp), sync=sync) as server:
             figures = await measure(server.url, writes, in_flight)
+        report.add(f"NATS KV, fsync {mode}", figures)
         print(f"store[sync={mode}]: create-if-absent {figures['create_per_s']:,.0f}/s, "
               f"CAS update {figures['cas_update_per_s']:,.0f}/s, watch replay {figures['watch_events_per_s']:,.0f} events/s "
               f"({writes:,} objects, {in_flight} in flight)", flush=True)
+    print("  results: " + ", ".join(str(p) for p in report.write()), flush=True)
 
 
 def main() -> None:
