@@ -43,6 +43,19 @@ ensure_packages() {
     fi
 }
 
+# A line every 30 s while a build runs (pid $1, target $2, its log $3): a first build takes many
+# minutes, and a silent one looks hung.
+heartbeat() {
+    local pid=$1 what=$2 log_file=$3 t0=$SECONDS next=30
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep 1
+        if [ $((SECONDS - t0)) -ge "$next" ]; then
+            log "still building $what: $((SECONDS - t0))s so far ($(wc -l <"$log_file") lines in $log_file)"
+            next=$((next + 30))
+        fi
+    done
+}
+
 src_version() {
     apt-cache showsrc kubernetes 2>/dev/null | awk '/^Version:/ {print $2; exit}'
 }
@@ -100,8 +113,9 @@ main() {
         [ -x "$bin/$name" ] && continue
         log "building $w (several minutes)"
         local t0=$SECONDS
-        CGO_ENABLED=0 GOFLAGS=-mod=vendor make WHAT="$w" >"$dir/build-$name.log" 2>&1 || {
-            tail -30 "$dir/build-$name.log" >&2; exit 1; }
+        CGO_ENABLED=0 GOFLAGS=-mod=vendor make WHAT="$w" >"$dir/build-$name.log" 2>&1 &
+        heartbeat $! "$name" "$dir/build-$name.log"
+        wait $! || { tail -30 "$dir/build-$name.log" >&2; exit 1; }
         local out
         out="$(find _output -type f -name "$name" -perm -u+x | head -1)"
         cp "$out" "$bin/$name.tmp" && mv "$bin/$name.tmp" "$bin/$name"
