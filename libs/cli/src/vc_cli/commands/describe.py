@@ -3,10 +3,9 @@
 This module gathers what a describe page shows (the object, its PodGroup, pods, jobs) and its events;
 vc_cli.describe lays the page out.
 
-Events hook: Tephra's embedded store has no Kubernetes Events yet, so the Events section shows the
-object's recent history from the VC_EVT stream (`history_source`). A source of Kubernetes Events
-(the apiserver's core/v1 Events with the backend kube, or an Event kind once the embedded store keeps
-them) is one more `EventSource` in `EVENT_SOURCES`: its events are merged with the others by time.
+Events: the object's recent history from the VC_EVT stream (`history_source`) and its Kubernetes
+Events (vc_cli.kube_events_source: the store's Event kind, or the apiserver's core/v1 Events), merged
+by time; a history line that a Kubernetes Event already says is left out.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from vc_cli import describe as page
 from vc_cli.client import Tephra
 from vc_cli.describe import DescribedEvent
 from vc_cli.errors import CliError
+from vc_cli.kube_events_source import kube_events_source, without_history_repeats
 from vc_core.errors import NotFound
 from vc_proto import subjects
 from vc_proto.batch import Job
@@ -146,18 +146,21 @@ async def history_source(tephra: Tephra, obj: Described) -> list[DescribedEvent]
     return page.history_events(found, about=about)
 
 
-EVENT_SOURCES: list[EventSource] = [history_source]
+EVENT_SOURCES: list[EventSource] = [history_source, kube_events_source]
 
 
 async def gather_events(tephra: Tephra, obj: Described) -> tuple[list[DescribedEvent], str | None]:
     """Every source's events about `obj`, oldest first, and a note when some source could not answer."""
     events: list[DescribedEvent] = []
     notes: list[str] = []
+    kube: list[DescribedEvent] = []
     for source in EVENT_SOURCES:
         found = await source(tephra, obj)
         if isinstance(found, str):
             notes.append(found)
         else:
             events.extend(found)
+            kube.extend(found if source is kube_events_source else [])
+    events = without_history_repeats(events, kube)  # a fact that is a Kubernetes Event is shown once
     events.sort(key=lambda e: e.last_seen)
     return events, "; ".join(notes) or None
