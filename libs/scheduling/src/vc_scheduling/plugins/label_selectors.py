@@ -51,6 +51,25 @@ def selector_mask(selector: LabelSelector | None, labels: Sequence[Mapping[str, 
     return ok
 
 
+def selector_mask_over(
+    selector: LabelSelector | None,
+    labels: Sequence[Mapping[str, str]],
+    start: int,
+    stop: int,
+    candidates: Sequence[int] | None,
+) -> tuple[NDArray[np.bool_], list[int]]:
+    """`selector_mask` for entries [start, stop) of `labels`, testing only `candidates` (absolute
+    entries; None: all); also returns the matching entries."""
+    mask = np.zeros(stop - start, dtype=bool)
+    if selector is None:
+        return mask, []
+    entries = range(start, stop) if candidates is None else candidates
+    matched = [e for e in entries if selector_matches(selector, labels[e])]
+    if matched:
+        mask[np.asarray(matched, dtype=np.intp) - start] = True
+    return mask, matched
+
+
 def with_label_keys(
     selector: LabelSelector | None, keys: Sequence[str], labels: Mapping[str, str]
 ) -> LabelSelector | None:

@@ -8,13 +8,32 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
-from vc_scheduling.snapshot.cluster import NodeObj
+from vc_scheduling.snapshot.cluster import NodeObj, PodObj
 from vc_scheduling.snapshot.kube import NodeSelectorTerm, SelectorRequirement, Taint, Toleration
 
 HARD_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+_keys = msgspec.json.Encoder()
+
+
+class NodeSideKeys:
+    """Per task class, the key of what node-side checks read (node selector, node affinity,
+    tolerations): classes differing only in pod affinity or host ports share node-side answers."""
+
+    def __init__(self) -> None:
+        self._by_class: dict[bytes, bytes] = {}
+
+    def of(self, class_key: bytes, pod: PodObj) -> bytes:
+        key = self._by_class.get(class_key)
+        if key is None:
+            node_affinity = pod.affinity.node_affinity if pod.affinity else None
+            key = self._by_class[class_key] = _keys.encode((pod.node_selector, node_affinity, pod.tolerations))
+        return key
+
+
 UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
 
 

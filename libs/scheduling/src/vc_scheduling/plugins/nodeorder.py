@@ -20,7 +20,7 @@ from vc_scheduling.framework.interfaces import ExtensionPoint, PluginArgs
 from vc_scheduling.framework.model import TaskInfo
 from vc_scheduling.framework.nodes import NodeTable
 from vc_scheduling.framework.session import Session
-from vc_scheduling.plugins.node_filters import NodeLabels, count_untolerated
+from vc_scheduling.plugins.node_filters import NodeLabels, NodeSideKeys, count_untolerated
 from vc_scheduling.plugins.pod_topology import needs_topology_score, topology_of
 
 NAME: Final = "nodeorder"
@@ -88,6 +88,7 @@ class NodeOrderPlugin:
         self.balanced_dims: list[int] = []
         # Per template: raw affinity and taint scores over all nodes, and whether each has any non-zero.
         self.template_cache: dict[bytes, tuple[Scores, Scores, bool, bool]] = {}
+        self.node_keys = NodeSideKeys()
 
     def on_session_open(self, ssn: Session) -> None:
         self.nodes = ssn.nodes
@@ -137,10 +138,11 @@ class NodeOrderPlugin:
         return scores
 
     def _template_scores(self, task: TaskInfo) -> tuple[Scores, Scores, bool, bool]:
-        cached = self.template_cache.get(task.class_key)
+        key = self.node_keys.of(task.class_key, task.pod)
+        cached = self.template_cache.get(key)
         if cached is None:
             affinity, taints = self._preferred_affinity(task), self._soft_taints(task)
-            cached = self.template_cache[task.class_key] = (affinity, taints, bool(affinity.any()), bool(taints.any()))
+            cached = self.template_cache[key] = (affinity, taints, bool(affinity.any()), bool(taints.any()))
         return cached
 
     def _preferred_affinity(self, task: TaskInfo) -> Scores:

@@ -9,6 +9,7 @@ last looked: per placement the work is the changed entries, not the cluster.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Mapping
 from typing import Final
 
@@ -43,6 +44,8 @@ class PlacedPods:
         self.log_entries: list[int] = []
         self.log_before: list[int] = []
         self.log_after: list[int] = []
+        # (label, value) -> entries carrying it, ascending: a selector with matchLabels looks only there.
+        self.by_label: dict[tuple[str, str], list[int]] = {}
         for node in nodes.nodes:
             for task in node.tasks.values():
                 self._add(node.row, task)
@@ -84,12 +87,29 @@ class PlacedPods:
         self.rows.append(row)
         self.namespaces.append(task.namespace)
         self.labels.append(task.pod.labels)
+        for pair in task.pod.labels.items():
+            self.by_label.setdefault(pair, []).append(entry)
         self.tasks.append(task)
         self.states.append(GONE)
         self._entry_of[task.uid] = entry
         self._on_row.setdefault(row, set()).add(entry)
         self._set(entry, _state(task))
         return entry
+
+    def candidates(self, match_labels: Mapping[str, str], start: int, stop: int) -> list[int] | None:
+        """The entries in [start, stop) that carry every pair of `match_labels` could match a selector
+        with them: the shortest of their lists, cut to the range (None: no pairs, every entry could)."""
+        if not match_labels:
+            return None
+        shortest: list[int] | None = None
+        for pair in match_labels.items():
+            entries = self.by_label.get(pair)
+            if entries is None:
+                return []
+            if shortest is None or len(entries) < len(shortest):
+                shortest = entries
+        assert shortest is not None
+        return shortest[bisect_left(shortest, start) : bisect_left(shortest, stop)]
 
     def _set(self, entry: int, state: int) -> None:
         before = self.states[entry]

@@ -10,7 +10,9 @@ looked at (an index by one of their matchLabels pairs).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from bisect import bisect_left
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Final
 
 import msgspec
@@ -19,7 +21,7 @@ from numpy.typing import NDArray
 
 from vc_scheduling.framework.interfaces import NodeFailure
 from vc_scheduling.framework.nodes import NodeTable
-from vc_scheduling.plugins.label_selectors import NamespaceScope, selector_mask, selector_matches
+from vc_scheduling.plugins.label_selectors import NamespaceScope, selector_mask_over, selector_matches
 from vc_scheduling.plugins.placed_pods import EntryTest, PlacedPods, RowCounter, TopologyDomains
 from vc_scheduling.snapshot.cluster import PodObj
 from vc_scheduling.snapshot.kube import LabelSelector, PodAffinity, PodAffinityTerm, SelectorRequirement
@@ -93,6 +95,7 @@ class CarrierGroup:
     kind: str
     weight: int
     counter: RowCounter
+    members: list[int] = field(default_factory=list)  # entries carrying the term, ascending
 
 
 class PodAffinityIndex:
@@ -107,23 +110,32 @@ class PodAffinityIndex:
         self._by_label: dict[tuple[str, str], list[bytes]] = {}
         self._unindexed: list[bytes] = []
         self._scanned = 0
-        self._carried_by: dict[int, tuple[bytes, ...]] = {}  # entry -> group keys it carries
+        self._reach_tests: dict[bytes, Callable[[str], bool]] = {}
 
     # -- counting ---------------------------------------------------------------------------------
+
+    def _reaches(self, bound: BoundTerm) -> Callable[[str], bool]:
+        key = bound.key
+        test = self._reach_tests.get(key)
+        if test is None:
+            test = self._reach_tests[key] = self.scope.reaches(bound.term, bound.namespace)
+        return test
 
     def _counter(self, key: bytes, terms: tuple[BoundTerm, ...]) -> RowCounter:
         counter = self._counters.get(key)
         if counter is None:
-            scope = self.scope
 
             def test(pods: PlacedPods, start: int, stop: int) -> NDArray[np.bool_]:
                 ok = np.ones(stop - start, dtype=bool)
                 for bound in terms:
-                    reaches = scope.reaches(bound.term, bound.namespace)
-                    ok &= np.fromiter(
-                        (reaches(ns) for ns in pods.namespaces[start:stop]), dtype=bool, count=stop - start
-                    )
-                    ok &= selector_mask(bound.selector, pods.labels[start:stop])
+                    selector = bound.selector
+                    candidates = pods.candidates(selector.match_labels, start, stop) if selector is not None else []
+                    part, matched = selector_mask_over(selector, pods.labels, start, stop, candidates)
+                    reaches = self._reaches(bound)
+                    for entry in matched:
+                        if not reaches(pods.namespaces[entry]):
+                            part[entry - start] = False
+                    ok &= part
                 return ok
 
             counter = self._counters[key] = RowCounter(self.pods, test)
@@ -150,7 +162,8 @@ class PodAffinityIndex:
         for entry in range(self._scanned, len(pods)):
             pod = pods.tasks[entry].pod
             if has_pod_terms(pod):
-                self._carried_by[entry] = tuple(self._register(pod))
+                for key in self._register(pod):
+                    self._groups[key].members.append(entry)
         self._scanned = len(pods)
 
     def _register(self, pod: PodObj) -> list[bytes]:
@@ -180,8 +193,12 @@ class PodAffinityIndex:
     def _carrier_test(self, key: bytes) -> EntryTest:
         def test(pods: PlacedPods, start: int, stop: int) -> NDArray[np.bool_]:
             self._scan_carriers_upto(stop)
-            carried = self._carried_by
-            return np.fromiter((key in carried.get(e, ()) for e in range(start, stop)), dtype=bool, count=stop - start)
+            members = self._groups[key].members
+            mask = np.zeros(stop - start, dtype=bool)
+            inside = members[bisect_left(members, start) : bisect_left(members, stop)]
+            if inside:
+                mask[np.asarray(inside, dtype=np.intp) - start] = True
+            return mask
 
         return test
 
@@ -199,9 +216,7 @@ class PodAffinityIndex:
         for key in keys:
             group = self._groups[key]
             bound = group.bound
-            if self.scope.reaches(bound.term, bound.namespace)(pod.namespace) and selector_matches(
-                bound.selector, pod.labels
-            ):
+            if self._reaches(bound)(pod.namespace) and selector_matches(bound.selector, pod.labels):
                 out.append(group)
         return out
 
@@ -258,8 +273,7 @@ class PodAffinityIndex:
             labelled &= at >= 0
             exists &= (at >= 0) & (totals[np.maximum(at, 0)] > 0)
         if not anywhere and all(
-            self.scope.reaches(b.term, b.namespace)(pod.namespace) and selector_matches(b.selector, pod.labels)
-            for b in bounds
+            self._reaches(b)(pod.namespace) and selector_matches(b.selector, pod.labels) for b in bounds
         ):
             return labelled
         return labelled & exists

@@ -24,6 +24,7 @@ from vc_scheduling.plugins.node_filters import (
     HARD_EFFECTS,
     UNSCHEDULABLE_TAINT,
     NodeLabels,
+    NodeSideKeys,
     first_untolerated,
     tolerates,
 )
@@ -61,6 +62,7 @@ class PredicatesPlugin:
         self.pod_affinity = _flag(args, "predicate.PodAffinityEnable")
         self.topology_spread = _flag(args, "predicate.PodTopologySpreadEnable")
         self.cache: dict[bytes, StaticVerdict] = {}
+        self.node_keys = NodeSideKeys()
         self.nodes: NodeTable | None = None
         self.labels: NodeLabels | None = None
         self.ports: HostPortIndex | None = None
@@ -128,9 +130,10 @@ class PredicatesPlugin:
         return taken if taken.any() else None
 
     def static_verdict(self, task: TaskInfo) -> StaticVerdict:
-        cached = self.cache.get(task.class_key)
+        key = self.node_keys.of(task.class_key, task.pod)
+        cached = self.cache.get(key)
         if cached is None:
-            cached = self.cache[task.class_key] = self._compute(task)
+            cached = self.cache[key] = self._compute(task)
         return cached
 
     def _compute(self, task: TaskInfo) -> StaticVerdict:

@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from vc_scheduling.framework.interfaces import NodeFailure
 from vc_scheduling.framework.model import TaskInfo
-from vc_scheduling.plugins.label_selectors import selector_mask, selector_matches, with_label_keys
+from vc_scheduling.plugins.label_selectors import selector_mask_over, selector_matches, with_label_keys
 from vc_scheduling.plugins.node_filters import HARD_EFFECTS, NodeLabels, first_untolerated
 from vc_scheduling.plugins.placed_pods import PlacedPods, RowCounter, TopologyDomains
 from vc_scheduling.snapshot.cluster import PodObj
@@ -54,10 +54,12 @@ class SpreadIndex:
         if counter is None:
 
             def test(pods: PlacedPods, start: int, stop: int) -> NDArray[np.bool_]:
-                same = np.fromiter(
-                    (ns == namespace for ns in pods.namespaces[start:stop]), dtype=bool, count=stop - start
-                )
-                return same & selector_mask(selector, pods.labels[start:stop])
+                candidates = pods.candidates(selector.match_labels, start, stop) if selector is not None else []
+                mask, matched = selector_mask_over(selector, pods.labels, start, stop, candidates)
+                for entry in matched:
+                    if pods.namespaces[entry] != namespace:
+                        mask[entry - start] = False
+                return mask
 
             counter = self._counters[key] = RowCounter(self.pods, test, spread=True)
         return counter

@@ -1,0 +1,68 @@
+"""The cost of inter-pod anti-affinity and topology spread in one session at scale (issue 14).
+
+The scheduler_session cluster (10,000 nodes in 4 zones, 1,000 pending gangs of 10) twice: as it is,
+and with 10% of the gangs asking for required anti-affinity among their own pods (one per node) and
+10% for a DoNotSchedule zone spread (maxSkew 1). Every pod carries its gang's label in both runs, so
+only the constraints differ. Prints both session times and their ratio (the issue asks for <= 1.5).
+
+`python -m benchmarks.scheduler_affinity [--nodes N] [--gangs G] [--size S] [--repeat R]`
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from benchmarks.scheduler_session import cluster_objects, run
+from vc_scheduling.snapshot import load_objects
+
+
+def constrained(objects: list[dict[str, Any]], *, constraints: bool) -> list[dict[str, Any]]:
+    """The pods labelled by gang; with `constraints`, every tenth gang anti-affine among itself and the
+    next tenth spread over zones."""
+    for obj in objects:
+        if obj["kind"] != "Pod":
+            continue
+        gang = obj["metadata"]["annotations"]["scheduling.k8s.io/group-name"]
+        obj["metadata"]["labels"] = {"gang": gang}
+        number = int(gang.rsplit("-", 1)[1])
+        if not constraints:
+            continue
+        selector = {"matchLabels": {"gang": gang}}
+        if number % 10 == 0:
+            term = {"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"}
+            obj["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+        elif number % 10 == 1:
+            spread = {
+                "maxSkew": 1,
+                "topologyKey": "zone",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": selector,
+            }
+            obj["spec"]["topologySpreadConstraints"] = [spread]
+    return objects
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.scheduler_affinity")
+    parser.add_argument("--nodes", type=int, default=10_000)
+    parser.add_argument("--gangs", type=int, default=1_000)
+    parser.add_argument("--size", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=2, help="runs of each; the fastest counts")
+    args = parser.parse_args()
+    results = {}
+    for name, flag in (("plain", False), ("constrained", True)):
+        snapshot = load_objects(constrained(cluster_objects(args.nodes, args.gangs, args.size), constraints=flag))
+        runs = [run(snapshot) for _ in range(args.repeat)]
+        results[name] = min(runs)
+        seconds, bound = results[name]
+        print(f"scheduler_affinity: {name}: {seconds:.2f} s, {bound} pods bound", flush=True)
+    ratio = results["constrained"][0] / results["plain"][0]
+    print(
+        f"scheduler_affinity: {args.nodes} nodes, {args.gangs} gangs of {args.size}, 10% required anti-affinity and "
+        f"10% topology spread: {ratio:.2f}x the session without them (target <= 1.5x)"
+    )
+
+
+if __name__ == "__main__":
+    main()
