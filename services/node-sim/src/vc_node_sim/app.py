@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import msgspec
 import structlog
@@ -129,7 +129,7 @@ class NodeSimApp:
                     log.warning("node.heartbeat_failed", node=name, error=str(exc))
                 await sleep_or_stop(shutdown, pause)
 
-    def _control_handler(self, kubelet: Kubelet):  # type: ignore[no-untyped-def]
+    def _control_handler(self, kubelet: Kubelet) -> Callable[[Msg], Awaitable[None]]:
         async def handle(msg: Msg) -> None:
             reply = await _control(kubelet, msg.data)
             if msg.reply:
