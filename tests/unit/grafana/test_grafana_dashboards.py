@@ -26,6 +26,8 @@ from grafana_queries import (
 )
 from prometheus_client import REGISTRY
 
+from vc_cli.up import METRICS_PORT_ORDER, metrics_port
+
 PROMETHEUS = ROOT / "deploy" / "prometheus"
 GRAFANA = ROOT / "deploy" / "grafana"
 
@@ -114,7 +116,7 @@ def test_the_uids_are_unique() -> None:
 
 def test_both_scrape_configurations_label_the_component_the_dashboards_group_by() -> None:
     config = yaml.safe_load((PROMETHEUS / "prometheus.yml").read_text())
-    (job,) = config["scrape_configs"]
+    job = next(j for j in config["scrape_configs"] if j["job_name"] == "tephra")
     relabels = {r.get("target_label"): r for r in job["relabel_configs"]}
     assert relabels[None]["regex"] == "probes" and relabels[None]["action"] == "keep"
     assert relabels["component"]["source_labels"] == ["__meta_kubernetes_pod_label_app_kubernetes_io_name"]
@@ -125,6 +127,19 @@ def test_both_scrape_configurations_label_the_component_the_dashboards_group_by(
     ]
     controllers = json.loads((DASHBOARDS / "tephra-controllers.json").read_text())
     assert any("component" in t["expr"] for p in controllers["panels"] for t in p.get("targets", []))
+
+
+def test_the_embedded_scrape_job_has_every_service_on_its_fixed_port() -> None:
+    """`vcctl up --metrics-port-base 9100`: each target's port is the one vcctl up gives that service."""
+    config = yaml.safe_load((PROMETHEUS / "prometheus.yml").read_text())
+    job = next(j for j in config["scrape_configs"] if j["job_name"] == "tephra-embedded")
+    ports = {}
+    for static in job["static_configs"]:
+        (target,) = static["targets"]
+        assert static["labels"]["component"]  # what the dashboards group by
+        ports[static["labels"]["service"]] = int(target.rpartition(":")[2])
+    assert set(ports) == {*METRICS_PORT_ORDER, "scheduler-0"}
+    assert ports == {name: metrics_port(9100, name) for name in ports}
 
 
 def test_the_service_monitor_selects_the_metrics_service_and_every_deployments_probes_port() -> None:
