@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 import msgspec
 import pytest
 
-from tests.support.inprocess import run_app
+from tests.support.inprocess import WriteLog, memberships_settled, run_app
 from tests.unit.flow_controller.builders import example_cronjob, example_flow, example_templates
 from vc_bus.server import NatsServer
 from vc_bus.store import NatsStore
@@ -251,3 +251,48 @@ async def _active(store: NatsStore, count: int) -> bool:
 async def _last_schedule(store: NatsStore, moment: datetime) -> bool:
     cronjob = await store.get(CronJob, NS, "volcano-cronjob-example")
     return (cronjob.status.last_schedule_time if cronjob.status else None) == moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+async def test_two_instances_share_the_flows_each_flow_written_by_one(
+    nats_server: NatsServer, nats_store: NatsStore
+) -> None:
+    log = WriteLog()
+    clock = Clock(datetime(2026, 1, 1, tzinfo=UTC))
+    factory = lambda s: FlowControllerApp(s, clock=clock)  # noqa: E731
+    async with (
+        run_app(factory, "flow-controller", nats_server.url, "flow-a", log) as a,
+        run_app(factory, "flow-controller", nats_server.url, "flow-b", log) as b,
+    ):
+        await memberships_settled(a, b)
+        await create_example_flow(nats_store)  # templates a..e, and the flow `test`
+        flows = [f"f{i}" for i in range(8)]
+        for name in flows:
+            flow = example_flow()
+            spec = msgspec.structs.replace(flow.spec, flows=(flow.spec.flows or [])[:2])  # a -> b
+            meta = msgspec.structs.replace(flow.metadata, name=name, uid=None)
+            await nats_store.create(msgspec.structs.replace(flow, metadata=meta, spec=spec))
+        for step in ("a", "b"):
+            await eventually(lambda step=step: _contains_all(names(nats_store), {f"{f}-{step}" for f in flows}))
+            for name in flows:
+                await finish(nats_store, f"{name}-{step}")
+        for name in flows:
+            await eventually(lambda name=name: _equals(flow_phase(nats_store, name), "Succeed"))
+        await eventually(lambda: _no_job_of(names(nats_store), flows))
+        log.closed = True
+    by_flow: dict[str, set[str]] = {}
+    for (_, name), who in log.writers.items():
+        owner = name.split("-")[0]
+        if owner in flows:
+            by_flow.setdefault(owner, set()).update(who)
+    assert sorted(by_flow) == flows
+    assert all(len(who) == 1 for who in by_flow.values()), by_flow
+    assert {w for who in by_flow.values() for w in who} == {"flow-a", "flow-b"}
+    assert log.conflicts == 0
+
+
+async def _contains_all(value: Awaitable[set[str]], items: set[str]) -> bool:
+    return items <= await value
+
+
+async def _no_job_of(value: Awaitable[set[str]], flows: list[str]) -> bool:
+    return not any(name.split("-")[0] in flows for name in await value)
