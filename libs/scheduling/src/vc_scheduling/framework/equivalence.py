@@ -16,7 +16,9 @@ plain search costs.
 (`Session.add_fn(..., node_local=True)`): its answer for a node depends only on the task's class and
 on that node's own state. Predicates and scores that look across nodes (inter-pod affinity, topology
 spread, scores normalised over the candidates) register without it and are evaluated per task over
-the candidates, in their place in the tier order, exactly as before.
+the candidates, in their place in the tier order, exactly as before. Such a predicate may say which
+tasks it concerns (a `concerns(task) -> bool` attribute): for any other task it would pass every
+node, so the search leaves it out and the task keeps the cached path.
 """
 
 from __future__ import annotations
@@ -126,6 +128,8 @@ class EquivalenceCache:
         the rows a plain chunked scan from `start` would return."""
         state = self.of(task)
         other = self.predicates()[1]
+        if other:
+            other = [fn for fn in other if _concerns(fn, task)]
         if other:
             return self._window_with_other_predicates(state, task, start, wanted, other)
         if state.never:
@@ -257,6 +261,11 @@ class EquivalenceCache:
         if not found:
             return np.zeros(0, dtype=np.intp)
         return np.concatenate(found)[:wanted]
+
+
+def _concerns(fn: Fn, task: TaskInfo) -> bool:
+    concerns = getattr(fn, "concerns", None)
+    return concerns is None or bool(concerns(task))
 
 
 def _first_from(order: Rows, start: int, wanted: int) -> Rows:

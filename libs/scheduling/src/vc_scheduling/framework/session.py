@@ -81,6 +81,7 @@ class Session:
         self._jobs_by_uid: list[JobInfo] | None = None
         self._fns: dict[P, dict[str, Callable[..., Any]]] = {p: {} for p in P}
         self._node_local: set[tuple[P, str]] = set()
+        self._parts: dict[str, list[str]] = {}  # plugin -> keys of its further functions (add_fn part)
         self._tier_cache: dict[P, list[list[Callable[..., Any]]]] = {}  # the walker's answer per point
         self._flat_cache: dict[P, list[Callable[..., Any]]] = {}
         self._handlers: list[EventHandler] = []
@@ -88,16 +89,22 @@ class Session:
 
     # -- registration (plugins call these from on_session_open) -----------------------------------
 
-    def add_fn(self, point: P, plugin: str, fn: Callable[..., Any], *, node_local: bool = False) -> None:
+    def add_fn(
+        self, point: P, plugin: str, fn: Callable[..., Any], *, node_local: bool = False, part: str = ""
+    ) -> None:
         """Register `fn` for `point`. For predicates and scores, `node_local` promises that the answer for
         a node depends only on the task's class (its `class_key` and request) and on that node's own
         state, so the session may reuse it for every task of the class until that node changes (see
-        equivalence.py)."""
-        self._fns[point][plugin] = fn
+        equivalence.py). A `part` registers a further function of the same plugin (walked right after
+        its main one and switched with it), so a plugin can split node-local checks from the rest."""
+        key = f"{plugin}#{part}" if part else plugin
+        if part and key not in self._fns[point]:
+            self._parts.setdefault(plugin, []).append(key)
+        self._fns[point][key] = fn
         if node_local:
-            self._node_local.add((point, plugin))
+            self._node_local.add((point, key))
         else:
-            self._node_local.discard((point, plugin))
+            self._node_local.discard((point, key))
         self._tier_cache.pop(point, None)
         self._flat_cache.pop(point, None)
 
@@ -131,7 +138,8 @@ class Session:
         if cached is None:
             table = self._fns[point]
             cached = [
-                [table[p.name] for p in tier.plugins if p.name in table and p.enabled(point)] for tier in self.tiers
+                [table[key] for p in tier.plugins if p.enabled(point) for key in self._keys(table, p.name)]
+                for tier in self.tiers
             ]
             self._tier_cache[point] = cached
         return cached
@@ -143,9 +151,16 @@ class Session:
             flat = self._flat_cache[point] = [fn for tier_fns in self.tiers_of(point) for fn in tier_fns]
         return flat
 
+    def _keys(self, table: Mapping[str, Callable[..., Any]], plugin: str) -> list[str]:
+        """The registered keys of `plugin` in `table`: its main function, then its parts."""
+        parts = self._parts.get(plugin)
+        keys = [plugin, *parts] if parts else [plugin]
+        return [key for key in keys if key in table]
+
     def _enabled_plugins(self, point: P) -> list[str]:
         table = self._fns[point]
-        return [p.name for tier in self.tiers for p in tier.plugins if p.name in table and p.enabled(point)]
+        plugins = [p for tier in self.tiers for p in tier.plugins if p.enabled(point)]
+        return [key for p in plugins for key in self._keys(table, p.name)]
 
     def predicates_by_locality(self) -> tuple[list[Callable[..., Any]], list[Callable[..., Any]]]:
         """(node-local, other) predicate functions."""

@@ -220,6 +220,10 @@ class PodAffinityIndex:
                 out.append(group)
         return out
 
+    def bound_by_existing(self, pod: PodObj) -> bool:
+        """Whether a placed pod's required anti-affinity term selects `pod`."""
+        return any(group.kind == "anti" for group in self.groups_matching(pod))
+
     def _group_totals(self, group: CarrierGroup) -> tuple[NDArray[np.intp], NDArray[np.int64]]:
         topology_key = group.bound.term.topology_key
         return self.domains.of(topology_key)[0], self.domain_totals(group.key, group.counter, topology_key)

@@ -28,7 +28,9 @@ from vc_scheduling.plugins.node_filters import (
     first_untolerated,
     tolerates,
 )
+from vc_scheduling.plugins.pod_affinity import has_required_terms
 from vc_scheduling.plugins.pod_topology import PodTopology, needs_topology_filter, topology_of
+from vc_scheduling.plugins.topology_spread import hard_constraints
 
 NAME: Final = "predicates"
 UNSCHEDULABLE_REASON: Final = "node(s) were unschedulable"
@@ -66,35 +68,18 @@ class PredicatesPlugin:
         self.nodes: NodeTable | None = None
         self.labels: NodeLabels | None = None
         self.ports: HostPortIndex | None = None
-        self.topology: PodTopology | None = None
-        self.session: Session | None = None
 
     def on_session_open(self, ssn: Session) -> None:
         self.nodes = ssn.nodes
         self.labels = NodeLabels([n.obj for n in ssn.nodes.nodes])
-        self.session = ssn
+        ssn.add_fn(ExtensionPoint.PREDICATE, NAME, self.predicate, node_local=True)
         if (self.pod_affinity or self.topology_spread) and needs_topology_filter(ssn):
-            ssn.add_fn(ExtensionPoint.PREDICATE, NAME, self.predicate_across_nodes)
-        else:
-            ssn.add_fn(ExtensionPoint.PREDICATE, NAME, self.predicate, node_local=True)
+            ssn.add_fn(ExtensionPoint.PREDICATE, NAME, AcrossNodes(self, ssn), part="topology")
 
     def on_session_close(self, ssn: Session) -> None:
         self.cache.clear()
         self.nodes = self.labels = None
-        self.ports = self.topology = self.session = None
-
-    def predicate_across_nodes(self, task: TaskInfo, rows: Rows) -> list[NodeFailure]:
-        """The node-local checks, then inter-pod affinity and topology spread (Kubernetes' filter order)."""
-        failures = self.predicate(task, rows)
-        if self.session is None:
-            return failures
-        if self.topology is None:
-            self.topology = topology_of(self.session)
-        if self.pod_affinity:
-            failures += self.topology.affinity.filter(task.pod, rows)
-        if self.topology_spread:
-            failures += self.topology.spread.filter(task, rows)
-        return failures
+        self.ports = None
 
     def predicate(self, task: TaskInfo, rows: Rows) -> list[NodeFailure]:
         if self.nodes is None:
@@ -184,3 +169,38 @@ class PredicatesPlugin:
                 by_reason[reason] = len(reasons)
                 reasons.append(reason)
             codes[node.row] = by_reason[reason]
+
+
+class AcrossNodes:
+    """The predicates that look at other nodes' pods (inter-pod affinity, topology spread), registered
+    beside the node-local ones. It concerns only tasks with their own required terms or hard spread
+    constraints, or that a placed pod's required anti-affinity selects: any other task passes every
+    node here, so the equivalence search leaves it on the cached node-local path."""
+
+    def __init__(self, plugin: PredicatesPlugin, ssn: Session) -> None:
+        self.pod_affinity = plugin.pod_affinity
+        self.topology_spread = plugin.topology_spread
+        self.ssn = ssn
+        self.topology: PodTopology | None = None
+
+    def _topology(self) -> PodTopology:
+        if self.topology is None:
+            self.topology = topology_of(self.ssn)
+        return self.topology
+
+    def concerns(self, task: TaskInfo) -> bool:
+        pod = task.pod
+        if self.topology_spread and hard_constraints(pod):
+            return True
+        if not self.pod_affinity:
+            return False
+        return has_required_terms(pod) or self._topology().affinity.bound_by_existing(pod)
+
+    def __call__(self, task: TaskInfo, rows: Rows) -> list[NodeFailure]:
+        """Kubernetes' filter order: inter-pod affinity, then topology spread."""
+        failures: list[NodeFailure] = []
+        if self.pod_affinity:
+            failures += self._topology().affinity.filter(task.pod, rows)
+        if self.topology_spread:
+            failures += self._topology().spread.filter(task, rows)
+        return failures
