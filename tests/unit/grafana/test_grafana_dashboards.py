@@ -130,7 +130,7 @@ def test_both_scrape_configurations_label_the_component_the_dashboards_group_by(
 
 
 def test_the_embedded_scrape_job_has_every_service_on_its_fixed_port() -> None:
-    """`vcctl up --metrics-port-base 9100`: each target's port is the one vcctl up gives that service."""
+    """`vcctl up --metrics-port-base 19100`: each target's port is the one vcctl up gives that service."""
     config = yaml.safe_load((PROMETHEUS / "prometheus.yml").read_text())
     job = next(j for j in config["scrape_configs"] if j["job_name"] == "tephra-embedded")
     ports = {}
@@ -139,7 +139,7 @@ def test_the_embedded_scrape_job_has_every_service_on_its_fixed_port() -> None:
         assert static["labels"]["component"]  # what the dashboards group by
         ports[static["labels"]["service"]] = int(target.rpartition(":")[2])
     assert set(ports) == {*METRICS_PORT_ORDER, "scheduler-0"}
-    assert ports == {name: metrics_port(9100, name) for name in ports}
+    assert ports == {name: metrics_port(19100, name) for name in ports}
 
 
 def test_the_service_monitor_selects_the_metrics_service_and_every_deployments_probes_port() -> None:
