@@ -211,7 +211,7 @@ async def test_one_up_per_data_dir_and_every_child_dies_with_up(tmp_path: Path) 
         assert second.stderr.strip().count("\n") == 0 and "Traceback" not in second.stderr
         assert f"in use by another `vcctl up` (vcctl-up pid {proc.pid}" in second.stderr
         children = children_of(proc.pid)
-        assert len(children) == 9  # nats-server, 6 services, node-sim and vc-dashboard
+        assert len(children) == 10  # nats-server, 7 services, node-sim and vc-dashboard
         proc.kill()
         proc.wait()
 
