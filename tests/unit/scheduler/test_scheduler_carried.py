@@ -18,6 +18,7 @@ from vc_scheduling.cycle import apply_result, load_scheduler_conf, run_cycle
 from vc_scheduling.framework.carried import CarriedState, Opening
 from vc_scheduling.snapshot import ClusterSnapshot, load_objects
 from vc_scheduling.snapshot.cluster import PriorityClassObj, QueueObj
+from vc_scheduling.snapshot.kube import LabelSelector, TopologySpreadConstraint
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 EVICTING = """
@@ -126,6 +127,15 @@ def _edit(snap: ClusterSnapshot, kind: str, pick: int, serial: int) -> ClusterSn
     elif kind == "gpu_pod" and pods:  # a resource name no one had: the space changes (a full build)
         i = pick % len(pods)
         pods[i] = replace(pods[i], requests={**pods[i].requests, "example.com/gpu": Fraction(1)})
+    elif kind == "spread" and pods:  # a pod whose placement counts others' (the topology plugins look)
+        i = pick % len(pods)
+        spread = TopologySpreadConstraint(
+            max_skew=1, topology_key="zone", when_unsatisfiable=("DoNotSchedule", "ScheduleAnyway")[pick % 2],
+            label_selector=LabelSelector(match_labels={}),
+        )  # fmt: skip
+        pods[i] = replace(pods[i], topology_spread=(spread,))
+    elif kind == "unspread":
+        pods = [replace(p, topology_spread=()) if p.topology_spread else p for p in pods]
     elif kind == "reorder":  # pods in another order: a full build
         pods.reverse()
     elif kind == "priority":
@@ -136,7 +146,7 @@ def _edit(snap: ClusterSnapshot, kind: str, pick: int, serial: int) -> ClusterSn
 EDITS = (
     "finish", "delete_pod", "deleting", "unbind", "new_pod", "insert_pod", "pod_cpu", "pg_min", "pg_delete",
     "pg_queue", "pg_inqueue", "node_cpu", "node_label", "queue_drop", "queue_add", "queue_cap", "gpu_pod",
-    "reorder", "priority", "none",
+    "reorder", "priority", "spread", "unspread", "none",
 )  # fmt: skip
 
 
@@ -147,6 +157,7 @@ def _untimed(status: Any) -> Any:
 def _same_opening(carried: Opening, fresh: Opening) -> None:
     """Field by field, orders included: the carried objects are what a fresh build makes."""
     assert carried.space.names == fresh.space.names
+    assert carried.pods_relate == fresh.pods_relate
     a, b = carried.nodes, fresh.nodes
     for name in ("allocatable", "idle", "used", "releasing", "pipelined", "future_idle", "pod_count", "max_pods"):
         assert np.array_equal(getattr(a, name), getattr(b, name)), name

@@ -54,6 +54,7 @@ class Opening:
     queues: dict[str, QueueInfo]
     classes: dict[str, PriorityClassObj]
     jobs: dict[str, JobInfo]  # PodGroups whose queue exists, in snapshot order
+    pods_relate: bool = True  # some pod has inter-pod (anti-)affinity terms or topology spread (see relates)
 
 
 @dataclass(slots=True, eq=False)
@@ -138,6 +139,7 @@ class CarriedState:
         self._jobs: dict[str, JobInfo] = {}  # PodGroup key -> job (PodGroups whose queue exists)
         self._queue_names: frozenset[str] = frozenset()
         self._names: Counter[str] = Counter()  # resource names of nodes, pods and PodGroups
+        self._relating = 0  # pods whose placement depends on other pods' (relates), counted as they change
         self._journal: Journal | None = None
         self.rebuilt = (0, 0)  # jobs and node rows the last opening rebuilt (for tests and metrics)
         # The PodGroup keys whose jobs were built anew since statuses were last reported (None: all of
@@ -164,7 +166,7 @@ class CarriedState:
             job.reopen()
         if self.keep:
             self._journal = Journal(self._table)
-        return Opening(self._space, self._table, queues, classes, jobs), self._journal
+        return Opening(self._space, self._table, queues, classes, jobs, self._relating > 0), self._journal
 
     def reported(self) -> None:
         """A cycle reported every status that could have changed: count rebuilt jobs from here."""
@@ -196,6 +198,7 @@ class CarriedState:
         self._queue_names = frozenset(queues)
         self._pods, self._groups = {}, {}
         self._rows = [{} for _ in table.nodes]
+        self._relating = sum(1 for pod in snapshot.pods if relates(pod))
         carriable = len(self._pgs) == len(snapshot.podgroups)
         placed: list[tuple[NodeInfo, TaskInfo]] = []
         for position, pod in enumerate(snapshot.pods):
@@ -331,13 +334,16 @@ class CarriedState:
 
         rederive: dict[int, _Pod] = {}
         for entry in removed:
+            self._relating -= relates(entry.pod)
             self._forget(entry, dirty_jobs, dirty_rows)
             del self._pods[entry.pod.uid]
         for entry, pod in changed:
+            self._relating += relates(pod) - relates(entry.pod)
             self._forget(entry, dirty_jobs, dirty_rows)
             entry.pod, entry.group = pod, self._group_of(pod)
             rederive[id(entry)] = entry
         for pod, position in added:
+            self._relating += relates(pod)
             entry = self._pods[pod.uid] = _Pod(pod, position, self._group_of(pod), seen=self._opens)
             rederive[id(entry)] = entry
         for key in regroup:
@@ -458,3 +464,13 @@ def _space_names(names: Counter[str], snapshot: ClusterSnapshot) -> tuple[str, .
     for queue in snapshot.queues:
         present.update(queue.capability, queue.deserved, queue.guarantee)
     return ResourceSpace.of(present).names
+
+
+def relates(pod: PodObj) -> bool:
+    """Whether where the pod may go, or how nodes score for it, can depend on where other pods are:
+    inter-pod affinity or anti-affinity terms, or topology spread constraints. When no pod in the
+    cluster relates, the topology plugins have nothing to count (and skip looking at every task)."""
+    affinity = pod.affinity
+    if affinity is not None and (affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None):
+        return True
+    return bool(pod.topology_spread)

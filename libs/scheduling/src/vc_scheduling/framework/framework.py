@@ -54,6 +54,7 @@ def open_session(
         now=now,
         journal=journal,
     )
+    ssn.pods_relate = opening.pods_relate
     remember_snapshot(ssn, snapshot)
     instances: list[Plugin] = []
     for tier in conf.tiers:

@@ -79,6 +79,9 @@ class Session:
         self.next_start_row = 0  # round-robin start of the feasible-node search (Volcano ph offset)
         self.recheck_at: datetime | None = None  # see recheck_by
         self._jobs_by_uid: list[JobInfo] | None = None
+        # Whether some pod in the cluster has inter-pod (anti-)affinity or topology spread (carried.relates),
+        # as the opening counted it; None when the session was not opened that way (plugins look).
+        self.pods_relate: bool | None = None
         self._fns: dict[P, dict[str, Callable[..., Any]]] = {p: {} for p in P}
         self._node_local: set[tuple[P, str]] = set()
         self._parts: dict[str, list[str]] = {}  # plugin -> keys of its further functions (add_fn part)

@@ -41,8 +41,12 @@ def _session_tasks(ssn: Session) -> list[TaskInfo]:
 def needs_topology_filter(ssn: Session) -> bool:
     """Whether any pod's placement depends on where other pods are: a pod with required inter-pod
     terms or DoNotSchedule spread, pending or placed (placed pods' anti-affinity binds newcomers)."""
+    if ssn.pods_relate is False:  # the opening counted no pod with such terms (framework/carried.py)
+        return False
     return any(has_required_terms(t.pod) or hard_constraints(t.pod) for t in _session_tasks(ssn))
 
 
 def needs_topology_score(ssn: Session) -> bool:
+    if ssn.pods_relate is False:
+        return False
     return any(has_pod_terms(t.pod) or t.pod.topology_spread for t in _session_tasks(ssn))
