@@ -28,14 +28,16 @@ pytestmark = [pytest.mark.nats, pytest.mark.integration]
 W = {kind: f"$KV.vc-{kind}.{ns}.x" for kind, ns in (
     ("job", "team-a"), ("podgroup", "team-a"), ("pod", "team-a"), ("command", "team-a"), ("node", "_"),
     ("queue", "_"), ("secret", "team-a"), ("configmap", "team-a"), ("service", "team-a"),
-    ("networkpolicy", "team-a"), ("priorityclass", "_"),
+    ("networkpolicy", "team-a"), ("priorityclass", "_"), ("jobflow", "team-a"), ("jobtemplate", "team-a"),
+    ("cronjob", "team-a"),
 )}
 GET = {kind: f"$JS.API.STREAM.MSG.GET.KV_vc-{kind}" for kind in W}
 WATCH = {kind: f"$JS.API.CONSUMER.CREATE.KV_vc-{kind}" for kind in W}
 DIRECT_SECRET = "$JS.API.DIRECT.GET.KV_vc-secret.$KV.vc-secret.team-a.x-ssh"
 CREATE_JOBS, DELETE_JOBS = "$JS.API.STREAM.CREATE.KV_vc-job", "$JS.API.STREAM.DELETE.KV_vc-job"
 PURGE_SECRETS, UPDATE_HISTORY = "$JS.API.STREAM.PURGE.KV_vc-secret", "$JS.API.STREAM.UPDATE.VC_EVT"
-LEASE = {g: f"$KV.vc-leases.{g}.i0" for g in ("scheduler", "job-controller", "gc", "queue-controller", "podgroup-controller")}
+LEASE = {g: f"$KV.vc-leases.{g}.i0" for g in ("scheduler", "job-controller", "gc", "queue-controller", "podgroup-controller",
+                                              "flow-controller")}
 LEDGER, DELAYS = "$KV.vc-sched-ledger.x", "$KV.vc-job-delays.x"
 EVENT, READ_HISTORY = "vc.evt.job.team-a.j1", "$JS.API.CONSUMER.CREATE.VC_EVT"
 WRITE = {who: f"vc.rpc.admission.write.{who}" for who in ("alice", "bob", "admin")}
@@ -43,7 +45,8 @@ WRITE_BARE, WRITE_ANY = "vc.rpc.admission.write", "vc.rpc.admission.write.*"
 NODE_CONTROL = "vc.rpc.node-sim.control"
 
 ALL_KINDS = set(W)
-USER_KINDS = {"job", "podgroup", "queue", "command", "pod", "node", "priorityclass"}
+USER_KINDS = {"job", "podgroup", "queue", "command", "pod", "node", "priorityclass", "jobflow", "jobtemplate", "cronjob"}
+FLOW_KINDS = {"jobflow", "jobtemplate", "cronjob"}
 PLUGIN_KINDS = {"secret", "configmap", "service", "networkpolicy"}
 
 # identity -> (kinds it writes, kinds it reads, the other subjects it may publish on, may subscribe on)
@@ -62,6 +65,8 @@ EXPECTED: dict[str, tuple[set[str], set[str], set[str], set[str]]] = {
            {CREATE_JOBS, EVENT, LEASE["gc"]}, set()),
     "scheduler": ({"pod", "podgroup", "queue"}, {"node", "pod", "podgroup", "queue", "priorityclass", "job"},
                   {CREATE_JOBS, EVENT, LEASE["scheduler"], LEDGER}, set()),
+    "flow-controller": ({"job"} | FLOW_KINDS, {"job", "queue"} | FLOW_KINDS,
+                        {CREATE_JOBS, EVENT, LEASE["flow-controller"]}, set()),
     "node-sim": ({"pod", "node"}, {"pod", "node"}, {CREATE_JOBS, EVENT}, {NODE_CONTROL}),
     "dashboard": (set(), USER_KINDS, {CREATE_JOBS, READ_HISTORY}, set()),
     "kube-relay": (ALL_KINDS, ALL_KINDS, {CREATE_JOBS}, set()),
