@@ -39,20 +39,29 @@ def fact(kind: str, reason: str, message: str | None = "m", *, source: str = "s"
 
 
 def intent(message: str = "3/4 tasks in gang unschedulable: 4 Insufficient cpu", name: str = "pg") -> EventIntent:
-    return EventIntent(Involved("PodGroup", "ns", name, "uid-1"), "Warning", "Unschedulable", message)
+    return EventIntent(Involved("PodGroup", "ns", name, "uid-1"), "Warning", "FailedCreate", message)
+
+
+def verdict(message: str) -> EventIntent:
+    return EventIntent(Involved("PodGroup", "ns", "pg", "uid-1"), "Warning", "Unschedulable", message, verdict=True)
 
 
 # -- the table ------------------------------------------------------------------------------------
 def test_an_unschedulable_podgroup_is_said_on_it_and_on_its_job_with_the_why_message() -> None:
     pg, job = intents_for(fact("PodGroup", "Unschedulable", "1/1 tasks in gang unschedulable: why", job="j", uid="u"))
     assert pg == EventIntent(
-        Involved("PodGroup", "ns", "n", "u"), "Warning", "Unschedulable", "1/1 tasks in gang unschedulable: why"
+        Involved("PodGroup", "ns", "n", "u"),
+        "Warning",
+        "Unschedulable",
+        "1/1 tasks in gang unschedulable: why",
+        verdict=True,
     )
     assert job == EventIntent(
         Involved("Job", "ns", "j"),
         "Warning",
         "PodGroupPending",
         "PodGroup ns:j unschedulable, reason: 1/1 tasks in gang unschedulable: why",
+        verdict=True,
     )
 
 
@@ -141,3 +150,15 @@ def test_caches_are_bounded() -> None:
     assert len(correlator._seen) == len(correlator._spam) == len(correlator._similar) == 8
     again = correlator.correlate(intent(name="pg0"))  # forgotten: counted from one again
     assert again is not None and again.count == 1
+
+
+def test_a_verdict_is_one_event_per_object_whose_message_is_the_latest_why() -> None:
+    clock = Clock()
+    correlator = EventCorrelator("c", clock=clock, similar_max=2)
+    said = [correlator.correlate(verdict(f"overused cpu (cluster idle {n}m)")) for n in (153600, 152600, 151600)]
+    assert [(o.count, o.intent.message) for o in said if o] == [
+        (1, "overused cpu (cluster idle 153600m)"),
+        (2, "overused cpu (cluster idle 152600m)"),
+        (3, "overused cpu (cluster idle 151600m)"),  # never "(combined from similar events)"
+    ]
+    assert len({event_name("c", o.intent) for o in said if o}) == 1

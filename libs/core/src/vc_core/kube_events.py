@@ -7,7 +7,8 @@ queue state changes on Queues, evictions on Pods. `intents_for` is that table.
 
 `EventCorrelator` is client-go's EventCorrelator without its I/O:
 - a repeat of the same involvedObject + type + reason + message is one Event whose `count` and
-  `lastTimestamp` grow (`firstTimestamp` stays);
+  `lastTimestamp` grow (`firstTimestamp` stays); a verdict (Unschedulable, PodGroupPending) is one
+  Event per object whatever its message, which is the latest why;
 - more than SIMILAR_MAX distinct messages for the same object and reason within SIMILAR_WINDOW_S are
   combined into one Event "(combined from similar events): <latest message>";
 - a spam filter (a token bucket per source component and object: SPAM_BURST at once, then one per
@@ -65,11 +66,15 @@ class EventIntent:
     message: str
     # Many similar messages combined into one Event: its identity leaves the message out.
     combined: bool = False
+    # A verdict (why a gang waits) is one Event per object: a new why counts on it and becomes its
+    # message. The why carries figures that move with the cluster ("cluster idle 152600m"); one Event
+    # per figure would say "unschedulable" again and again.
+    verdict: bool = False
 
     def key(self) -> tuple[str, ...]:
         """The identity of a repeat (uid included: a re-created object's Events are its own)."""
         i = self.involved
-        said = COMBINED_PREFIX if self.combined else self.message
+        said = "" if self.verdict else COMBINED_PREFIX if self.combined else self.message
         return (i.kind, i.namespace or "", i.name, i.uid or "", self.type, self.reason, said)
 
 
@@ -109,12 +114,13 @@ def intents_for(event: DomainEvent) -> tuple[EventIntent, ...]:
         return ()
     if event.kind == "Pod" and event.source.partition("/")[0] not in _EVICTORS:
         return ()  # the job controller only saw the eviction: the evictor says it
-    intents = [EventIntent(involved, direct[0], direct[1], message)]
-    if event.kind == "PodGroup" and event.reason == "Unschedulable" and event.job:
+    verdict = direct[1] == "Unschedulable"
+    intents = [EventIntent(involved, direct[0], direct[1], message, verdict=verdict)]
+    if verdict and event.kind == "PodGroup" and event.job:
         # Volcano's job controller says it on the Job too: "PodGroup <ns>:<job> unschedulable, reason: ..."
         job = Involved("Job", event.namespace, event.job)
         pending = f"PodGroup {event.namespace}:{event.job} unschedulable, reason: {event.message or event.reason}"
-        intents.append(EventIntent(job, WARNING, "PodGroupPending", bounded(pending)))
+        intents.append(EventIntent(job, WARNING, "PodGroupPending", bounded(pending), verdict=True))
     return tuple(intents)
 
 
@@ -236,6 +242,6 @@ class EventCorrelator:
         similar.messages.add(intent.message)
         similar.last = now
         self._similar.put(key, similar)
-        if len(similar.messages) <= self._similar_max:
-            return intent
+        if intent.verdict or len(similar.messages) <= self._similar_max:
+            return intent  # a verdict is one Event already
         return replace(intent, message=bounded(COMBINED_PREFIX + intent.message), combined=True)

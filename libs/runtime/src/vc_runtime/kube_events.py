@@ -182,10 +182,11 @@ class EventRecorder:
                 await self._store.create(self._new_event(name, occurrence, count=pending.unwritten))
                 return "created"
             except AlreadyExists:
-                # An earlier life of this service said it: not new. Repeats seen since the first count.
-                if pending.unwritten == 1:
+                # An earlier life of this service said it: not new. Repeats seen since the first count,
+                # and so does a verdict whose why changed meanwhile.
+                if pending.unwritten == 1 and await self._says(name, intent):
                     return "known"
-                return await self._count(name, occurrence, pending.unwritten - 1)
+                return await self._count(name, occurrence, max(pending.unwritten - 1, 1))
         return await self._count(name, occurrence, pending.unwritten)
 
     async def _count(self, name: str, occurrence: Occurrence, more: int) -> str:
@@ -200,7 +201,7 @@ class EventRecorder:
                 stored,
                 count=(stored.count or 1) + more,
                 last_timestamp=rfc3339(occurrence.last_seen),
-                message=occurrence.intent.message,  # a combined Event shows the latest message
+                message=occurrence.intent.message,  # a combined Event or a verdict shows the latest
             )
             try:
                 await self._store.update(counted)
@@ -208,6 +209,13 @@ class EventRecorder:
             except Conflict:
                 continue  # another instance of this service counted it meanwhile: count on top
         raise Conflict("Event", f"{namespace}/{name}", expected=None)
+
+    async def _says(self, name: str, intent: EventIntent) -> bool:
+        try:
+            stored = await self._store.get(Event, self._namespace(intent), name)
+        except NotFound:
+            return False
+        return stored.message == intent.message
 
     async def _with_uid(self, intent: EventIntent) -> EventIntent | None:
         involved = intent.involved
