@@ -107,5 +107,5 @@ def _numbers(spec: CronJobSpec) -> Iterator[Violation]:
 def _policy(policy: str | None) -> Iterator[Violation]:
     if policy not in (None, "", *POLICIES):
         allowed = ", ".join(POLICIES)
-        message = f"must be one of {allowed}, got {policy[:64]!r}"
+        message = f"must be one of {allowed}, got {str(policy)[:64]!r}"
         yield Violation("spec.concurrencyPolicy", "concurrency-policy", message)
