@@ -163,6 +163,7 @@ class TopologyDomains:
     def __init__(self, nodes: NodeTable) -> None:
         self._nodes = nodes
         self._ids: dict[str, tuple[NDArray[np.intp], int]] = {}
+        self._unique: dict[str, bool] = {}
 
     def of(self, key: str) -> tuple[NDArray[np.intp], int]:
         """(ids per row, number of domains)."""
@@ -175,6 +176,14 @@ class TopologyDomains:
                 (index.get(v, -1) if v is not None else -1 for v in values), dtype=np.intp, count=len(values)
             )
             hit = self._ids[key] = (ids, len(names))
+        return hit
+
+    def one_per_node(self, key: str) -> bool:
+        """Whether every labelled row is a domain of its own (as with kubernetes.io/hostname)."""
+        ids, size = self.of(key)
+        hit = self._unique.get(key)
+        if hit is None:
+            hit = self._unique[key] = size == int((ids >= 0).sum())
         return hit
 
     def totals(

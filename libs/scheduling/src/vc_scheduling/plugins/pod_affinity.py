@@ -111,6 +111,8 @@ class PodAffinityIndex:
         self._unindexed: list[bytes] = []
         self._scanned = 0
         self._reach_tests: dict[bytes, Callable[[str], bool]] = {}
+        self._matching: dict[str, tuple[int, list[CarrierGroup]]] = {}
+        self._scoring_groups = 0  # carrier groups that score (all but required anti-affinity)
 
     # -- counting ---------------------------------------------------------------------------------
 
@@ -148,11 +150,19 @@ class PodAffinityIndex:
             cached = self._totals[(key, topology_key)] = (counter.version, self.domains.totals(topology_key, counts))
         return cached[1]
 
-    def _term_totals(self, bound: BoundTerm) -> tuple[NDArray[np.intp], NDArray[np.int64]]:
-        """(domain id per row, per domain the pods matching the term)."""
+    def per_row(self, key: bytes, counter: RowCounter, topology_key: str, rows: Rows) -> NDArray[np.int64]:
+        """For each of `rows`, the count in its domain (0 without the topology label). A key with a
+        domain per node (kubernetes.io/hostname) reads the rows' own counts, no sum over the cluster."""
+        ids = self.domains.of(topology_key)[0]
+        at = ids[rows]
+        if self.domains.one_per_node(topology_key):
+            return np.where(at >= 0, counter.current()[rows], 0)
+        totals = self.domain_totals(key, counter, topology_key)
+        return np.where(at >= 0, totals[np.maximum(at, 0)], 0)
+
+    def _term_per_row(self, bound: BoundTerm, rows: Rows) -> NDArray[np.int64]:
         key = bound.key
-        totals = self.domain_totals(key, self._counter(key, (bound,)), bound.term.topology_key)
-        return self.domains.of(bound.term.topology_key)[0], totals
+        return self.per_row(key, self._counter(key, (bound,)), bound.term.topology_key, rows)
 
     # -- existing pods' terms -------------------------------------------------------------------------
 
@@ -181,6 +191,7 @@ class PodAffinityIndex:
             if key not in self._groups:
                 counter = RowCounter(self.pods, self._carrier_test(key))
                 self._groups[key] = CarrierGroup(key, bound, kind, weight, counter)
+                self._scoring_groups += kind != "anti"
                 labels = bound.selector.match_labels if bound.selector is not None else {}
                 if labels:
                     first = min(labels.items())
@@ -207,8 +218,12 @@ class PodAffinityIndex:
             self._scan_carriers()
 
     def groups_matching(self, pod: PodObj) -> list[CarrierGroup]:
-        """The carrier groups whose term selects `pod` (namespace and labels)."""
+        """The carrier groups whose term selects `pod` (namespace and labels); remembered per pod until
+        a new group appears (groups only ever join)."""
         self._scan_carriers()
+        cached = self._matching.get(pod.uid)
+        if cached is not None and cached[0] == len(self._groups):
+            return cached[1]
         keys = list(self._unindexed)
         for pair in pod.labels.items():
             keys.extend(self._by_label.get(pair, ()))
@@ -218,15 +233,15 @@ class PodAffinityIndex:
             bound = group.bound
             if self._reaches(bound)(pod.namespace) and selector_matches(bound.selector, pod.labels):
                 out.append(group)
+        self._matching[pod.uid] = (len(self._groups), out)
         return out
 
     def bound_by_existing(self, pod: PodObj) -> bool:
         """Whether a placed pod's required anti-affinity term selects `pod`."""
         return any(group.kind == "anti" for group in self.groups_matching(pod))
 
-    def _group_totals(self, group: CarrierGroup) -> tuple[NDArray[np.intp], NDArray[np.int64]]:
-        topology_key = group.bound.term.topology_key
-        return self.domains.of(topology_key)[0], self.domain_totals(group.key, group.counter, topology_key)
+    def _group_per_row(self, group: CarrierGroup, rows: Rows) -> NDArray[np.int64]:
+        return self.per_row(group.key, group.counter, group.bound.term.topology_key, rows)
 
     # -- the filter ---------------------------------------------------------------------------------
 
@@ -238,9 +253,7 @@ class PodAffinityIndex:
         for group in self.groups_matching(pod):
             if group.kind != "anti":
                 continue
-            ids, totals = self._group_totals(group)
-            at = ids[rows]
-            existing |= (at >= 0) & (totals[np.maximum(at, 0)] > 0)
+            existing |= self._group_per_row(group, rows) > 0
         if existing.any():
             failures.append(NodeFailure(existing, EXISTING_ANTI_AFFINITY_REASON, resolvable=True))
         a = pod.affinity
@@ -252,9 +265,7 @@ class PodAffinityIndex:
                 failures.append(NodeFailure(missing, AFFINITY_REASON, resolvable=False))
         anti = np.zeros(len(rows), dtype=bool)
         for term in required(a.pod_anti_affinity):
-            ids, totals = self._term_totals(bind(term, pod))
-            at = ids[rows]
-            anti |= (at >= 0) & (totals[np.maximum(at, 0)] > 0)
+            anti |= self._term_per_row(bind(term, pod), rows) > 0
         if anti.any():
             failures.append(NodeFailure(anti, ANTI_AFFINITY_REASON, resolvable=True))
         return failures
@@ -286,21 +297,24 @@ class PodAffinityIndex:
 
     def score(self, pod: PodObj, rows: Rows) -> NDArray[np.float64] | None:
         """Kubernetes InterPodAffinity Score normalised over `rows` (0..100); None: nothing to score."""
+        a = pod.affinity
+        preferred = a is not None and any(
+            source is not None and source.preferred_during_scheduling_ignored_during_execution
+            for source in (a.pod_affinity, a.pod_anti_affinity)
+        )
+        self._scan_carriers()
+        if not preferred and not self._scoring_groups:
+            return None
         raw = np.zeros(len(rows), dtype=np.float64)
         scored = False
-        a = pod.affinity
         for source, sign in ((a.pod_affinity if a else None, 1), (a.pod_anti_affinity if a else None, -1)):
             for w in source.preferred_during_scheduling_ignored_during_execution if source else ():
-                ids, totals = self._term_totals(bind(w.pod_affinity_term, pod))
-                at = ids[rows]
-                raw += sign * w.weight * np.where(at >= 0, totals[np.maximum(at, 0)], 0)
+                raw += sign * w.weight * self._term_per_row(bind(w.pod_affinity_term, pod), rows)
                 scored = True
         for group in self.groups_matching(pod):
             if group.kind == "anti":
                 continue
-            ids, totals = self._group_totals(group)
-            at = ids[rows]
-            raw += group.weight * np.where(at >= 0, totals[np.maximum(at, 0)], 0)
+            raw += group.weight * self._group_per_row(group, rows)
             scored = True
         if not scored:
             return None

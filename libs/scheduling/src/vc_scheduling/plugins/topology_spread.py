@@ -46,7 +46,9 @@ class SpreadIndex:
         self.domains = domains
         self.labels = labels
         self._counters: dict[bytes, RowCounter] = {}
-        self._eligible: dict[bytes, NDArray[np.bool_]] = {}
+        self._eligible: dict[bytes, NDArray[np.bool_]] = {}  # held for the session: their ids key the caches
+        self._totals: dict[tuple[bytes, str, int], tuple[int, NDArray[np.int64]]] = {}
+        self._presence: dict[tuple[str, int], NDArray[np.bool_]] = {}
 
     def _counter(self, namespace: str, selector: LabelSelector | None) -> RowCounter:
         key = _keys.encode((namespace, selector))
@@ -101,9 +103,23 @@ class SpreadIndex:
     def _domain_counts(
         self, pod: PodObj, c: TopologySpreadConstraint, eligible: NDArray[np.bool_]
     ) -> tuple[NDArray[np.intp], NDArray[np.int64], LabelSelector | None]:
+        """(domain per row, matching pods per domain over the eligible nodes, the selector used);
+        the sums are kept until a placement changes the counts."""
         selector = with_label_keys(c.label_selector, c.match_label_keys, pod.labels)
-        counts = self._counter(pod.namespace, selector).current()
-        return self.domains.of(c.topology_key)[0], self.domains.totals(c.topology_key, counts, eligible), selector
+        counter = self._counter(pod.namespace, selector)
+        counts = counter.current()
+        key = (_keys.encode((pod.namespace, selector)), c.topology_key, id(eligible))
+        cached = self._totals.get(key)
+        if cached is None or cached[0] != counter.version:
+            cached = self._totals[key] = (counter.version, self.domains.totals(c.topology_key, counts, eligible))
+        return self.domains.of(c.topology_key)[0], cached[1], selector
+
+    def _present(self, topology_key: str, eligible: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        key = (topology_key, id(eligible))
+        hit = self._presence.get(key)
+        if hit is None:
+            hit = self._presence[key] = self.domains.present(topology_key, eligible)
+        return hit
 
     def filter(self, task: TaskInfo, rows: Rows) -> list[NodeFailure]:
         pod = task.pod
@@ -115,7 +131,7 @@ class SpreadIndex:
         skewed = np.zeros(len(rows), dtype=bool)
         for c in constraints:
             ids, totals, selector = self._domain_counts(pod, c, eligible)
-            present = self.domains.present(c.topology_key, eligible)
+            present = self._present(c.topology_key, eligible)
             minimum = int(totals[present].min()) if present.any() else 0
             if c.min_domains is not None and int(present.sum()) < c.min_domains:
                 minimum = 0
