@@ -38,7 +38,7 @@ async def test_every_series_the_dashboards_query_is_in_a_scrape_of_the_services(
         wanted = {name for query in dashboard_queries() for name in names_in(query)}
         assert wanted and wanted <= every, sorted(wanted - every)
         volcano = {name for name in wanted if name.startswith("volcano_")}
-        assert volcano and volcano <= scraped["scheduler"] | scraped["queue-controller"]
+        assert volcano and volcano <= scraped["scheduler"] | scraped["queue-controller"] | scraped["job-controller"]
     finally:
         dashboard.stop_quietly()
         system.stop()

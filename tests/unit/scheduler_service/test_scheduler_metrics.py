@@ -110,13 +110,13 @@ def test_a_real_cycle_reports_plugin_and_action_latency_per_on_session() -> None
 
 
 def test_preemption_victims_and_attempts() -> None:
-    attempts = value("volcano_total_preemption_attempts_total") or 0
+    attempts = value("volcano_total_preemption_attempts") or 0
     metrics.record_decisions(result_of(Evict("ns/a", "u1", "preempt"), Evict("ns/b", "u2", "preempt")))
     assert value("volcano_pod_preemption_victims") == 2
-    assert value("volcano_total_preemption_attempts_total") == attempts + 1
+    assert value("volcano_total_preemption_attempts") == attempts + 1
     metrics.record_decisions(result_of(Evict("ns/c", "u3", "reclaim")))  # reclaim is not preemption
     assert value("volcano_pod_preemption_victims") == 0
-    assert value("volcano_total_preemption_attempts_total") == attempts + 1
+    assert value("volcano_total_preemption_attempts") == attempts + 1
 
 
 def test_unschedulable_jobs_and_their_waiting_tasks_are_counted_and_then_forgotten() -> None:

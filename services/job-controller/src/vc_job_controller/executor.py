@@ -14,6 +14,7 @@ import structlog
 
 from vc_core.errors import AlreadyExists, Fenced, NotFound
 from vc_core.store import ObjectStore
+from vc_job_controller import volcano_metrics
 from vc_job_controller.logic.history import HistoryEvent
 from vc_job_controller.logic.plan import ObjectWrite, Plan, PodDeletion, WriteMode
 from vc_proto.batch import Job
@@ -50,14 +51,15 @@ class PlanExecutor:
             *([lambda: self._create(plan.podgroup_to_create)] if plan.podgroup_to_create else []),
             *([lambda: self._update_podgroup(plan.podgroup_to_update)] if plan.podgroup_to_update else []),
             *(lambda d=d: self._delete_pod(namespace, d) for d in plan.pods_to_delete),
-            *([lambda: self._create_all(plan.pods_to_create)] if plan.pods_to_create else []),
+            *([lambda: self._create_all(plan.pods_to_create, job)] if plan.pods_to_create else []),
         ]
         for step in steps:
             _fence(can_write)
             await step()
         if plan.status is not None:
             _fence(can_write)
-            job = await self._store.update(msgspec.structs.replace(job, status=plan.status))
+            before, job = job, await self._store.update(msgspec.structs.replace(job, status=plan.status))
+            volcano_metrics.phase_written(before, job)
         # History right after the transition is stored: a retried request re-decides from the new
         # state and would not report the transition again, so nothing below may come between. The
         # pass's events go as one batch: one write (and fsync) per subject, not one per event.
@@ -82,24 +84,27 @@ class PlanExecutor:
                 log.info("history.publish_retry", error=repr(exc), attempt=attempt + 1)
                 await asyncio.sleep(0.2 * (attempt + 1))
 
-    async def _create(self, obj: Pod | PodGroup | Service | ConfigMap | Secret | NetworkPolicy) -> None:
+    async def _create(self, obj: Pod | PodGroup | Service | ConfigMap | Secret | NetworkPolicy) -> bool:
+        """Whether this call created it."""
         try:
             stored = await self._store.create(obj)
         except AlreadyExists:
-            return  # a previous attempt (or another life of this controller) got there first
+            return False  # a previous attempt (or another life of this controller) got there first
         if self._remember is not None and isinstance(stored, Pod | PodGroup):
             self._remember(stored)
+        return True
 
-    async def _create_all(self, pods: tuple[Pod, ...]) -> None:
+    async def _create_all(self, pods: tuple[Pod, ...], job: Job) -> None:
         """A gang's pods are independent writes: in flight together (bounded), not one round trip each.
         Every create finishes before the first error is raised; a retried plan re-creates only the rest."""
         gate = asyncio.Semaphore(MAX_PARALLEL_CREATES)
 
-        async def create(pod: Pod) -> None:
+        async def create(pod: Pod) -> bool:
             async with gate:
-                await self._create(pod)
+                return await self._create(pod)
 
         outcomes = await asyncio.gather(*(create(p) for p in pods), return_exceptions=True)
+        volcano_metrics.pods_created(job, sum(1 for outcome in outcomes if outcome is True))
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome

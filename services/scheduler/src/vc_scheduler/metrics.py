@@ -74,7 +74,9 @@ ATTEMPTS = Counter(
     ["result"],
 )
 PREEMPTION_VICTIMS = Gauge("volcano_pod_preemption_victims", "Number of selected preemption victims (last cycle)")
-PREEMPTION_ATTEMPTS = Counter(
+# Volcano's counter is `volcano_total_preemption_attempts`, with no `_total` suffix; prometheus_client
+# adds one to every Counter, so this is a gauge that only goes up: the series name is Volcano's.
+PREEMPTION_ATTEMPTS = Gauge(
     "volcano_total_preemption_attempts",
     "Total preemption attempts till now (Tephra counts the cycles whose preempt action chose victims)",
 )
