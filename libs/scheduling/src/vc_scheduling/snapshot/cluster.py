@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from vc_core.resources import Resources
-from vc_scheduling.snapshot.kube import Affinity, Taint, Toleration, TopologySpreadConstraint
+from vc_scheduling.snapshot.kube import Affinity, LabelSelector, Taint, Toleration, TopologySpreadConstraint
 
 # A host port a pod takes on its node: (protocol, host IP or "" for every address, port).
 HostPort = tuple[str, str, int]
@@ -81,6 +81,7 @@ class PodGroupObj:
     conditions: tuple[PodGroupCondition, ...] = ()
     creation: str = ""
     order: int = 0
+    quota_request: Resources | None = None  # spec.minResources as written (quota names), for resourcequota
 
     @property
     def key(self) -> str:
@@ -112,6 +113,25 @@ class PriorityClassObj:
 
 
 @dataclass(frozen=True, slots=True)
+class ResourceQuotaObj:
+    name: str
+    namespace: str
+    hard: Resources  # by quota name: requests.cpu, cpu, limits.memory, pods, count/pods, ...
+    used: Resources | None  # status.used; None: not written (the resourcequota plugin counts pods)
+
+
+@dataclass(frozen=True, slots=True)
+class PodDisruptionBudgetObj:
+    name: str
+    namespace: str
+    selector: LabelSelector | None
+    min_available: int | str | None
+    max_unavailable: int | str | None
+    disruptions_allowed: int | None  # status; None: not written (the pdb plugin derives it)
+    disrupted_pods: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
 class NamespaceObj:
     name: str
     labels: dict[str, str] = field(default_factory=dict)
@@ -127,3 +147,5 @@ class ClusterSnapshot:
     # Namespaces with their labels (namespaceSelector of pod affinity terms); a namespace not listed
     # has only the label Kubernetes gives every namespace, kubernetes.io/metadata.name.
     namespaces: tuple[NamespaceObj, ...] = ()
+    resource_quotas: tuple[ResourceQuotaObj, ...] = ()
+    pod_disruption_budgets: tuple[PodDisruptionBudgetObj, ...] = ()

@@ -220,6 +220,38 @@ class Namespace(msgspec.Struct, rename="camel", kw_only=True):
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
 
 
+class ResourceQuotaSpec(msgspec.Struct, rename="camel", kw_only=True):
+    hard: Quantities = {}
+
+
+class ResourceQuotaStatus(msgspec.Struct, rename="camel", kw_only=True):
+    hard: Quantities = {}
+    used: Quantities | None = None  # None: no quota controller wrote it (Tephra counts the pods itself)
+
+
+class ResourceQuota(msgspec.Struct, rename="camel", kw_only=True):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: ResourceQuotaSpec = msgspec.field(default_factory=ResourceQuotaSpec)
+    status: ResourceQuotaStatus = msgspec.field(default_factory=ResourceQuotaStatus)
+
+
+class PodDisruptionBudgetSpec(msgspec.Struct, rename="camel", kw_only=True):
+    selector: LabelSelector | None = None
+    min_available: int | str | None = None
+    max_unavailable: int | str | None = None
+
+
+class PodDisruptionBudgetStatus(msgspec.Struct, rename="camel", kw_only=True):
+    disruptions_allowed: int | None = None  # None: no disruption controller wrote it
+    disrupted_pods: dict[str, str] = {}
+
+
+class PodDisruptionBudget(msgspec.Struct, rename="camel", kw_only=True):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodDisruptionBudgetSpec = msgspec.field(default_factory=PodDisruptionBudgetSpec)
+    status: PodDisruptionBudgetStatus = msgspec.field(default_factory=PodDisruptionBudgetStatus)
+
+
 class PriorityClass(msgspec.Struct, rename="camel", kw_only=True):
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     value: int = 0

@@ -21,11 +21,13 @@ from vc_scheduling.snapshot.cluster import (
     HostPort,
     NamespaceObj,
     NodeObj,
+    PodDisruptionBudgetObj,
     PodGroupCondition,
     PodGroupObj,
     PodObj,
     PriorityClassObj,
     QueueObj,
+    ResourceQuotaObj,
 )
 
 _PATH: Final = re.compile(r"at `\$\.?(.*)`")
@@ -70,6 +72,8 @@ def load_objects(documents: Iterable[object]) -> ClusterSnapshot:
         queues=tuple(parts["Queue"]),
         priority_classes=tuple(parts["PriorityClass"]),
         namespaces=tuple(parts["Namespace"]),
+        resource_quotas=tuple(parts["ResourceQuota"]),
+        pod_disruption_budgets=tuple(parts["PodDisruptionBudget"]),
     )
 
 
@@ -92,6 +96,8 @@ _VIEWS: Final[dict[str, type[msgspec.Struct]]] = {
     "Queue": kube.Queue,
     "PriorityClass": kube.PriorityClass,
     "Namespace": kube.Namespace,
+    "ResourceQuota": kube.ResourceQuota,
+    "PodDisruptionBudget": kube.PodDisruptionBudget,
 }
 _JSON_DECODERS: Final = {kind: msgspec.json.Decoder(view, strict=False) for kind, view in _VIEWS.items()}
 
@@ -136,6 +142,10 @@ def _convert(index: int, kind: str, view: Any) -> object:
             case "Namespace":
                 _require_name(view.metadata)
                 return NamespaceObj(view.metadata.name, dict(view.metadata.labels))
+            case "ResourceQuota":
+                return _resource_quota(view)
+            case "PodDisruptionBudget":
+                return _pod_disruption_budget(view)
             case _:
                 return _priority_class(view)
     except InvalidObject as exc:
@@ -235,14 +245,40 @@ def host_ports(spec: kube.PodSpec) -> tuple[HostPort, ...]:
     return tuple(taken)
 
 
+def _resource_quota(quota: kube.ResourceQuota) -> ResourceQuotaObj:
+    _require_name(quota.metadata)
+    hard = quota.status.hard or quota.spec.hard
+    used = quota.status.used
+    return ResourceQuotaObj(
+        name=quota.metadata.name,
+        namespace=quota.metadata.namespace or "default",
+        hard=parse_resources(hard, field="status.hard" if quota.status.hard else "spec.hard"),
+        used=None if used is None else parse_resources(used, field="status.used"),
+    )
+
+
+def _pod_disruption_budget(pdb: kube.PodDisruptionBudget) -> PodDisruptionBudgetObj:
+    _require_name(pdb.metadata)
+    return PodDisruptionBudgetObj(
+        name=pdb.metadata.name,
+        namespace=pdb.metadata.namespace or "default",
+        selector=pdb.spec.selector,
+        min_available=pdb.spec.min_available,
+        max_unavailable=pdb.spec.max_unavailable,
+        disruptions_allowed=pdb.status.disruptions_allowed,
+        disrupted_pods=frozenset(pdb.status.disrupted_pods),
+    )
+
+
 def _podgroup(pg: kube.PodGroup, index: int) -> PodGroupObj:
     meta = pg.metadata
     _require_name(meta)
     if pg.spec.min_member < 0:
         raise InvalidObject("spec.minMember", "minimum", "must be >= 0")
-    min_resources = None
+    min_resources = quota_request = None
     if pg.spec.min_resources is not None:
-        min_resources = schedulable_resources(parse_resources(pg.spec.min_resources, field="spec.minResources"))
+        quota_request = parse_resources(pg.spec.min_resources, field="spec.minResources")
+        min_resources = schedulable_resources(quota_request)
     conditions = tuple(
         PodGroupCondition(c.type, c.status, c.reason, c.message, c.transition_id) for c in pg.status.conditions
     )
@@ -260,6 +296,7 @@ def _podgroup(pg: kube.PodGroup, index: int) -> PodGroupObj:
         conditions=conditions,
         creation=meta.creation_timestamp or "",
         order=index,
+        quota_request=quota_request,
     )
 
 
