@@ -13,11 +13,13 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import msgspec
 import pytest
 
 from tests.support.inprocess import WriteLog, memberships_settled, run_app
+from tests.support.services import ServiceProcess
 from tests.unit.flow_controller.builders import example_cronjob, example_flow, example_templates
 from vc_bus.server import NatsServer
 from vc_bus.store import NatsStore
@@ -296,3 +298,30 @@ async def _contains_all(value: Awaitable[set[str]], items: set[str]) -> bool:
 
 async def _no_job_of(value: Awaitable[set[str]], flows: list[str]) -> bool:
     return not any(name.split("-")[0] in flows for name in await value)
+
+
+async def test_a_killed_controller_resumes_the_flow_without_making_a_job_twice(
+    nats_server: NatsServer, nats_store: NatsStore, tmp_path: Path
+) -> None:
+    """vc-flow-controller as its own process, SIGKILLed mid-flow: its successor finishes the flow."""
+
+    def start() -> ServiceProcess:
+        args = ["--instance", "flow-controller", "--lease-ttl", "1"]
+        return ServiceProcess("vc-flow-controller", nats_server.url, args, tmp_path / "flow-controller.log").start()
+
+    process = start()
+    try:
+        await process.wait_ready(timeout=60)
+        await create_example_flow(nats_store)
+        await eventually(lambda: _equals(names(nats_store), {"test-a"}))
+        process.kill()
+        await finish(nats_store, "test-a")  # while no controller runs
+        process = start()
+        await process.wait_ready(timeout=60)
+        await eventually(lambda: _equals(names(nats_store), {"test-a", "test-b"}), within_s=30)
+        first = (await jobs(nats_store))["test-a"].metadata.uid
+        await finish(nats_store, "test-b")
+        await eventually(lambda: _equals(names(nats_store), {"test-a", "test-b", "test-c", "test-d"}), within_s=30)
+        assert (await jobs(nats_store))["test-a"].metadata.uid == first  # never deleted and made again
+    finally:
+        process.stop_quietly()
