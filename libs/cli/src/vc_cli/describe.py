@@ -104,7 +104,7 @@ def _mapping(values: Mapping[str, str] | None) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted((values or {}).items())) or "<none>"
 
 
-def _resources(values: Mapping[str, str] | None) -> str:
+def _resources(values: Mapping[str, str | int | float] | None) -> str:
     return ", ".join(f"{k}: {v}" for k, v in sorted((values or {}).items())) or "<none>"
 
 

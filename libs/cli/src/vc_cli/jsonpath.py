@@ -365,14 +365,17 @@ def _compare(value: Any, operator: str, literal: Any) -> bool:
         return bool(value == literal)
     if operator == "!=":
         return bool(value != literal)
-    numbers = (int, float)
     if isinstance(value, bool) or isinstance(literal, bool):
         return False
-    if not (isinstance(value, numbers) and isinstance(literal, numbers)) and not (
-        isinstance(value, str) and isinstance(literal, str)
-    ):
-        return False
-    return bool({"<": value < literal, "<=": value <= literal, ">": value > literal, ">=": value >= literal}[operator])
+    if isinstance(value, int | float) and isinstance(literal, int | float):
+        return _ordered(value, literal, operator)
+    if isinstance(value, str) and isinstance(literal, str):
+        return _ordered(value, literal, operator)
+    return False  # kubectl compares numbers with numbers and strings with strings only
+
+
+def _ordered(left: Any, right: Any, operator: str) -> bool:
+    return bool({"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right}[operator])
 
 
 def _render(nodes: tuple[Node, ...], document: Any) -> Iterator[str]:

@@ -209,13 +209,13 @@ async def watch(
                 show(key, "DELETED")
             continue
         assert event.obj is not None
-        obj = event.obj
-        if not isinstance(obj, kind):
+        changed = event.obj
+        if not isinstance(changed, kind):
             continue
-        known[key] = obj
+        known[key] = changed
         if unsynced:
             continue
-        if matches(obj):
+        if matches(changed):
             show(key, "MODIFIED" if key in shown else "ADDED")
         elif key in shown:  # it no longer matches the selector: gone from this view, as kubectl says
             show(key, "DELETED")

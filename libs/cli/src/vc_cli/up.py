@@ -67,7 +67,7 @@ METRICS_PORT_ORDER = (
 )
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     up = sub.add_parser("up", help="run the embedded system (NATS, every service, simulated nodes) in the foreground")
     up.add_argument("--data", default=".data", help="state directory (NATS file storage, logs)")
     up.add_argument("--nats-port", type=int, default=4222)

@@ -219,16 +219,16 @@ def queue_figures(snapshot: ClusterSnapshot, binds: Mapping[str, str] | None = N
     request: dict[str, dict[str, Fraction]] = {q.name: {} for q in snapshot.queues}
     for pod in snapshot.pods:
         group = pod.group_name
-        queue = queue_of.get(f"{pod.namespace}/{group}") if group else None
-        if queue not in request or not _active(pod):
+        owner = queue_of.get(f"{pod.namespace}/{group}") if group else None
+        if owner is None or owner not in request or not _active(pod):
             continue
         placed = bool(pod.node_name) or pod.key in binds
         for name, value in pod.requests.items():
             if name == PODS:
                 continue
-            request[queue][name] = request[queue].get(name, Fraction(0)) + value
+            request[owner][name] = request[owner].get(name, Fraction(0)) + value
             if placed:
-                allocated[queue][name] = allocated[queue].get(name, Fraction(0)) + value
+                allocated[owner][name] = allocated[owner].get(name, Fraction(0)) + value
     names = {n for node in snapshot.nodes for n in node.allocatable} | {n for r in request.values() for n in r}
     space = ResourceSpace.of(names - {PODS})
     total = (

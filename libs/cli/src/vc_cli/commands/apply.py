@@ -9,7 +9,7 @@ from vc_cli.documents import read_documents
 from vc_cli.errors import CliError
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     apply = sub.add_parser("apply", help="create or update objects from a file (- for stdin)")
     apply.add_argument("-f", "--filename", required=True)
     apply.add_argument("-n", "--namespace")
@@ -28,10 +28,17 @@ async def run(tephra: Tephra, args: argparse.Namespace) -> int:
         except CliError as exc:
             failed += 1
             print(
-                f"error: document {index} ({doc.get('kind')}/{(doc.get('metadata') or {}).get('name')}): {exc}",
+                f"error: document {index} ({_label(doc)}): {exc}",
                 flush=True,
                 file=__import__("sys").stderr,
             )
             continue
         print(f"{type(obj).__name__.lower()}/{obj.metadata.name} applied")
     return 1 if failed else 0
+
+
+def _label(doc: dict[str, object]) -> str:
+    """kind/name of a document as sent, whatever shape it has (metadata may be anything: found by fuzzing)."""
+    metadata = doc.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    return f"{doc.get('kind')}/{name}"

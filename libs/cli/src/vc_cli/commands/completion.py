@@ -8,7 +8,7 @@ import sys
 from vc_cli.completion import SHELLS, script
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     completion = sub.add_parser(
         "completion",
         help="print a shell completion script: source <(vcctl completion bash)",

@@ -46,7 +46,7 @@ KIND_NAMES: Final = {
 }
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("describe", help="describe a job, queue or podgroup (kubectl style)")
     parser.add_argument(
         "kind", choices=sorted(KIND_NAMES), metavar="KIND", help="job, queue or podgroup (or vcjob, q, pg)"

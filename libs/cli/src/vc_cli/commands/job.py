@@ -24,7 +24,7 @@ from vc_proto.vocabulary import JOB_TYPE_KEY, Action
 MAX_FLAG_REPLICAS = 100_000  # admission's own bound on a job's replicas
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     job = sub.add_parser("job", help="Volcano jobs").add_subparsers(dest="verb", required=True)
     run = job.add_parser("run", help="create a job from a file, or from flags (-N NAME -i IMAGE -r REPLICAS ...)")
     run.add_argument("-f", "--filename", help="YAML or JSON file of Job objects (- for stdin)")

@@ -32,7 +32,7 @@ def _node_row(n: Node) -> list[object]:
 NODE_COLUMNS: Columns[Node] = Columns(headers=["Name", "Status", "CPU", "Memory", "GPU", "Pods"], row=_node_row)
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     node = sub.add_parser("node", help="nodes (simulated by node-sim)").add_subparsers(dest="verb", required=True)
     lst = node.add_parser("list", help="nodes with readiness and allocatable resources")
     add_list_flags(lst, namespaced=False)

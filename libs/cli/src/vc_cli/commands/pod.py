@@ -14,7 +14,7 @@ from vc_proto.core import Pod
 from vc_proto.vocabulary import JOB_NAME_KEY, QUEUE_NAME_ANNOTATION, QUEUE_NAME_KEY
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     pod = sub.add_parser("pod", help="pods").add_subparsers(dest="verb", required=True)
     lst = pod.add_parser("list", help="pods with their status and node")
     add_list_flags(lst)

@@ -28,7 +28,7 @@ PODGROUP_COLUMNS: Columns[PodGroup] = Columns(
 )
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     podgroup = sub.add_parser("podgroup", help="PodGroups (the gangs the scheduler places)")
     verbs = podgroup.add_subparsers(dest="verb", required=True)
     lst = verbs.add_parser("list", help="list PodGroups")

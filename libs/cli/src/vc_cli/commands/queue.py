@@ -32,7 +32,7 @@ def _name(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-n", "-N", "--name", dest="name", required=True, help="the queue's name")
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     queue = sub.add_parser("queue", help="queues").add_subparsers(dest="verb", required=True)
     create = queue.add_parser("create", help="create a queue")
     _name(create)
@@ -107,6 +107,7 @@ def _prepare_create(args: argparse.Namespace) -> None:
 
 async def _create(tephra: Tephra, args: argparse.Namespace) -> int:
     queue = await tephra.submit("create", args.document)
+    assert isinstance(queue, Queue)  # admission answers a create with the object it stored
     if args.state == "Closed":
         # A queue's state is its controller's to write (status is not writable through admission), so
         # a queue asked to start Closed is created, then closed with the same Command `operate` sends.

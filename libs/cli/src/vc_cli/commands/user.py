@@ -21,7 +21,7 @@ from vc_security.authdir import AuthDir
 from vc_security.credentials import write_private
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     user = sub.add_parser("user", help="tenant identities of the embedded system").add_subparsers(
         dest="verb", required=True
     )

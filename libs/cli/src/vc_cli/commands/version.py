@@ -35,7 +35,7 @@ from vc_proto.kinds import KINDS
 SERVER_TIMEOUT_S = 10.0
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     version = sub.add_parser("version", help="print the client's version, and the server's when it is reachable")
     version.add_argument("--client", action="store_true", help="the client's version only (no connection)")
     version.add_argument("-o", "--output", choices=["json", "yaml"])
