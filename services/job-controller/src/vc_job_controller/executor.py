@@ -46,7 +46,7 @@ class PlanExecutor:
     async def execute(self, job: Job, plan: Plan, *, can_write: Callable[[], bool]) -> Job:
         """Returns the job as stored afterwards. Raises Conflict when the job changed meanwhile."""
         namespace = job.metadata.namespace or "default"
-        steps: list[Callable[[], Awaitable[None]]] = [
+        steps: list[Callable[[], Awaitable[object]]] = [
             *(lambda w=w: self._write_object(w) for w in plan.objects_to_write),
             *([lambda: self._create(plan.podgroup_to_create)] if plan.podgroup_to_create else []),
             *([lambda: self._update_podgroup(plan.podgroup_to_update)] if plan.podgroup_to_update else []),
