@@ -12,9 +12,11 @@ from vc_scheduling.plugins import (
     gang,
     nodeorder,
     overcommit,
+    pdb,
     predicates,
     priority,
     proportion,
+    resourcequota,
     sla,
 )
 
@@ -33,5 +35,7 @@ def in_tree_plugins() -> Registry[PluginFactory]:
             binpack.NAME: binpack.BinpackPlugin,
             overcommit.NAME: overcommit.OvercommitPlugin,
             sla.NAME: sla.SlaPlugin,
+            pdb.NAME: pdb.PdbPlugin,
+            resourcequota.NAME: resourcequota.ResourceQuotaPlugin,
         }
     )
