@@ -16,6 +16,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from benchmarks.progress import Progress
 from benchmarks.report import BenchReport
 from vc_bus.connection import connect
 from vc_bus.server import NatsServer, free_port
@@ -63,13 +64,16 @@ async def run(nodes: int, pods: int, sync: str) -> None:
 async def _run_pods(store: NatsStore, nodes: int, pods: int) -> tuple[float, float]:
     done = asyncio.Event()
     succeeded: set[str] = set()
+    progress = Progress("  pods Succeeded", pods)
 
     async def watch() -> None:
         async for event in store.watch(Pod):
             if event.op is WatchOp.PUT and event.obj and event.obj.status and event.obj.status.phase == "Succeeded":
                 succeeded.add(event.name)
+                progress.update(len(succeeded))
                 if len(succeeded) == pods:
                     done.set()
+                    progress.close()
                     return
 
     start = time.perf_counter()
