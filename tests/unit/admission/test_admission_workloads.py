@@ -3,7 +3,9 @@ the defaults its CRD applies); each broken rule is refused naming its field and 
 
 from __future__ import annotations
 
+import base64
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -254,3 +256,35 @@ def test_updates_are_judged_like_creates_and_deletes_always_pass() -> None:
     bad = codec.from_dict(cron(schedule="nope"))
     assert not review("UPDATE", bad, bad, CTX).allowed
     assert review("DELETE", None, bad, CTX).allowed
+
+
+# -- the kube backend's webhook routes ---------------------------------------------------------------------
+def admission_review(path: str, document: dict[str, Any], operation: str = "CREATE") -> dict[str, Any]:
+    from vc_admission.webhook import handle_review
+
+    body = {"request": {"uid": "u-1", "operation": operation, "namespace": "default", "object": document}}
+    return handle_review(path, json.dumps(body).encode(), CTX)["response"]
+
+
+def test_the_cronjob_webhook_defaults_what_volcanos_crd_would() -> None:
+    document = first("cronjob.yaml")
+    document["spec"].pop("successfulJobsHistoryLimit")
+    response = admission_review("/cronjobs/mutate", document)
+    patch = json.loads(base64.b64decode(response["patch"]))
+    assert response["allowed"] and {op["path"]: op["value"] for op in patch} == {
+        "/spec/suspend": False,
+        "/spec/successfulJobsHistoryLimit": 3,
+    }
+
+
+def test_the_jobflow_webhook_refuses_a_cycle_and_the_template_webhook_a_bad_spec() -> None:
+    flow = first("jobflow-JobFlow.yaml")
+    flow["spec"]["flows"][0]["dependsOn"] = {"targets": ["e"]}
+    refused = admission_review("/jobflows/validate", flow)
+    assert not refused["allowed"] and "jobflow Flow is not DAG" in refused["status"]["message"]
+    template = first("jobflow-JobTemplate.yaml")
+    template["spec"]["tasks"][0]["replicas"] = -1
+    bad = admission_review("/jobtemplates/validate", template, operation="UPDATE")
+    assert not bad["allowed"] and "spec.tasks[0].replicas" in bad["status"]["message"]
+    assert admission_review("/jobflows/validate", first("jobflow-JobFlow.yaml"))["allowed"]
+    assert admission_review("/cronjobs/validate", first("cronjob.yaml"))["allowed"]
