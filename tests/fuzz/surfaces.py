@@ -56,7 +56,7 @@ def rarely(
     rare: st.SearchStrategy[Payload], otherwise: st.SearchStrategy[Payload], one_in: int = 25
 ) -> st.SearchStrategy[Payload]:
     """`rare` once in `one_in` draws: the big inputs cost seconds each to send and check."""
-    return st.integers(0, one_in - 1).flatmap(lambda i: rare if i == 0 else otherwise)
+    return st.integers(0, one_in - 1).flatmap(lambda i: rare if i == one_in - 1 else otherwise)
 
 
 _objects = near_valid(ALL_OBJECTS)
@@ -311,7 +311,7 @@ _outputs = st.one_of(
     ),
     _values,
 )
-_FILE: Final = "@FILE"  # replaced by the path of the fuzzed file
+FILE_ARG: Final = "@FILE"  # replaced by the path of the fuzzed file
 
 
 def _argv(*parts: st.SearchStrategy[list[str]]) -> st.SearchStrategy[list[str]]:
@@ -324,10 +324,10 @@ def _flag(flag: str, values: st.SearchStrategy[str] = _values) -> st.SearchStrat
 
 _n = st.just(["-n", NAMESPACE])
 argvs = st.one_of(
-    st.just(["apply", "-f", _FILE]),
-    st.just(["apply", "-f", _FILE]),
-    st.just(["apply", "-f", _FILE]),
-    st.just(["job", "run", "-f", _FILE]),
+    st.just(["apply", "-f", FILE_ARG]),
+    st.just(["apply", "-f", FILE_ARG]),
+    st.just(["apply", "-f", FILE_ARG]),
+    st.just(["job", "run", "-f", FILE_ARG]),
     _argv(
         st.just(["job", "run"]),
         _n,

@@ -23,6 +23,7 @@ from nats.js import api
 from nats.js.errors import (
     APIError,
     BucketNotFoundError,
+    InvalidKeyError,
     KeyDeletedError,
     KeyNotFoundError,
     KeyWrongLastSequenceError,
@@ -116,7 +117,8 @@ class NatsStore:
         key = subjects.object_key(namespace, name)
         try:
             entry = await kv.get(key)
-        except (KeyNotFoundError, KeyDeletedError) as exc:
+        except (KeyNotFoundError, KeyDeletedError, InvalidKeyError) as exc:
+            # InvalidKeyError: a name no key can hold (" ", "+1") names no stored object (found by fuzzing)
             _count(kind, "get", "not_found")
             raise NotFound(kind, _display(namespace, name)) from exc
         _count(kind, "get")
