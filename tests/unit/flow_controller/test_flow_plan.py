@@ -9,7 +9,7 @@ import msgspec
 from tests.unit.flow_controller.builders import example_flow, example_templates, with_phase
 from vc_flow_controller.logic.flow_jobs import build_flow_job, template_of
 from vc_flow_controller.logic.flow_plan import plan_flow
-from vc_flow_controller.logic.flow_status import next_phase
+from vc_flow_controller.logic.flow_status import MAX_RUNNING_HISTORIES, next_phase
 from vc_flow_controller.logic.owners import owner_key
 from vc_proto.batch import Job
 from vc_proto.flow import CREATED_BY_JOB_FLOW, CREATED_BY_JOB_TEMPLATE, FlowState, JobFlow, JobFlowStatus
@@ -127,3 +127,14 @@ def test_an_unchanged_status_is_not_written_again() -> None:
     first = plan_flow(flow, [job("a", "Pending")], TEMPLATES, NOW).status
     again = plan_flow(msgspec.structs.replace(flow, status=first), [job("a", "Pending")], TEMPLATES, NOW)
     assert again.status is None
+
+
+def test_a_jobs_phase_history_keeps_only_the_newest_entries() -> None:
+    flow = with_state(example_flow(), "Running")
+    for minute in range(MAX_RUNNING_HISTORIES + 10):
+        phase = "Running" if minute % 2 else "Restarting"
+        status = plan_flow(flow, [job("a", phase)], TEMPLATES, NOW.replace(minute=minute % 60)).status
+        if status is not None:
+            flow = msgspec.structs.replace(flow, status=status)
+    history = ((flow.status.job_status_list if flow.status else None) or [])[0].running_histories or []
+    assert len(history) == MAX_RUNNING_HISTORIES and history[-1].state == "Running"

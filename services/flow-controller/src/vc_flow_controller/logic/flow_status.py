@@ -4,8 +4,8 @@ Jobs are listed by phase (`pendingJobs`, `runningJobs`, `completedJobs`, `failed
 `terminatedJobs`; a phase Volcano does not list, e.g. Aborted or Restarting, goes to `unKnowJobs`;
 Completing and Terminating are counted but listed nowhere, as in Volcano). `jobStatusList` keeps one
 entry per job ever seen, with its phase history (`runningHistories`: a new entry whenever the phase
-changes, stamped `now`); `conditions` maps each job to its phase, creation time, running duration and
-per-task pod counts.
+changes, stamped `now`, the newest 64 kept); `conditions` maps each job to its phase, creation time,
+running duration and per-task pod counts.
 
 The flow's phase moves as Volcano's states move it: Pending -> Running once a job runs or completes
 with none failed; Running -> Succeed once every flow's job is Completed; Pending or Running ->
@@ -38,6 +38,9 @@ LISTED = (
     JobPhase.FAILED,
 )
 FINAL_FLOW_PHASES = frozenset({FlowPhase.FAILED.value, FlowPhase.TERMINATING.value})
+# Phase changes kept per job (the newest): a job restarted without end must not grow the flow's status
+# without bound (Volcano keeps them all).
+MAX_RUNNING_HISTORIES = 64
 
 
 def flow_phase(flow: JobFlow) -> str:
@@ -140,4 +143,4 @@ def _histories(entry: FlowJobStatus | None, phase: str, now: datetime) -> list[J
         last = histories[-1]
         histories[-1] = JobRunningHistory(start_timestamp=last.start_timestamp, end_timestamp=stamp, state=last.state)
     histories.append(JobRunningHistory(start_timestamp=stamp, state=phase))
-    return histories
+    return histories[-MAX_RUNNING_HISTORIES:]
