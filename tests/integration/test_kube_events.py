@@ -102,6 +102,31 @@ async def test_a_restarted_recorder_does_not_say_it_again(
     assert event.count == 2
 
 
+async def test_a_verdict_that_changed_while_the_recorder_was_down_is_counted_with_the_new_why(
+    recorders: Callable[[], EventRecorder], nats_store: NatsStore
+) -> None:
+    def verdict(why: str) -> EventIntent:
+        return EventIntent(
+            Involved("PodGroup", "team-a", "train", "pg-uid"), "Warning", "Unschedulable", why, verdict=True
+        )
+
+    first_life = recorders()
+    first_life.record(verdict("overused cpu (cluster idle 153600m)"))
+    await first_life.written()
+    second_life = recorders()
+    second_life.record(verdict("overused cpu (cluster idle 151600m)"))
+    await second_life.written()
+    (event,) = await events(nats_store)
+    assert (event.count, event.message) == (2, "overused cpu (cluster idle 151600m)")
+    second_life.record(verdict("overused cpu (cluster idle 151600m)"))  # said once more, the same why
+    third_life = recorders()
+    third_life.record(verdict("overused cpu (cluster idle 151600m)"))
+    await second_life.written()
+    await third_life.written()
+    (event,) = await events(nats_store)
+    assert event.count == 3  # the second life's repeat counts; the third life's restart does not
+
+
 async def test_a_jobs_event_is_named_with_its_uid_and_a_gone_object_gets_none(
     recorders: Callable[[], EventRecorder], nats_store: NatsStore
 ) -> None:
