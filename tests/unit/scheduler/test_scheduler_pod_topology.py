@@ -95,10 +95,12 @@ def test_namespace_scope_defaults_lists_and_selects() -> None:
     assert scope.reaches(everything, "mine")("anything")
 
 
-def test_row_counts_follow_placements_and_releases_as_a_recount_does() -> None:
+def test_row_counts_follow_placements_and_evictions() -> None:
     objects = [node(f"n{i}") for i in range(4)]
     objects += [pod(f"r{i}", node_name=f"n{i % 4}", labels={"app": "a" if i % 2 else "b"}) for i in range(8)]
-    objects += [{"kind": "Queue", "metadata": {"name": "default"}}, gang("g", 2)]
+    deleting = pod("r8", node_name="n2", labels={"app": "a"})
+    deleting["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    objects += [deleting, {"kind": "Queue", "metadata": {"name": "default"}}, gang("g", 2)]
     objects += [pod(f"g-{i}", group="g", labels={"app": "a"}) for i in range(2)]
     snapshot = load_objects(objects)
     conf = load_scheduler_conf()
@@ -109,15 +111,18 @@ def test_row_counts_follow_placements_and_releases_as_a_recount_does() -> None:
         return selector_mask(LabelSelector(match_labels={"app": "a"}), table.labels[start:stop])
 
     all_pods, spread = RowCounter(pods, is_app_a), RowCounter(pods, is_app_a, spread=True)
-    assert all_pods.current().tolist() == [0, 2, 0, 2]
+    # A pod already being deleted counts for inter-pod affinity, not for spread (Kubernetes).
+    assert all_pods.current().tolist() == [0, 2, 1, 2]
+    assert spread.current().tolist() == [0, 2, 0, 2]
     job = ssn.jobs["default/g"]
     tasks = sorted(job.tasks.values(), key=lambda t: t.name)
     ssn.allocate(tasks[0], ssn.nodes.by_name["n0"])
     ssn.allocate(tasks[1], ssn.nodes.by_name["n0"])
     running = next(t for n in ssn.nodes.nodes for t in n.tasks.values() if t.name == "r1")
     ssn.evict(running, "test")
-    assert all_pods.current().tolist() == [2, 2, 0, 2]  # releasing pods still count for affinity
-    assert spread.current().tolist() == [2, 1, 0, 2]  # not for spread
+    # A pod this session evicts is gone for both at once (Volcano's predicates drop it on deallocate).
+    assert all_pods.current().tolist() == [2, 1, 1, 2]
+    assert spread.current().tolist() == [2, 1, 0, 2]
 
 
 def test_an_existing_pods_anti_affinity_keeps_a_matching_newcomer_off_its_zone() -> None:

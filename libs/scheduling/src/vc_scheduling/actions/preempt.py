@@ -85,12 +85,16 @@ def _pending_tasks(ssn: Session, job: JobInfo) -> PriorityQueue[TaskInfo]:
     return PriorityQueue(ssn.task_order, sorted(job.tasks_in(TaskStatus.PENDING), key=lambda t: t.uid))
 
 
+def _eligible(preemptor: TaskInfo, task: TaskInfo) -> bool:
+    """Volcano's victim filter shared by both preemptions: a running or bound preemptable task, and a
+    best-effort preemptor only evicts best-effort tasks (a best-effort victim is allowed)."""
+    if task.status not in PREEMPTABLE_STATUSES or not task.preemptable:
+        return False
+    return not (preemptor.best_effort and not task.best_effort)
+
+
 def _same_job(preemptor: TaskInfo) -> Filter:
-    return lambda task: task.job == preemptor.job and _running(task)
-
-
-def _running(task: TaskInfo) -> bool:
-    return task.status in PREEMPTABLE_STATUSES and not task.best_effort
+    return lambda task: task.job == preemptor.job and _eligible(preemptor, task)
 
 
 def _other_jobs_in_queue(ssn: Session, preemptor: TaskInfo) -> Filter:
@@ -98,9 +102,7 @@ def _other_jobs_in_queue(ssn: Session, preemptor: TaskInfo) -> Filter:
 
     def candidate(task: TaskInfo) -> bool:
         job = ssn.jobs.get(task.job)
-        if job is None or not _running(task) or not task.preemptable:
-            return False
-        if preemptor.best_effort and not task.best_effort:
+        if job is None or not _eligible(preemptor, task):
             return False
         return job.queue == queue and task.job != preemptor.job
 
@@ -122,7 +124,7 @@ def preempt(ssn: Session, stmt: Statement, preemptor: TaskInfo, candidate: Filte
         order = victims_queue(ssn, victims, preemptor)
         while not order.empty() and not _can_take(ssn, queue, preemptor, node):
             node_stmt.evict(order.pop(), "preempt")
-        if _can_take(ssn, queue, preemptor, node) and ssn.predicate(preemptor, np.array([node.row])).rows.size:
+        if _can_take(ssn, queue, preemptor, node):
             node_stmt.pipeline(preemptor, node)
             stmt.merge(node_stmt)
             return True
@@ -131,4 +133,11 @@ def preempt(ssn: Session, stmt: Statement, preemptor: TaskInfo, candidate: Filte
 
 
 def _can_take(ssn: Session, queue: QueueInfo, task: TaskInfo, node: NodeInfo) -> bool:
-    return ssn.allocatable(queue, task).ok and fits_future_idle(ssn, task, node)
+    """Volcano preemptorFitsOnNode: the queue allows it, the node's future idle holds it, and every
+    predicate passes there; so victims are evicted until, say, the pod an anti-affinity term forbids
+    is gone, not only until the resources fit."""
+    return (
+        ssn.allocatable(queue, task).ok
+        and fits_future_idle(ssn, task, node)
+        and bool(ssn.predicate(task, np.array([node.row])).rows.size)
+    )

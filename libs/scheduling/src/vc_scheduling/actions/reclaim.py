@@ -98,11 +98,12 @@ class ReclaimAction:
 
 
 def _reclaimees(ssn: Session, node: NodeInfo, job: JobInfo) -> list[TaskInfo]:
-    """Running, preemptable, non-best-effort tasks of jobs in other queues that allow reclaiming."""
+    """Running, preemptable tasks of jobs in other queues that allow reclaiming (best-effort ones too,
+    as in Volcano: they hold no resources a reclaimer needs, so the plugins and the room check decide)."""
     out: list[TaskInfo] = []
     for task in node.tasks.values():
         owner = ssn.jobs.get(task.job)
-        if owner is None or task.status != TaskStatus.RUNNING or task.best_effort or not task.preemptable:
+        if owner is None or task.status != TaskStatus.RUNNING or not task.preemptable:
             continue
         if owner.queue != job.queue and ssn.queues[owner.queue].reclaimable():
             out.append(task)

@@ -186,22 +186,29 @@ class CapacityPlugin:
         return bool(((future <= attr.deserved + self.ledger.space.tolerance) & (task.resreq > 0)).any())
 
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]) -> list[TaskInfo]:
-        """Victims from queues above `deserved` (absent names unlimited), never below their guarantee."""
+        """Volcano's capacity reclaimable, on the resources that matter to each pair: a reclaimee that
+        asks for none of what the reclaimer asks for is skipped; its queue must stay at or above its
+        guarantee without it; and it goes if its queue has no deserved on any resource it uses (an
+        immediate victim) or is above deserved on one of them. Each victim lowers its queue's
+        allocation for the next one."""
         if self.ledger is None:
             return []
         tol = self.ledger.space.tolerance
         allocations: dict[str, Vector] = {}
         victims = []
+        wanted = reclaimer.resreq > tol
         for task in reclaimees:
             attr = self.ledger.attrs.get(self.ledger.jobs[task.job].queue)
             if attr is None:
                 continue
-            allocated = allocations.setdefault(attr.name, attr.allocated.copy())
-            if np.any(allocated + tol < reclaimer.resreq):
+            used = task.resreq > tol
+            if not (used & wanted).any():
                 continue
-            if less_equal(allocated, attr.deserved, tol) or not less_equal(
-                attr.guarantee, allocated - task.resreq, tol
-            ):
+            allocated = allocations.setdefault(attr.name, attr.allocated.copy())
+            if not less_equal(attr.guarantee, allocated - task.resreq, tol):
+                continue
+            relevant = used & np.isfinite(attr.deserved) & (attr.deserved > 0)
+            if relevant.any() and not ((allocated > attr.deserved + tol) & relevant).any():
                 continue
             allocated -= task.resreq
             victims.append(task)

@@ -12,6 +12,7 @@ from typing import Final
 import numpy as np
 from numpy.typing import NDArray
 
+from vc_scheduling.framework.model import TaskStatus
 from vc_scheduling.framework.nodes import NodeTable
 from vc_scheduling.snapshot.cluster import HostPort
 
@@ -32,7 +33,12 @@ class HostPortIndex:
             users = self._users.get((protocol, port))
             if users is not None:
                 users.pop(row, None)
-        taken = tuple(p for task in self.nodes.nodes[row].tasks.values() for p in task.pod.host_ports)
+        # A pod this session evicted frees its ports at once (Volcano's predicates plugin removes it from
+        # the node on the deallocate event); one that was already being deleted still holds them.
+        tasks = self.nodes.nodes[row].tasks.values()
+        taken = tuple(
+            p for t in tasks if t.status != TaskStatus.RELEASING or t.pod.deleting for p in t.pod.host_ports
+        )
         if not taken:
             return
         self._on_row[row] = taken

@@ -28,7 +28,11 @@ EntryTest = Callable[["PlacedPods", int, int], NDArray[np.bool_]]
 
 
 def _state(task: TaskInfo) -> int:
-    return RELEASING if task.status == TaskStatus.RELEASING else COUNTED
+    """A pod this session evicted is gone for the predicates at once (Volcano's predicates plugin
+    removes it from the node on the deallocate event), one already being deleted is releasing."""
+    if task.status != TaskStatus.RELEASING:
+        return COUNTED
+    return RELEASING if task.pod.deleting else GONE
 
 
 class PlacedPods:
