@@ -81,8 +81,32 @@ async def test_volcanos_queue_examples_work_as_written(
     assert rows and not any(r.split()[0] == "Name" for r in rows) and any(r.split()[0] == "q1" for r in rows)
     described = ok(url, "describe", "queue", "q1")
     assert "q1" in described and "Weight" in described
+    ok(url, "queue", "operate", "--name", "q1", "--action", "close")
+
+    async def q1_closed() -> bool:
+        q1 = json.loads(ok(url, "queue", "get", "-n", "q1", "-o", "json"))
+        return (q1.get("status") or {}).get("state") == "Closed"
+
+    await eventually(q1_closed, timeout=30)
     ok(url, "queue", "delete", "-n", "q2")
     assert vcctl(url, "queue", "get", "-n", "q2").returncode != 0
+
+
+async def test_volcanos_job_examples_work_as_written(
+    nats_server: NatsServer, admission: ServiceProcess, tmp_path: Path
+) -> None:
+    url = nats_server.url
+    path = tmp_path / "job.yaml"
+    path.write_text(JOB.format(name="job-1", app="demo", queue="default"))
+    ok(url, "job", "run", "--filename", str(path))
+    ok(url, "job", "run", "--name", "job-2", "--image", "busybox", "--replicas", "2", "--min", "1")
+    listed = ok(url, "job", "list", "--namespace", "default")
+    assert "job-1" in listed and "job-2" in listed
+    assert "job-2" in ok(url, "job", "view", "--name", "job-2")
+    ok(url, "job", "suspend", "--name", "job-1")  # a Command for the job controller, as in Volcano
+    ok(url, "job", "resume", "-N", "job-1")
+    ok(url, "job", "delete", "--name", "job-2")
+    assert "job-2" not in ok(url, "job", "list")
 
 
 async def test_jobs_by_selector_name_jsonpath_and_describe(
