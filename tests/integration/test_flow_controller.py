@@ -25,7 +25,7 @@ from vc_bus.server import NatsServer
 from vc_bus.store import NatsStore
 from vc_core.errors import NotFound
 from vc_flow_controller.app import FlowControllerApp
-from vc_flow_controller.metrics import NOTES
+from vc_flow_controller.metrics import NOTES, STATUS_WRITES
 from vc_proto.batch import Job, JobState, JobStatus
 from vc_proto.cronjob import CronJob
 from vc_proto.flow import JobFlow, JobTemplate
@@ -108,7 +108,7 @@ async def test_the_example_flow_runs_in_dependency_order_to_succeed_then_deletes
     nats_server: NatsServer, nats_store: NatsStore
 ) -> None:
     clock = Clock(datetime(2026, 1, 1, tzinfo=UTC))
-    async with running(nats_server.url, clock):
+    async with running(nats_server.url, clock) as app:
         await create_example_flow(nats_store)
         await eventually(lambda: _equals(names(nats_store), {"test-a"}))
         await finish(nats_store, "test-a")
@@ -130,6 +130,12 @@ async def test_the_example_flow_runs_in_dependency_order_to_succeed_then_deletes
             f"test-{t}" for t in "abcde"
         ]
         assert all(e.state == "Completed" for e in flow.status.job_status_list or [])
+        # Settled: more passes over everything write nothing (a status is written only when it changes).
+        writes = {kind: STATUS_WRITES.labels(kind)._value.get() for kind in ("JobFlow", "JobTemplate")}
+        handled = app.dispatcher.statistics().handled
+        app.resync()
+        await eventually(lambda: _above(lambda: app.dispatcher.statistics().handled, handled + 5))
+        assert {kind: STATUS_WRITES.labels(kind)._value.get() for kind in writes} == writes
 
 
 async def test_a_failed_job_fails_the_flow_and_nothing_after_it_starts(
