@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+from datetime import UTC, datetime
 
 from vc_cli.client import Tephra
 from vc_cli.commands import workloads
 from vc_cli.listing import Columns
 from vc_cli.output import age
 from vc_proto.cronjob import CronJob
+from vc_validation.cronexpr import ScheduleError, next_after, parse_schedule
+from vc_validation.timezones import UnknownTimeZone, load_zone
 
 
 def _active(cronjob: CronJob) -> list[str]:
@@ -37,6 +40,19 @@ COLUMNS: Columns[CronJob] = Columns(
 )
 
 
+def next_run(cronjob: CronJob, now: datetime) -> str | None:
+    """When the schedule comes next (RFC 3339, UTC); None when suspended or unreadable."""
+    spec = cronjob.spec
+    if spec is None or spec.suspend or not spec.schedule:
+        return None
+    try:
+        zone = load_zone(spec.time_zone) if spec.time_zone is not None else UTC
+        moment = next_after(parse_schedule(spec.schedule), zone, now)
+    except (ScheduleError, UnknownTimeZone):
+        return None
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ") if moment is not None else None
+
+
 def describe(cronjob: CronJob) -> list[str]:
     spec = cronjob.spec
     status = cronjob.status
@@ -53,6 +69,7 @@ def describe(cronjob: CronJob) -> list[str]:
             ("Failed Job History Limit", spec.failed_jobs_history_limit if spec else None),
             ("Last Schedule Time", status.last_schedule_time if status else None),
             ("Last Successful Time", status.last_successful_time if status else None),
+            ("Next Schedule Time", next_run(cronjob, datetime.now(UTC))),
             ("Active Jobs", ", ".join(_active(cronjob))),
             ("Created", cronjob.metadata.creation_timestamp),
         ]
