@@ -31,8 +31,22 @@ async def test_every_series_the_dashboards_query_is_in_a_scrape_of_the_services(
         system.submit(seed("tensorflow-benchmark.yaml", durations={"ps": "1h", "worker": "2s"}))
         await system.wait_phase("tensorflow-benchmark", "Completed", timeout=90)
         scraped: dict[str, set[str]] = {}
+        texts: dict[str, str] = {}
         for name, service in {**system.services, "dashboard": dashboard}.items():
-            scraped[name] = exported_series(text_string_to_metric_families(scrape(service.health_port)))
+            texts[name] = scrape(service.health_port)
+            scraped[name] = exported_series(text_string_to_metric_families(texts[name]))
+        # Not only declared: the scheduler timed its plugins per OnSession, its queues and the job's
+        # scheduling, and the job controller reports its work queue.
+        values = {
+            (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(texts["scheduler"] + texts["job-controller"])
+            for sample in family.samples
+        }
+        gang_open = (("OnSession", "OnSessionOpen"), ("plugin", "gang"))
+        assert values[("volcano_plugin_scheduling_latency_milliseconds_count", gang_open)] > 0
+        assert values[("volcano_queue_weight", (("queue_name", "default"),))] == 1
+        assert values[("volcano_e2e_job_scheduling_latency_milliseconds_count", ())] >= 1
+        assert ("workqueue_depth", (("name", "jobs"),)) in values
         assert "tephra_dashboard_streams" in scraped["dashboard"]
         every = set().union(*scraped.values())
         wanted = {name for query in dashboard_queries() for name in names_in(query)}

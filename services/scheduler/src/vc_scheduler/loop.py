@@ -203,7 +203,8 @@ class SchedulingLoop:
 
     def _record(self, plan: Plan) -> None:
         owned, members = plan.owned, len(self.members.members)
-        metrics.record_cycle(plan.result, self.cache.snapshot, instance=self.instance, owned=owned, members=members)
+        cluster = self.cache.snapshot
+        metrics.record_cycle(plan.result, plan.snapshot, cluster, instance=self.instance, owned=owned, members=members)
 
     async def _wait_for_work(self, shutdown: asyncio.Event, started: float) -> None:
         """Sleep until the period is over, or earlier (but not busier than MIN_GAP_S) when work for this

@@ -4,9 +4,10 @@ resources such as GPUs in milli-units), `tephra_scheduler_*` for what only an ac
 (ledger conflicts and retries, ownership).
 
 `record_cycle` is the one entry the loop calls after each cycle. Per-cycle figures (latencies, attempts,
-preemption) come from the cycle's result; the state gauges (queues, unschedulable jobs and tasks, per-job
-scheduling time) walk every pod, so they are refreshed at most every STATE_PERIOD_S: a scrape every few
-seconds sees them as fresh, and a busy scheduler does not pay an O(pods) pass per cycle.
+preemption, the scheduling time of the jobs the cycle made ready) come from the cycle's result; the state
+gauges (queues, unschedulable jobs and their waiting tasks) walk every pod, so they are refreshed at
+most every STATE_PERIOD_S: a scrape every few seconds sees them as fresh, and a busy scheduler does not
+pay an O(pods) pass per cycle.
 """
 
 from __future__ import annotations
@@ -280,20 +281,15 @@ def _scalars(res: Mapping[str, Fraction]) -> dict[str, float]:
 
 
 # -- state: jobs -----------------------------------------------------------------------------------------
-def _ready_groups(snapshot: ClusterSnapshot, binds: Mapping[str, str]) -> tuple[dict[str, int], dict[str, int]]:
-    """Per PodGroup key: its pods placed (on a node or bound now) and its pods still waiting."""
-    placed: dict[str, int] = {}
+def waiting_tasks(snapshot: ClusterSnapshot, binds: Mapping[str, str]) -> dict[str, int]:
+    """Per PodGroup key: its unfinished pods not on a node and not bound by this cycle."""
     waiting: dict[str, int] = {}
     for pod in snapshot.pods:
         group = pod.group_name
-        if not group or not _active(pod):
-            continue
-        key = f"{pod.namespace}/{group}"
-        if pod.node_name or pod.key in binds:
-            placed[key] = placed.get(key, 0) + 1
-        else:
+        if group and _active(pod) and not pod.node_name and pod.key not in binds:
+            key = f"{pod.namespace}/{group}"
             waiting[key] = waiting.get(key, 0) + 1
-    return placed, waiting
+    return waiting
 
 
 def unschedulable_jobs(result: CycleResult) -> list[str]:
@@ -316,8 +312,9 @@ def _created_s(pg: PodGroupObj) -> float | None:
 
 @dataclass
 class StateRecorder:
-    """The state gauges, refreshed at most every `period_s` (see the module's doc). Keeps which series it
-    set so those of queues and jobs that are gone are removed, and which jobs it has timed."""
+    """The state gauges, refreshed at most every `period_s` (see the module's doc), and the per-job
+    scheduling time, taken every cycle. Keeps which series it set so those of queues and jobs that are
+    gone are removed, and which jobs it has timed."""
 
     period_s: float = STATE_PERIOD_S
     clock: Callable[[], float] = time.monotonic
@@ -325,8 +322,8 @@ class StateRecorder:
     _due: float = float("-inf")
     _queues: dict[str, set[str]] = field(default_factory=dict)  # queue -> scalar names exported
     _unschedulable: set[str] = field(default_factory=set)
-    _timed: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # pg key -> the series' labels
-    _seen_first: bool = False
+    # PodGroup key -> its series' labels; None: judged, not timed (Running before this instance saw it)
+    _timed: dict[str, tuple[str, str, str] | None] = field(default_factory=dict)
 
     def record(self, result: CycleResult, cluster: Callable[[], ClusterSnapshot]) -> bool:
         """Refresh from this cycle's result and the cluster (called only when due); True if it did."""
@@ -337,9 +334,8 @@ class StateRecorder:
         snapshot = cluster()
         binds = result.binds
         self._record_queues(snapshot.queues, queue_figures(snapshot, binds))
-        placed, waiting = _ready_groups(snapshot, binds)
-        self._record_unschedulable(unschedulable_jobs(result), waiting)
-        self._record_job_times(snapshot.podgroups, placed)
+        self._record_unschedulable(unschedulable_jobs(result), waiting_tasks(snapshot, binds))
+        self._forget_jobs({pg.key for pg in snapshot.podgroups})
         return True
 
     def _record_queues(self, queues: Iterable[QueueObj], figures: Mapping[str, QueueFigures]) -> None:
@@ -390,29 +386,36 @@ class StateRecorder:
             _remove(UNSCHEDULE_TASKS, job)
         self._unschedulable = current
 
-    def _record_job_times(self, podgroups: Iterable[PodGroupObj], placed: Mapping[str, int]) -> None:
-        """A job is timed once, when first seen with min_member pods placed: creation to then. Jobs
-        already placed when this instance first looks are not timed (their time is not known)."""
+    def record_job_times(self, result: CycleResult, planned: ClusterSnapshot) -> None:
+        """Jobs this cycle made ready, timed from their creation (Volcano: creation to the last task
+        assumed): the PodGroups the session closed as Running that the cycle's snapshot (`planned`) had
+        in another phase. Each is timed once; a job Running before this instance saw it is not."""
+        started = [
+            u.podgroup for u in result.podgroups.values() if u.phase == "Running" and u.podgroup not in self._timed
+        ]
+        if not started:
+            return
         now = self.wall()
-        present = set()
-        for pg in podgroups:
-            present.add(pg.key)
-            if pg.key in self._timed or placed.get(pg.key, 0) < max(1, pg.min_member):
+        groups = {pg.key: pg for pg in planned.podgroups}
+        for key in started:
+            pg = groups.get(key)
+            created = _created_s(pg) if pg is not None else None
+            if pg is None:
+                continue  # not in this cycle's view: judged when it is
+            if pg.phase == "Running" or created is None or len(self._timed) >= MAX_JOB_SERIES:
+                self._timed[key] = None  # remembered, so later cycles need not look it up again
                 continue
             labels = (pg.name, pg.queue or DEFAULT_QUEUE, pg.namespace)
-            created = _created_s(pg)
-            if not self._seen_first or created is None or len(self._timed) >= MAX_JOB_SERIES:
-                self._timed[pg.key] = ("", "", "")  # remembered, no series
-                continue
             elapsed_ms = max(0.0, now - created) * 1000
             JOB_E2E.observe(elapsed_ms)
             JOB_DURATION.labels(*labels).set(elapsed_ms)
             JOB_START.labels(*labels).set(int(created))
-            self._timed[pg.key] = labels
-        self._seen_first = True
+            self._timed[key] = labels
+
+    def _forget_jobs(self, present: set[str]) -> None:
         for key in set(self._timed) - present:
             labels = self._timed.pop(key)
-            if labels[0]:
+            if labels is not None:
                 _remove(JOB_DURATION, *labels)
                 _remove(JOB_START, *labels)
 
@@ -443,12 +446,19 @@ _STATE = StateRecorder()
 
 
 def record_cycle(
-    result: CycleResult, cluster: Callable[[], ClusterSnapshot], *, instance: str, owned: int, members: int
+    result: CycleResult,
+    planned: ClusterSnapshot,
+    cluster: Callable[[], ClusterSnapshot],
+    *,
+    instance: str,
+    owned: int,
+    members: int,
 ) -> None:
-    """Everything a cycle tells Prometheus (the loop's one call). `cluster` gives the whole cluster as the
-    cache holds it, asked only when the state gauges are due."""
+    """Everything a cycle tells Prometheus (the loop's one call). `planned` is the snapshot the cycle ran
+    on; `cluster` gives the whole cluster as the cache holds it, asked only when the state gauges are due."""
     record_timings(result)
     record_decisions(result)
     OWNED.labels(instance).set(owned)
     MEMBERS.labels(instance).set(members)
+    _STATE.record_job_times(result, planned)
     _STATE.record(result, cluster)
