@@ -9,7 +9,7 @@ PYPROJECTS := pyproject.toml $(wildcard proto/pyproject.toml libs/*/pyproject.to
 export UV_PROJECT_ENVIRONMENT := $(abspath $(VENV))
 
 .DEFAULT_GOAL := help
-.PHONY: help deps run test test-unit test-integration chaos bench lint fmt schemas check-schemas kube-up kube-down bench-kube clean
+.PHONY: help deps run test test-unit test-integration chaos fuzz soak bench lint fmt schemas check-schemas kube-up kube-down bench-kube clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -55,6 +55,15 @@ test-integration: deps ## tests against a real nats-server
 
 chaos: deps ## seeded faults under gang load, history checked: SEED=n SCHEDULES=k [BREAK=ledger-blind-write]
 	$(BIN)/python -m tests.chaos --seed $(or $(SEED),1) --schedules $(or $(SCHEDULES),5) $(if $(BREAK),--break $(BREAK))
+
+fuzz: deps ## seeded fuzzing, EXAMPLES inputs per surface (default 10000): SEED=n EXAMPLES=k; prints the counts
+	@mkdir -p .artifacts; rm -f .artifacts/fuzz-report.jsonl; status=0; \
+		TEPHRA_FUZZ_EXAMPLES=$(or $(EXAMPLES),10000) TEPHRA_FUZZ_SEED=$(or $(SEED),1) TEPHRA_FUZZ_REPORT=.artifacts/fuzz-report.jsonl \
+		$(BIN)/pytest -q -p no:cacheprovider tests/fuzz || status=$$?; \
+		$(BIN)/python -m tests.fuzz.report .artifacts/fuzz-report.jsonl; exit $$status
+
+soak: deps ## steady gang load for MINUTES (default 60); RSS, open files and asyncio tasks of every process must not grow
+	$(BIN)/python -m tests.soak --minutes $(or $(MINUTES),60)
 
 bench: deps ## benchmarks; they print figures (see README)
 	$(BIN)/python -m benchmarks
