@@ -35,15 +35,20 @@ class Clock:
 
 
 @pytest.fixture
-async def recorders(nc: Client, nats_store: NatsStore) -> AsyncIterator[Callable[[], EventRecorder]]:
+async def recorders(nc: Client, nats_store: NatsStore) -> AsyncIterator[Callable[..., EventRecorder]]:
     """Recorders over one store, each with its writer running: one per "life" of a service."""
     shutdown = asyncio.Event()
     tasks: list[asyncio.Task[None]] = []
     clock = Clock()
 
-    def start() -> EventRecorder:
+    def start(settle_s: float = 0.05) -> EventRecorder:
         recorder = EventRecorder(
-            nats_store, component="vc-scheduler", host="a", lookup_uid=cached_uid_lookup(nc), clock=clock
+            nats_store,
+            component="vc-scheduler",
+            host="a",
+            lookup_uid=cached_uid_lookup(nc),
+            clock=clock,
+            settle_s=settle_s,
         )
         tasks.append(asyncio.create_task(recorder.run(shutdown)))
         return recorder
@@ -64,7 +69,7 @@ def unschedulable(message: str = UNFIT) -> EventIntent:
 
 
 async def test_a_repeat_counts_on_one_event_with_first_and_last_timestamps(
-    recorders: Callable[[], EventRecorder], nats_store: NatsStore
+    recorders: Callable[..., EventRecorder], nats_store: NatsStore
 ) -> None:
     recorder = recorders()
     recorder.record(unschedulable())
@@ -86,7 +91,7 @@ async def test_a_repeat_counts_on_one_event_with_first_and_last_timestamps(
 
 
 async def test_a_restarted_recorder_does_not_say_it_again(
-    recorders: Callable[[], EventRecorder], nats_store: NatsStore
+    recorders: Callable[..., EventRecorder], nats_store: NatsStore
 ) -> None:
     first_life = recorders()
     first_life.record(unschedulable())
@@ -103,7 +108,7 @@ async def test_a_restarted_recorder_does_not_say_it_again(
 
 
 async def test_a_verdict_that_changed_while_the_recorder_was_down_is_counted_with_the_new_why(
-    recorders: Callable[[], EventRecorder], nats_store: NatsStore
+    recorders: Callable[..., EventRecorder], nats_store: NatsStore
 ) -> None:
     def verdict(why: str) -> EventIntent:
         return EventIntent(
@@ -128,7 +133,7 @@ async def test_a_verdict_that_changed_while_the_recorder_was_down_is_counted_wit
 
 
 async def test_a_jobs_event_is_named_with_its_uid_and_a_gone_object_gets_none(
-    recorders: Callable[[], EventRecorder], nats_store: NatsStore
+    recorders: Callable[..., EventRecorder], nats_store: NatsStore
 ) -> None:
     job = await nats_store.create(
         Job(api_version="batch.volcano.sh/v1alpha1", metadata=ObjectMeta(name="train", namespace="team-a"))
@@ -161,7 +166,7 @@ async def test_a_jobs_event_is_named_with_its_uid_and_a_gone_object_gets_none(
 
 
 async def test_published_domain_events_reach_the_recorder_once(
-    recorders: Callable[[], EventRecorder], nc: Client, nats_store: NatsStore
+    recorders: Callable[..., EventRecorder], nc: Client, nats_store: NatsStore
 ) -> None:
     await ensure_events_stream(nc)
     await nats_store.create(Queue(api_version="scheduling.volcano.sh/v1beta1", metadata=ObjectMeta(name="research")))
@@ -207,3 +212,38 @@ async def test_events_expire_an_hour_after_their_last_write_as_the_apiservers_do
     assert (await status.status()).ttl == 3600.0
     other = await nc.jetstream().key_value("vc-job")
     assert not (await other.status()).ttl
+
+
+def scheduler_says(reason: str, message: str) -> DomainEvent:
+    return DomainEvent(
+        id=reason,
+        occurred_at="",
+        source="scheduler/a",
+        kind="PodGroup",
+        namespace="team-a",
+        name="train",
+        reason=reason,
+        message=message,
+        job="train",
+        uid="pg-uid",
+    )
+
+
+async def test_a_verdict_that_ends_before_it_settled_is_not_written(
+    recorders: Callable[..., EventRecorder], nats_store: NatsStore
+) -> None:
+    await nats_store.create(
+        Job(api_version="batch.volcano.sh/v1alpha1", metadata=ObjectMeta(name="train", namespace="team-a"))
+    )
+    recorder = recorders(settle_s=3600)
+    recorder.observe(scheduler_says("Unschedulable", "1/1 tasks in gang unschedulable: pods not created yet"))
+    recorder.observe(scheduler_says("Scheduled", "pod group is ready"))  # scheduled within the hour
+    await recorder.written()
+    assert await events(nats_store) == []
+    patient = recorders(settle_s=0.05)
+    patient.observe(scheduler_says("Unschedulable", UNFIT))
+    await patient.written()  # stood long enough: written, counted from one
+    assert sorted((e.reason, e.count) for e in await events(nats_store)) == [
+        ("PodGroupPending", 1),
+        ("Unschedulable", 1),
+    ]

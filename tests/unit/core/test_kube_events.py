@@ -12,6 +12,7 @@ from vc_core.kube_events import (
     Involved,
     event_name,
     intents_for,
+    verdicts_ended_by,
 )
 from vc_proto.events import DomainEvent
 
@@ -162,3 +163,18 @@ def test_a_verdict_is_one_event_per_object_whose_message_is_the_latest_why() -> 
         (3, "overused cpu (cluster idle 151600m)"),  # never "(combined from similar events)"
     ]
     assert len({event_name("c", o.intent) for o in said if o}) == 1
+
+
+def test_a_scheduled_podgroup_ends_its_own_and_its_jobs_waiting_verdicts() -> None:
+    scheduled = fact("PodGroup", "Scheduled", "pod group is ready", job="j")
+    assert intents_for(scheduled) == ()  # not an Event itself: one per job is a write per job
+    assert verdicts_ended_by(scheduled) == (("PodGroup", "ns", "n"), ("Job", "ns", "j"))
+    assert verdicts_ended_by(fact("PodGroup", "Unschedulable")) == ()
+
+
+def test_a_forgotten_occurrence_counts_from_one_again() -> None:
+    correlator = EventCorrelator("c", clock=Clock())
+    correlator.correlate(verdict("why"))
+    correlator.forget(verdict("why"))
+    again = correlator.correlate(verdict("why"))
+    assert again is not None and again.count == 1

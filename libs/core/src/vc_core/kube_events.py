@@ -2,8 +2,9 @@
 
 Services publish domain events on the history stream (vc_proto.events); a few of them are what
 Volcano reports as Kubernetes Events: `Unschedulable` on a PodGroup (with the why-message) and
-`PodGroupPending` on its Job, `ExecuteAction`, `CommandIssued`, `PluginError`, `FailedCreate` on Jobs,
-queue state changes on Queues, evictions on Pods. `intents_for` is that table.
+`PodGroupPending` on its Job (once the verdict stood a moment: `verdicts_ended_by`), `ExecuteAction`,
+`CommandIssued`, `PluginError`, `FailedCreate` on Jobs, queue state changes on Queues, evictions on
+Pods. `intents_for` is that table.
 
 `EventCorrelator` is client-go's EventCorrelator without its I/O:
 - a repeat of the same involvedObject + type + reason + message is one Event whose `count` and
@@ -88,7 +89,6 @@ _QUEUE_REASONS: Final = {"Open": "OpenQueue", "Closing": "CloseQueue", "Closed":
 # (domain kind, domain reason) -> (Event type, Event reason); the message is the domain event's.
 _DIRECT: Final[dict[tuple[str, str], tuple[str, str]]] = {
     ("PodGroup", "Unschedulable"): (WARNING, "Unschedulable"),
-    ("PodGroup", "Scheduled"): (NORMAL, "Scheduled"),
     ("Job", "ExecuteAction"): (NORMAL, "ExecuteAction"),
     ("Job", "CommandIssued"): (NORMAL, "CommandIssued"),
     ("Job", "PluginError"): (WARNING, "PluginError"),
@@ -122,6 +122,16 @@ def intents_for(event: DomainEvent) -> tuple[EventIntent, ...]:
         pending = f"PodGroup {event.namespace}:{event.job} unschedulable, reason: {event.message or event.reason}"
         intents.append(EventIntent(job, WARNING, "PodGroupPending", bounded(pending), verdict=True))
     return tuple(intents)
+
+
+def verdicts_ended_by(event: DomainEvent) -> tuple[tuple[str, str | None, str], ...]:
+    """The objects (kind, namespace, name) whose waiting verdicts a fact ends: a PodGroup that got
+    scheduled was only briefly unschedulable (its pods not created yet, its turn not come), and a
+    verdict that short is not worth an Event (the history has it), nor two writes per job."""
+    if event.kind != "PodGroup" or event.reason != "Scheduled":
+        return ()
+    ended: tuple[tuple[str, str | None, str], ...] = (("PodGroup", event.namespace, event.name),)
+    return ended + ((("Job", event.namespace, event.job),) if event.job else ())
 
 
 # -- names ----------------------------------------------------------------------------------------
@@ -177,6 +187,9 @@ class _Lru(Generic[K, V]):
         while len(self._items) > self._size:
             self._items.popitem(last=False)
 
+    def pop(self, key: K) -> None:
+        self._items.pop(key, None)
+
     def __len__(self) -> int:
         return len(self._items)
 
@@ -215,6 +228,11 @@ class EventCorrelator:
             occurrence = replace(before, intent=intent, count=before.count + 1, last_seen=now)
         self._seen.put(key, occurrence)
         return occurrence
+
+    def forget(self, intent: EventIntent) -> None:
+        """`intent` was never written (a verdict that ended before it settled): its next occurrence is
+        the first again."""
+        self._seen.pop(intent.key())
 
     def _allow(self, intent: EventIntent, now: float) -> bool:
         i = intent.involved

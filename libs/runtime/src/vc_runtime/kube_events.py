@@ -12,7 +12,8 @@ counted again, so a restart does not re-emit anything.
 
 Events are best effort, as client-go's are: the state itself is in the store. A write that keeps
 failing is dropped with a log line; at most MAX_PENDING Events wait to be written (the oldest is
-dropped first); observing never blocks the caller.
+dropped first); observing never blocks the caller. A verdict waits VERDICT_SETTLE_S first, and is
+not written at all when the PodGroup is scheduled meanwhile.
 """
 
 from __future__ import annotations
@@ -33,7 +34,14 @@ from prometheus_client import Counter
 
 from vc_bus.store import NatsStore
 from vc_core.errors import AlreadyExists, Conflict, NotFound
-from vc_core.kube_events import EventCorrelator, EventIntent, Occurrence, event_name, intents_for
+from vc_core.kube_events import (
+    EventCorrelator,
+    EventIntent,
+    Occurrence,
+    event_name,
+    intents_for,
+    verdicts_ended_by,
+)
 from vc_core.store import ObjectStore
 from vc_proto.events import DomainEvent
 from vc_proto.kinds import KINDS
@@ -46,6 +54,9 @@ MAX_PENDING: Final = 1024
 WRITE_ATTEMPTS: Final = 4
 RETRY_S: Final = 0.5
 FLUSH_ON_STOP_S: Final = 2.0
+# A verdict is written once it has stood this long: most gangs wait a moment for their pods or their
+# turn and are then scheduled; an Event for each would be two writes per job (vc_core.kube_events).
+VERDICT_SETTLE_S: Final = 3.0
 # Events about cluster-scoped objects (Queues) live in `default`, as Kubernetes puts them.
 CLUSTER_SCOPED_NAMESPACE: Final = "default"
 
@@ -101,20 +112,27 @@ class EventRecorder:
         clock: Callable[[], float] = time.time,
         max_pending: int = MAX_PENDING,
         retry_s: float = RETRY_S,
+        settle_s: float = VERDICT_SETTLE_S,
     ) -> None:
         self._store = store
         self._component, self._host = component, host
         self._lookup_uid = lookup_uid
         self._correlator = EventCorrelator(component, clock=clock)
-        self._pending: OrderedDict[tuple[str, ...], _Pending] = OrderedDict()
+        self._ready: OrderedDict[tuple[str, ...], _Pending] = OrderedDict()
+        # Verdicts wait `settle_s` (loop time) before they are written, in the order they came.
+        self._settling: OrderedDict[tuple[str, ...], tuple[float, _Pending]] = OrderedDict()
         self._max_pending = max_pending
         self._retry_s = retry_s
+        self._settle_s = settle_s
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
 
     # -- the caller's side: never blocks --------------------------------------------------------------
     def observe(self, event: DomainEvent) -> None:
+        ended = verdicts_ended_by(event)
+        if ended:
+            self._end_verdicts(set(ended))
         for intent in intents_for(event):
             self.record(intent)
 
@@ -124,38 +142,67 @@ class EventRecorder:
             RECORDED.labels("dropped_spam").inc()
             return
         key = occurrence.intent.key()
-        pending = self._pending.pop(key, None)
-        self._pending[key] = _Pending(occurrence, (pending.unwritten if pending else 0) + 1)
-        while len(self._pending) > self._max_pending:
-            _, dropped = self._pending.popitem(last=False)
+        if key in self._settling:
+            due, settling = self._settling[key]
+            self._settling[key] = (due, _Pending(occurrence, settling.unwritten + 1))
+        elif intent.verdict and self._settle_s > 0 and key not in self._ready:
+            due = asyncio.get_running_loop().time() + self._settle_s
+            self._settling[key] = (due, _Pending(occurrence, 1))
+        else:
+            ready = self._ready.pop(key) if key in self._ready else None
+            self._ready[key] = _Pending(occurrence, (ready.unwritten if ready else 0) + 1)
+        while len(self._ready) + len(self._settling) > self._max_pending:
+            if self._settling:
+                self._settling.popitem(last=False)
+            else:
+                self._ready.popitem(last=False)
             RECORDED.labels("dropped_full").inc()
-            log.warning("kube_event.dropped", reason=dropped.occurrence.intent.reason, cause="too many pending")
+            log.warning("kube_event.dropped", cause="too many pending")
         self._idle.clear()
         self._wake.set()
 
+    def _end_verdicts(self, objects: set[tuple[str, str | None, str]]) -> None:
+        for key, (_, pending) in list(self._settling.items()):
+            i = pending.occurrence.intent.involved
+            if (i.kind, i.namespace, i.name) in objects:
+                del self._settling[key]
+                self._correlator.forget(pending.occurrence.intent)
+                RECORDED.labels("verdict_ended").inc()
+        if not self._ready and not self._settling:
+            self._idle.set()
+
     async def written(self) -> None:
-        """Until every Event recorded so far is written (or given up): for tests and shutdown."""
+        """Until every Event recorded so far is written, given up or ended: for tests."""
         await self._idle.wait()
 
     # -- the writer ----------------------------------------------------------------------------------
     async def run(self, shutdown: asyncio.Event) -> None:
+        loop = asyncio.get_running_loop()
         while not shutdown.is_set():
-            if not self._pending:
-                self._idle.set()
-                self._wake.clear()
-                stop = asyncio.ensure_future(shutdown.wait())
-                wake = asyncio.ensure_future(self._wake.wait())
-                await asyncio.wait({stop, wake}, return_when=asyncio.FIRST_COMPLETED)
-                for waiter in (stop, wake):
-                    waiter.cancel()
+            while self._settling and next(iter(self._settling.values()))[0] <= loop.time():
+                key, (_, settled) = self._settling.popitem(last=False)
+                self._ready[key] = settled
+            if self._ready:
+                _, pending = self._ready.popitem(last=False)
+                await self._write_with_retry(pending)
                 continue
-            _, pending = self._pending.popitem(last=False)
-            await self._write_with_retry(pending)
-        # Stopping: what was recorded just before (the last verdicts) gets a moment to be written.
+            if not self._settling:
+                self._idle.set()
+            self._wake.clear()
+            timeout = next(iter(self._settling.values()))[0] - loop.time() if self._settling else None
+            stop = asyncio.ensure_future(shutdown.wait())
+            wake = asyncio.ensure_future(self._wake.wait())
+            await asyncio.wait({stop, wake}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            for waiter in (stop, wake):
+                waiter.cancel()
+        # Stopping: what was recorded just before (the last verdicts too) gets a moment to be written.
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(FLUSH_ON_STOP_S):
-                while self._pending:
-                    _, pending = self._pending.popitem(last=False)
+                for key, (_, settled) in list(self._settling.items()):
+                    self._ready.setdefault(key, settled)
+                self._settling.clear()
+                while self._ready:
+                    _, pending = self._ready.popitem(last=False)
                     await self._write_with_retry(pending)
         self._idle.set()
 
