@@ -72,9 +72,14 @@ def test_queue_gauges_use_volcanos_names_and_units_and_forget_deleted_queues() -
     assert value("volcano_queue_overused", queue_name="small") == 1
     assert value("volcano_queue_overused", queue_name="big") == 0
     assert value("volcano_queue_weight", queue_name="big") == 3
+    # Real capacity: the capability within what the cluster has (no guarantees here to set aside).
+    assert value("volcano_queue_real_capacity_milli_cpu", queue_name="big") == 7000
+    assert value("volcano_queue_real_capacity_milli_cpu", queue_name="small") == 8000
+    assert value("volcano_queue_real_capacity_scalar_resources", queue_name="small", resource=GPU) == 2000
     recorder.record(result_of(), lambda: replace(snapshot, queues=snapshot.queues[1:]))
     assert value("volcano_queue_weight", queue_name="small") is None
     assert value("volcano_queue_allocated_scalar_resources", queue_name="small", resource=GPU) is None
+    assert value("volcano_queue_real_capacity_scalar_resources", queue_name="small", resource=GPU) is None
     assert value("volcano_queue_weight", queue_name="big") == 3
 
 

@@ -124,6 +124,24 @@ QUEUE_DESERVED_SCALAR = Gauge(
     "Deserved scalar resource for one queue (milli-units)",
     ["queue_name", "resource"],
 )
+QUEUE_CAPACITY_SCALAR = Gauge(
+    "volcano_queue_capacity_scalar_resources",
+    "Scalar resource capacity for one queue (milli-units; only the resources its capability names)",
+    ["queue_name", "resource"],
+)
+QUEUE_REAL_CAPACITY_CPU = Gauge(
+    "volcano_queue_real_capacity_milli_cpu",
+    "CPU count real capacity for one queue (milli): its capability within the cluster less others' guarantees",
+    ["queue_name"],
+)
+QUEUE_REAL_CAPACITY_MEMORY = Gauge(
+    "volcano_queue_real_capacity_memory_bytes", "Memory real capacity for one queue", ["queue_name"]
+)
+QUEUE_REAL_CAPACITY_SCALAR = Gauge(
+    "volcano_queue_real_capacity_scalar_resources",
+    "Scalar resource real capacity for one queue (milli-units)",
+    ["queue_name", "resource"],
+)
 QUEUE_SHARE = Gauge(
     "volcano_queue_share", "Share for one queue (max over resources of allocated/deserved)", ["queue_name"]
 )
@@ -201,6 +219,7 @@ class QueueFigures:
     allocated: Resources
     request: Resources
     deserved: Resources
+    real_capability: Resources  # min(capability, cluster - the other queues' guarantees)
     share: float
     overused: bool
 
@@ -257,10 +276,12 @@ def queue_figures(snapshot: ClusterSnapshot, binds: Mapping[str, str] | None = N
     figures = {}
     for attr in attrs:
         deserved = {n: Fraction(float(attr.deserved[i])) for i, n in enumerate(space.names) if attr.deserved[i] > 0}
+        real = {n: Fraction(float(v)) for n, v in zip(space.names, attr.real_capability, strict=True) if np.isfinite(v)}
         figures[attr.name] = QueueFigures(
             allocated=allocated[attr.name],
             request=request[attr.name],
             deserved=deserved,
+            real_capability=real,
             share=share(attr.allocated, attr.deserved),
             overused=less_equal(attr.deserved, attr.allocated, space.tolerance),
         )
@@ -354,6 +375,8 @@ class StateRecorder:
             QUEUE_DESERVED_MEMORY.labels(name).set(_bytes(fig.deserved))
             QUEUE_CAPACITY_CPU.labels(name).set(_milli(queue.capability, CPU) if CPU in queue.capability else -1)
             QUEUE_CAPACITY_MEMORY.labels(name).set(_bytes(queue.capability) if MEMORY in queue.capability else -1)
+            QUEUE_REAL_CAPACITY_CPU.labels(name).set(_milli(fig.real_capability, CPU))
+            QUEUE_REAL_CAPACITY_MEMORY.labels(name).set(_bytes(fig.real_capability))
             QUEUE_WEIGHT.labels(name).set(queue.weight)
             QUEUE_SHARE.labels(name).set(fig.share)
             QUEUE_OVERUSED.labels(name).set(1 if fig.overused else 0)
@@ -362,19 +385,21 @@ class StateRecorder:
                 (QUEUE_ALLOCATED_SCALAR, fig.allocated),
                 (QUEUE_REQUEST_SCALAR, fig.request),
                 (QUEUE_DESERVED_SCALAR, fig.deserved),
+                (QUEUE_CAPACITY_SCALAR, queue.capability),
+                (QUEUE_REAL_CAPACITY_SCALAR, fig.real_capability),
             ):
                 for resource, value in _scalars(res).items():
                     gauge.labels(name, resource).set(value)
                     scalars.add(resource)
             for resource in self._queues.get(name, set()) - scalars:
-                for gauge in (QUEUE_ALLOCATED_SCALAR, QUEUE_REQUEST_SCALAR, QUEUE_DESERVED_SCALAR):
+                for gauge in _SCALAR_GAUGES:
                     _remove(gauge, name, resource)
             self._queues[name] = scalars
         for name in set(self._queues) - current:
             for gauge in _QUEUE_GAUGES:
                 _remove(gauge, name)
             for resource in self._queues.pop(name):
-                for gauge in (QUEUE_ALLOCATED_SCALAR, QUEUE_REQUEST_SCALAR, QUEUE_DESERVED_SCALAR):
+                for gauge in _SCALAR_GAUGES:
                     _remove(gauge, name, resource)
 
     def _record_unschedulable(self, jobs: list[str], waiting: Mapping[str, int]) -> None:
@@ -429,9 +454,18 @@ _QUEUE_GAUGES: Final = (
     QUEUE_DESERVED_MEMORY,
     QUEUE_CAPACITY_CPU,
     QUEUE_CAPACITY_MEMORY,
+    QUEUE_REAL_CAPACITY_CPU,
+    QUEUE_REAL_CAPACITY_MEMORY,
     QUEUE_WEIGHT,
     QUEUE_SHARE,
     QUEUE_OVERUSED,
+)
+_SCALAR_GAUGES: Final = (
+    QUEUE_ALLOCATED_SCALAR,
+    QUEUE_REQUEST_SCALAR,
+    QUEUE_DESERVED_SCALAR,
+    QUEUE_CAPACITY_SCALAR,
+    QUEUE_REAL_CAPACITY_SCALAR,
 )
 
 
