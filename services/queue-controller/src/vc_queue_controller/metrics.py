@@ -18,7 +18,9 @@ POD_GROUP_COUNTS = {
 INQUEUE_MILLI_CPU = Gauge("volcano_queue_inqueue_milli_cpu", "Σ minResources cpu of Inqueue PodGroups", _LABEL)
 INQUEUE_MEMORY = Gauge("volcano_queue_inqueue_memory_bytes", "Σ minResources memory of Inqueue PodGroups", _LABEL)
 INQUEUE_SCALAR = Gauge(
-    "volcano_queue_inqueue_scalar_resources", "Σ minResources of Inqueue PodGroups", ["queue_name", "resource"]
+    "volcano_queue_inqueue_scalar_resources",
+    "Σ minResources of Inqueue PodGroups (milli-units, as Volcano exports scalar resources)",
+    ["queue_name", "resource"],
 )
 STATUS_WRITES = Counter("tephra_queue_controller_status_writes_total", "Queue writes by the queue controller")
 COMMANDS = Counter("tephra_queue_controller_commands_total", "Queue commands taken", ["action"])
@@ -37,7 +39,7 @@ class QueueMetrics:
         for name in self._scalars.get(queue, set()) - scalars:
             INQUEUE_SCALAR.remove(queue, name)
         for name in scalars:
-            INQUEUE_SCALAR.labels(queue, name).set(float(inqueue[name]))
+            INQUEUE_SCALAR.labels(queue, name).set(float(inqueue[name] * 1000))  # Volcano: milli-units
         self._scalars[queue] = scalars
 
     def forget(self, queue: str) -> None:
