@@ -189,14 +189,16 @@ async def test_the_example_cronjob_runs_per_schedule_forbids_overlap_and_keeps_i
         app.resync()
         await eventually(lambda: _above(lambda: NOTES.labels("CronJob", "ForbidConcurrent")._value.get(), skipped))
         assert await names(nats_store) == {name}
-        await finish(nats_store, name)
-        for run in range(2, 8):  # six more runs, each finished before the next: history keeps 5
+        previous = name
+        for run in range(2, 8):  # six more runs, each after the previous finished: history keeps 5
             due = first + timedelta(minutes=5 * run)
             clock.now = due + timedelta(seconds=10)
+            # Finished only now: at first + 5m10s, first + 5m would still be within the 60 s deadline.
+            await finish(nats_store, previous, at=clock.now.strftime("%Y-%m-%dT%H:%M:%SZ"))
             app.resync()
             await eventually(lambda due=due: _last_schedule(nats_store, due))  # type: ignore[misc]
-            newest = f"volcano-cronjob-example-{int(due.timestamp()) // 60}"
-            await finish(nats_store, newest, at=(clock.now.strftime("%Y-%m-%dT%H:%M:%SZ")))
+            previous = f"volcano-cronjob-example-{int(due.timestamp()) // 60}"
+        await finish(nats_store, previous, at=clock.now.strftime("%Y-%m-%dT%H:%M:%SZ"))
         app.resync()
         await eventually(lambda: _length(names(nats_store), 5))
         cronjob = await nats_store.get(CronJob, NS, "volcano-cronjob-example")
