@@ -148,7 +148,9 @@ def build_task(
     else:
         resreq = space.vector(pod.requests)
         best_effort = is_empty(resreq, space.tolerance)
-    placement = (pod.node_selector, pod.affinity, pod.tolerations, pod.host_ports)
+    # Node-side only: pod (anti-)affinity is checked per task across nodes, never from the class cache.
+    node_affinity = pod.affinity.node_affinity if pod.affinity else None
+    placement = (pod.node_selector, node_affinity, pod.tolerations, pod.host_ports)
     return TaskInfo(
         uid=pod.uid,
         name=pod.name,

@@ -44,6 +44,10 @@ def has_required_terms(pod: PodObj) -> bool:
     return a is not None and bool(required(a.pod_affinity) or required(a.pod_anti_affinity))
 
 
+def has_required_anti_affinity(pod: PodObj) -> bool:
+    return pod.affinity is not None and bool(required(pod.affinity.pod_anti_affinity))
+
+
 def has_pod_terms(pod: PodObj) -> bool:
     a = pod.affinity
     return a is not None and (a.pod_affinity is not None or a.pod_anti_affinity is not None)
@@ -99,8 +103,9 @@ class CarrierGroup:
 
 
 class PodAffinityIndex:
-    def __init__(self, nodes: NodeTable, scope: NamespaceScope) -> None:
+    def __init__(self, nodes: NodeTable, scope: NamespaceScope, *, anti_possible: bool = True) -> None:
         self.nodes = nodes
+        self.anti_possible = anti_possible  # some pod of the session has a required anti-affinity term
         self.scope = scope
         self.pods = PlacedPods(nodes)
         self.domains = TopologyDomains(nodes)
@@ -237,7 +242,10 @@ class PodAffinityIndex:
         return out
 
     def bound_by_existing(self, pod: PodObj) -> bool:
-        """Whether a placed pod's required anti-affinity term selects `pod`."""
+        """Whether a placed pod's required anti-affinity term selects `pod` (never, without a word,
+        when no pod of the session has such a term: the session's pods are known when it opens)."""
+        if not self.anti_possible:
+            return False
         return any(group.kind == "anti" for group in self.groups_matching(pod))
 
     def _group_per_row(self, group: CarrierGroup, rows: Rows) -> NDArray[np.int64]:

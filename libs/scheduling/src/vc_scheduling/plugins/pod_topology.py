@@ -10,7 +10,12 @@ from vc_scheduling.framework.session import Session
 from vc_scheduling.framework.session_cluster import snapshot_of
 from vc_scheduling.plugins.label_selectors import NamespaceScope
 from vc_scheduling.plugins.node_filters import NodeLabels
-from vc_scheduling.plugins.pod_affinity import PodAffinityIndex, has_pod_terms, has_required_terms
+from vc_scheduling.plugins.pod_affinity import (
+    PodAffinityIndex,
+    has_pod_terms,
+    has_required_anti_affinity,
+    has_required_terms,
+)
 from vc_scheduling.plugins.topology_spread import SpreadIndex, hard_constraints
 
 _BY_SESSION: WeakKeyDictionary[Session, PodTopology] = WeakKeyDictionary()
@@ -19,7 +24,8 @@ _BY_SESSION: WeakKeyDictionary[Session, PodTopology] = WeakKeyDictionary()
 class PodTopology:
     def __init__(self, ssn: Session) -> None:
         labels = {ns.name: ns.labels for ns in snapshot_of(ssn).namespaces}
-        self.affinity = PodAffinityIndex(ssn.nodes, NamespaceScope(labels))
+        anti = any(has_required_anti_affinity(t.pod) for t in _session_tasks(ssn))
+        self.affinity = PodAffinityIndex(ssn.nodes, NamespaceScope(labels), anti_possible=anti)
         self.spread = SpreadIndex(
             self.affinity.pods, self.affinity.domains, NodeLabels([n.obj for n in ssn.nodes.nodes])
         )
