@@ -8,7 +8,7 @@ correlated (aggregated, rate-limited) and queued; `run` writes them through the 
 A write is an Event named after what it says (`event_name`): created with `count` 1, or, for a repeat,
 read and written back with `count` and `lastTimestamp` advanced (compare-and-set). When a create finds
 the Event already there, an earlier life of this service said it: the fact is not new and is not
-counted again, so a restart does not re-emit anything.
+counted again (unless a verdict's why changed meanwhile), so a restart does not re-emit anything.
 
 Events are best effort, as client-go's are: the state itself is in the store. A write that keeps
 failing is dropped with a log line; at most MAX_PENDING Events wait to be written (the oldest is
@@ -62,7 +62,9 @@ CLUSTER_SCOPED_NAMESPACE: Final = "default"
 
 RECORDED = Counter(
     "tephra_kube_events_total",
-    "Kubernetes Events this process recorded, by outcome (created, counted, known, dropped_spam, dropped_full, failed)",
+    "Kubernetes Events this process recorded, by outcome (created, counted, known: written before this"
+    " process started, object_gone, verdict_ended: scheduled before it settled, dropped_spam, dropped_full,"
+    " failed)",
     ["outcome"],
 )
 
