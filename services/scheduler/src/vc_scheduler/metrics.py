@@ -5,33 +5,43 @@ resources such as GPUs in milli-units), `tephra_scheduler_*` for what only an ac
 
 `record_cycle` is the one entry the loop calls after each cycle. Per-cycle figures (latencies, attempts,
 preemption, the scheduling time of the jobs the cycle made ready) come from the cycle's result; the state
-gauges (queues, unschedulable jobs and their waiting tasks) walk every pod, so they are refreshed at
-most every STATE_PERIOD_S: a scrape every few seconds sees them as fresh, and a busy scheduler does not
-pay an O(pods) pass per cycle.
+gauges (queues, unschedulable jobs and their waiting tasks) walk every pod (about 0.5 s of CPU at 100k
+pods), so they are refreshed at most every STATE_PERIOD_S, Prometheus' default scrape interval, in a
+worker thread: the event loop only takes the cache's snapshot (tuples of what it holds).
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Final
 
 import numpy as np
+import structlog
 from prometheus_client import Counter, Gauge, Histogram
 
-from vc_core.resources import CPU, MEMORY, PODS, Resources
+from vc_core.resources import CPU, MEMORY, PODS
 from vc_scheduling.cycle import CycleResult
 from vc_scheduling.framework.decisions import Evict
 from vc_scheduling.framework.model import QueueInfo
 from vc_scheduling.framework.resources import ResourceSpace, less_equal
 from vc_scheduling.plugins.proportion import water_fill
 from vc_scheduling.plugins.queue_ledger import QueueAttr, capability_vector, share
-from vc_scheduling.snapshot.cluster import DEFAULT_QUEUE, ClusterSnapshot, PodGroupObj, PodObj, QueueObj
+from vc_scheduling.snapshot.cluster import (
+    DEFAULT_QUEUE,
+    GROUP_NAME_ANNOTATION,
+    ClusterSnapshot,
+    PodGroupObj,
+    QueueObj,
+)
 
-STATE_PERIOD_S: Final = 5.0
+log = structlog.get_logger(__name__)
+STATE_PERIOD_S: Final = 15.0
 MAX_JOB_SERIES: Final = 10_000  # per-job gauges kept at most (Volcano keeps one series per job)
 # Volcano's buckets are ExponentialBuckets(5, 2, 15) (5 ms .. 82 s); Tephra's cycles and plugins are often
 # well under 5 ms, so finer buckets come first (the names and units, what dashboards query, are Volcano's).
@@ -211,44 +221,69 @@ def record_decisions(result: CycleResult) -> None:
 
 
 # -- state: queues ---------------------------------------------------------------------------------------
+Amounts = dict[str, float]  # resource name -> amount (cpu in cores, memory in bytes, others in units)
+
+
 @dataclass(frozen=True, slots=True)
 class QueueFigures:
-    """One queue as Volcano's proportion plugin sees it: resources by name (cpu in cores, memory in bytes,
-    other names in their own units; the gauges scale them as Volcano does)."""
+    """One queue as Volcano's proportion plugin sees it (the gauges scale the amounts as Volcano does)."""
 
-    allocated: Resources
-    request: Resources
-    deserved: Resources
-    real_capability: Resources  # min(capability, cluster - the other queues' guarantees)
+    allocated: Amounts
+    request: Amounts
+    deserved: Amounts
+    real_capability: Amounts  # min(capability, cluster - the other queues' guarantees)
     share: float
     overused: bool
 
 
-def _active(pod: PodObj) -> bool:
-    return pod.phase not in ("Succeeded", "Failed") and not pod.deleting
+@dataclass(frozen=True, slots=True)
+class Tally:
+    """One pass over the pods: per queue, what is placed and what is asked; per PodGroup, pods waiting."""
+
+    allocated: dict[str, Amounts]
+    request: dict[str, Amounts]
+    waiting: dict[str, int]
+
+
+def tally(snapshot: ClusterSnapshot, binds: Mapping[str, str]) -> Tally:
+    """Allocated: unfinished pods on a node or bound by `binds`; request: allocated + the pending ones;
+    waiting: per PodGroup, its unfinished pods not placed. Floats, not Fractions: this walks every pod
+    (100k pods in a fraction of a second) and a gauge is a float anyway. Pods not in a PodGroup, or in
+    one naming no known queue, count for no queue."""
+    queue_of = {pg.key: pg.queue or DEFAULT_QUEUE for pg in snapshot.podgroups}
+    allocated: dict[str, Amounts] = {q.name: {} for q in snapshot.queues}
+    request: dict[str, Amounts] = {q.name: {} for q in snapshot.queues}
+    waiting: dict[str, int] = {}
+    for pod in snapshot.pods:
+        group = pod.annotations.get(GROUP_NAME_ANNOTATION)
+        if not group or pod.deleting or pod.phase in ("Succeeded", "Failed"):
+            continue
+        key = f"{pod.namespace}/{group}"
+        placed = bool(pod.node_name) or pod.key in binds
+        if not placed:
+            waiting[key] = waiting.get(key, 0) + 1
+        owner = queue_of.get(key)
+        if owner is None or owner not in request:
+            continue
+        asked, held = request[owner], (allocated[owner] if placed else None)
+        for name, value in pod.requests.items():
+            if name != PODS:
+                amount = value.numerator / value.denominator  # float(Fraction), without its detour
+                asked[name] = asked.get(name, 0.0) + amount
+                if held is not None:
+                    held[name] = held.get(name, 0.0) + amount
+    return Tally(allocated, request, waiting)
 
 
 def queue_figures(snapshot: ClusterSnapshot, binds: Mapping[str, str] | None = None) -> dict[str, QueueFigures]:
-    """Allocated (pods on a node, or bound by `binds`), request (allocated + pending) and deserved (Volcano's
-    water-filling by weight over the cluster's allocatable, capped by capability and request, floored at
-    guarantee) per queue, with share = max over resources of allocated/deserved and overused = deserved
-    <= allocated. Pods not in a PodGroup, or in one naming no known queue, count for no queue."""
-    binds = binds or {}
-    queue_of = {pg.key: pg.queue or DEFAULT_QUEUE for pg in snapshot.podgroups}
-    allocated: dict[str, dict[str, Fraction]] = {q.name: {} for q in snapshot.queues}
-    request: dict[str, dict[str, Fraction]] = {q.name: {} for q in snapshot.queues}
-    for pod in snapshot.pods:
-        group = pod.group_name
-        owner = queue_of.get(f"{pod.namespace}/{group}") if group else None
-        if owner is None or owner not in request or not _active(pod):
-            continue
-        placed = bool(pod.node_name) or pod.key in binds
-        for name, value in pod.requests.items():
-            if name == PODS:
-                continue
-            request[owner][name] = request[owner].get(name, Fraction(0)) + value
-            if placed:
-                allocated[owner][name] = allocated[owner].get(name, Fraction(0)) + value
+    """Allocated and request (see `tally`) and deserved (Volcano's water-filling by weight over the
+    cluster's allocatable, capped by real capability and request, floored at guarantee) per queue, with
+    share = max over resources of allocated/deserved and overused = deserved <= allocated."""
+    return figures_of(snapshot, tally(snapshot, binds or {}))
+
+
+def figures_of(snapshot: ClusterSnapshot, counted: Tally) -> dict[str, QueueFigures]:
+    allocated, request = counted.allocated, counted.request
     names = {n for node in snapshot.nodes for n in node.allocatable} | {n for r in request.values() for n in r}
     space = ResourceSpace.of(names - {PODS})
     total = (
@@ -275,44 +310,33 @@ def queue_figures(snapshot: ClusterSnapshot, binds: Mapping[str, str] | None = N
     water_fill(total, attrs, space.tolerance)
     figures = {}
     for attr in attrs:
-        deserved = {n: Fraction(float(attr.deserved[i])) for i, n in enumerate(space.names) if attr.deserved[i] > 0}
-        real = {n: Fraction(float(v)) for n, v in zip(space.names, attr.real_capability, strict=True) if np.isfinite(v)}
         figures[attr.name] = QueueFigures(
             allocated=allocated[attr.name],
             request=request[attr.name],
-            deserved=deserved,
-            real_capability=real,
+            deserved={n: float(v) for n, v in zip(space.names, attr.deserved, strict=True) if v > 0},
+            real_capability={
+                n: float(v) for n, v in zip(space.names, attr.real_capability, strict=True) if np.isfinite(v)
+            },
             share=share(attr.allocated, attr.deserved),
             overused=less_equal(attr.deserved, attr.allocated, space.tolerance),
         )
     return figures
 
 
-def _milli(res: Mapping[str, Fraction], name: str) -> float:
-    return float(res.get(name, Fraction(0)) * 1000)
+def _milli(res: Mapping[str, Fraction] | Amounts, name: str) -> float:
+    return float(res.get(name, 0)) * 1000
 
 
-def _bytes(res: Mapping[str, Fraction]) -> float:
-    return float(res.get(MEMORY, Fraction(0)))
+def _bytes(res: Mapping[str, Fraction] | Amounts) -> float:
+    return float(res.get(MEMORY, 0))
 
 
-def _scalars(res: Mapping[str, Fraction]) -> dict[str, float]:
+def _scalars(res: Mapping[str, Fraction] | Amounts) -> dict[str, float]:
     """Volcano's scalar resources (GPUs and the like) are milli-units."""
-    return {n: float(v * 1000) for n, v in res.items() if n not in (CPU, MEMORY, PODS)}
+    return {n: float(v) * 1000 for n, v in res.items() if n not in (CPU, MEMORY, PODS)}
 
 
 # -- state: jobs -----------------------------------------------------------------------------------------
-def waiting_tasks(snapshot: ClusterSnapshot, binds: Mapping[str, str]) -> dict[str, int]:
-    """Per PodGroup key: its unfinished pods not on a node and not bound by this cycle."""
-    waiting: dict[str, int] = {}
-    for pod in snapshot.pods:
-        group = pod.group_name
-        if group and _active(pod) and not pod.node_name and pod.key not in binds:
-            key = f"{pod.namespace}/{group}"
-            waiting[key] = waiting.get(key, 0) + 1
-    return waiting
-
-
 def unschedulable_jobs(result: CycleResult) -> list[str]:
     """The PodGroups (`ns/name`) this cycle reported unschedulable: their latest condition is an
     Unschedulable one that holds (the gang plugin's verdict at session close)."""
@@ -345,19 +369,36 @@ class StateRecorder:
     _unschedulable: set[str] = field(default_factory=set)
     # PodGroup key -> its series' labels; None: judged, not timed (Running before this instance saw it)
     _timed: dict[str, tuple[str, str, str] | None] = field(default_factory=dict)
+    _timed_lock: threading.Lock = field(default_factory=threading.Lock)  # the loop times, the worker forgets
 
     def record(self, result: CycleResult, cluster: Callable[[], ClusterSnapshot]) -> bool:
-        """Refresh from this cycle's result and the cluster (called only when due); True if it did."""
+        """Refresh from this cycle's result and the cluster when due; True if it did."""
+        if not self.due():
+            return False
+        timed = self.timed()
+        self.refresh(result, cluster(), timed)
+        return True
+
+    def due(self) -> bool:
+        """Whether a refresh is due now; if so, the next one is due a period later."""
         now = self.clock()
         if now < self._due:
             return False
         self._due = now + self.period_s
-        snapshot = cluster()
-        binds = result.binds
-        self._record_queues(snapshot.queues, queue_figures(snapshot, binds))
-        self._record_unschedulable(unschedulable_jobs(result), waiting_tasks(snapshot, binds))
-        self._forget_jobs({pg.key for pg in snapshot.podgroups})
         return True
+
+    def timed(self) -> set[str]:
+        """The jobs judged so far (take it with the cluster's snapshot, for `refresh`)."""
+        with self._timed_lock:
+            return set(self._timed)
+
+    def refresh(self, result: CycleResult, snapshot: ClusterSnapshot, timed: set[str]) -> None:
+        """The state gauges from this cycle's result and `snapshot` (safe in another thread). Of the jobs
+        judged when the snapshot was taken (`timed`), those not in it are gone: their series go."""
+        counted = tally(snapshot, result.binds)
+        self._record_queues(snapshot.queues, figures_of(snapshot, counted))
+        self._record_unschedulable(unschedulable_jobs(result), counted.waiting)
+        self._forget_jobs(timed - {pg.key for pg in snapshot.podgroups})
 
     def _record_queues(self, queues: Iterable[QueueObj], figures: Mapping[str, QueueFigures]) -> None:
         current = set()
@@ -422,6 +463,10 @@ class StateRecorder:
             return
         now = self.wall()
         groups = {pg.key: pg for pg in planned.podgroups}
+        with self._timed_lock:
+            self._time_jobs(started, groups, now)
+
+    def _time_jobs(self, started: list[str], groups: Mapping[str, PodGroupObj], now: float) -> None:
         for key in started:
             pg = groups.get(key)
             created = _created_s(pg) if pg is not None else None
@@ -437,9 +482,10 @@ class StateRecorder:
             JOB_START.labels(*labels).set(int(created))
             self._timed[key] = labels
 
-    def _forget_jobs(self, present: set[str]) -> None:
-        for key in set(self._timed) - present:
-            labels = self._timed.pop(key)
+    def _forget_jobs(self, gone: set[str]) -> None:
+        with self._timed_lock:
+            series = [self._timed.pop(key, None) for key in gone]
+        for labels in series:
             if labels is not None:
                 _remove(JOB_DURATION, *labels)
                 _remove(JOB_START, *labels)
@@ -477,6 +523,8 @@ def _remove(gauge: Gauge, *labels: str) -> None:
 
 
 _STATE = StateRecorder()
+_WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metrics-state")
+_refreshing: Future[None] | None = None
 
 
 def record_cycle(
@@ -489,10 +537,20 @@ def record_cycle(
     members: int,
 ) -> None:
     """Everything a cycle tells Prometheus (the loop's one call). `planned` is the snapshot the cycle ran
-    on; `cluster` gives the whole cluster as the cache holds it, asked only when the state gauges are due."""
+    on; `cluster` gives the whole cluster as the cache holds it, asked only when the state gauges are due
+    (and no refresh is still running)."""
+    global _refreshing
     record_timings(result)
     record_decisions(result)
     OWNED.labels(instance).set(owned)
     MEMBERS.labels(instance).set(members)
     _STATE.record_job_times(result, planned)
-    _STATE.record(result, cluster)
+    if (_refreshing is None or _refreshing.done()) and _STATE.due():
+        timed = _STATE.timed()
+        _refreshing = _WORKER.submit(_STATE.refresh, result, cluster(), timed)
+        _refreshing.add_done_callback(_log_failure)
+
+
+def _log_failure(done: Future[None]) -> None:
+    if not done.cancelled() and (exc := done.exception()) is not None:
+        log.error("metrics.state_refresh_failed", error=repr(exc))
