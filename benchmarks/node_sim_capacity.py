@@ -17,7 +17,7 @@ import urllib.request
 from pathlib import Path
 
 from benchmarks.progress import Progress
-from benchmarks.report import BenchReport
+from benchmarks.report import BenchReport, running_curve
 from vc_bus.connection import connect
 from vc_bus.server import NatsServer, free_port
 from vc_bus.store import NatsStore
@@ -49,27 +49,29 @@ async def run(nodes: int, pods: int, sync: str) -> None:
                 store = NatsStore(nc)
                 await store.ensure()
                 assert len((await store.list(Node))[0]) == nodes
-                run_s, create_s = await _run_pods(store, nodes, pods)
+                run_s, create_s, curve = await _run_pods(store, nodes, pods)
         finally:
             proc.terminate()
             proc.wait(30)
     print(f"node-sim[sync={sync}]: {nodes:,} nodes registered in {register_s:.1f}s; {pods:,} pods created in {create_s:.1f}s "
           f"and all Succeeded after {run_s:.1f}s -> {2 * pods / run_s:,.0f} pod transitions/s", flush=True)
-    report = BenchReport("node_sim_capacity", f"node-sim: {nodes:,} nodes, {pods:,} pods", params={"sync": sync})
+    title = f"node-sim: {nodes:,} nodes, {pods:,} pods"
+    report = BenchReport("node_sim_capacity", title, params={"sync": sync}, y_label="pods Succeeded")
     figures = {"nodes": nodes, "pods": pods, "register_s": register_s, "create_s": create_s, "run_s": run_s}
-    report.add(f"node-sim, fsync {sync}", figures | {"pod_transitions_per_s": 2 * pods / run_s})
+    report.add(f"node-sim, fsync {sync}", figures | {"pod_transitions_per_s": 2 * pods / run_s}, curve)
     print("  results: " + ", ".join(str(p) for p in report.write()), flush=True)
 
 
-async def _run_pods(store: NatsStore, nodes: int, pods: int) -> tuple[float, float]:
+async def _run_pods(store: NatsStore, nodes: int, pods: int) -> tuple[float, float, list[tuple[float, int]]]:
+    """Seconds until every pod Succeeded, seconds to create them, and pods Succeeded over time."""
     done = asyncio.Event()
-    succeeded: set[str] = set()
+    succeeded: dict[str, float] = {}
     progress = Progress("  pods Succeeded", pods)
 
     async def watch() -> None:
         async for event in store.watch(Pod):
             if event.op is WatchOp.PUT and event.obj and event.obj.status and event.obj.status.phase == "Succeeded":
-                succeeded.add(event.name)
+                succeeded.setdefault(event.name, time.perf_counter())
                 progress.update(len(succeeded))
                 if len(succeeded) == pods:
                     done.set()
@@ -93,7 +95,7 @@ async def _run_pods(store: NatsStore, nodes: int, pods: int) -> tuple[float, flo
         create_s = time.perf_counter() - start
         await done.wait()
         watcher.cancel()
-    return time.perf_counter() - start, create_s
+    return time.perf_counter() - start, create_s, running_curve(succeeded.values(), start)
 
 
 def main() -> None:
