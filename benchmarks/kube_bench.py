@@ -70,6 +70,7 @@ class Result:
     cpu: str = ""
     requests: str = ""
     stages: str = ""
+    latencies: str = ""  # mean latencies inside Tephra's services over the phase
     bound_curve: list[tuple[float, int]] = field(default_factory=list)  # (seconds since start, pods bound)
 
     @property
@@ -89,6 +90,7 @@ class Procs:
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.metrics_ports: dict[str, int] = {}  # service -> its /metrics port (Tephra's services)
 
     def start(self, name: str, argv: list[str]) -> None:
         log = open(self.workdir / f"{name}.log", "ab")
@@ -130,37 +132,113 @@ def nats(workdir: Path) -> Iterator[NatsServer]:
 
 
 # --- the apiserver's own request counter ---------------------------------------------------------------
-_REQUEST = re.compile(r"^apiserver_request_total\{([^}]*)\} ([0-9.e+]+)$", re.M)
+_REQUEST = re.compile(r"^apiserver_request_(total|duration_seconds_sum)\{([^}]*)\} ([0-9.e+]+)$", re.M)
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
+Requests = Counter[tuple[str, str]]
 
 
-async def request_counts(kubeconfig: str) -> Counter[tuple[str, str]]:
-    """apiserver_request_total summed by (verb, resource[/subresource]), from /metrics."""
+@dataclass
+class ApiserverReading:
+    """apiserver_request_total and the seconds it spent on them, by (verb, resource[/subresource])."""
+
+    counts: Requests = field(default_factory=Counter)
+    seconds: dict[tuple[str, str], float] = field(default_factory=dict)
+
+
+async def request_counts(kubeconfig: str) -> ApiserverReading:
+    """The apiserver's request counter and its time spent per request kind, from /metrics."""
     cfg = await load_config(kubeconfig)
     auth = (await cfg.auth_settings()).values()
     headers = {a["key"]: a["value"] for a in auth if a.get("in") == "header" and a.get("value")}
     ssl: Any = ssl_module.create_default_context(cafile=cfg.ssl_ca_cert) if cfg.verify_ssl else False
     async with aiohttp.ClientSession() as http, http.get(f"{cfg.host}/metrics", headers=headers, ssl=ssl) as resp:
         text = await resp.text()
-    counts: Counter[tuple[str, str]] = Counter()
+    reading = ApiserverReading()
     for match in _REQUEST.finditer(text):
-        labels = dict(_LABEL.findall(match.group(1)))
+        labels = dict(_LABEL.findall(match.group(2)))
         resource = labels.get("resource", "")
         if labels.get("subresource"):
             resource += "/" + labels["subresource"]
-        counts[(labels.get("verb", ""), resource)] += int(float(match.group(2)))
-    return counts
+        key = (labels.get("verb", ""), resource)
+        if match.group(1) == "total":
+            reading.counts[key] += int(float(match.group(3)))
+        else:
+            reading.seconds[key] = reading.seconds.get(key, 0.0) + float(match.group(3))
+    return reading
 
 
-def per_pod(before: Counter[tuple[str, str]], after: Counter[tuple[str, str]], pods: int) -> str:
-    """'X req/pod [VERB resource n, ...]' for the requests made between the two readings."""
-    delta = Counter({k: after[k] - before.get(k, 0) for k in after if after[k] > before.get(k, 0)})
+def per_pod(before: ApiserverReading, after: ApiserverReading, pods: int) -> str:
+    """'X req/pod [VERB resource n (server ms each), ...]' for the requests made between the readings;
+    the server's own time per request tells its queueing apart from the client's."""
+    delta = Counter({k: n - before.counts.get(k, 0) for k, n in after.counts.items() if n > before.counts.get(k, 0)})
     watches = {k for k in delta if k[0] in ("WATCH", "WATCHLIST")}  # streams, not per-pod work
     for key in watches:
         del delta[key]
     total = sum(delta.values())
-    busiest = ", ".join(f"{verb} {res} {n / max(1, pods):.2f}" for (verb, res), n in delta.most_common(8))
+
+    def server_ms(key: tuple[str, str], n: int) -> str:
+        spent = after.seconds.get(key, 0.0) - before.seconds.get(key, 0.0)
+        return f" ({1000 * spent / n:.0f} ms)" if n else ""
+
+    busiest = ", ".join(
+        f"{verb} {res} {n / max(1, pods):.2f}{server_ms((verb, res), n)}" for (verb, res), n in delta.most_common(8)
+    )
     return f"{total / max(1, pods):.2f} req/pod [{busiest}]"
+
+
+# --- the services' own metrics -------------------------------------------------------------------------
+
+
+async def service_samples(ports: dict[str, int]) -> dict[str, dict[tuple[str, str, str], float]]:
+    """Per service: (histogram, labels, sum|count) -> value, from each service's /metrics."""
+    out: dict[str, dict[tuple[str, str, str], float]] = {}
+    async with aiohttp.ClientSession() as http:
+        for service, port in ports.items():
+            try:
+                async with http.get(f"http://127.0.0.1:{port}/metrics", timeout=aiohttp.ClientTimeout(total=10)) as r:
+                    text = await r.text()
+            except (aiohttp.ClientError, TimeoutError, OSError):
+                continue
+            samples: dict[tuple[str, str, str], float] = {}
+            for line in text.splitlines():
+                if line.startswith("#") or not ("_sum" in line or "_count" in line):
+                    continue
+                name_labels, _, value = line.rpartition(" ")
+                name, _, labels = name_labels.partition("{")
+                part = "sum" if name.endswith("_sum") else "count" if name.endswith("_count") else ""
+                if part:
+                    samples[(name.rsplit("_", 1)[0], labels.rstrip("}"), part)] = float(value)
+            out[service] = samples
+    return out
+
+
+# Latencies worth printing per service: where a pod's time goes inside Tephra.
+_LATENCIES = {
+    "tephra_kube_request_seconds": "apiserver",
+    "tephra_relay_kv_ack_seconds": "relay KV ack",
+    "tephra_job_controller_reconcile_seconds": "reconcile",
+}
+
+
+def latencies(
+    before: dict[str, dict[tuple[str, str, str], float]], after: dict[str, dict[tuple[str, str, str], float]]
+) -> str:
+    """'service: what mean (count), ...' over the phase, for the histograms in _LATENCIES."""
+    parts = []
+    for service, samples in sorted(after.items()):
+        old = before.get(service, {})
+        figures = []
+        for (name, labels, part), total in sorted(samples.items()):
+            if part != "sum" or name not in _LATENCIES:
+                continue
+            count = samples.get((name, labels, "count"), 0.0) - old.get((name, labels, "count"), 0.0)
+            spent = total - old.get((name, labels, "sum"), 0.0)
+            if count >= 1:
+                label = _LATENCIES[name] + (f" {labels.split('=')[1].strip(chr(34))}" if labels else "")
+                figures.append(f"{label} {1000 * spent / count:.0f} ms x{int(count)}")
+        if figures:
+            parts.append(f"{service}: " + ", ".join(figures))
+    return "; ".join(parts)
 
 
 # --- objects -------------------------------------------------------------------------------------------
@@ -413,14 +491,17 @@ def gangs_whole(bound: dict[str, str], *, size: int, by_label: dict[str, str] | 
 # --- the runs ------------------------------------------------------------------------------------------
 def start_tephra(procs: Procs, nats_url: str, kubeconfig: str, *, nodes: int, gpu: str) -> None:
     common = ["--nats", nats_url, "--backend", "kube", "--kubeconfig", kubeconfig, "--log-level", "warning"]
-    procs.start("kube-relay", [str(BIN / "vc-kube-relay"), *common])
+    procs.metrics_ports["kube-relay"] = port = _free_port()
+    procs.start("kube-relay", [str(BIN / "vc-kube-relay"), *common, "--health-port", str(port)])
     for service in SERVICES:
+        procs.metrics_ports[service] = port = _free_port()
+        common_here = [*common, "--health-port", str(port)]
         extra: list[str] = []
         if service == "scheduler":
             extra = ["--schedule-period", "0.5"]
         elif service == "node-sim":
             extra = ["--nodes", str(nodes), "--node-gpu", gpu, "--node-prefix", "bench-", "--heartbeat-period", "600"]
-        procs.start(service, [str(BIN / f"vc-{service}"), *common, *extra])
+        procs.start(service, [str(BIN / f"vc-{service}"), *common_here, *extra])
 
 
 def kube_scheduler_argv(binary: Path, kubeconfig: str, qps: int | None) -> list[str]:
@@ -470,6 +551,7 @@ async def measured(
     pids = {**run.procs.pids(), **apiserver_pids()}
     meter = CpuMeter(pids)
     requests_before = await request_counts(run.kubeconfig)
+    samples_before = await service_samples(run.procs.metrics_ports)
     meter.start()
     run.spies.start(run.procs.pids(), suffix=f"-{name.split()[0]}")
     start = time.monotonic()
@@ -480,6 +562,7 @@ async def measured(
     meter.stop()
     run.spies.stop()
     requests_after = await request_counts(run.kubeconfig)
+    samples_after = await service_samples(run.procs.metrics_ports)
     for task in (watcher, groups):
         if task is not None:
             task.cancel()
@@ -496,6 +579,7 @@ async def measured(
         cpu=meter.report(max(1, len(binds.bound))),
         requests=per_pod(requests_before, requests_after, max(1, len(binds.bound))),
         stages=timeline,
+        latencies=latencies(samples_before, samples_after),
         bound_curve=running_curve(binds.bound_at.values(), start),
     )
 
@@ -623,6 +707,8 @@ def report(args: argparse.Namespace, results: list[Result], deadlock: list[str])
         print(f"    cpu: {r.cpu}")
         print(f"    apiserver: {r.requests}")
         print(f"    stages: {r.stages}")
+        if r.latencies:
+            print(f"    latencies: {r.latencies}")
     print(
         "  (kube-apiserver 1.20's request metric calls a GET of one namespaced custom resource a LIST: during\n"
         "   the load, 'LIST podgroups' and 'LIST jobs' are reads of single objects, not lists)"
