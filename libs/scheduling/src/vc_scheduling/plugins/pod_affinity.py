@@ -11,7 +11,7 @@ looked at (an index by one of their matchLabels pairs).
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -103,9 +103,24 @@ class CarrierGroup:
 
 
 class PodAffinityIndex:
-    def __init__(self, nodes: NodeTable, scope: NamespaceScope, *, anti_possible: bool = True) -> None:
+    def __init__(self, nodes: NodeTable, scope: NamespaceScope, anti_affine: Iterable[PodObj] = ()) -> None:
         self.nodes = nodes
-        self.anti_possible = anti_possible  # some pod of the session has a required anti-affinity term
+        # The required anti-affinity terms of the session's pods, by one of their matchLabels pairs.
+        self._potential_by_label: dict[tuple[str, str], list[BoundTerm]] = {}
+        self._potential_unindexed: list[BoundTerm] = []
+        self._bound: dict[str, bool] = {}
+        seen: set[bytes] = set()
+        for owner in anti_affine:
+            for term in required(owner.affinity.pod_anti_affinity if owner.affinity else None):
+                bound = bind(term, owner)
+                if bound.key in seen:
+                    continue
+                seen.add(bound.key)
+                labels = bound.selector.match_labels if bound.selector is not None else {}
+                if labels:
+                    self._potential_by_label.setdefault(min(labels.items()), []).append(bound)
+                else:
+                    self._potential_unindexed.append(bound)
         self.scope = scope
         self.pods = PlacedPods(nodes)
         self.domains = TopologyDomains(nodes)
@@ -242,11 +257,19 @@ class PodAffinityIndex:
         return out
 
     def bound_by_existing(self, pod: PodObj) -> bool:
-        """Whether a placed pod's required anti-affinity term selects `pod` (never, without a word,
-        when no pod of the session has such a term: the session's pods are known when it opens)."""
-        if not self.anti_possible:
-            return False
-        return any(group.kind == "anti" for group in self.groups_matching(pod))
+        """Whether a required anti-affinity term of some pod of the session (placed now or perhaps
+        later in it) selects `pod`: a superset of the placed pods' terms that select it, known without
+        looking at where pods are (the session's pods are all known when it opens)."""
+        hit = self._bound.get(pod.uid)
+        if hit is None:
+            candidates = list(self._potential_unindexed)
+            for pair in pod.labels.items():
+                candidates.extend(self._potential_by_label.get(pair, ()))
+            hit = self._bound[pod.uid] = any(
+                self._reaches(bound)(pod.namespace) and selector_matches(bound.selector, pod.labels)
+                for bound in candidates
+            )
+        return hit
 
     def _group_per_row(self, group: CarrierGroup, rows: Rows) -> NDArray[np.int64]:
         return self.per_row(group.key, group.counter, group.bound.term.topology_key, rows)

@@ -24,8 +24,8 @@ _BY_SESSION: WeakKeyDictionary[Session, PodTopology] = WeakKeyDictionary()
 class PodTopology:
     def __init__(self, ssn: Session) -> None:
         labels = {ns.name: ns.labels for ns in snapshot_of(ssn).namespaces}
-        anti = any(has_required_anti_affinity(t.pod) for t in _session_tasks(ssn))
-        self.affinity = PodAffinityIndex(ssn.nodes, NamespaceScope(labels), anti_possible=anti)
+        anti_affine = [t.pod for t in _session_tasks(ssn) if has_required_anti_affinity(t.pod)]
+        self.affinity = PodAffinityIndex(ssn.nodes, NamespaceScope(labels), anti_affine)
         self.spread = SpreadIndex(
             self.affinity.pods, self.affinity.domains, NodeLabels([n.obj for n in ssn.nodes.nodes])
         )
