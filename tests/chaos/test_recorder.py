@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from nats.aio.client import Client
 from nats.js.kv import KeyValue
 
 from tests.chaos.checker import check
@@ -19,7 +20,7 @@ from vc_bus.store import NatsStore
 pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.timeout(120)]
 
 
-async def _setup(root: Path, sync: str = "always") -> tuple[NatsTopology, Recorder, History, KeyValue]:
+async def _setup(root: Path, sync: str = "always") -> tuple[NatsTopology, Recorder, History, KeyValue, Client]:
     topology = NatsTopology(root, servers=1, sync=sync)  # type: ignore[arg-type]
     topology.start()
     await wait_nats_ready(topology.url)
@@ -28,7 +29,7 @@ async def _setup(root: Path, sync: str = "always") -> tuple[NatsTopology, Record
     history = History()
     recorder = Recorder(topology.url, history)
     await recorder.install()
-    return topology, recorder, history, await writer.jetstream().key_value("vc-job")
+    return topology, recorder, history, await writer.jetstream().key_value("vc-job"), writer
 
 
 def _job(name: str, phase: str) -> bytes:
@@ -46,7 +47,7 @@ async def _recorded(recorder: Recorder, kind: str, revision: int) -> None:
 
 
 async def test_every_revision_is_recorded_in_order_even_overwritten_at_once(tmp_path: Path) -> None:
-    topology, recorder, history, kv = await _setup(tmp_path)
+    topology, recorder, history, kv, writer = await _setup(tmp_path)
     try:
         first = await kv.create("default.a", _job("a", "Pending"))
         revisions = [first]
@@ -61,12 +62,13 @@ async def test_every_revision_is_recorded_in_order_even_overwritten_at_once(tmp_
         assert [c.op for c in changes] == ["put"] * 4 + ["delete"]
         assert history.gaps == []
     finally:
+        await writer.close()
         await recorder.close()
         topology.stop()
 
 
 async def test_writes_right_after_a_restart_are_read_back_from_the_mirror(tmp_path: Path) -> None:
-    topology, recorder, history, kv = await _setup(tmp_path)
+    topology, recorder, history, kv, writer = await _setup(tmp_path)
     try:
         revision = await kv.create("default.b", _job("b", "Pending"))
         await _recorded(recorder, "Job", revision)
@@ -82,12 +84,13 @@ async def test_writes_right_after_a_restart_are_read_back_from_the_mirror(tmp_pa
         assert history.gaps == []
         assert check(history).violations == []  # the survey found what was recorded, nothing lost
     finally:
+        await writer.close()
         await recorder.close()
         topology.stop()
 
 
 async def test_a_rollback_is_recorded_and_the_store_surveyed(tmp_path: Path) -> None:
-    topology, recorder, history, kv = await _setup(tmp_path, sync="default")
+    topology, recorder, history, kv, writer = await _setup(tmp_path, sync="default")
     node = topology.nodes[0]
     try:
         kept = await kv.create("default.c", _job("c", "Pending"))
@@ -116,6 +119,7 @@ async def test_a_rollback_is_recorded_and_the_store_surveyed(tmp_path: Path) -> 
         ]
         assert check(history).violations == []
     finally:
+        await writer.close()
         await recorder.close()
         topology.stop()
 
