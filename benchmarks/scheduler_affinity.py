@@ -3,7 +3,9 @@
 The scheduler_session cluster (10,000 nodes in 4 zones, 1,000 pending gangs of 10) twice: as it is,
 and with 10% of the gangs asking for required anti-affinity among their own pods (one per node) and
 10% for a DoNotSchedule zone spread (maxSkew 1). Every pod carries its gang's label in both runs, so
-only the constraints differ. Prints both session times and their ratio (the issue asks for <= 1.5).
+only the constraints differ. Prints both session times and their ratio (the issue asks for <= 1.5),
+in CPU seconds of this process (the machine is shared: wall time measures the neighbours too) and in
+wall seconds.
 
 `python -m benchmarks.scheduler_affinity [--nodes N] [--gangs G] [--size S] [--repeat R]`
 """
@@ -11,10 +13,12 @@ only the constraints differ. Prints both session times and their ratio (the issu
 from __future__ import annotations
 
 import argparse
+import time
 from typing import Any
 
-from benchmarks.scheduler_session import cluster_objects, run
-from vc_scheduling.snapshot import load_objects
+from benchmarks.scheduler_session import cluster_objects
+from vc_scheduling.cycle import load_scheduler_conf, run_cycle
+from vc_scheduling.snapshot import ClusterSnapshot, load_objects
 
 
 def constrained(objects: list[dict[str, Any]], *, constraints: bool) -> list[dict[str, Any]]:
@@ -43,6 +47,14 @@ def constrained(objects: list[dict[str, Any]], *, constraints: bool) -> list[dic
     return objects
 
 
+def timed(snapshot: ClusterSnapshot) -> tuple[float, float, int]:
+    """(CPU seconds, wall seconds, pods bound) of one session."""
+    conf = load_scheduler_conf()
+    cpu, wall = time.process_time(), time.perf_counter()
+    result = run_cycle(snapshot, conf)
+    return time.process_time() - cpu, time.perf_counter() - wall, len(result.binds)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.scheduler_affinity")
     parser.add_argument("--nodes", type=int, default=10_000)
@@ -53,14 +65,16 @@ def main() -> None:
     results = {}
     for name, flag in (("plain", False), ("constrained", True)):
         snapshot = load_objects(constrained(cluster_objects(args.nodes, args.gangs, args.size), constraints=flag))
-        runs = [run(snapshot) for _ in range(args.repeat)]
-        results[name] = min(runs)
-        seconds, bound = results[name]
-        print(f"scheduler_affinity: {name}: {seconds:.2f} s, {bound} pods bound", flush=True)
-    ratio = results["constrained"][0] / results["plain"][0]
+        runs = [timed(snapshot) for _ in range(args.repeat)]
+        results[name] = (min(r[0] for r in runs), min(r[1] for r in runs), runs[0][2])
+        cpu, wall, bound = results[name]
+        print(f"scheduler_affinity: {name}: {cpu:.2f} s CPU, {wall:.2f} s wall, {bound} pods bound", flush=True)
+    cpu_ratio = results["constrained"][0] / results["plain"][0]
+    wall_ratio = results["constrained"][1] / results["plain"][1]
     print(
         f"scheduler_affinity: {args.nodes} nodes, {args.gangs} gangs of {args.size}, 10% required anti-affinity and "
-        f"10% topology spread: {ratio:.2f}x the session without them (target <= 1.5x)"
+        f"10% topology spread: {cpu_ratio:.2f}x the session without them in CPU time ({wall_ratio:.2f}x wall; "
+        "target <= 1.5x)"
     )
 
 

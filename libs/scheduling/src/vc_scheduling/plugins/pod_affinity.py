@@ -48,6 +48,19 @@ def has_required_anti_affinity(pod: PodObj) -> bool:
     return pod.affinity is not None and bool(required(pod.affinity.pod_anti_affinity))
 
 
+def has_scoring_terms(pod: PodObj) -> bool:
+    """Terms that score other pods' nodes when this pod is placed: required affinity, preferred ones."""
+    a = pod.affinity
+    if a is None:
+        return False
+    if required(a.pod_affinity):
+        return True
+    return any(
+        s is not None and s.preferred_during_scheduling_ignored_during_execution
+        for s in (a.pod_affinity, a.pod_anti_affinity)
+    )
+
+
 def has_pod_terms(pod: PodObj) -> bool:
     a = pod.affinity
     return a is not None and (a.pod_affinity is not None or a.pod_anti_affinity is not None)
@@ -103,12 +116,22 @@ class CarrierGroup:
 
 
 class PodAffinityIndex:
-    def __init__(self, nodes: NodeTable, scope: NamespaceScope, anti_affine: Iterable[PodObj] = ()) -> None:
+    def __init__(
+        self,
+        nodes: NodeTable,
+        scope: NamespaceScope,
+        anti_affine: Iterable[PodObj] = (),
+        *,
+        scoring_possible: bool = True,
+    ) -> None:
         self.nodes = nodes
         # The required anti-affinity terms of the session's pods, by one of their matchLabels pairs.
         self._potential_by_label: dict[tuple[str, str], list[BoundTerm]] = {}
         self._potential_unindexed: list[BoundTerm] = []
         self._bound: dict[str, bool] = {}
+        # Whether a pod of the session has a term that scores others (required affinity, preferred):
+        # without one, only a pod's own preferred terms can score.
+        self.scoring_possible = scoring_possible
         seen: set[bytes] = set()
         for owner in anti_affine:
             for term in required(owner.affinity.pod_anti_affinity if owner.affinity else None):
@@ -333,6 +356,8 @@ class PodAffinityIndex:
             source is not None and source.preferred_during_scheduling_ignored_during_execution
             for source in (a.pod_affinity, a.pod_anti_affinity)
         )
+        if not preferred and not self.scoring_possible:
+            return None
         self._scan_carriers()
         if not preferred and not self._scoring_groups:
             return None

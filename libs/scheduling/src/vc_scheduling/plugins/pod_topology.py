@@ -15,6 +15,7 @@ from vc_scheduling.plugins.pod_affinity import (
     has_pod_terms,
     has_required_anti_affinity,
     has_required_terms,
+    has_scoring_terms,
 )
 from vc_scheduling.plugins.topology_spread import SpreadIndex, hard_constraints
 
@@ -24,8 +25,10 @@ _BY_SESSION: WeakKeyDictionary[Session, PodTopology] = WeakKeyDictionary()
 class PodTopology:
     def __init__(self, ssn: Session) -> None:
         labels = {ns.name: ns.labels for ns in snapshot_of(ssn).namespaces}
-        anti_affine = [t.pod for t in _session_tasks(ssn) if has_required_anti_affinity(t.pod)]
-        self.affinity = PodAffinityIndex(ssn.nodes, NamespaceScope(labels), anti_affine)
+        tasks = _session_tasks(ssn)
+        anti_affine = [t.pod for t in tasks if has_required_anti_affinity(t.pod)]
+        scoring = any(has_scoring_terms(t.pod) for t in tasks)
+        self.affinity = PodAffinityIndex(ssn.nodes, NamespaceScope(labels), anti_affine, scoring_possible=scoring)
         self.spread = SpreadIndex(
             self.affinity.pods, self.affinity.domains, NodeLabels([n.obj for n in ssn.nodes.nodes])
         )
