@@ -140,10 +140,25 @@ class RowCounter:
         self._log_position = 0
         self.counts = np.zeros(len(pods.nodes), dtype=np.int64)
         self.version = 0
+        self._fresh = True
+
+    def _start(self, pods: PlacedPods) -> None:
+        """The first look: count the selected entries as they are now, instead of replaying the whole
+        log (a counter made late in a session would otherwise walk every placement before it)."""
+        self._fresh = False
+        self._mask = self._test(pods, 0, len(pods))
+        self._log_position = len(pods.log_entries)
+        for entry in np.flatnonzero(self._mask).tolist():
+            weight = int(self._weights[pods.states[entry]])
+            if weight:
+                self.counts[pods.rows[entry]] += weight
+        self.version += 1
 
     def current(self) -> NDArray[np.int64]:
         pods = self._pods
         pods.sync()
+        if self._fresh:
+            self._start(pods)
         if len(self._mask) < len(pods):
             self._mask = np.concatenate((self._mask, self._test(pods, len(self._mask), len(pods))))
         end = len(pods.log_entries)
