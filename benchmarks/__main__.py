@@ -28,6 +28,7 @@ def main() -> int:
     failures += run("store_throughput.py", "--writes", "5000" if quick else "20000") != 0
     failures += run("node_sim_capacity.py", *(["--nodes", "1000", "--pods", "5000"] if quick else [])) != 0
     failures += run("scheduler_session.py", *(["--nodes", "1000", "--gangs", "100"] if quick else [])) != 0
+    failures += run("scheduler_affinity.py", *(["--nodes", "1000", "--gangs", "100"] if quick else [])) != 0
     if quick:
         failures += run("e2e_gang_load.py", "--nodes", "100", "--pods", "500") != 0
     else:
