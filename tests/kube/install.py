@@ -34,7 +34,8 @@ ACCOUNTS = {
     "flow-controller": "tephra-flow-controller",
     "scheduler": "tephra-scheduler",
     "node-sim": "tephra-node-sim",
-    "nats-bootstrap": "tephra-nats-bootstrap",  # the one-shot Job that closes NATS (deploy/k8s/base/nats-bootstrap.yaml)
+    # The one-shot Job that closes NATS (deploy/k8s/base/nats-bootstrap.yaml).
+    "nats-bootstrap": "tephra-nats-bootstrap",
 }
 WEBHOOK_CONFIGS = {
     "mutatingwebhookconfigurations": "tephra-mutate",

@@ -35,7 +35,13 @@ V2_FIELDS = {
     "generatorOptions",
 }
 SERVICES = [
-    "kube-relay", "admission", "job-controller", "queue-controller", "podgroup-controller", "gc", "flow-controller",
+    "kube-relay",
+    "admission",
+    "job-controller",
+    "queue-controller",
+    "podgroup-controller",
+    "gc",
+    "flow-controller",
     "scheduler",
 ]
 # Services that read NATS only and need no Kubernetes API access at all.

@@ -18,9 +18,15 @@ def test_nats_requires_tls_and_the_identities_and_waits_for_them(target: str) ->
     assert 'cert_file: "/etc/nats/tls/tls.crt"' in conf and 'include "../auth/auth.conf"' in conf
     pod = named("StatefulSet", "nats", target)["spec"]["template"]["spec"]
     volumes = {v["name"]: v for v in pod["volumes"]}
-    assert volumes["tls"]["secret"] == {"secretName": "nats-tls"} and volumes["auth"]["secret"] == {"secretName": "nats-auth"}
+    assert volumes["tls"]["secret"] == {"secretName": "nats-tls"} and volumes["auth"]["secret"] == {
+        "secretName": "nats-auth"
+    }
     mounts = {m["name"]: m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
-    assert mounts["tls"] == "/etc/nats/tls" and mounts["auth"] == "/etc/nats/auth" and mounts["config"] == "/etc/nats/config"
+    assert (
+        mounts["tls"] == "/etc/nats/tls"
+        and mounts["auth"] == "/etc/nats/auth"
+        and mounts["config"] == "/etc/nats/config"
+    )
     config = named("ConfigMap", "tephra-config", target)["data"]
     assert config["VC_NATS__URL"].startswith("tls://") and config["VC_NATS__CREDS"] == "/etc/tephra/nats/creds.json"
 
@@ -44,4 +50,6 @@ def test_the_bootstrap_job_and_its_role_name_exactly_the_nats_secrets() -> None:
     assert sorted(named_rules[0]["resourceNames"]) == sorted(secret_names())
     assert [r["verbs"] for r in role["rules"] if not r.get("resourceNames")] == [["create"]]
     job = named("Job", "tephra-nats-bootstrap")["spec"]["template"]["spec"]
-    assert job["serviceAccountName"] == "tephra-nats-bootstrap" and job["containers"][0]["command"] == ["vc-nats-bootstrap"]
+    assert job["serviceAccountName"] == "tephra-nats-bootstrap" and job["containers"][0]["command"] == [
+        "vc-nats-bootstrap"
+    ]

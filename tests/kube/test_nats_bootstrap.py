@@ -29,8 +29,12 @@ BIN = Path(sys.executable).parent
 
 
 def bootstrap(kubeconfig: Path) -> None:
-    done = subprocess.run([str(BIN / "vc-nats-bootstrap"), "--namespace", NAMESPACE, "--kubeconfig", str(kubeconfig)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(BIN / "vc-nats-bootstrap"), "--namespace", NAMESPACE, "--kubeconfig", str(kubeconfig)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -54,15 +58,20 @@ def start_nats(root: Path, secrets: dict[str, dict[str, Any]], port: int) -> sub
     conf = named("ConfigMap", "nats-config", "overlays/dev")["data"]["nats-server.conf"]
     conf = conf.replace("/etc/nats", str(root)).replace("/data/jetstream", str(root.parent / "jetstream"))
     conf = conf.replace('listen: "0.0.0.0:4222"', f'listen: "127.0.0.1:{port}"').replace('http: "0.0.0.0:8222"', "")
-    for directory, secret, keys in (("tls", TLS_SECRET, ("tls.crt", "tls.key", "ca.crt")), ("auth", AUTH_SECRET, ("auth.conf",))):
+    for directory, secret, keys in (
+        ("tls", TLS_SECRET, ("tls.crt", "tls.key", "ca.crt")),
+        ("auth", AUTH_SECRET, ("auth.conf",)),
+    ):
         (root / directory).mkdir(parents=True, exist_ok=True)
         for key in keys:
             (root / directory / key).write_bytes(decoded(secrets[secret], key))
     (root / "config").mkdir(parents=True, exist_ok=True)
     (root / "config" / "nats-server.conf").write_text(conf)
     log = root.parent / "nats.log"
-    proc = subprocess.Popen([find_nats_server(), "-c", str(root / "config" / "nats-server.conf"), "-l", str(log)],
-                            env={"POD_NAME": "nats-0"})
+    proc = subprocess.Popen(
+        [find_nats_server(), "-c", str(root / "config" / "nats-server.conf"), "-l", str(log)],
+        env={"POD_NAME": "nats-0"},
+    )
     deadline = time.monotonic() + 20
     while "Server is ready" not in (log.read_text() if log.exists() else ""):
         assert proc.poll() is None and time.monotonic() < deadline, log.read_text() if log.exists() else "no log"
@@ -90,7 +99,8 @@ async def test_the_bootstrap_closes_nats_and_rotates_one_key_at_a_time(kube: Kub
                 # With the kube backend only the relay writes the object buckets; admin writes no bucket.
                 assert await p.may_publish("$KV.vc-job.team-a.j") == (identity == "kube-relay"), identity
                 assert await p.may_publish("$JS.API.STREAM.MSG.GET.KV_vc-secret") == (
-                    identity in ("admission", "job-controller", "gc", "kube-relay")), identity
+                    identity in ("admission", "job-controller", "gc", "kube-relay")
+                ), identity
     finally:
         server.terminate()
         server.wait(10)
@@ -98,7 +108,8 @@ async def test_the_bootstrap_closes_nats_and_rotates_one_key_at_a_time(kube: Kub
     bootstrap(account)  # again: nothing changes
     again = await secrets_now(kube)
     assert {n: s["metadata"]["resourceVersion"] for n, s in again.items()} == {
-        n: s["metadata"]["resourceVersion"] for n, s in first.items()}
+        n: s["metadata"]["resourceVersion"] for n, s in first.items()
+    }
 
     await kube.request("DELETE", f"/api/v1/namespaces/{NAMESPACE}/secrets/{creds_secret('gc')}")
     bootstrap(account)  # rotates gc's key, and only that

@@ -271,6 +271,9 @@ async def test_the_nats_bootstraps_secret_rights_end_at_the_nats_secrets(install
     # namespace needs a cluster-wide `get` on Secrets, which RBAC cannot narrow by label or namespace
     # list: the relay (it mirrors only Tephra's own, vc_kube.relay.MIRRORED_ONLY), the job controller
     # (ssh Secrets) and gc (deletes them). docs/install.md says so.
-    readers = {a for a in ACCOUNTS.values() if await can(kube, a, "get", "secrets", namespace=NAMESPACE,
-                                                         name="tephra-nats-admin")}
+    readers = {
+        a
+        for a in ACCOUNTS.values()
+        if await can(kube, a, "get", "secrets", namespace=NAMESPACE, name="tephra-nats-admin")
+    }
     assert readers == {account, "tephra-kube-relay", "tephra-job-controller", "tephra-gc"}

@@ -33,7 +33,9 @@ TEPHRA = {MANAGED_BY_LABEL: MANAGED_BY_TEPHRA}
 
 def secret(name: str, labels: dict[str, str] | None = None) -> Secret:
     data = {"password": base64.b64encode(b"hunter2").decode()}
-    return Secret(api_version=CORE_V1, metadata=ObjectMeta(name=name, namespace=NS, labels=labels), type="Opaque", data=data)
+    return Secret(
+        api_version=CORE_V1, metadata=ObjectMeta(name=name, namespace=NS, labels=labels), type="Opaque", data=data
+    )
 
 
 @pytest.fixture
@@ -77,8 +79,9 @@ async def test_a_secret_not_created_by_tephra_never_reaches_nats(kube: KubeClien
             await store.delete(Secret, NS, name)
     await store.create(secret("cluster-db-password"))
     await store.create(secret("job-a-ssh", TEPHRA))
-    await store.create(ConfigMap(api_version=CORE_V1, metadata=ObjectMeta(name="cluster-settings", namespace=NS),
-                                 data={"k": "v"}))
+    await store.create(
+        ConfigMap(api_version=CORE_V1, metadata=ObjectMeta(name="cluster-settings", namespace=NS), data={"k": "v"})
+    )
     # What an older relay, which mirrored every Secret, left in the bucket.
     await NatsStore(harness).ensure(["Secret", "ConfigMap"])
     kv = await harness.jetstream().key_value(subjects.bucket("Secret"))
@@ -91,6 +94,7 @@ async def test_a_secret_not_created_by_tephra_never_reaches_nats(kube: KubeClien
         # (earlier in the apiserver's order) would have been too, had the relay taken it.
         await store.create(secret("late-password"))
         await store.create(secret("job-b-ssh", TEPHRA))
+
         async def mirrored_b() -> bool:
             return "job-b-ssh" in await mirrored(harness, Secret)
 

@@ -37,24 +37,42 @@ async def user_kubeconfig(kube: KubeClient, directory: Path) -> Path:
     rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces/team-a"
     for path, body in (
         (f"/api/v1/namespaces/{USER_NS}/serviceaccounts", {"metadata": {"name": "alice"}}),
-        (f"{rbac}/roles", {"metadata": {"name": "vcjobs"}, "rules": [
-            {"apiGroups": ["batch.volcano.sh"], "resources": ["jobs"],
-             "verbs": ["get", "list", "watch", "create", "patch", "delete"]}]}),
-        (f"{rbac}/rolebindings", {"metadata": {"name": "alice-vcjobs"},
-                                  "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "vcjobs"},
-                                  "subjects": [{"kind": "ServiceAccount", "name": "alice", "namespace": USER_NS}]}),
+        (
+            f"{rbac}/roles",
+            {
+                "metadata": {"name": "vcjobs"},
+                "rules": [
+                    {
+                        "apiGroups": ["batch.volcano.sh"],
+                        "resources": ["jobs"],
+                        "verbs": ["get", "list", "watch", "create", "patch", "delete"],
+                    }
+                ],
+            },
+        ),
+        (
+            f"{rbac}/rolebindings",
+            {
+                "metadata": {"name": "alice-vcjobs"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "vcjobs"},
+                "subjects": [{"kind": "ServiceAccount", "name": "alice", "namespace": USER_NS}],
+            },
+        ),
     ):
         try:
             await kube.request("POST", path, body=body)
         except KubeApiError as exc:
             assert exc.status == 409
     token = await kube.request(
-        "POST", f"/api/v1/namespaces/{USER_NS}/serviceaccounts/alice/token",
+        "POST",
+        f"/api/v1/namespaces/{USER_NS}/serviceaccounts/alice/token",
         body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}},
     )
     admin = yaml.safe_load(KUBECONFIG.read_text())
     config = {
-        "apiVersion": "v1", "kind": "Config", "clusters": admin["clusters"],
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": admin["clusters"],
         "users": [{"name": "alice", "user": {"token": token["status"]["token"]}}],
         "contexts": [{"name": "alice", "context": {"cluster": admin["clusters"][0]["name"], "user": "alice"}}],
         "current-context": "alice",
@@ -67,12 +85,20 @@ async def user_kubeconfig(kube: KubeClient, directory: Path) -> Path:
 
 def vcctl(kubeconfig: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("VC_") and k != "KUBECONFIG"}
-    return subprocess.run([str(BIN / "vcctl"), "--backend", "kube", "--kubeconfig", str(kubeconfig), *args],
-                          capture_output=True, text=True, env=env, cwd=cwd, timeout=60)
+    return subprocess.run(
+        [str(BIN / "vcctl"), "--backend", "kube", "--kubeconfig", str(kubeconfig), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=60,
+    )
 
 
 @pytest.mark.timeout(120)
-async def test_vcctl_writes_to_the_apiserver_as_the_user_and_rbac_judges_the_user(kube: KubeClient, tmp_path: Path) -> None:
+async def test_vcctl_writes_to_the_apiserver_as_the_user_and_rbac_judges_the_user(
+    kube: KubeClient, tmp_path: Path
+) -> None:
     alice = await user_kubeconfig(kube, tmp_path)
     job = str(SEEDS / "tensorflow-benchmark.yaml")
 

@@ -68,8 +68,14 @@ async def probe(url: str, credentials: ClientCredentials) -> AsyncIterator[Probe
             await writer.start_tls(context, server_hostname=parsed.hostname)
         key = nkeys.from_seed(bytearray(credentials.key.seed.encode()))
         signature = base64.b64encode(key.sign(info["nonce"].encode())).decode()
-        connect = {"verbose": False, "pedantic": False, "protocol": 1, "headers": True,
-                   "nkey": credentials.key.public_key, "sig": signature}
+        connect = {
+            "verbose": False,
+            "pedantic": False,
+            "protocol": 1,
+            "headers": True,
+            "nkey": credentials.key.public_key,
+            "sig": signature,
+        }
         found = Probe(reader, writer)
         refused = await found._round_trip(f"CONNECT {json.dumps(connect)}\r\n".encode())
         assert not refused, f"{credentials.identity} was not let in: {refused}"
@@ -88,7 +94,11 @@ async def refused_connection(url: str, credentials: ClientCredentials | None, *,
 
     try:
         nc = await nats.connect(
-            url, allow_reconnect=False, max_reconnect_attempts=0, connect_timeout=5, error_cb=quiet,
+            url,
+            allow_reconnect=False,
+            max_reconnect_attempts=0,
+            connect_timeout=5,
+            error_cb=quiet,
             **client_options(credentials, ca_pem=ca_pem),
         )
     except (nats.errors.Error, OSError, TimeoutError) as exc:

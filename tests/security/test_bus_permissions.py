@@ -25,19 +25,34 @@ from vc_security.nkey import new_user_key
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration]
 
-W = {kind: f"$KV.vc-{kind}.{ns}.x" for kind, ns in (
-    ("job", "team-a"), ("podgroup", "team-a"), ("pod", "team-a"), ("command", "team-a"), ("node", "_"),
-    ("queue", "_"), ("secret", "team-a"), ("configmap", "team-a"), ("service", "team-a"),
-    ("networkpolicy", "team-a"), ("priorityclass", "_"), ("jobflow", "team-a"), ("jobtemplate", "team-a"),
-    ("cronjob", "team-a"),
-)}
+W = {
+    kind: f"$KV.vc-{kind}.{ns}.x"
+    for kind, ns in (
+        ("job", "team-a"),
+        ("podgroup", "team-a"),
+        ("pod", "team-a"),
+        ("command", "team-a"),
+        ("node", "_"),
+        ("queue", "_"),
+        ("secret", "team-a"),
+        ("configmap", "team-a"),
+        ("service", "team-a"),
+        ("networkpolicy", "team-a"),
+        ("priorityclass", "_"),
+        ("jobflow", "team-a"),
+        ("jobtemplate", "team-a"),
+        ("cronjob", "team-a"),
+    )
+}
 GET = {kind: f"$JS.API.STREAM.MSG.GET.KV_vc-{kind}" for kind in W}
 WATCH = {kind: f"$JS.API.CONSUMER.CREATE.KV_vc-{kind}" for kind in W}
 DIRECT_SECRET = "$JS.API.DIRECT.GET.KV_vc-secret.$KV.vc-secret.team-a.x-ssh"
 CREATE_JOBS, DELETE_JOBS = "$JS.API.STREAM.CREATE.KV_vc-job", "$JS.API.STREAM.DELETE.KV_vc-job"
 PURGE_SECRETS, UPDATE_HISTORY = "$JS.API.STREAM.PURGE.KV_vc-secret", "$JS.API.STREAM.UPDATE.VC_EVT"
-LEASE = {g: f"$KV.vc-leases.{g}.i0" for g in ("scheduler", "job-controller", "gc", "queue-controller", "podgroup-controller",
-                                              "flow-controller")}
+LEASE = {
+    g: f"$KV.vc-leases.{g}.i0"
+    for g in ("scheduler", "job-controller", "gc", "queue-controller", "podgroup-controller", "flow-controller")
+}
 LEDGER, DELAYS = "$KV.vc-sched-ledger.x", "$KV.vc-job-delays.x"
 EVENT, READ_HISTORY = "vc.evt.job.team-a.j1", "$JS.API.CONSUMER.CREATE.VC_EVT"
 WRITE = {who: f"vc.rpc.admission.write.{who}" for who in ("alice", "bob", "admin")}
@@ -45,7 +60,18 @@ WRITE_BARE, WRITE_ANY = "vc.rpc.admission.write", "vc.rpc.admission.write.*"
 NODE_CONTROL = "vc.rpc.node-sim.control"
 
 ALL_KINDS = set(W)
-USER_KINDS = {"job", "podgroup", "queue", "command", "pod", "node", "priorityclass", "jobflow", "jobtemplate", "cronjob"}
+USER_KINDS = {
+    "job",
+    "podgroup",
+    "queue",
+    "command",
+    "pod",
+    "node",
+    "priorityclass",
+    "jobflow",
+    "jobtemplate",
+    "cronjob",
+}
 FLOW_KINDS = {"jobflow", "jobtemplate", "cronjob"}
 PLUGIN_KINDS = {"secret", "configmap", "service", "networkpolicy"}
 
@@ -55,31 +81,71 @@ EXPECTED: dict[str, tuple[set[str], set[str], set[str], set[str]]] = {
     "job-controller": (
         {"job", "podgroup", "pod", "command"} | PLUGIN_KINDS,
         {"job", "podgroup", "pod", "queue", "command", "priorityclass"} | PLUGIN_KINDS,
-        {CREATE_JOBS, EVENT, LEASE["job-controller"], DELAYS}, set(),
+        {CREATE_JOBS, EVENT, LEASE["job-controller"], DELAYS},
+        set(),
     ),
-    "queue-controller": ({"queue", "command"}, {"queue", "podgroup", "command", "job"},
-                         {CREATE_JOBS, EVENT, LEASE["queue-controller"]}, set()),
-    "podgroup-controller": ({"pod", "podgroup"}, {"pod", "podgroup", "queue"},
-                            {CREATE_JOBS, EVENT, LEASE["podgroup-controller"]}, set()),
-    "gc": ({"job", "pod", "podgroup"} | PLUGIN_KINDS, {"job", "pod", "podgroup"} | PLUGIN_KINDS,
-           {CREATE_JOBS, EVENT, LEASE["gc"]}, set()),
-    "scheduler": ({"pod", "podgroup", "queue"}, {"node", "pod", "podgroup", "queue", "priorityclass", "job"},
-                  {CREATE_JOBS, EVENT, LEASE["scheduler"], LEDGER}, set()),
-    "flow-controller": ({"job"} | FLOW_KINDS, {"job", "queue"} | FLOW_KINDS,
-                        {CREATE_JOBS, EVENT, LEASE["flow-controller"]}, set()),
+    "queue-controller": (
+        {"queue", "command"},
+        {"queue", "podgroup", "command", "job"},
+        {CREATE_JOBS, EVENT, LEASE["queue-controller"]},
+        set(),
+    ),
+    "podgroup-controller": (
+        {"pod", "podgroup"},
+        {"pod", "podgroup", "queue"},
+        {CREATE_JOBS, EVENT, LEASE["podgroup-controller"]},
+        set(),
+    ),
+    "gc": (
+        {"job", "pod", "podgroup"} | PLUGIN_KINDS,
+        {"job", "pod", "podgroup"} | PLUGIN_KINDS,
+        {CREATE_JOBS, EVENT, LEASE["gc"]},
+        set(),
+    ),
+    "scheduler": (
+        {"pod", "podgroup", "queue"},
+        {"node", "pod", "podgroup", "queue", "priorityclass", "job"},
+        {CREATE_JOBS, EVENT, LEASE["scheduler"], LEDGER},
+        set(),
+    ),
+    "flow-controller": (
+        {"job"} | FLOW_KINDS,
+        {"job", "queue"} | FLOW_KINDS,
+        {CREATE_JOBS, EVENT, LEASE["flow-controller"]},
+        set(),
+    ),
     "node-sim": ({"pod", "node"}, {"pod", "node"}, {CREATE_JOBS, EVENT}, {NODE_CONTROL}),
     "dashboard": (set(), USER_KINDS, {CREATE_JOBS, READ_HISTORY}, set()),
     "kube-relay": (ALL_KINDS, ALL_KINDS, {CREATE_JOBS}, set()),
     "admin": (set(), USER_KINDS, {WRITE["admin"], NODE_CONTROL, READ_HISTORY}, set()),
     "alice": (set(), USER_KINDS, {WRITE["alice"], READ_HISTORY}, set()),
 }
-PROBED_PUBLISH = sorted({
-    *W.values(), *GET.values(), *WATCH.values(), DIRECT_SECRET, CREATE_JOBS, DELETE_JOBS, PURGE_SECRETS,
-    UPDATE_HISTORY, *LEASE.values(), LEDGER, DELAYS, EVENT, READ_HISTORY, *WRITE.values(), WRITE_BARE,
-    NODE_CONTROL, ">", "$JS.API.>", "_INBOX.alice.x",
-})
-PROBED_SUBSCRIBE = sorted({WRITE_ANY, WRITE_BARE, NODE_CONTROL, ">", "_INBOX.>", "_INBOX.alice.>", "$KV.vc-secret.>",
-                           "vc.evt.>"})
+PROBED_PUBLISH = sorted(
+    {
+        *W.values(),
+        *GET.values(),
+        *WATCH.values(),
+        DIRECT_SECRET,
+        CREATE_JOBS,
+        DELETE_JOBS,
+        PURGE_SECRETS,
+        UPDATE_HISTORY,
+        *LEASE.values(),
+        LEDGER,
+        DELAYS,
+        EVENT,
+        READ_HISTORY,
+        *WRITE.values(),
+        WRITE_BARE,
+        NODE_CONTROL,
+        ">",
+        "$JS.API.>",
+        "_INBOX.alice.x",
+    }
+)
+PROBED_SUBSCRIBE = sorted(
+    {WRITE_ANY, WRITE_BARE, NODE_CONTROL, ">", "_INBOX.>", "_INBOX.alice.>", "$KV.vc-secret.>", "vc.evt.>"}
+)
 
 
 def expected_publish(identity: str, subject: str) -> bool:
@@ -100,7 +166,9 @@ def expected_subscribe(identity: str, subject: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def closed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[NatsServer, AuthDir, dict[str, ClientCredentials]]]:
+def closed(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[NatsServer, AuthDir, dict[str, ClientCredentials]]]:
     """The configuration `vcctl up` writes, with two tenants, and nothing else."""
     root = tmp_path_factory.mktemp("closed-bus")
     auth = AuthDir(root / "auth")
@@ -152,13 +220,17 @@ async def test_only_the_identities_that_need_it_may_read_the_secrets_bucket(
     assert readers == {"admission", "job-controller", "gc", "kube-relay"}
 
 
-async def test_strangers_are_refused_at_the_door(closed: tuple[NatsServer, AuthDir, dict[str, ClientCredentials]]) -> None:
+async def test_strangers_are_refused_at_the_door(
+    closed: tuple[NatsServer, AuthDir, dict[str, ClientCredentials]],
+) -> None:
     server, auth, _ = closed
     ca = auth.ca_path.read_bytes()
     # No credentials at all.
     assert "Authorization Violation" in await refused_connection(server.url, None, ca_pem=ca)
     # A well-formed NKey the server does not know, and a known identity name with someone else's key.
-    assert "Authorization Violation" in await refused_connection(server.url, ClientCredentials("admin", new_user_key()), ca_pem=ca)
+    assert "Authorization Violation" in await refused_connection(
+        server.url, ClientCredentials("admin", new_user_key()), ca_pem=ca
+    )
     # The right key, but the client does not trust the server's certificate (its own CA, not ours).
     other_ca = AuthDir(Path(auth.root.parent / "other"))
     other_ca.ensure()

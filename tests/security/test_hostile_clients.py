@@ -51,7 +51,9 @@ class Tenants(System):
 
     def vcctl_as(self, who: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         env = {"VC_SERVER": self.url, "VC_NATS__CREDS": str(self.root / f"{who}.creds"), "PATH": "/usr/bin:/bin"}
-        return subprocess.run([str(BIN / "vcctl"), *args], capture_output=True, text=True, env=env, input=stdin, timeout=60)
+        return subprocess.run(
+            [str(BIN / "vcctl"), *args], capture_output=True, text=True, env=env, input=stdin, timeout=60
+        )
 
 
 @pytest.fixture
@@ -85,16 +87,21 @@ async def test_tenants_are_held_to_their_namespaces_and_tephras_objects(tenants:
     alice = tenants.people["alice"]
     delete = api.WriteRequest(operation="delete", kind="Job", namespace="team-b", name="b-job", user="admin")
     async with connect(tenants.url, name="alice", credentials=alice) as nc:
-        answer = _reply.decode((await nc.request(subjects.admission_write_subject("alice"), msgspec.json.encode(delete),
-                                                  timeout=10)).data)
+        answer = _reply.decode(
+            (await nc.request(subjects.admission_write_subject("alice"), msgspec.json.encode(delete), timeout=10)).data
+        )
         assert answer.error is not None and answer.error.code == api.FORBIDDEN
         queue = api.WriteRequest(operation="delete", kind="Queue", name="default")
-        answer = _reply.decode((await nc.request(subjects.admission_write_subject("alice"), msgspec.json.encode(queue),
-                                                  timeout=10)).data)
+        answer = _reply.decode(
+            (await nc.request(subjects.admission_write_subject("alice"), msgspec.json.encode(queue), timeout=10)).data
+        )
         assert answer.error is not None and answer.error.code == api.FORBIDDEN
         # On bob's subject (or the admin's, or the bare one) the server does not even deliver it.
-        for subject in (subjects.admission_write_subject("bob"), subjects.admission_write_subject("admin"),
-                        subjects.ADMISSION_WRITE):
+        for subject in (
+            subjects.admission_write_subject("bob"),
+            subjects.admission_write_subject("admin"),
+            subjects.ADMISSION_WRITE,
+        ):
             with pytest.raises((nats.errors.TimeoutError, nats.errors.NoRespondersError)):
                 await nc.request(subject, msgspec.json.encode(delete), timeout=1)
     assert (await tenants.job("b-job", "team-b")).metadata.name == "b-job"
@@ -102,7 +109,9 @@ async def test_tenants_are_held_to_their_namespaces_and_tephras_objects(tenants:
 
 
 async def test_a_jobs_ssh_secret_is_neither_readable_nor_replaceable(tenants: Tenants) -> None:
-    assert tenants.vcctl_as("alice", "apply", "-f", "-", stdin=job_in("team-a", "mpi", "lm-mpi-job.yaml")).returncode == 0
+    assert (
+        tenants.vcctl_as("alice", "apply", "-f", "-", stdin=job_in("team-a", "mpi", "lm-mpi-job.yaml")).returncode == 0
+    )
 
     async def has_key() -> bool:
         try:
@@ -122,13 +131,34 @@ async def test_a_jobs_ssh_secret_is_neither_readable_nor_replaceable(tenants: Te
             assert not await p.may_subscribe("$KV.vc-secret.>"), who
 
     # Replacing its key with `vcctl apply`: refused for the tenant and for the admin alike.
-    forged = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "mpi-ssh", "namespace": "team-a"},
-              "type": "Opaque", "data": {"id_rsa": base64.b64encode(b"attacker's key").decode()}}
-    for result in (tenants.vcctl_as("alice", "apply", "-f", "-", stdin=yaml.safe_dump(forged)),
-                   tenants.vcctl("apply", "-f", "-", stdin=yaml.safe_dump(forged))):
+    forged = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "mpi-ssh", "namespace": "team-a"},
+        "type": "Opaque",
+        "data": {"id_rsa": base64.b64encode(b"attacker's key").decode()},
+    }
+    for result in (
+        tenants.vcctl_as("alice", "apply", "-f", "-", stdin=yaml.safe_dump(forged)),
+        tenants.vcctl("apply", "-f", "-", stdin=yaml.safe_dump(forged)),
+    ):
         assert result.returncode == 1 and "Secret 'team-a/mpi-ssh' is managed by Tephra" in result.stderr, result.stderr
-    deleted = tenants.vcctl_as("alice", "apply", "-f", "-", stdin=yaml.safe_dump({**forged, "metadata": {
-        "name": "mine", "namespace": "team-a", "labels": {"app.kubernetes.io/managed-by": "tephra"}}}))
+    deleted = tenants.vcctl_as(
+        "alice",
+        "apply",
+        "-f",
+        "-",
+        stdin=yaml.safe_dump(
+            {
+                **forged,
+                "metadata": {
+                    "name": "mine",
+                    "namespace": "team-a",
+                    "labels": {"app.kubernetes.io/managed-by": "tephra"},
+                },
+            }
+        ),
+    )
     assert deleted.returncode == 1 and "managed by Tephra" in deleted.stderr
     after = await tenants.store_call(lambda s: s.get(Secret, "team-a", "mpi-ssh"))
     assert after.data == original.data

@@ -23,8 +23,12 @@ def up(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     data, port = tmp_path / "data", free_port()
     data.mkdir()
     with (data / "up.log").open("a") as log:
-        proc = subprocess.Popen([str(BIN / "vcctl"), "up", "--data", str(data), "--nats-port", str(port), "--nodes", "2"],
-                                stdout=subprocess.PIPE, stderr=log, text=True)
+        proc = subprocess.Popen(
+            [str(BIN / "vcctl"), "up", "--data", str(data), "--nats-port", str(port), "--nodes", "2"],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+        )
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
@@ -40,8 +44,14 @@ def up(tmp_path: Path) -> Iterator[tuple[int, Path]]:
 
 def vcctl(port: int, *args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("VC_")}
-    return subprocess.run([str(BIN / "vcctl"), "--server", f"nats://127.0.0.1:{port}", *args], capture_output=True,
-                          text=True, env={**clean, **env}, cwd=cwd, timeout=60)
+    return subprocess.run(
+        [str(BIN / "vcctl"), "--server", f"nats://127.0.0.1:{port}", *args],
+        capture_output=True,
+        text=True,
+        env={**clean, **env},
+        cwd=cwd,
+        timeout=60,
+    )
 
 
 def test_the_admin_is_found_tenants_are_scoped_and_strangers_stay_out(up: tuple[int, Path], tmp_path: Path) -> None:
@@ -57,8 +67,19 @@ def test_the_admin_is_found_tenants_are_scoped_and_strangers_stay_out(up: tuple[
     refused = vcctl(port, "queue", "list", cwd=tmp_path, VC_DATA=str(empty), VC_NATS__CA=str(auth / "ca.pem"))
     assert refused.returncode == 1 and "refused an anonymous client" in refused.stderr
 
-    created = vcctl(port, "user", "create", "alice", "--namespaces", "team-a", "--data", str(data),
-                    "-o", str(tmp_path / "alice.creds"), cwd=tmp_path)
+    created = vcctl(
+        port,
+        "user",
+        "create",
+        "alice",
+        "--namespaces",
+        "team-a",
+        "--data",
+        str(data),
+        "-o",
+        str(tmp_path / "alice.creds"),
+        cwd=tmp_path,
+    )
     assert created.returncode == 0, created.stderr
     assert stat.S_IMODE((tmp_path / "alice.creds").stat().st_mode) == 0o600
     alice = ("--creds", str(tmp_path / "alice.creds"))
