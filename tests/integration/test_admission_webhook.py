@@ -26,8 +26,12 @@ SEEDS = Path(__file__).resolve().parents[1] / "fixtures" / "seeds"
 
 
 def queue(name: str) -> Queue:
-    return Queue(api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(name=name), spec=QueueSpec(weight=1),
-                 status=QueueStatus(state="Open"))
+    return Queue(
+        api_version=SCHEDULING_V1BETA1,
+        metadata=ObjectMeta(name=name),
+        spec=QueueSpec(weight=1),
+        status=QueueStatus(state="Open"),
+    )
 
 
 @pytest.fixture
@@ -37,18 +41,31 @@ async def webhook(tmp_path: Path) -> AsyncIterator[tuple[str, ssl.SSLContext]]:
     port = free_port()
     started = asyncio.Event()
     async with asyncio.TaskGroup() as tg:
-        server = tg.create_task(serve_webhook(ctx, host="127.0.0.1", port=port, tls=tls_context(cert_path, key_path),
-                                              started=started))
+        server = tg.create_task(
+            serve_webhook(ctx, host="127.0.0.1", port=port, tls=tls_context(cert_path, key_path), started=started)
+        )
         await started.wait()
         client_tls = ssl.create_default_context(cafile=str(ca_path))
         yield f"https://127.0.0.1:{port}", client_tls
         server.cancel()
 
 
-def review(kind: dict[str, str], operation: str, obj: dict[str, Any] | None, old: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": str(uuid.uuid4()), "kind": kind, "operation": operation, "namespace": "default",
-        "object": obj, "oldObject": old, "userInfo": {"username": "kubernetes-admin"}}}
+def review(
+    kind: dict[str, str], operation: str, obj: dict[str, Any] | None, old: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": str(uuid.uuid4()),
+            "kind": kind,
+            "operation": operation,
+            "namespace": "default",
+            "object": obj,
+            "oldObject": old,
+            "userInfo": {"username": "kubernetes-admin"},
+        },
+    }
 
 
 JOB_KIND = {"group": "batch.volcano.sh", "version": "v1alpha1", "kind": "Job"}
@@ -56,8 +73,10 @@ JOB_KIND = {"group": "batch.volcano.sh", "version": "v1alpha1", "kind": "Job"}
 
 async def post(base: str, tls: ssl.SSLContext, path: str, body: dict[str, Any] | bytes) -> dict[str, Any]:
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    async with aiohttp.ClientSession() as session, session.post(base + path, data=data, ssl=tls,
-                                                                 headers={"Content-Type": "application/json"}) as r:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(base + path, data=data, ssl=tls, headers={"Content-Type": "application/json"}) as r,
+    ):
         assert r.status == 200
         result: dict[str, Any] = await r.json()
         return result
@@ -65,9 +84,15 @@ async def post(base: str, tls: ssl.SSLContext, path: str, body: dict[str, Any] |
 
 async def test_mutate_returns_a_jsonpatch_with_volcano_defaults(webhook: tuple[str, ssl.SSLContext]) -> None:
     base, tls = webhook
-    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j"},
-           "spec": {"tasks": [{"replicas": 2, "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}],
-                    "plugins": {"mpi": []}}}
+    job = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "j"},
+        "spec": {
+            "tasks": [{"replicas": 2, "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}],
+            "plugins": {"mpi": []},
+        },
+    }
     request = review(JOB_KIND, "CREATE", job)
     answer = await post(base, tls, "/jobs/mutate", request)
     response = answer["response"]
@@ -82,9 +107,18 @@ async def test_mutate_returns_a_jsonpatch_with_volcano_defaults(webhook: tuple[s
 
 async def test_validate_denies_with_the_field_and_message(webhook: tuple[str, ssl.SSLContext]) -> None:
     base, tls = webhook
-    job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j", "namespace": "default"},
-           "spec": {"queue": "default", "minAvailable": 5, "tasks": [
-               {"name": "w", "replicas": 2, "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}]}}
+    job = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": "default"},
+        "spec": {
+            "queue": "default",
+            "minAvailable": 5,
+            "tasks": [
+                {"name": "w", "replicas": 2, "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}
+            ],
+        },
+    }
     response = (await post(base, tls, "/jobs/validate", review(JOB_KIND, "CREATE", job)))["response"]
     assert response["allowed"] is False
     assert "minAvailable" in response["status"]["message"]
@@ -102,7 +136,12 @@ async def test_seed_jobs_are_admitted_unchanged_by_validation(webhook: tuple[str
 
 async def test_queue_delete_of_default_is_refused(webhook: tuple[str, ssl.SSLContext]) -> None:
     base, tls = webhook
-    default = {"apiVersion": SCHEDULING_V1BETA1, "kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}}
+    default = {
+        "apiVersion": SCHEDULING_V1BETA1,
+        "kind": "Queue",
+        "metadata": {"name": "default"},
+        "spec": {"weight": 1},
+    }
     kind = {"group": "scheduling.volcano.sh", "version": "v1beta1", "kind": "Queue"}
     response = (await post(base, tls, "/queues/validate", review(kind, "DELETE", None, default)))["response"]
     assert response["allowed"] is False and "can not be deleted" in response["status"]["message"]
@@ -111,8 +150,16 @@ async def test_queue_delete_of_default_is_refused(webhook: tuple[str, ssl.SSLCon
 async def test_malformed_reviews_get_an_answer_not_an_error(webhook: tuple[str, ssl.SSLContext]) -> None:
     base, tls = webhook
     assert (await post(base, tls, "/jobs/validate", b"not json"))["response"]["allowed"] is False
-    wrong_shape = review(JOB_KIND, "CREATE", {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
-                                              "metadata": {"name": "j"}, "spec": {"tasks": "many"}})
+    wrong_shape = review(
+        JOB_KIND,
+        "CREATE",
+        {
+            "apiVersion": "batch.volcano.sh/v1alpha1",
+            "kind": "Job",
+            "metadata": {"name": "j"},
+            "spec": {"tasks": "many"},
+        },
+    )
     response = (await post(base, tls, "/jobs/validate", wrong_shape))["response"]
     assert response["allowed"] is False and "tasks" in response["status"]["message"]
 
@@ -120,5 +167,8 @@ async def test_malformed_reviews_get_an_answer_not_an_error(webhook: tuple[str, 
 async def test_untrusted_clients_cannot_talk_plain_http(webhook: tuple[str, ssl.SSLContext]) -> None:
     base, _ = webhook
     with pytest.raises(aiohttp.ClientError):
-        async with aiohttp.ClientSession() as session, session.post(base.replace("https", "http") + "/jobs/validate", data=b"{}"):
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(base.replace("https", "http") + "/jobs/validate", data=b"{}"),
+        ):
             pass

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.waiting import eventually
 from vc_bus.connection import connect
 from vc_bus.events import EventBatcher, EventPublisher, EventsNotPublished, StoredEvent, ensure_events_stream, follow
 from vc_bus.server import NatsServer
@@ -17,8 +18,16 @@ pytestmark = [pytest.mark.nats]
 
 
 def event(i: int, job: str = "train") -> DomainEvent:
-    return DomainEvent(id=f"{job}-{i}", occurred_at="2026-01-01T00:00:00Z", source="test", kind="Pod",
-                       namespace="default", name=f"{job}-w-{i}", reason="PodStarted", job=job)
+    return DomainEvent(
+        id=f"{job}-{i}",
+        occurred_at="2026-01-01T00:00:00Z",
+        source="test",
+        kind="Pod",
+        namespace="default",
+        name=f"{job}-w-{i}",
+        reason="PodStarted",
+        job=job,
+    )
 
 
 async def test_history_is_ordered_filtered_and_deduplicated(tmp_path: Path) -> None:
@@ -30,7 +39,9 @@ async def test_history_is_ordered_filtered_and_deduplicated(tmp_path: Path) -> N
                 await publisher.publish(event(i))
                 await publisher.publish(event(i, job="other"))
             await publisher.publish(event(2))  # a retry with the same id is dropped by the server
-            got = [s async for s in follow(nc, subjects.event_filter("job", "default", "train"), stop_when_caught_up=True)]
+            got = [
+                s async for s in follow(nc, subjects.event_filter("job", "default", "train"), stop_when_caught_up=True)
+            ]
     assert [s.event.id for s in got] == [f"train-{i}" for i in range(5)]
     assert [s.sequence for s in got] == sorted(s.sequence for s in got)
 
@@ -54,9 +65,7 @@ async def test_follow_survives_a_server_restart_without_gaps_or_repeats(tmp_path
                 tg.create_task(reader())
                 for i in range(20):
                     await publisher.publish(event(i))
-                async with asyncio.timeout(10):
-                    while len(received) < 20:
-                        await asyncio.sleep(0.05)
+                await eventually(lambda: len(received) >= 20, timeout=10, interval=0.05, what="20 events read")
                 server.restart()
                 for i in range(20, 40):
                     for _ in range(100):
@@ -113,9 +122,7 @@ async def test_a_follower_resumes_between_batches_without_gaps_or_repeats(tmp_pa
                 tg.create_task(reader())
                 for i in range(0, 20, 4):
                     await publisher.publish_batch([event(j) for j in range(i, i + 4)])
-                async with asyncio.timeout(10):
-                    while len(received) < 20:
-                        await asyncio.sleep(0.05)
+                await eventually(lambda: len(received) >= 20, timeout=10, interval=0.05, what="20 events read")
                 server.restart()
                 for i in range(20, 40, 5):
                     for _ in range(100):

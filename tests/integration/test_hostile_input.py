@@ -85,8 +85,10 @@ async def write(nc: Client, payload: bytes) -> api.WriteReply:
     return _reply.decode((await nc.request(subjects.ADMISSION_WRITE, payload, timeout=10)).data)
 
 
-QUEUE = (b'{"operation":"create","object":{"apiVersion":"scheduling.volcano.sh/v1beta1","kind":"Queue",'
-         b'"metadata":{"name":"q1"}}}')
+QUEUE = (
+    b'{"operation":"create","object":{"apiVersion":"scheduling.volcano.sh/v1beta1","kind":"Queue",'
+    b'"metadata":{"name":"q1"}}}'
+)
 
 
 async def test_one_byte_on_the_admission_subject_is_refused_and_admission_keeps_serving(
@@ -200,12 +202,24 @@ async def test_garbage_on_an_event_subject_is_skipped_and_history_ends(nats_serv
     js = nc.jetstream()
     await js.publish(subject, b"\xff")
     for i in range(3):
-        await publisher.publish(DomainEvent(id=f"e{i}", occurred_at="2030-01-01T00:00:00Z", source="test", kind="Job",
-                                            namespace="default", name="train", job="train", reason=f"Step{i}"))
+        await publisher.publish(
+            DomainEvent(
+                id=f"e{i}",
+                occurred_at="2030-01-01T00:00:00Z",
+                source="test",
+                kind="Job",
+                namespace="default",
+                name="train",
+                job="train",
+                reason=f"Step{i}",
+            )
+        )
     await js.publish(subject, b'{"id": 5}')  # the last message is garbage too
     async with asyncio.timeout(20):
-        events = [s.event.reason async for s in follow(nc, subjects.event_filter("job", "default", "train"),
-                                                        stop_when_caught_up=True)]
+        events = [
+            s.event.reason
+            async for s in follow(nc, subjects.event_filter("job", "default", "train"), stop_when_caught_up=True)
+        ]
     assert events == ["Step0", "Step1", "Step2"]
     result = await asyncio.to_thread(vcctl, nats_server.url, "job", "history", "-N", "train")
     assert result.returncode == 0, result.stderr
@@ -215,16 +229,24 @@ async def test_garbage_on_an_event_subject_is_skipped_and_history_ends(nats_serv
 
 def small_job(name: str, *, replicas: int = 1, duration: str = "1s") -> dict[str, object]:
     container = {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
-    template = {"metadata": {"annotations": {"sim.tephra.dev/duration": duration}},
-                "spec": {"restartPolicy": "Never", "containers": [container]}}
+    template = {
+        "metadata": {"annotations": {"sim.tephra.dev/duration": duration}},
+        "spec": {"restartPolicy": "Never", "containers": [container]},
+    }
     tasks = [{"name": "work", "replicas": replicas, "template": template}]
-    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": name},
-            "spec": {"schedulerName": "volcano", "tasks": tasks}}
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {"schedulerName": "volcano", "tasks": tasks},
+    }
 
 
-DEEP_JOB = (b'{"kind":"Job","apiVersion":"batch.volcano.sh/v1alpha1","metadata":{"name":"deep","namespace":"default"},'
-            b'"spec":{"tasks":[{"template":{"spec":{"containers":[{"name":"a","livenessProbe":{"a":%s}}]}}}]}}'
-            % (b"[" * 3000 + b"]" * 3000))
+DEEP_JOB = (
+    b'{"kind":"Job","apiVersion":"batch.volcano.sh/v1alpha1","metadata":{"name":"deep","namespace":"default"},'
+    b'"spec":{"tasks":[{"template":{"spec":{"containers":[{"name":"a","livenessProbe":{"a":%s}}]}}}]}}'
+    % (b"[" * 3000 + b"]" * 3000)
+)
 # (bucket kind, key, value): garbage anyone on the bus could write. The scheduler's own cache is not
 # under test here (a deeply nested value goes only where it does not watch).
 STORE_GARBAGE = [
@@ -272,6 +294,7 @@ async def wait_counted(system: System) -> None:
     for name, kinds in WATCHED.items():
         service = system.services[name]
         for kind in kinds:
+
             async def counted(service: ServiceProcess = service, kind: str = kind) -> bool:
                 source = subjects.bucket(kind)
                 return await asyncio.to_thread(metric, service, "tephra_decode_errors_total", source=source) > 0
@@ -312,6 +335,7 @@ async def test_bad_store_entries_crash_no_service_and_a_good_job_still_completes
 
 
 # -- finding 3: objects that skipped admission are not acted on ---------------------------------------
+
 
 def bypassing_job(name: str, *, replicas: int, queue: str) -> Job:
     document = small_job(name, replicas=replicas, duration="2s")
@@ -379,8 +403,9 @@ async def test_objects_that_skipped_admission_are_not_acted_on_and_nodes_never_o
 
         await wait_until(lambda: pod_reason("greedy", "Failed", "OutOfnvidia.com/gpu"), system)
         _, _, message = await pod_status(system, "greedy")
-        assert message == ("Pod was rejected: Node didn't have enough resource: nvidia.com/gpu, "
-                           "requested: 100, used: 0, capacity: 1")
+        assert message == (
+            "Pod was rejected: Node didn't have enough resource: nvidia.com/gpu, requested: 100, used: 0, capacity: 1"
+        )
         await wait_until(lambda: pod_reason("holder", "Running", None), system)
         await store_create(pod_on("second", "node-1", gpus="1"))  # the node's one GPU is taken
         await wait_until(lambda: pod_reason("second", "Failed", "OutOfnvidia.com/gpu"), system)
@@ -444,15 +469,25 @@ def job_with(name: str, *, requests: dict[str, str], annotations: dict[str, str]
     ("requests", "annotations", "field", "message"),
     [
         pytest.param({"cpu": "1e29"}, None, "requests[cpu]", "must be at most", id="cpu-1e29"),
-        pytest.param({"cpu": "1", "nvidia.com/gpu": "0.5"}, None, "requests[nvidia.com/gpu]", "must be an integer",
-                     id="half-gpu"),
-        pytest.param({"cpu": "1"}, {"sim.tephra.dev/duration": "-5s"}, "annotations[sim.tephra.dev/duration]",
-                     "is negative", id="negative-duration"),
+        pytest.param(
+            {"cpu": "1", "nvidia.com/gpu": "0.5"}, None, "requests[nvidia.com/gpu]", "must be an integer", id="half-gpu"
+        ),
+        pytest.param(
+            {"cpu": "1"},
+            {"sim.tephra.dev/duration": "-5s"},
+            "annotations[sim.tephra.dev/duration]",
+            "is negative",
+            id="negative-duration",
+        ),
     ],
 )
 async def test_admission_refuses_absurd_quantities_fractional_devices_and_negative_durations(
-    admission: ServiceProcess, nats_server: NatsServer, requests: dict[str, str], annotations: dict[str, str] | None,
-    field: str, message: str,
+    admission: ServiceProcess,
+    nats_server: NatsServer,
+    requests: dict[str, str],
+    annotations: dict[str, str] | None,
+    field: str,
+    message: str,
 ) -> None:
     document = job_with("absurd", requests=requests, annotations=annotations)
     result = await asyncio.to_thread(vcctl, nats_server.url, "job", "run", "-f", "-", stdin=document)
@@ -498,8 +533,11 @@ async def test_node_sim_fails_bad_durations_reads_ready_strictly_and_survives_ba
     assert reason == "Invalid" and "sim.tephra.dev/duration" in (message or "")
     await reached("changed", "Running")
     current = await nats_store.get(Pod, "default", "changed")
-    await nats_store.update(msgspec.structs.replace(current, metadata=msgspec.structs.replace(
-        current.metadata, annotations={"sim.tephra.dev/duration": "soon"})))
+    await nats_store.update(
+        msgspec.structs.replace(
+            current, metadata=msgspec.structs.replace(current.metadata, annotations={"sim.tephra.dev/duration": "soon"})
+        )
+    )
     await reached("changed", "Failed")
     assert (await status_of("changed"))[1] == "Invalid" and running.metadata.uid
 
@@ -523,8 +561,11 @@ async def test_node_sim_fails_bad_durations_reads_ready_strictly_and_survives_ba
     await nats_store.create(sim_pod("doomed", "1h"))
     await reached("doomed", "Running")
     doomed = await nats_store.get(Pod, "default", "doomed")
-    await nats_store.update(msgspec.structs.replace(doomed, metadata=msgspec.structs.replace(
-        doomed.metadata, deletion_timestamp="not a time")))
+    await nats_store.update(
+        msgspec.structs.replace(
+            doomed, metadata=msgspec.structs.replace(doomed.metadata, deletion_timestamp="not a time")
+        )
+    )
     await nats_store.create(sim_pod("fine", "1s"))
     await reached("fine", "Succeeded")
     assert_alive(node_sim)

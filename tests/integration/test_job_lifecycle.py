@@ -35,9 +35,15 @@ def env_of(pod: Pod) -> dict[str, str]:
     return {e.name: e.value or "" for e in (container.env or [])} if container else {}
 
 
-def simple_job(name: str, *, tasks: list[dict[str, Any]], policies: list[dict[str, Any]] | None = None,
-               max_retry: int | None = None, plugins: dict[str, list[str]] | None = None,
-               min_available: int | None = None) -> dict[str, Any]:
+def simple_job(
+    name: str,
+    *,
+    tasks: list[dict[str, Any]],
+    policies: list[dict[str, Any]] | None = None,
+    max_retry: int | None = None,
+    plugins: dict[str, list[str]] | None = None,
+    min_available: int | None = None,
+) -> dict[str, Any]:
     spec: dict[str, Any] = {"schedulerName": "volcano", "tasks": tasks}
     if min_available is not None:
         spec["minAvailable"] = min_available
@@ -52,11 +58,19 @@ def simple_job(name: str, *, tasks: list[dict[str, Any]], policies: list[dict[st
 
 def task(name: str, replicas: int, *, duration: str = "1h", exit_code: int = 0, **extra: Any) -> dict[str, Any]:
     return {
-        "name": name, "replicas": replicas, **extra,
+        "name": name,
+        "replicas": replicas,
+        **extra,
         "template": {
-            "metadata": {"annotations": {"sim.tephra.dev/duration": duration, "sim.tephra.dev/exit-code": str(exit_code)}},
-            "spec": {"restartPolicy": "Never", "containers": [
-                {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]},
+            "metadata": {
+                "annotations": {"sim.tephra.dev/duration": duration, "sim.tephra.dev/exit-code": str(exit_code)}
+            },
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [
+                    {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
+                ],
+            },
         },
     }
 
@@ -67,7 +81,9 @@ async def test_tensorflow_seed_gets_hostfiles_and_env_and_completes_on_task_comp
     hosts = await system.store_call(lambda s: s.get(ConfigMap, "default", "tensorflow-benchmark-svc"))
     assert hosts.data is not None
     assert hosts.data["ps.host"] == "tensorflow-benchmark-ps-0.tensorflow-benchmark"
-    assert hosts.data["worker.host"].split("\n") == [f"tensorflow-benchmark-worker-{i}.tensorflow-benchmark" for i in (0, 1)]
+    assert hosts.data["worker.host"].split("\n") == [
+        f"tensorflow-benchmark-worker-{i}.tensorflow-benchmark" for i in (0, 1)
+    ]
     pods = await pods_of(system, "tensorflow-benchmark")
     worker = pods["tensorflow-benchmark-worker-1"]
     assert env_of(worker)["VK_TASK_INDEX"] == "1" and env_of(worker)["VC_TASK_INDEX"] == "1"
@@ -100,21 +116,39 @@ async def test_pod_evicted_from_a_not_ready_node_restarts_the_job(system: System
 
     async def restarted() -> bool:
         job = await system.job("tensorflow-benchmark")
-        return bool(job.status and (job.status.retry_count or 0) >= 1 and job.status.state and job.status.state.phase == "Running")
+        return bool(
+            job.status
+            and (job.status.retry_count or 0) >= 1
+            and job.status.state
+            and job.status.state.phase == "Running"
+        )
 
     await eventually(restarted, timeout=45, interval=0.2)
     job = await system.job("tensorflow-benchmark")
     assert job.status and job.status.version == 1
     new_pods = await pods_of(system, "tensorflow-benchmark")
     assert all(p.spec and p.spec.node_name != node for p in new_pods.values())
-    assert any(h["reason"] == "PhaseChanged" and h.get("phase") == "Restarting" for h in system.history("tensorflow-benchmark"))
+    assert any(
+        h["reason"] == "PhaseChanged" and h.get("phase") == "Restarting" for h in system.history("tensorflow-benchmark")
+    )
 
 
 async def test_exit_code_policy_and_max_retry_exhaustion(system: System) -> None:
-    system.submit(simple_job("abort-on-3", tasks=[task("w", 2, duration="1s", exit_code=3)],
-                             policies=[{"exitCode": 3, "action": "AbortJob"}]))
-    system.submit(simple_job("retry-until-failed", tasks=[task("w", 1, duration="1s", exit_code=1)],
-                             policies=[{"event": "PodFailed", "action": "RestartJob"}], max_retry=2))
+    system.submit(
+        simple_job(
+            "abort-on-3",
+            tasks=[task("w", 2, duration="1s", exit_code=3)],
+            policies=[{"exitCode": 3, "action": "AbortJob"}],
+        )
+    )
+    system.submit(
+        simple_job(
+            "retry-until-failed",
+            tasks=[task("w", 1, duration="1s", exit_code=1)],
+            policies=[{"event": "PodFailed", "action": "RestartJob"}],
+            max_retry=2,
+        )
+    )
     await system.wait_phase("abort-on-3", "Aborted")
     await system.wait_phase("retry-until-failed", "Failed", timeout=60)
     job = await system.job("retry-until-failed")
@@ -122,10 +156,18 @@ async def test_exit_code_policy_and_max_retry_exhaustion(system: System) -> None
 
 
 async def test_restart_task_restarts_only_that_task(system: System) -> None:
-    system.submit(simple_job("partial", tasks=[
-        task("steady", 1),
-        task("flaky", 1, duration="2s", exit_code=1, policies=[{"event": "PodFailed", "action": "RestartTask"}]),
-    ], max_retry=5))
+    system.submit(
+        simple_job(
+            "partial",
+            tasks=[
+                task("steady", 1),
+                task(
+                    "flaky", 1, duration="2s", exit_code=1, policies=[{"event": "PodFailed", "action": "RestartTask"}]
+                ),
+            ],
+            max_retry=5,
+        )
+    )
     await system.wait_phase("partial", "Running")
     steady_uid = (await pods_of(system, "partial"))["partial-steady-0"].metadata.uid
 
@@ -149,7 +191,9 @@ async def test_suspend_and_resume(system: System) -> None:
 
 async def test_depends_on_creates_dependents_after_their_dependency_runs(system: System) -> None:
     # A gang of all three could never start while the workers wait for the ps: minAvailable 1 (as Volcano needs too).
-    system.submit(simple_job("ordered", tasks=[task("ps", 1), task("worker", 2, dependsOn={"name": ["ps"]})], min_available=1))
+    system.submit(
+        simple_job("ordered", tasks=[task("ps", 1), task("worker", 2, dependsOn={"name": ["ps"]})], min_available=1)
+    )
     await system.wait_phase("ordered", "Running", timeout=60)
     history = system.history("ordered")
     created = {h["name"]: i for i, h in enumerate(history) if h["reason"] == "PodCreated"}
@@ -192,8 +236,6 @@ async def _no_live_pods(system: System, job: str) -> bool:
     return all(p.status and p.status.phase in ("Succeeded", "Failed") for p in pods.values())
 
 
-
-
 async def test_deleted_job_leaves_no_children_but_keeps_its_history(system: System) -> None:
     system.submit(seed("tensorflow-benchmark.yaml", durations={"ps": "1h", "worker": "1h"}))
     await system.wait_phase("tensorflow-benchmark", "Running")
@@ -216,10 +258,20 @@ async def test_deleted_job_leaves_no_children_but_keeps_its_history(system: Syst
 async def test_delayed_policy_action_survives_a_controller_crash(system: System) -> None:
     # TaskCompleted -> CompleteJob after 8 s: the completion edge is not re-derived from state after a
     # restart, so only a stored delay completes the job when the controller dies in between.
-    system.submit(simple_job("patient", tasks=[
-        task("steady", 1),
-        task("quick", 1, duration="1s", policies=[{"event": "TaskCompleted", "action": "CompleteJob", "timeout": "8s"}]),
-    ]))
+    system.submit(
+        simple_job(
+            "patient",
+            tasks=[
+                task("steady", 1),
+                task(
+                    "quick",
+                    1,
+                    duration="1s",
+                    policies=[{"event": "TaskCompleted", "action": "CompleteJob", "timeout": "8s"}],
+                ),
+            ],
+        )
+    )
     await system.wait_phase("patient", "Running")
 
     async def delayed() -> bool:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.waiting import eventually
 from vc_bus.connection import connect
 from vc_bus.server import NatsServer
 from vc_bus.store import NatsStore
@@ -49,9 +50,7 @@ async def test_watch_resumes_after_server_restart_without_gaps(tmp_path: Path) -
                 for i in range(20):
                     await _retry(lambda i=i: writer.create(pod(f"after-{i}")))
                 expected = {f"before-{i}" for i in range(20)} | {f"after-{i}" for i in range(20)}
-                async with asyncio.timeout(30):
-                    while seen != expected:
-                        await asyncio.sleep(0.05)
+                await eventually(lambda: seen == expected, timeout=30, interval=0.05, what="every pod watched")
                 task.cancel()
             items, _ = await writer.list(Pod)
             assert {p.metadata.name for p in items} == expected

@@ -63,8 +63,9 @@ async def test_job_run_list_view_round_trip(nats_server: NatsServer, admission: 
         pytest.param("apiVersion: v1\nkind: Queue\nmetadata: {name: q}\n", "not a Job", id="wrong-kind"),
     ],
 )
-async def test_malformed_files_fail_clearly(nats_server: NatsServer, admission: ServiceProcess, tmp_path: Path,
-                                            content: str, message: str) -> None:
+async def test_malformed_files_fail_clearly(
+    nats_server: NatsServer, admission: ServiceProcess, tmp_path: Path, content: str, message: str
+) -> None:
     await ready(admission)
     path = tmp_path / "job.yaml"
     path.write_text(content)
@@ -79,15 +80,19 @@ async def test_wrong_field_type_is_rejected_with_the_field_and_nothing_stored(
 ) -> None:
     await ready(admission)
     path = tmp_path / "job.yaml"
-    path.write_text("apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: bad}\n"
-                    "spec:\n  tasks:\n  - name: w\n    replicas: three\n")
+    path.write_text(
+        "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: bad}\n"
+        "spec:\n  tasks:\n  - name: w\n    replicas: three\n"
+    )
     result = vcctl(nats_server.url, "job", "run", "-f", str(path))
     assert result.returncode == 1
     assert "spec.tasks[0].replicas" in result.stderr
     assert vcctl(nats_server.url, "job", "list").stdout.strip() == "No resources found"
 
 
-async def test_queue_create_checks_quantities_before_sending(nats_server: NatsServer, admission: ServiceProcess) -> None:
+async def test_queue_create_checks_quantities_before_sending(
+    nats_server: NatsServer, admission: ServiceProcess
+) -> None:
     await ready(admission)
     bad = vcctl(nats_server.url, "queue", "create", "-N", "q1", "--capability", "cpu=lots")
     assert bad.returncode == 2 and "--capability" in bad.stderr and "not a quantity" in bad.stderr
@@ -121,9 +126,11 @@ async def test_invalid_job_is_rejected_by_the_rules_and_nothing_appears(
 ) -> None:
     await ready(admission)
     path = tmp_path / "job.yaml"
-    path.write_text("apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: greedy}\n"
-                    "spec:\n  minAvailable: 5\n  tasks:\n  - {name: w, replicas: 2, template: {spec: {containers: [{name: c}]}}}\n"
-                    "  policies:\n  - {event: PodFailed, exitCode: 3, action: RestartJob}\n")
+    path.write_text(
+        "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: greedy}\n"
+        "spec:\n  minAvailable: 5\n  tasks:\n  - {name: w, replicas: 2, template: {spec: {containers: [{name: c}]}}}\n"
+        "  policies:\n  - {event: PodFailed, exitCode: 3, action: RestartJob}\n"
+    )
     result = vcctl(nats_server.url, "job", "run", "-f", str(path))
     assert result.returncode == 1
     assert "minAvailable" in result.stderr and "must not specify event and exitCode simultaneously" in result.stderr
@@ -147,7 +154,9 @@ async def test_rejected_update_leaves_the_stored_object_untouched(
     assert after == before
 
 
-async def test_closed_queue_admits_no_new_jobs(nats_server: NatsServer, admission: ServiceProcess, tmp_path: Path) -> None:
+async def test_closed_queue_admits_no_new_jobs(
+    nats_server: NatsServer, admission: ServiceProcess, tmp_path: Path
+) -> None:
     await ready(admission)
     assert vcctl(nats_server.url, "queue", "create", "-N", "shut").returncode == 0
     queue = json.loads(vcctl(nats_server.url, "queue", "get", "-N", "shut", "-o", "json").stdout)
@@ -155,8 +164,10 @@ async def test_closed_queue_admits_no_new_jobs(nats_server: NatsServer, admissio
     async with connect(nats_server.url, name="t") as nc:
         await NatsStore(nc).update(codec.from_dict(queue))
     path = tmp_path / "job.yaml"
-    path.write_text("apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: late}\n"
-                    "spec:\n  queue: shut\n  tasks:\n  - {name: w, replicas: 1, template: {spec: {containers: [{name: c}]}}}\n")
+    path.write_text(
+        "apiVersion: batch.volcano.sh/v1alpha1\nkind: Job\nmetadata: {name: late}\n"
+        "spec:\n  queue: shut\n  tasks:\n  - {name: w, replicas: 1, template: {spec: {containers: [{name: c}]}}}\n"
+    )
 
     async def refused() -> bool:
         result = vcctl(nats_server.url, "job", "run", "-f", str(path))

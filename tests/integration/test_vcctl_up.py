@@ -109,12 +109,17 @@ def test_up_refuses_a_taken_port(tmp_path: Path) -> None:
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         port = sock.getsockname()[1]
-        result = subprocess.run([str(BIN / "vcctl"), "up", "--data", str(tmp_path), "--nats-port", str(port)],
-                                capture_output=True, text=True, timeout=30)
+        result = subprocess.run(
+            [str(BIN / "vcctl"), "up", "--data", str(tmp_path), "--nats-port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     assert result.returncode == 1 and "already in use" in result.stderr
 
 
 # -- issue 16, finding 4: `vcctl up` supervises nats-server, locks its data, and takes its children along ----
+
 
 def holders(data: Path) -> dict[str, int]:
     """What the data directory's lock file says: {"vcctl-up": pid, "nats-server": pid}."""
@@ -204,8 +209,11 @@ async def test_one_up_per_data_dir_and_every_child_dies_with_up(tmp_path: Path) 
     try:
         await asyncio.to_thread(wait_ready, proc)
         second = await asyncio.to_thread(
-            subprocess.run, [str(BIN / "vcctl"), "up", "--data", str(data), "--nats-port", str(free_port())],
-            capture_output=True, text=True, timeout=30,
+            subprocess.run,
+            [str(BIN / "vcctl"), "up", "--data", str(data), "--nats-port", str(free_port())],
+            capture_output=True,
+            text=True,
+            timeout=30,
         )
         assert second.returncode == 1, second.stderr
         assert second.stderr.strip().count("\n") == 0 and "Traceback" not in second.stderr
