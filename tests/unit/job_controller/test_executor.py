@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
+
+import pytest
 
 from tests.unit.job_controller.jc_builders import job, task
 from vc_bus.testing import MemoryStore
+from vc_core.errors import InvalidObject
+from vc_core.kube_events import intents_for
 from vc_job_controller.controller import JobController
 from vc_job_controller.executor import PlanExecutor
 from vc_job_controller.logic.plan import Plan
 from vc_job_controller.logic.podgroup import build_podgroup
 from vc_job_controller.logic.pods import build_job_pod
 from vc_proto.core import Pod
+from vc_proto.events import DomainEvent
 from vc_proto.scheduling import PodGroup
 from vc_runtime.sharding import SoleOwner
 
@@ -86,5 +92,37 @@ def test_a_gangs_pods_are_created_together_not_one_round_trip_each() -> None:
             await executor.execute(j, Plan(pods_to_create=pods), can_write=lambda: True)
         stored, _ = await store.list(Pod, "ns")
         assert len(stored) == 10
+
+    asyncio.run(scenario())
+
+
+def test_pods_that_cannot_be_created_are_said_on_the_job_as_failed_create() -> None:
+    """Volcano's FailedCreate: the history says it (and the service's Event recorder makes it a Kubernetes
+    Event); the error still fails the pass, which is retried."""
+
+    class RefusingStore(MemoryStore):
+        async def create(self, obj):  # type: ignore[no-untyped-def]
+            if isinstance(obj, Pod) and obj.metadata.name == "train-worker-1":
+                raise InvalidObject("spec.containers[0].resources", "quota", "exceeded quota: team-a")
+            return await super().create(obj)
+
+    async def scenario() -> None:
+        published: list[DomainEvent] = []
+
+        async def publish(events: Sequence[DomainEvent]) -> int:
+            published.extend(events)
+            return 0
+
+        j = job([task("worker", 2)], name="train", phase="Pending")
+        spec = j.spec.tasks[0]  # type: ignore[index, union-attr]
+        pods = (build_job_pod(j, spec, 0), build_job_pod(j, spec, 1))
+        executor = PlanExecutor(RefusingStore(), publish, source="job-controller/a")
+        with pytest.raises(InvalidObject):
+            await executor.execute(j, Plan(pods_to_create=pods), can_write=lambda: True)
+        (said,) = published
+        assert (said.kind, said.name, said.reason, said.uid) == ("Job", "train", "FailedCreate", j.metadata.uid)
+        assert said.message is not None and said.message.startswith("Error creating pods: ")
+        assert "exceeded quota: team-a" in said.message
+        assert [i.reason for i in intents_for(said)] == ["FailedCreate"]
 
     asyncio.run(scenario())

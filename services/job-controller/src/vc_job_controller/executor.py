@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
 
 import msgspec
 import structlog
@@ -15,6 +16,7 @@ import structlog
 from vc_core.errors import AlreadyExists, Fenced, NotFound
 from vc_core.store import ObjectStore
 from vc_job_controller import volcano_metrics
+from vc_job_controller.logic import history
 from vc_job_controller.logic.history import HistoryEvent
 from vc_job_controller.logic.plan import ObjectWrite, Plan, PodDeletion, WriteMode
 from vc_proto.batch import Job
@@ -105,9 +107,35 @@ class PlanExecutor:
 
         outcomes = await asyncio.gather(*(create(p) for p in pods), return_exceptions=True)
         volcano_metrics.pods_created(job, sum(1 for outcome in outcomes if outcome is True))
-        for outcome in outcomes:
-            if isinstance(outcome, BaseException):
-                raise outcome
+        failed = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+        if failed:
+            await self._report_failed_create(job, failed)
+            raise failed[0]
+
+    async def _report_failed_create(self, job: Job, errors: list[BaseException]) -> None:
+        """Volcano's `FailedCreate` on the job: the history says it, and the Kubernetes Event recorder
+        (vc_runtime.kube_events) makes it an Event. Best effort: the plan is retried anyway."""
+        said = list(dict.fromkeys(str(e) for e in errors if isinstance(e, Exception)))
+        if not said:
+            return  # cancelled, not failed
+        message = f"Error creating pods: {'; '.join(said[:3])}"[:1024]
+        meta = job.metadata
+        event = DomainEvent(
+            id=uuid.uuid5(uuid.NAMESPACE_URL, f"{meta.uid}/FailedCreate/{message}").hex,
+            occurred_at=history.rfc3339(datetime.now(UTC)),
+            source=self._source,
+            kind="Job",
+            namespace=meta.namespace,
+            name=meta.name or "",
+            reason="FailedCreate",
+            message=message,
+            job=meta.name,
+            uid=meta.uid,
+        )
+        try:
+            await self._publish([event])
+        except Exception as exc:  # the history is best effort here; the error itself is raised
+            log.info("history.failed_create_not_published", error=repr(exc))
 
     async def _write_object(self, write: ObjectWrite) -> None:
         obj = write.obj
