@@ -36,9 +36,7 @@ class HostPortIndex:
         # A pod this session evicted frees its ports at once (Volcano's predicates plugin removes it from
         # the node on the deallocate event); one that was already being deleted still holds them.
         tasks = self.nodes.nodes[row].tasks.values()
-        taken = tuple(
-            p for t in tasks if t.status != TaskStatus.RELEASING or t.pod.deleting for p in t.pod.host_ports
-        )
+        taken = tuple(p for t in tasks if t.status != TaskStatus.RELEASING or t.pod.deleting for p in t.pod.host_ports)
         if not taken:
             return
         self._on_row[row] = taken
