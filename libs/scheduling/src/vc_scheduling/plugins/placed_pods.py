@@ -141,6 +141,9 @@ class RowCounter:
         self.counts = np.zeros(len(pods.nodes), dtype=np.int64)
         self.version = 0
         self._fresh = True
+        # Every change of the counts after the first look, as (rows, amounts): sums over domains
+        # follow it (DomainTotals) instead of summing the cluster again.
+        self.changes: list[tuple[NDArray[np.intp], NDArray[np.int64]]] = []
 
     def _start(self, pods: PlacedPods) -> None:
         """The first look: count the selected entries as they are now, instead of replaying the whole
@@ -172,6 +175,7 @@ class RowCounter:
             if moved.any():
                 rows = np.asarray([pods.rows[e] for e in entries[moved].tolist()], dtype=np.intp)
                 np.add.at(self.counts, rows, delta[moved])
+                self.changes.append((rows, delta[moved]))
                 self.version += 1
         return self.counts
 
@@ -217,3 +221,28 @@ class TopologyDomains:
         """Per domain, whether an eligible row lies in it."""
         ids, size = self.of(key)
         return np.bincount(ids[(ids >= 0) & eligible], minlength=size) > 0
+
+
+class DomainTotals:
+    """A counter's counts summed per domain of one topology key over some rows, kept up to date from
+    the counter's changes (one sum over the cluster at first, then only the rows that changed)."""
+
+    def __init__(
+        self, domains: TopologyDomains, key: str, counter: RowCounter, eligible: NDArray[np.bool_] | None
+    ) -> None:
+        self._counter = counter
+        self._ids, _ = domains.of(key)
+        self._keep = self._ids >= 0 if eligible is None else (self._ids >= 0) & eligible
+        counts = counter.current()
+        self.totals = domains.totals(key, counts, eligible)
+        self._position = len(counter.changes)
+
+    def current(self) -> NDArray[np.int64]:
+        counter = self._counter
+        counter.current()
+        for rows, amounts in counter.changes[self._position :]:
+            keep = self._keep[rows]
+            if keep.any():
+                np.add.at(self.totals, self._ids[rows[keep]], amounts[keep])
+        self._position = len(counter.changes)
+        return self.totals

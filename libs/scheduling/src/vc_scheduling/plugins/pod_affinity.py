@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from vc_scheduling.framework.interfaces import NodeFailure
 from vc_scheduling.framework.nodes import NodeTable
 from vc_scheduling.plugins.label_selectors import NamespaceScope, selector_mask_over, selector_matches
-from vc_scheduling.plugins.placed_pods import EntryTest, PlacedPods, RowCounter, TopologyDomains
+from vc_scheduling.plugins.placed_pods import DomainTotals, EntryTest, PlacedPods, RowCounter, TopologyDomains
 from vc_scheduling.snapshot.cluster import PodObj
 from vc_scheduling.snapshot.kube import LabelSelector, PodAffinity, PodAffinityTerm, SelectorRequirement
 
@@ -148,7 +148,7 @@ class PodAffinityIndex:
         self.pods = PlacedPods(nodes)
         self.domains = TopologyDomains(nodes)
         self._counters: dict[bytes, RowCounter] = {}
-        self._totals: dict[tuple[bytes, str], tuple[int, NDArray[np.int64]]] = {}
+        self._totals: dict[tuple[bytes, str], DomainTotals] = {}
         self._groups: dict[bytes, CarrierGroup] = {}
         self._by_label: dict[tuple[str, str], list[bytes]] = {}
         self._unindexed: list[bytes] = []
@@ -187,11 +187,10 @@ class PodAffinityIndex:
         return counter
 
     def domain_totals(self, key: bytes, counter: RowCounter, topology_key: str) -> NDArray[np.int64]:
-        counts = counter.current()
-        cached = self._totals.get((key, topology_key))
-        if cached is None or cached[0] != counter.version:
-            cached = self._totals[(key, topology_key)] = (counter.version, self.domains.totals(topology_key, counts))
-        return cached[1]
+        totals = self._totals.get((key, topology_key))
+        if totals is None:
+            totals = self._totals[(key, topology_key)] = DomainTotals(self.domains, topology_key, counter, None)
+        return totals.current()
 
     def per_row(self, key: bytes, counter: RowCounter, topology_key: str, rows: Rows) -> NDArray[np.int64]:
         """For each of `rows`, the count in its domain (0 without the topology label). A key with a

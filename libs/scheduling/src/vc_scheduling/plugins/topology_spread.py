@@ -19,7 +19,7 @@ from vc_scheduling.framework.interfaces import NodeFailure
 from vc_scheduling.framework.model import TaskInfo
 from vc_scheduling.plugins.label_selectors import selector_mask_over, selector_matches, with_label_keys
 from vc_scheduling.plugins.node_filters import HARD_EFFECTS, NodeLabels, first_untolerated
-from vc_scheduling.plugins.placed_pods import PlacedPods, RowCounter, TopologyDomains
+from vc_scheduling.plugins.placed_pods import DomainTotals, PlacedPods, RowCounter, TopologyDomains
 from vc_scheduling.snapshot.cluster import PodObj
 from vc_scheduling.snapshot.kube import LabelSelector, TopologySpreadConstraint
 
@@ -47,7 +47,7 @@ class SpreadIndex:
         self.labels = labels
         self._counters: dict[bytes, RowCounter] = {}
         self._eligible: dict[bytes, NDArray[np.bool_]] = {}  # held for the session: their ids key the caches
-        self._totals: dict[tuple[bytes, str, int], tuple[int, NDArray[np.int64]]] = {}
+        self._totals: dict[tuple[bytes, str, int], DomainTotals] = {}
         self._presence: dict[tuple[str, int], NDArray[np.bool_]] = {}
 
     def _counter(self, namespace: str, selector: LabelSelector | None) -> RowCounter:
@@ -107,12 +107,11 @@ class SpreadIndex:
         the sums are kept until a placement changes the counts."""
         selector = with_label_keys(c.label_selector, c.match_label_keys, pod.labels)
         counter = self._counter(pod.namespace, selector)
-        counts = counter.current()
         key = (_keys.encode((pod.namespace, selector)), c.topology_key, id(eligible))
-        cached = self._totals.get(key)
-        if cached is None or cached[0] != counter.version:
-            cached = self._totals[key] = (counter.version, self.domains.totals(c.topology_key, counts, eligible))
-        return self.domains.of(c.topology_key)[0], cached[1], selector
+        totals = self._totals.get(key)
+        if totals is None:
+            totals = self._totals[key] = DomainTotals(self.domains, c.topology_key, counter, eligible)
+        return self.domains.of(c.topology_key)[0], totals.current(), selector
 
     def _present(self, topology_key: str, eligible: NDArray[np.bool_]) -> NDArray[np.bool_]:
         key = (topology_key, id(eligible))
