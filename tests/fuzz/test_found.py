@@ -79,3 +79,29 @@ def test_the_webhook_refuses_what_it_cannot_judge_with_a_message(body: bytes) ->
     answer = handle_review("/queues/validate", body, StaticContext())
     assert answer["kind"] == "AdmissionReview" and answer["response"]["allowed"] is False
     assert answer["response"]["status"]["message"]
+
+
+@pytest.mark.parametrize("route", ["/jobs/validate", "/queues/validate", "/podgroups/validate", "/pods/mutate"])
+@pytest.mark.parametrize("operation", ["UPDATE", "DELETE"])
+def test_the_webhook_refuses_an_update_or_delete_without_its_old_object(route: str, operation: str) -> None:
+    kind = {
+        "/jobs/validate": "Job",
+        "/queues/validate": "Queue",
+        "/podgroups/validate": "PodGroup",
+        "/pods/mutate": "Pod",
+    }
+    body = json.dumps(
+        {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": "u-1",
+                "operation": operation,
+                "namespace": "fuzz",
+                "oldObject": None,
+                "object": {"apiVersion": "v1", "kind": kind[route], "metadata": {"name": "a", "namespace": "fuzz"}},
+            },
+        }
+    ).encode()
+    answer = handle_review(route, body, StaticContext())
+    assert answer["response"]["allowed"] is False and "oldObject" in answer["response"]["status"]["message"]
