@@ -81,7 +81,7 @@ def test_the_webhook_refuses_what_it_cannot_judge_with_a_message(body: bytes) ->
     assert answer["response"]["status"]["message"]
 
 
-@pytest.mark.parametrize("route", ["/jobs/validate", "/queues/validate", "/podgroups/validate", "/pods/mutate"])
+@pytest.mark.parametrize("route", ["/jobs/validate", "/queues/validate"])
 @pytest.mark.parametrize("operation", ["UPDATE", "DELETE"])
 def test_the_webhook_refuses_an_update_or_delete_without_its_old_object(route: str, operation: str) -> None:
     kind = {

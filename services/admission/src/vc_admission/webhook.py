@@ -100,6 +100,9 @@ def _decode(raw: Any, kind: type[KubeObject], namespace: str | None) -> KubeObje
     return obj
 
 
+_JUDGE_OLD_OBJECT: Final = ("/jobs/validate", "/queues/validate")  # their rules read oldObject on UPDATE/DELETE
+
+
 def handle_review(path: str, body: bytes, ctx: AdmissionContext) -> dict[str, Any]:
     """The AdmissionReview response for a request body posted to `path`."""
     too_large = check_request_size(len(body))
@@ -126,7 +129,7 @@ def handle_review(path: str, body: bytes, ctx: AdmissionContext) -> dict[str, An
     # The rules judge what Kubernetes always sends (found by fuzzing: a null object gave a 500).
     if obj is None and operation != "DELETE":
         return _response(uid, allowed=False, message=f"request.object: a {kind.__name__} is required for {operation or 'an operation'}")
-    if old is None and operation in ("UPDATE", "DELETE"):
+    if old is None and operation in ("UPDATE", "DELETE") and path in _JUDGE_OLD_OBJECT:
         return _response(uid, allowed=False, message=f"request.oldObject: a {kind.__name__} is required for {operation}")
     violations, mutated = rule(operation, obj, old, ctx)
     if violations:
