@@ -78,7 +78,7 @@ async def test_the_write_api_answers_every_fuzzed_request_as_input(
     admission: tuple[ServiceProcess, int, Path], nc: Client
 ) -> None:
     service, _, _ = admission
-    inputs = draw(write_requests)
+    inputs = await asyncio.to_thread(draw, write_requests)  # off the loop: a connection must keep answering pings
     tally = Tally("admission write API (NATS request/reply)")
 
     async def handle(payload: Payload) -> None:
@@ -114,7 +114,7 @@ async def test_the_webhook_answers_every_fuzzed_review_with_an_admission_review(
     admission: tuple[ServiceProcess, int, Path],
 ) -> None:
     service, port, ca = admission
-    inputs = draw(webhook_posts)
+    inputs = await asyncio.to_thread(draw, webhook_posts)  # off the loop: a connection must keep answering pings
     tally = Tally("admission webhook (AdmissionReview over HTTPS)")
     tls = ssl.create_default_context(cafile=str(ca))
     base = f"https://127.0.0.1:{port}"

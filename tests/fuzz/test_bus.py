@@ -83,7 +83,7 @@ def _answer_to(message: Message, data: bytes, tally: Tally, payload: bytes) -> N
 
 
 async def test_fuzzed_messages_on_every_subscribed_subject_are_answered_and_skipped(system: System) -> None:
-    inputs = draw(bus_messages)
+    inputs = await asyncio.to_thread(draw, bus_messages)  # off the loop: a connection must keep answering pings
     tally = Tally("subjects the services subscribe to (admission write, node-sim control, events)")
     async with connect(system.url, name="fuzz") as nc:
         js = nc.jetstream()
@@ -131,7 +131,7 @@ WATCHED = {
 
 
 async def test_fuzzed_values_in_every_bucket_are_skipped_and_good_work_goes_on(system: System) -> None:
-    inputs = draw(kv_puts)
+    inputs = await asyncio.to_thread(draw, kv_puts)  # off the loop: a connection must keep answering pings
     tally = Tally("values written straight into every bucket (objects, leases, ledger, delays)")
     async with connect(system.url, name="fuzz") as nc:
         js = nc.jetstream()

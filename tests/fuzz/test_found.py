@@ -14,6 +14,7 @@ from vc_admission.webhook import handle_review
 from vc_admission.write_api import WriteApi
 from vc_bus.testing import MemoryStore
 from vc_proto import api
+from vc_scheduling.snapshot.loader import SnapshotError, decode_json
 from vc_validation import StaticContext
 
 _reply = msgspec.json.Decoder(api.WriteReply)
@@ -105,3 +106,8 @@ def test_the_webhook_refuses_an_update_or_delete_without_its_old_object(route: s
     ).encode()
     answer = handle_review(route, body, StaticContext())
     assert answer["response"]["allowed"] is False and "oldObject" in answer["response"]["status"]["message"]
+
+
+def test_the_scheduler_cache_skips_a_stored_value_that_is_not_utf8() -> None:
+    with pytest.raises(SnapshotError, match="not UTF-8"):  # reported and skipped by the cache, not a crash
+        decode_json("Pod", b'{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a\x8fb","namespace":"fuzz"}}')

@@ -111,6 +111,8 @@ def decode_json(kind: str, data: bytes, index: int = 0) -> tuple[object, kube.Ob
         raise _snapshot_error(index, kind, exc) from exc
     except RecursionError as exc:  # nested deeper than the interpreter's limit: input, not a bug
         raise SnapshotError(index, kind, "(document)", "nested too deeply") from exc
+    except UnicodeDecodeError as exc:  # bytes that are not UTF-8 in a string (found by fuzzing: a scheduler crash)
+        raise SnapshotError(index, kind, "(document)", f"not UTF-8: {exc.reason} at byte {exc.start}") from exc
     return _convert(index, kind, view), view.metadata  # type: ignore[attr-defined]
 
 
