@@ -348,6 +348,14 @@ BY_KIND: Final[dict[str, list[Doc]]] = {
     "Pod": PODS,
     "Node": NODES,
     **{doc["kind"]: [doc] for doc in (*OTHERS, *FLOWS)},
+    "HyperNode": [  # Volcano's example: a tier-1 hypernode of named nodes
+        {
+            "apiVersion": "topology.volcano.sh/v1alpha1",
+            "kind": "HyperNode",
+            "metadata": _meta("fz-rack", None),
+            "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"exactMatch": {"name": "fz-node"}}}]},
+        }
+    ],
 }
 assert set(BY_KIND) == set(KINDS), f"a kind without a fuzz base: {set(KINDS) ^ set(BY_KIND)}"
 ALL_OBJECTS: Final[list[Doc]] = [doc for docs in BY_KIND.values() for doc in docs]

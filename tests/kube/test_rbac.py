@@ -51,6 +51,7 @@ RESOURCES = (
     ("bus.volcano.sh", "commands"),
     ("networking.k8s.io", "networkpolicies"),
     ("scheduling.k8s.io", "priorityclasses"),
+    ("topology.volcano.sh", "hypernodes"),
     ("batch", "jobs"),
     ("apps", "deployments"),
     ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
@@ -83,6 +84,7 @@ EXPECTED: dict[str, dict[tuple[str, str], set[str]]] = {
         ("bus.volcano.sh", "commands"): READ,
         ("networking.k8s.io", "networkpolicies"): READ,
         ("scheduling.k8s.io", "priorityclasses"): READ,
+        ("topology.volcano.sh", "hypernodes"): READ,
     },
     # Users' writes through `vcctl`: jobs, queues (Open on create: status), podgroups, commands.
     "tephra-admission": {

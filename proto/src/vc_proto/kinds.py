@@ -23,6 +23,7 @@ from vc_proto.cronjob import CronJob
 from vc_proto.flow import FLOW_V1ALPHA1, JobFlow, JobTemplate
 from vc_proto.kube_event import Event
 from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, Queue
+from vc_proto.topology import TOPOLOGY_V1ALPHA1, HyperNode
 
 KubeObject = (
     Job
@@ -40,6 +41,7 @@ KubeObject = (
     | JobFlow
     | CronJob
     | Event
+    | HyperNode
 )
 
 
@@ -78,6 +80,7 @@ KINDS: Final[dict[str, Kind]] = {
         Kind("JobFlow", FLOW_V1ALPHA1, "jobflows", True, JobFlow),
         Kind("CronJob", BATCH_V1ALPHA1, "cronjobs", True, CronJob),
         Kind("Event", CORE_V1, "events", True, Event),
+        Kind("HyperNode", TOPOLOGY_V1ALPHA1, "hypernodes", False, HyperNode),
     )
 }
 

@@ -22,7 +22,7 @@ from vc_proto.kinds import KINDS, Kind
 ROOT = Path(__file__).resolve().parents[3]
 SCHEMAS_DIR = ROOT / "proto" / "schemas"
 CRDS_DIR = ROOT / "deploy" / "k8s" / "crds"
-CRD_KINDS = ("Job", "PodGroup", "Queue", "Command", "JobTemplate", "JobFlow", "CronJob")
+CRD_KINDS = ("Job", "PodGroup", "Queue", "Command", "JobTemplate", "JobFlow", "CronJob", "HyperNode")
 SHORT_NAMES = {
     "Job": ["vcjob", "vj"],
     "PodGroup": ["pg", "podgroup-v1beta1"],
@@ -31,6 +31,7 @@ SHORT_NAMES = {
     "JobTemplate": ["jt"],
     "JobFlow": ["jf"],
     "CronJob": ["cronvcjob", "cronvj"],
+    "HyperNode": ["hn"],
 }
 PRINTER_COLUMNS: dict[str, list[dict[str, Any]]] = {
     "Job": [
@@ -59,6 +60,12 @@ PRINTER_COLUMNS: dict[str, list[dict[str, Any]]] = {
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ],
     "CronJob": [],
+    "HyperNode": [
+        {"name": "Tier", "type": "string", "jsonPath": ".spec.tier"},
+        {"name": "TierName", "type": "string", "jsonPath": ".spec.tierName"},
+        {"name": "NodeCount", "type": "integer", "jsonPath": ".status.nodeCount"},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ],
 }
 
 

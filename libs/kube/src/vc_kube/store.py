@@ -43,7 +43,7 @@ log = structlog.get_logger(__name__)
 
 # Kinds whose status lives behind the /status subresource (built-ins, and the CRDs in deploy/k8s/crds).
 STATUS_SUBRESOURCE = frozenset(
-    {"Pod", "Node", "Service", "Job", "PodGroup", "Queue", "JobFlow", "JobTemplate", "CronJob"}
+    {"Pod", "Node", "Service", "Job", "PodGroup", "Queue", "JobFlow", "JobTemplate", "CronJob", "HyperNode"}
 )
 _GENERATE_NAME_ATTEMPTS = 8
 # Versions remembered per store (LRU). They are the objects the caller's caches hold anyway; a miss only

@@ -45,7 +45,7 @@ ALL_KINDS: Final = frozenset(KINDS)
 # What a person sees with vcctl: never Secrets, nor the ConfigMaps and Services other tenants' jobs use.
 USER_READABLE: Final = frozenset(
     {"Job", "PodGroup", "Queue", "Command", "Pod", "Node", "PriorityClass", "JobFlow", "JobTemplate", "CronJob"}
-) | {"Event"}
+) | {"Event", "HyperNode"}
 GC_DEPENDENTS: Final = frozenset({"Pod", "PodGroup", "Service", "ConfigMap", "Secret", "NetworkPolicy"})
 JOB_PLUGIN_KINDS: Final = frozenset({"Service", "ConfigMap", "Secret", "NetworkPolicy"})
 # The services that record Kubernetes Events (vc_runtime.kube_events): they create them and read them
@@ -112,7 +112,7 @@ SERVICE_GRANTS: Final[dict[str, Grant]] = {
     ),
     "scheduler": Grant(
         "service",
-        reads=frozenset({"Node", "Pod", "PodGroup", "Queue", "PriorityClass", "Job"}) | EVENTS,
+        reads=frozenset({"Node", "Pod", "PodGroup", "Queue", "PriorityClass", "Job", "HyperNode"}) | EVENTS,
         writes=frozenset({"Pod", "PodGroup", "Queue"}) | EVENTS,
         keeps=(SCHEDULER_LEDGER_BUCKET,),
         lease_group="scheduler",
@@ -120,8 +120,9 @@ SERVICE_GRANTS: Final[dict[str, Grant]] = {
     ),
     "node-sim": Grant(
         "service",
-        reads=frozenset({"Pod", "Node"}) | EVENTS,
-        writes=frozenset({"Pod", "Node"}) | EVENTS,
+        # HyperNodes: `--topology` builds the racks and spines over the nodes it simulates.
+        reads=frozenset({"Pod", "Node", "HyperNode"}) | EVENTS,
+        writes=frozenset({"Pod", "Node", "HyperNode"}) | EVENTS,
         serves=(subjects.NODE_SIM_CONTROL,),
         writes_history=True,
     ),

@@ -3,7 +3,7 @@
     verdict = review("CREATE", job, None, ctx)
     if verdict.allowed: store(verdict.patched)  # else report verdict.violations
 
-Job, Queue, PodGroup, Pod, JobFlow, JobTemplate and CronJob are reviewed; any other kind passes
+Job, Queue, PodGroup, Pod, JobFlow, JobTemplate, CronJob and HyperNode are reviewed; any other kind passes
 unchanged, as an admission webhook that is not registered for it would let it through.
 """
 
@@ -16,8 +16,10 @@ from vc_proto.core import Pod
 from vc_proto.cronjob import CronJob
 from vc_proto.flow import JobFlow, JobTemplate
 from vc_proto.scheduling import PodGroup, Queue
+from vc_proto.topology import HyperNode
 from vc_proto.vocabulary import DEFAULT_SCHEDULER_NAME
 from vc_validation.context import AdmissionContext
+from vc_validation.hypernodes import validate_hypernode
 from vc_validation.jobs_mutate import mutate_job
 from vc_validation.jobs_update import validate_job_update
 from vc_validation.jobs_validate import validate_job_create
@@ -51,6 +53,8 @@ def review(operation: Operation, obj: object | None, old: object | None, ctx: Ad
             return review_pod(operation, subject, ctx)
         case JobFlow() | JobTemplate() | CronJob():
             return review_workload(operation, subject, ctx)
+        case HyperNode():
+            return allow(None) if operation == "DELETE" else decide(validate_hypernode(subject), subject)
         case None:
             return deny("request", "object-required", "the request carries no object")
         case _:
