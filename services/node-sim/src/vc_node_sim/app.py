@@ -12,11 +12,13 @@ from nats.aio.msg import Msg
 
 from vc_bus.decoding import UNDECODABLE, describe, report_undecodable
 from vc_bus.events import EventBatcher
-from vc_core.errors import ConfigError, InvalidObject, VcError
+from vc_core.errors import ConfigError, Conflict, InvalidObject, NotFound, VcError
 from vc_node_sim.control import parse_control
 from vc_node_sim.kubelet import Kubelet
 from vc_node_sim.logic import SimConfig
+from vc_node_sim.topology import Topology, build_topology, parse_topology
 from vc_proto import subjects
+from vc_proto.topology import HyperNode
 from vc_runtime.aio import sleep_or_stop, wait_or_stop
 from vc_runtime.service import FnWorker, ServiceContext, Worker
 from vc_runtime.settings import RuntimeSettings
@@ -39,6 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eviction-delay", type=float, default=0.0, help="seconds before pods leave a NotReady node")
     parser.add_argument("--heartbeat-period", type=float, default=60.0, help="seconds between node heartbeats")
     parser.add_argument("--not-ready", default="", help="comma-separated nodes to register NotReady")
+    parser.add_argument(
+        "--topology",
+        default="",
+        help="racks=N,spines=M: HyperNodes putting the nodes in racks of N nodes (tier 1), spines of M racks (tier 2)",
+    )
 
 
 def default_duration(text: str) -> float:
@@ -73,6 +80,9 @@ class NodeSimApp:
         if gpu not in ("", "0"):
             self.capacity["nvidia.com/gpu"] = gpu
         self.not_ready = {n for n in str(extra.get("not_ready", "")).split(",") if n}
+        shape = parse_topology(str(extra.get("topology") or ""))
+        names = [f"{self.prefix}{i}" for i in range(count)]
+        self.topology: Topology | None = build_topology(names, shape) if shape else None
         self.heartbeat_s = float(extra.get("heartbeat_period", 60.0))  # type: ignore[arg-type]
         self.cfg = SimConfig(
             start_delay_s=float(extra.get("start_delay", 0.2)),  # type: ignore[arg-type]
@@ -86,6 +96,8 @@ class NodeSimApp:
         kubelet = Kubelet(store=ctx.store, cfg=self.cfg, publish=EventBatcher(ctx.events.publish_batch).publish)
         ctx.probes.require("nodes-registered", "pods-synced")
         await self._register_all(kubelet)
+        if self.topology is not None:
+            await _store_hypernodes(ctx, self.topology)
         ctx.probes.set("nodes-registered")
         sub = await ctx.nc.subscribe(subjects.NODE_SIM_CONTROL, queue="node-sim", cb=self._control_handler(kubelet))
         ctx.resources.push_async_callback(sub.unsubscribe)
@@ -108,7 +120,8 @@ class NodeSimApp:
             async with gate:
                 name = f"{self.prefix}{i}"
                 ready = False if name in self.not_ready else None
-                await kubelet.register(name, capacity=self.capacity, host_ip=host_ip(i), ready=ready)
+                labels = self.topology.node_labels.get(name) if self.topology else None
+                await kubelet.register(name, capacity=self.capacity, host_ip=host_ip(i), ready=ready, labels=labels)
 
         async with asyncio.TaskGroup() as tg:
             for i in range(self.count):
@@ -136,6 +149,27 @@ class NodeSimApp:
                 await msg.respond(msgspec.json.encode(reply))
 
         return handle
+
+
+async def _store_hypernodes(ctx: ServiceContext, topology: Topology) -> None:
+    """Create each rack and spine, or overwrite the stored one's spec (a restart with another shape)."""
+    for hypernode in topology.hypernodes:
+        for _ in range(10):
+            try:
+                existing = await ctx.store.get(HyperNode, None, hypernode.metadata.name or "")
+            except NotFound:
+                existing = None
+            try:
+                if existing is None:
+                    await ctx.store.create(hypernode)
+                elif existing.spec != hypernode.spec:
+                    await ctx.store.update(msgspec.structs.replace(existing, spec=hypernode.spec))
+                break
+            except Conflict:
+                continue
+        else:
+            raise Conflict("HyperNode", hypernode.metadata.name or "", expected=None)
+    log.info("hypernodes.stored", count=len(topology.hypernodes))
 
 
 async def _control(kubelet: Kubelet, data: bytes) -> dict[str, object]:

@@ -68,13 +68,21 @@ class Kubelet:
     synced: asyncio.Event = field(default_factory=asyncio.Event)
 
     # -- nodes -------------------------------------------------------------------------------------
-    async def register(self, name: str, *, capacity: dict[str, str], host_ip: str, ready: bool | None) -> None:
+    async def register(
+        self,
+        name: str,
+        *,
+        capacity: dict[str, str],
+        host_ip: str,
+        ready: bool | None,
+        labels: dict[str, str] | None = None,
+    ) -> None:
         """Create the node, or adopt it keeping its readiness unless `ready` says otherwise."""
         now = rfc3339_from_epoch(time.time())
         for _ in range(10):
             existing = await self._stored_node(name)
             is_ready = ready if ready is not None else (node_ready(existing) if existing else True)
-            node = node_object(name, capacity=capacity, ready=is_ready, now=now, existing=existing)
+            node = node_object(name, capacity=capacity, ready=is_ready, now=now, existing=existing, labels=labels)
             if existing and node_ready(existing) == is_ready:
                 node = _keep_transition_time(node, existing)
             try:

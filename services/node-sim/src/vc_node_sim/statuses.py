@@ -96,7 +96,15 @@ def rejected_status(pod: Pod, *, now: str, reason: str, message: str) -> PodStat
     )
 
 
-def node_object(name: str, *, capacity: Mapping[str, str], ready: bool, now: str, existing: Node | None = None) -> Node:
+def node_object(
+    name: str,
+    *,
+    capacity: Mapping[str, str],
+    ready: bool,
+    now: str,
+    existing: Node | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> Node:
     condition = NodeCondition(
         type="Ready",
         status="True" if ready else "False",
@@ -114,7 +122,7 @@ def node_object(name: str, *, capacity: Mapping[str, str], ready: bool, now: str
         ]
     )
     meta = existing.metadata if existing else ObjectMeta(name=name)
-    labels = {**(meta.labels or {}), HOSTNAME_LABEL: name, SIMULATED_LABEL: "true"}
+    labels = {**(meta.labels or {}), **(labels or {}), HOSTNAME_LABEL: name, SIMULATED_LABEL: "true"}
     other_taints = [
         t
         for t in ((existing.spec.taints if existing and existing.spec else None) or [])
