@@ -25,10 +25,18 @@ from vc_proto import codec, subjects
 from vc_proto.kinds import KubeObject
 from vc_runtime.aio import until
 from vc_scheduler.sharding import TERMINAL
-from vc_scheduling.snapshot.cluster import ClusterSnapshot, NodeObj, PodGroupObj, PodObj, PriorityClassObj, QueueObj
+from vc_scheduling.snapshot.cluster import (
+    ClusterSnapshot,
+    HyperNodeObj,
+    NodeObj,
+    PodGroupObj,
+    PodObj,
+    PriorityClassObj,
+    QueueObj,
+)
 from vc_scheduling.snapshot.loader import SnapshotError, decode_json
 
-KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")
+KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "HyperNode")
 BOUND_BY = "scheduling.tephra.dev/bound-by"  # "<instance>/<epoch>": which scheduler life bound the pod
 MAX_TOMBSTONES = 200_000
 ObjT = TypeVar("ObjT", bound=KubeObject)
@@ -105,6 +113,7 @@ class SchedulerCache:
         self.podgroups: dict[str, PodGroupObj] = {}
         self.queues: dict[str, QueueObj] = {}
         self.priority_classes: dict[str, PriorityClassObj] = {}
+        self.hypernodes: dict[str, HyperNodeObj] = {}  # the network-topology-aware plugin's tree
         # PodGroup key -> the vcjob that owns it, for publishing verdicts on the job's history.
         self.owner_job: dict[str, str] = {}
         self.synced = {kind: asyncio.Event() for kind in KINDS}
@@ -135,6 +144,7 @@ class SchedulerCache:
             podgroups=tuple(self.podgroups.values()),
             queues=tuple(self.queues.values()),
             priority_classes=tuple(self.priority_classes.values()),
+            hypernodes=tuple(self.hypernodes.values()),
         )
 
     def gone(self) -> frozenset[str]:
@@ -277,4 +287,5 @@ class SchedulerCache:
             "PodGroup": self.podgroups,
             "Queue": self.queues,
             "PriorityClass": self.priority_classes,
+            "HyperNode": self.hypernodes,
         }[kind]

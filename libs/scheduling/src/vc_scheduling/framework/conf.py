@@ -35,7 +35,6 @@ VOLCANO_PLUGINS_NOT_IN_TEPHRA: Final = frozenset(
         "cdp",
         "deviceshare",
         "extender",
-        "network-topology-aware",
         "nodegroup",
         "numa-aware",
         "rescheduling",

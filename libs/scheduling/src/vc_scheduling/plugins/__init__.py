@@ -10,6 +10,7 @@ from vc_scheduling.plugins import (
     conformance,
     drf,
     gang,
+    network_topology,
     nodeorder,
     overcommit,
     pdb,
@@ -37,5 +38,6 @@ def in_tree_plugins() -> Registry[PluginFactory]:
             sla.NAME: sla.SlaPlugin,
             pdb.NAME: pdb.PdbPlugin,
             resourcequota.NAME: resourcequota.ResourceQuotaPlugin,
+            network_topology.NAME: network_topology.NetworkTopologyPlugin,
         }
     )

@@ -67,6 +67,31 @@ class PodObj:
 
 
 @dataclass(frozen=True, slots=True)
+class NetworkTopologyObj:
+    """A PodGroup's spec.networkTopology: `hard` (the CRD default) or `soft`; None: no tier bound."""
+
+    mode: str
+    highest_tier_allowed: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class HyperNodeMemberObj:
+    """One member of a HyperNode: a Node or HyperNode by exact name, name regex, or (nodes) labels."""
+
+    type: str
+    exact: str | None = None
+    pattern: str | None = None
+    labels: LabelSelector | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HyperNodeObj:
+    name: str
+    tier: int
+    members: tuple[HyperNodeMemberObj, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class PodGroupObj:
     name: str
     namespace: str
@@ -82,6 +107,7 @@ class PodGroupObj:
     creation: str = ""
     order: int = 0
     quota_request: Resources | None = None  # spec.minResources as written (quota names), for resourcequota
+    network_topology: NetworkTopologyObj | None = None
 
     @property
     def key(self) -> str:
@@ -149,3 +175,4 @@ class ClusterSnapshot:
     namespaces: tuple[NamespaceObj, ...] = ()
     resource_quotas: tuple[ResourceQuotaObj, ...] = ()
     pod_disruption_budgets: tuple[PodDisruptionBudgetObj, ...] = ()
+    hypernodes: tuple[HyperNodeObj, ...] = ()

@@ -173,7 +173,13 @@ class Condition(msgspec.Struct, rename="camel", kw_only=True):
     transition_id: str = ""
 
 
+class NetworkTopology(msgspec.Struct, rename="camel", kw_only=True):
+    mode: str = ""
+    highest_tier_allowed: int | None = None
+
+
 class PodGroupSpec(msgspec.Struct, rename="camel", kw_only=True):
+    network_topology: NetworkTopology | None = None
     min_member: int = 0
     min_task_member: dict[str, int] = {}
     min_resources: Quantities | None = None
@@ -257,3 +263,33 @@ class PriorityClass(msgspec.Struct, rename="camel", kw_only=True):
     value: int = 0
     global_default: bool = False
     preemption_policy: str = ""
+
+
+# topology.volcano.sh/v1alpha1 HyperNode (the network-topology-aware plugin's tree).
+class HyperNodeExactMatch(msgspec.Struct, rename="camel", kw_only=True):
+    name: str = ""
+
+
+class HyperNodeRegexMatch(msgspec.Struct, rename="camel", kw_only=True):
+    pattern: str = ""
+
+
+class HyperNodeSelector(msgspec.Struct, rename="camel", kw_only=True):
+    exact_match: HyperNodeExactMatch | None = None
+    regex_match: HyperNodeRegexMatch | None = None
+    label_match: LabelSelector | None = None
+
+
+class HyperNodeMember(msgspec.Struct, rename="camel", kw_only=True):
+    type: str = ""
+    selector: HyperNodeSelector = msgspec.field(default_factory=HyperNodeSelector)
+
+
+class HyperNodeSpec(msgspec.Struct, rename="camel", kw_only=True):
+    tier: int = 0
+    members: list[HyperNodeMember] = []
+
+
+class HyperNode(msgspec.Struct, rename="camel", kw_only=True):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: HyperNodeSpec = msgspec.field(default_factory=HyperNodeSpec)

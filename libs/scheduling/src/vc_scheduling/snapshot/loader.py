@@ -19,7 +19,10 @@ from vc_scheduling.snapshot import kube
 from vc_scheduling.snapshot.cluster import (
     ClusterSnapshot,
     HostPort,
+    HyperNodeMemberObj,
+    HyperNodeObj,
     NamespaceObj,
+    NetworkTopologyObj,
     NodeObj,
     PodDisruptionBudgetObj,
     PodGroupCondition,
@@ -74,6 +77,7 @@ def load_objects(documents: Iterable[object]) -> ClusterSnapshot:
         namespaces=tuple(parts["Namespace"]),
         resource_quotas=tuple(parts["ResourceQuota"]),
         pod_disruption_budgets=tuple(parts["PodDisruptionBudget"]),
+        hypernodes=tuple(parts["HyperNode"]),
     )
 
 
@@ -98,6 +102,7 @@ _VIEWS: Final[dict[str, type[msgspec.Struct]]] = {
     "Namespace": kube.Namespace,
     "ResourceQuota": kube.ResourceQuota,
     "PodDisruptionBudget": kube.PodDisruptionBudget,
+    "HyperNode": kube.HyperNode,
 }
 _JSON_DECODERS: Final = {kind: msgspec.json.Decoder(view, strict=False) for kind, view in _VIEWS.items()}
 
@@ -148,6 +153,8 @@ def _convert(index: int, kind: str, view: Any) -> object:
                 return _resource_quota(view)
             case "PodDisruptionBudget":
                 return _pod_disruption_budget(view)
+            case "HyperNode":
+                return _hypernode(view)
             case _:
                 return _priority_class(view)
     except InvalidObject as exc:
@@ -299,7 +306,28 @@ def _podgroup(pg: kube.PodGroup, index: int) -> PodGroupObj:
         creation=meta.creation_timestamp or "",
         order=index,
         quota_request=quota_request,
+        network_topology=_network_topology(pg.spec.network_topology),
     )
+
+
+def _network_topology(spec: kube.NetworkTopology | None) -> NetworkTopologyObj | None:
+    if spec is None:
+        return None
+    return NetworkTopologyObj(mode=spec.mode or "hard", highest_tier_allowed=spec.highest_tier_allowed)
+
+
+def _hypernode(hn: kube.HyperNode) -> HyperNodeObj:
+    _require_name(hn.metadata)
+    members = tuple(
+        HyperNodeMemberObj(
+            type=m.type,
+            exact=m.selector.exact_match.name if m.selector.exact_match else None,
+            pattern=m.selector.regex_match.pattern if m.selector.regex_match else None,
+            labels=m.selector.label_match,
+        )
+        for m in hn.spec.members
+    )
+    return HyperNodeObj(hn.metadata.name, hn.spec.tier, members)
 
 
 def schedulable_resources(resources: Resources) -> Resources:
