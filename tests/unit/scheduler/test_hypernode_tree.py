@@ -72,3 +72,10 @@ def test_a_cycle_of_hypernodes_terminates_and_adds_nothing() -> None:
 
 def test_no_hypernodes_is_an_empty_tree() -> None:
     assert tree_of().empty
+
+
+def test_highest_holding_is_the_widest_allowed_domain() -> None:
+    tree = tree_of(*RACKS)
+    assert tree.names[tree.highest_holding(np.array([0]), highest_tier=2)] == "s0"  # type: ignore[index]
+    assert tree.names[tree.highest_holding(np.array([0]), highest_tier=1)] == "r0"  # type: ignore[index]
+    assert tree.highest_holding(np.array([0, 4]), highest_tier=2) is None

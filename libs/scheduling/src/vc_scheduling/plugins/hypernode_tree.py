@@ -36,9 +36,15 @@ class HyperNodeTree:
 
     def lowest_holding(self, rows: NDArray[np.intp], highest_tier: int | None = None) -> int | None:
         """The index of the lowest-tier hypernode holding every row in `rows` (ties: by name), or None."""
-        for tier in self.tier_levels:
-            if highest_tier is not None and tier > highest_tier:
-                break
+        return self._holding(rows, [t for t in self.tier_levels if highest_tier is None or t <= highest_tier])
+
+    def highest_holding(self, rows: NDArray[np.intp], highest_tier: int | None = None) -> int | None:
+        """The index of the highest hypernode of tier <= `highest_tier` holding every row, or None."""
+        allowed = [t for t in self.tier_levels if highest_tier is None or t <= highest_tier]
+        return self._holding(rows, allowed[::-1])
+
+    def _holding(self, rows: NDArray[np.intp], tiers: list[int]) -> int | None:
+        for tier in tiers:
             owners = self.at_tier[tier][rows]
             if len(owners) and owners[0] >= 0 and bool(np.all(owners == owners[0])):
                 return int(owners[0])

@@ -5,7 +5,7 @@ A PodGroup's `spec.networkTopology` bounds where its gang may go in the HyperNod
 - `hard` (the CRD default): the whole gang inside one hypernode of tier <= `highestTierAllowed`, or it
   waits. The job's hypernode is chosen once per session, the lowest tier first (by name within a tier),
   as the first whose nodes' idle resources hold the gang's pending tasks (first fit, vectorised over the
-  nodes); a job with tasks already placed keeps the lowest hypernode holding them. Its tasks then pass
+  nodes); a job with tasks already placed stays in the highest allowed hypernode holding them. Its tasks then pass
   the predicate only on that hypernode's nodes. When no hypernode of an allowed tier holds the gang,
   every task fails PrePredicate with a sentence naming the tier, and the gang stays whole and pending.
 - `soft`: nodes are scored by the tier of their lowest common hypernode with the job's placed tasks,
@@ -108,7 +108,9 @@ class NetworkTopologyPlugin:
         highest = topology.highest_tier_allowed
         placed = self._placed_rows(job)
         if len(placed):
-            held = tree.lowest_holding(placed, highest)
+            # Volcano: further tasks may go wherever their lowest common hypernode with the placed ones
+            # is of an allowed tier, i.e. anywhere in the highest allowed hypernode holding those.
+            held = tree.highest_holding(placed, highest)
             if held is None:
                 self.refusals[job.uid] = (
                     f"network topology (hard): the job's placed tasks are in no single hypernode of tier <= {highest}"
