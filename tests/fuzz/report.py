@@ -8,7 +8,7 @@ from pathlib import Path
 
 
 def table(lines: list[dict[str, object]]) -> str:
-    rows = ["| surface | inputs | crashes | seconds | outcomes |", "|---|---:|---:|---:|---|"]
+    rows = ["| surface | inputs | crashes | seconds sending | outcomes |", "|---|---:|---:|---:|---|"]
     for line in lines:
         outcomes = ", ".join(f"{k} {v}" for k, v in dict(line["outcomes"]).items())  # type: ignore[call-overload]
         rows.append(f"| {line['surface']} | {line['inputs']} | {line['crashes']} | {line['seconds']} | {outcomes} |")
