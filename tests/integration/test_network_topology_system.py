@@ -6,6 +6,7 @@ rack, and a gang that would only fit across two spines waits, its PodGroup sayin
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,7 +75,13 @@ async def test_hard_gang_in_one_rack_and_too_wide_gang_waits(
     conf = tmp_path / "scheduler.yaml"
     conf.write_text(CONF)
     url = nats_server.url
-    sim = {"nodes": 8, "topology": "racks=2,spines=2", "node_cpu": "4", "node_gpu": "0", "start_delay": 0.05}
+    sim: dict[str, Any] = {
+        "nodes": 8,
+        "topology": "racks=2,spines=2",
+        "node_cpu": "4",
+        "node_gpu": "0",
+        "start_delay": 0.05,
+    }
     async with run_app(NodeSimApp, "node-sim", url, "node-sim", **sim):
 
         async def topology_stored() -> bool:

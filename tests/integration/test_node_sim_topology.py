@@ -24,7 +24,7 @@ async def test_topology_is_stored_with_the_nodes(nats_server: NatsServer, nats_s
             return len((await nats_store.list(HyperNode))[0]) == 5
 
         await eventually(stored)
-        hypernodes = {h.metadata.name: h for h in (await nats_store.list(HyperNode))[0]}
+        hypernodes = {h.metadata.name or "": h for h in (await nats_store.list(HyperNode))[0]}
         assert sorted(hypernodes) == ["rack-0", "rack-1", "rack-2", "spine-0", "spine-1"]
         assert {n: h.spec.tier for n, h in hypernodes.items() if h.spec} == {
             "rack-0": 1,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vc_scheduling.plugins.hypernode_tree import build_tree
+from vc_scheduling.plugins.hypernode_tree import HyperNodeTree, build_tree
 from vc_scheduling.snapshot.cluster import HyperNodeMemberObj, HyperNodeObj
 from vc_scheduling.snapshot.kube import LabelSelector
 
@@ -13,8 +13,13 @@ NODES = [f"n{i}" for i in range(6)]
 LABELS = [{"rack": f"r{i // 2}"} for i in range(6)]
 
 
-def tree_of(*hypernodes: HyperNodeObj):  # type: ignore[no-untyped-def]
+def tree_of(*hypernodes: HyperNodeObj) -> HyperNodeTree:
     return build_tree(list(hypernodes), NODES, LABELS)
+
+
+def name(tree: HyperNodeTree, index: int | None) -> str:
+    assert index is not None
+    return tree.names[index]
 
 
 def node(**selector: object) -> HyperNodeMemberObj:
@@ -53,10 +58,10 @@ def test_each_selector_kind_resolves_to_its_nodes() -> None:
 def test_lowest_holding_respects_the_tier_bound() -> None:
     tree = tree_of(*RACKS)
     rows = np.array([0, 1])
-    assert tree.names[tree.lowest_holding(rows)] == "r0"  # type: ignore[index]
-    assert tree.names[tree.lowest_holding(np.array([1, 2]))] == "s0"  # type: ignore[index]
+    assert name(tree, tree.lowest_holding(rows)) == "r0"
+    assert name(tree, tree.lowest_holding(np.array([1, 2]))) == "s0"
     assert tree.lowest_holding(np.array([1, 4]), highest_tier=2) is None
-    assert tree.names[tree.lowest_holding(np.array([1, 4]))] == "top"  # type: ignore[index]
+    assert name(tree, tree.lowest_holding(np.array([1, 4]))) == "top"
 
 
 def test_lca_tiers_per_row() -> None:
@@ -76,6 +81,6 @@ def test_no_hypernodes_is_an_empty_tree() -> None:
 
 def test_highest_holding_is_the_widest_allowed_domain() -> None:
     tree = tree_of(*RACKS)
-    assert tree.names[tree.highest_holding(np.array([0]), highest_tier=2)] == "s0"  # type: ignore[index]
-    assert tree.names[tree.highest_holding(np.array([0]), highest_tier=1)] == "r0"  # type: ignore[index]
+    assert name(tree, tree.highest_holding(np.array([0]), highest_tier=2)) == "s0"
+    assert name(tree, tree.highest_holding(np.array([0]), highest_tier=1)) == "r0"
     assert tree.highest_holding(np.array([0, 4]), highest_tier=2) is None
