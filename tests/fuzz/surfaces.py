@@ -117,6 +117,7 @@ WEBHOOK_ROUTES: Final[dict[str, str]] = {
     "/jobtemplates/validate": "JobTemplate",
     "/cronjobs/mutate": "CronJob",
     "/cronjobs/validate": "CronJob",
+    "/hypernodes/validate": "HyperNode",
     "/nowhere": "Job",
 }
 _REVIEW_OPS = st.sampled_from(("CREATE", "CREATE", "UPDATE", "DELETE", "CONNECT", ""))

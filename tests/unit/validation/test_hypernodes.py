@@ -174,3 +174,24 @@ def test_review_refuses_and_stores_nothing_on_update_too() -> None:
         assert not verdict.allowed
         assert "member exactMatch name is required" in verdict.message
     assert review("DELETE", None, bad, StaticContext()).allowed
+
+
+def test_the_kube_webhook_admits_the_examples_and_refuses_a_bad_member() -> None:
+    import json
+
+    from vc_admission.webhook import handle_review
+
+    def answer(document: dict[str, object], operation: str = "CREATE") -> dict[str, object]:
+        body = {"request": {"uid": "u-1", "operation": operation, "object": document}}
+        response: dict[str, object] = handle_review("/hypernodes/validate", json.dumps(body).encode(), StaticContext())[
+            "response"
+        ]
+        return response
+
+    for document in yaml.safe_load_all(EXAMPLES):
+        assert answer(document)["allowed"] is True
+    bad = yaml.safe_load(EXAMPLES.split("---")[0])
+    bad["spec"]["members"][0]["type"] = "Switch"
+    refused = answer(bad, "UPDATE")
+    assert refused["allowed"] is False
+    assert "spec.members[0].type" in str(refused["status"]) and "unknown member type Switch" in str(refused["status"])

@@ -37,7 +37,9 @@ from vc_proto.cronjob import CronJob
 from vc_proto.flow import JobFlow, JobTemplate
 from vc_proto.kinds import KINDS, KubeObject
 from vc_proto.scheduling import PodGroup, Queue
+from vc_proto.topology import HyperNode
 from vc_validation import mutate_cronjob, validate_cronjob, validate_jobflow, validate_jobtemplate
+from vc_validation.hypernodes import validate_hypernode
 
 ADMISSION_V1: Final = "admission.k8s.io/v1"
 Outcome = tuple[list[Violation], KubeObject | None]  # violations, and the mutated object (mutating routes)
@@ -78,6 +80,10 @@ ROUTES: Final[dict[str, tuple[type[KubeObject], Callable[[str, Any, Any, Admissi
     "/jobtemplates/validate": (JobTemplate, _workload_validate),
     "/cronjobs/mutate": (CronJob, lambda op, obj, old, ctx: ([], mutate_cronjob(obj) if op != "DELETE" else obj)),
     "/cronjobs/validate": (CronJob, _workload_validate),
+    "/hypernodes/validate": (
+        HyperNode,
+        lambda op, obj, old, ctx: (validate_hypernode(obj) if op != "DELETE" else [], None),
+    ),
 }
 
 
