@@ -6,75 +6,44 @@ from __future__ import annotations
 
 import io
 import json
-import struct
-import zlib
 from pathlib import Path
 
+import matplotlib.image
 import pytest
 
-from benchmarks.plot import PALETTE, Line, line_chart, nice_ticks, thin, tick_label
+from benchmarks.plot import PALETTE, Line, line_chart
 from benchmarks.progress import CLEAR_LINE, Progress
 from benchmarks.report import BenchReport, running_curve
 
 
-def decode_png(data: bytes) -> tuple[int, int, bytes]:
-    """Width, height and the RGB pixels of an 8-bit RGB PNG with filter 0 rows (what plot.py writes)."""
+def decode_png(data: bytes) -> tuple[int, int, set[tuple[int, int, int]]]:
+    """Width, height and the set of RGB colours of a PNG (read back with matplotlib's own reader)."""
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    at, idat, width, height = 8, b"", 0, 0
-    while at < len(data):
-        (length,) = struct.unpack(">I", data[at : at + 4])
-        kind, body = data[at + 4 : at + 8], data[at + 8 : at + 8 + length]
-        (crc,) = struct.unpack(">I", data[at + 8 + length : at + 12 + length])
-        assert crc == zlib.crc32(kind + body) & 0xFFFFFFFF
-        if kind == b"IHDR":
-            width, height, depth, color = struct.unpack(">IIBB", body[:10])
-            assert (depth, color) == (8, 2)
-        elif kind == b"IDAT":
-            idat += body
-        at += 12 + length
-    raw = zlib.decompress(idat)
-    stride = 1 + width * 3
-    assert len(raw) == height * stride and all(raw[y * stride] == 0 for y in range(height))
-    return width, height, b"".join(raw[y * stride + 1 : (y + 1) * stride] for y in range(height))
+    pixels = matplotlib.image.imread(io.BytesIO(data), format="png")
+    height, width = pixels.shape[:2]
+    rgb = (pixels[:, :, :3] * 255).round().astype(int).reshape(-1, 3)
+    return width, height, {(int(r), int(g), int(b)) for r, g, b in rgb}
 
 
-def pixel(pixels: bytes, width: int, x: int, y: int) -> tuple[int, ...]:
-    return tuple(pixels[(y * width + x) * 3 : (y * width + x) * 3 + 3])
+def rgb(colour: str) -> tuple[int, int, int]:
+    return (int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16))
 
 
-def test_the_chart_draws_each_line_in_its_colour_with_a_legend() -> None:
+def test_the_chart_draws_each_line_in_its_colour() -> None:
     lines = [Line("one", [(0, 0), (10, 100)]), Line("two", [(0, 0), (5, 100)])]
-    width, height, pixels = decode_png(line_chart(lines, title="t", x_label="x", y_label="y", width=400, height=300))
+    width, height, colours = decode_png(line_chart(lines, title="t", x_label="x", y_label="y", width=400, height=300))
     assert (width, height) == (400, 300)
-    colours = {pixel(pixels, width, x, y) for x in range(width) for y in range(height)}
-    assert PALETTE[0] in colours and PALETTE[1] in colours and (40, 40, 40) in colours  # lines, legend, text
-    # The first line ends at the top-right of the plot area: x=10 is the last tick, y=100 the top one.
-    assert pixel(pixels, width, 400 - 30 - 1, 60 + 1) == PALETTE[0]
+    assert rgb(PALETTE[0]) in colours and rgb(PALETTE[1]) in colours
+    assert rgb(PALETTE[2]) not in colours  # a third colour only for a third line
 
 
 def test_an_empty_or_single_point_chart_still_renders() -> None:
-    decode_png(line_chart([], title="nothing", x_label="x", y_label="y", width=200, height=150))
-    decode_png(line_chart([Line("dot", [(0, 0)])], title="one", x_label="x", y_label="y", width=200, height=150))
-
-
-@pytest.mark.parametrize(
-    ("high", "ticks"),
-    [
-        (100, [0, 20, 40, 60, 80, 100]),
-        (2000, [0, 500, 1000, 1500, 2000]),
-        (7.3, [0, 2, 4, 6, 8]),
-        (0, [0, 1]),
-    ],
-)
-def test_ticks_are_round_numbers_from_zero_past_the_highest_value(high: float, ticks: list[float]) -> None:
-    assert nice_ticks(high) == ticks
-
-
-def test_tick_labels_and_thinning() -> None:
-    assert [tick_label(v) for v in (0, 2.5, 1500, 20_000, 3_000_000)] == ["0", "2.5", "1500", "20k", "3M"]
-    points = [(float(i), float(i)) for i in range(10_001)]
-    kept = thin(points, 100)
-    assert len(kept) == 100 and kept[0] == points[0] and kept[-1] == points[-1]
+    assert decode_png(line_chart([], title="nothing", x_label="x", y_label="y", width=200, height=150))[:2] == (
+        200,
+        150,
+    )
+    _, _, colours = decode_png(line_chart([Line("dot", [(0, 0)])], title="one", x_label="x", y_label="y"))
+    assert rgb(PALETTE[0]) in colours  # a lone point is drawn as a marker
 
 
 def test_running_curve_counts_in_time_order() -> None:
