@@ -62,9 +62,14 @@ def _cluster(nodes: list[int], jobs: list[tuple[int, int, int, int, bool]]) -> l
         for t in range(size + 1):
             pod: dict[str, Any] = {
                 "kind": "Pod",
-                "metadata": {"name": f"j{j}-{t}", "namespace": "ns", "annotations": {
-                    "scheduling.k8s.io/group-name": f"j{j}", "volcano.sh/task-spec": "worker" if t % 4 else "ps"
-                }},
+                "metadata": {
+                    "name": f"j{j}-{t}",
+                    "namespace": "ns",
+                    "annotations": {
+                        "scheduling.k8s.io/group-name": f"j{j}",
+                        "volcano.sh/task-spec": "worker" if t % 4 else "ps",
+                    },
+                },
                 "spec": {
                     "schedulerName": "volcano",
                     "priority": priority * 10,

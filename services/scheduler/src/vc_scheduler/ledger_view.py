@@ -156,8 +156,12 @@ class LedgerViews:
         assumed = key in self._assumed
         queue = self._queue_of.get(group, "")
         old = entry.state if entry is not None else None
-        if old is not None and entry is not None and entry.pod is pod and old.queue == queue and (
-            old.node == ("" if assumed else pod.node_name)
+        if (
+            old is not None
+            and entry is not None
+            and entry.pod is pod
+            and old.queue == queue
+            and (old.node == ("" if assumed else pod.node_name))
         ):
             state = old
         else:

@@ -109,9 +109,7 @@ def close_session(
     for plugin in plugins:
         timed(f"plugin:{plugin.name}:close", partial(plugin.on_session_close, ssn))
     jobs = {**ssn.jobs, **ssn.invalid_jobs}
-    statuses = {
-        uid: podgroup_status(ssn, job) for uid, job in sorted(jobs.items()) if report is None or report(uid)
-    }
+    statuses = {uid: podgroup_status(ssn, job) for uid, job in sorted(jobs.items()) if report is None or report(uid)}
     return statuses, queue_statuses(ssn)
 
 

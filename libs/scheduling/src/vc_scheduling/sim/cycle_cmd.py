@@ -32,9 +32,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="vcctl sim cycle", description="What would the scheduler do with this cluster?")
     parser.add_argument("-f", "--filename", required=True, help="snapshot: multi-document YAML or a List")
     parser.add_argument("--conf", help="scheduler configuration (Volcano's YAML); default: the built-in one")
-    parser.add_argument(
-        "--strict-conf", action="store_true", help="refuse a conf naming a Volcano plugin Tephra lacks"
-    )
+    parser.add_argument("--strict-conf", action="store_true", help="refuse a conf naming a Volcano plugin Tephra lacks")
     parser.add_argument("--cycles", type=int, default=1, help="number of cycles (decisions applied between)")
     parser.add_argument("-o", "--output", default="json", choices=["json"], help="output format")
     return parser
