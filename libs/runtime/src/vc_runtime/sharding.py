@@ -28,7 +28,7 @@ class SoleOwner:
     def __init__(self, instance: str = "sole") -> None:
         self.instance = instance
         self.epoch = 1
-        self.members = (instance,)
+        self.members: tuple[str, ...] = (instance,)  # the Ownership protocol's type (a settable attribute)
 
     def owns(self, key: str) -> bool:
         return True
