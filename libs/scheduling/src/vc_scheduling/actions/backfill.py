@@ -56,7 +56,7 @@ def _has_best_effort(job: JobInfo) -> bool:
     if job.pending_best_effort_num():  # kept up to date by the job
         return True
     pipelined = job.by_status.get(TaskStatus.PIPELINED)
-    return bool(pipelined) and any(t.best_effort for t in pipelined.values())
+    return pipelined is not None and any(t.best_effort for t in pipelined.values())
 
 
 def _job_best_effort(ssn: Session, job: JobInfo) -> list[TaskInfo]:

@@ -239,7 +239,7 @@ def _opening_sums(job: JobInfo, space: ResourceSpace) -> tuple[Vector, Vector, V
             reservation.flags.writeable = False
         request.flags.writeable = placed.flags.writeable = False
         memo = job.opening_memo["ledger.sums"] = (request, placed, reservation)
-    return memo  # type: ignore[no-any-return]
+    return memo
 
 
 def _holds_reservation(job: JobInfo) -> bool:
