@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 import structlog
@@ -109,7 +110,7 @@ class SchedulerApp:
 
         return [
             FnWorker("membership", membership.run),
-            *(FnWorker(f"cache:{kind}", lambda s, k=kind: cache.follow(js, k, s)) for kind in KINDS),
+            *(FnWorker(f"cache:{kind}", partial(cache.follow, js, kind)) for kind in KINDS),
             FnWorker("ledger", ledger.follow),
             FnWorker("loop", schedule),
             FnWorker("ledger-sweep", sweeper.run),

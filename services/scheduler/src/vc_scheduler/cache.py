@@ -258,6 +258,7 @@ class SchedulerCache:
         old = table.get(key)
         # A view's order is its key's first arrival (its place among the others, as in the dict).
         order = getattr(old, "order", self._order) if old is not None else self._order
+        obj: Any  # the view's type follows `kind`, as the table's values do
         try:
             obj, meta = decode_json(kind, data, order)
         except SnapshotError as exc:  # kept: the previous view, if any (a bad value is skipped, not a delete)
@@ -281,11 +282,12 @@ class SchedulerCache:
         return True
 
     def _table(self, kind: str) -> dict[str, Any]:
-        return {
+        tables: dict[str, dict[str, Any]] = {
             "Node": self.nodes,
             "Pod": self.pods,
             "PodGroup": self.podgroups,
             "Queue": self.queues,
             "PriorityClass": self.priority_classes,
             "HyperNode": self.hypernodes,
-        }[kind]
+        }
+        return tables[kind]

@@ -230,7 +230,8 @@ class Ledger:
             if known is None or known.revision < revision:
                 self._copies[key] = _Copy(record, revision)
             return outcomes
-        raise Conflict(f"ledger {key}: lost {MAX_ATTEMPTS} races in a row")  # temporary: the gang is planned again
+        # Lost MAX_ATTEMPTS races in a row: temporary, the gang is planned again.
+        raise Conflict("ledger", key, expected=copy.revision)
 
     async def _read(self, kv: KeyValue, key: str) -> _Copy:
         try:

@@ -82,9 +82,9 @@ class LedgerViews:
                     self._again(uid, redo)
             self._queue_of = queue_of
         for key in assumed ^ self._assumed:
-            uid = self._uids.get(key)
-            if uid is not None:
-                self._again(uid, redo)
+            assumed_uid = self._uids.get(key)
+            if assumed_uid is not None:
+                self._again(assumed_uid, redo)
         self._assumed = assumed
         nodes: dict[str, dict[str, Resources]] = {}  # the index entries this cycle replaces
         queues: dict[str, dict[str, Resources]] = {}

@@ -196,9 +196,9 @@ def merge_status(old: PodGroupStatus, update: PodGroupStatusUpdate, now: str) ->
                 last_transition_time=(before.last_transition_time if same and before else now),
             )
         )
-    for kind, cond in previous.items():
+    for kind, kept in previous.items():
         if kind not in {c.type for c in update.conditions}:
-            conditions.append(cond)
+            conditions.append(kept)
     return PodGroupStatus(
         phase=update.phase,
         conditions=conditions or None,
