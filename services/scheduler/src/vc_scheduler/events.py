@@ -9,11 +9,11 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 
 import structlog
 
 from vc_bus.events import EventBatcher, EventPublisher
+from vc_core.times import rfc3339_from_epoch
 from vc_proto.core import Pod
 from vc_proto.events import DomainEvent
 
@@ -30,7 +30,7 @@ def timestamp() -> str:
     global _last_stamp
     second = int(time.time())
     if _last_stamp[0] != second:
-        _last_stamp = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        _last_stamp = (second, rfc3339_from_epoch(second))
     return _last_stamp[1]
 
 
@@ -69,11 +69,38 @@ class SchedulerEvents:
             node=node,
         )
 
-    async def publish(self, **fields: object) -> None:
-        identity = "/".join(str(fields.get(k)) for k in ("uid", "reason", "message", "phase", "node"))
+    async def publish(
+        self,
+        *,
+        kind: str,
+        name: str,
+        reason: str,
+        namespace: str | None = None,
+        message: str | None = None,
+        job: str | None = None,
+        task: str | None = None,
+        uid: str | None = None,
+        phase: str | None = None,
+        previous_phase: str | None = None,
+        node: str | None = None,
+    ) -> None:
+        identity = "/".join(str(part) for part in (uid, reason, message, phase, node))
         event = DomainEvent(
-            id=uuid.uuid5(uuid.NAMESPACE_URL, identity).hex, occurred_at=timestamp(), source=self._source, **fields
-        )  # type: ignore[arg-type]
+            id=uuid.uuid5(uuid.NAMESPACE_URL, identity).hex,
+            occurred_at=timestamp(),
+            source=self._source,
+            kind=kind,
+            namespace=namespace,
+            name=name,
+            reason=reason,
+            message=message,
+            job=job,
+            task=task,
+            uid=uid,
+            phase=phase,
+            previous_phase=previous_phase,
+            node=node,
+        )
         try:
             await self._publish(event)
         except Exception as exc:  # history is best effort here; the state itself is in the store
