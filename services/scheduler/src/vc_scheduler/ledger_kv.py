@@ -15,10 +15,10 @@ from fractions import Fraction
 from typing import Any, Final
 
 import structlog
-from nats.js import api
-from nats.js.errors import BucketNotFoundError, KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
+from vc_bus.buckets import open_bucket
 from vc_bus.decoding import decode_or_none
 from vc_bus.kvwatch import watch_bucket
 from vc_core.errors import Conflict, Fenced
@@ -77,15 +77,7 @@ class Ledger:
 
     async def open(self) -> KeyValue:
         if self._kv is None:
-            try:
-                self._kv = await self._js.key_value(BUCKET)
-            except BucketNotFoundError:
-                try:
-                    self._kv = await self._js.create_key_value(
-                        bucket=BUCKET, history=1, storage=api.StorageType.FILE, replicas=self._replicas
-                    )
-                except Exception:  # another instance created it in between
-                    self._kv = await self._js.key_value(BUCKET)
+            self._kv = await open_bucket(self._js, BUCKET, replicas=self._replicas)
         return self._kv
 
     # -- the followed copy -------------------------------------------------------------------------
