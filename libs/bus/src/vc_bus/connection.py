@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import nats
@@ -17,6 +17,9 @@ from nats.aio.client import Client
 from vc_bus.rawsub import RawDeliveryClient
 from vc_security.credentials import ClientCredentials, ca_from_env, credentials_from_env
 from vc_security.identities import inbox_prefix
+
+# error_cb, disconnected_cb, reconnected_cb as nats-py's Client.connect takes them
+Callbacks = tuple[Callable[[Exception], Awaitable[None]], Callable[[], Awaitable[None]], Callable[[], Awaitable[None]]]
 
 log = structlog.get_logger(__name__)
 
@@ -64,8 +67,13 @@ async def connect(
         log.info("nats.reconnected")
 
     options = client_options(credentials, ca_pem=None if credentials and credentials.ca_pem else ca_from_env())
-    nc = await _first_connect(url, name=name, connect_timeout=connect_timeout, callbacks=(on_error, on_disconnect, on_reconnect),
-                              options=options)
+    nc = await _first_connect(
+        url,
+        name=name,
+        connect_timeout=connect_timeout,
+        callbacks=(on_error, on_disconnect, on_reconnect),
+        options=options,
+    )
     try:
         yield nc
     finally:
@@ -103,13 +111,15 @@ def check_tls(nc: Client, url: str) -> None:
 
 
 async def _first_connect(
-    url: str, *, name: str, connect_timeout: float, callbacks: tuple[object, object, object], options: dict[str, Any]
+    url: str, *, name: str, connect_timeout: float, callbacks: Callbacks, options: dict[str, Any]
 ) -> Client:
     """nats-py does not retry a failed first connect; a service started before its server must wait."""
     attempt = 0
     while True:
         try:
-            nc = await _connect_once(url, name=name, connect_timeout=connect_timeout, callbacks=callbacks, options=options)
+            nc = await _connect_once(
+                url, name=name, connect_timeout=connect_timeout, callbacks=callbacks, options=options
+            )
         except (OSError, nats.errors.NoServersError, TimeoutError) as exc:
             attempt += 1
             delay = min(0.2 * attempt, 2.0)
@@ -160,7 +170,7 @@ class CoalescingClient(RawDeliveryClient):
 
 
 async def _connect_once(
-    url: str, *, name: str, connect_timeout: float, callbacks: tuple[object, object, object], options: dict[str, Any]
+    url: str, *, name: str, connect_timeout: float, callbacks: Callbacks, options: dict[str, Any]
 ) -> Client:
     on_error, on_disconnect, on_reconnect = callbacks
     nc = CoalescingClient()
@@ -169,8 +179,9 @@ async def _connect_once(
         name=name,
         allow_reconnect=True,
         max_reconnect_attempts=-1,
-        reconnect_time_wait=0.5,
-        connect_timeout=connect_timeout,
+        # nats-py annotates these int but uses them as seconds (asyncio.sleep / wait_for): floats work
+        reconnect_time_wait=0.5,  # type: ignore[arg-type]
+        connect_timeout=connect_timeout,  # type: ignore[arg-type]
         ping_interval=10,
         max_outstanding_pings=3,
         error_cb=on_error,

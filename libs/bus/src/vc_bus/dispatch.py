@@ -143,7 +143,9 @@ class KeyedDispatcher(Generic[K]):
         attempt = self._failures.get(key, 0) + 1
         self._failures[key] = attempt
         backoff = min(BASE_DELAY_S * 2 ** (attempt - 1), MAX_DELAY_S)
-        self.submit_after(key, backoff if delay is None else max(delay, backoff if delay == 0 and attempt > 3 else delay))
+        self.submit_after(
+            key, backoff if delay is None else max(delay, backoff if delay == 0 and attempt > 3 else delay)
+        )
         log.info("dispatch.retry", dispatcher=self._name, key=str(key), attempt=attempt, error=str(exc))
 
     def _update_idle(self) -> None:

@@ -36,7 +36,7 @@ log = structlog.get_logger(__name__)
 
 EVENTS_MAX_AGE_S = 30 * 24 * 3600
 EVENTS_MAX_BYTES = 4 * 1024**3
-_message = codec.decoder(EventMessage)  # type: ignore[arg-type]
+_message = codec.decoder(EventMessage)
 PUBLISHED = Counter("tephra_events_published_total", "History events this process published", ["outcome"])
 MESSAGES = Counter(
     "tephra_event_messages_published_total", "VC_EVT messages (one event, or a batch) this process wrote"

@@ -106,7 +106,10 @@ class _Feed:
         else:
             start = {"deliver_policy": api.DeliverPolicy.BY_START_SEQUENCE, "opt_start_seq": self._last + 1}
         return api.ConsumerConfig(
-            filter_subject=self._filter, ack_policy=api.AckPolicy.NONE, inactive_threshold=30.0, mem_storage=True,
+            filter_subject=self._filter,
+            ack_policy=api.AckPolicy.NONE,
+            inactive_threshold=30.0,
+            mem_storage=True,
             **start,  # type: ignore[arg-type]
         )
 

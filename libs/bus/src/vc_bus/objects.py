@@ -12,11 +12,12 @@ from typing import TypeVar
 import msgspec
 
 from vc_core.errors import InvalidObject
+from vc_core.times import rfc3339
 from vc_proto.core import Pod, PodStatus
 from vc_proto.kinds import KINDS, KubeObject
 from vc_proto.meta import ObjectMeta
 
-O = TypeVar("O", bound=KubeObject)
+ObjT = TypeVar("ObjT", bound=KubeObject)
 
 MAX_NAME_LENGTH = 253
 MAX_NAMESPACE_LENGTH = 63
@@ -26,7 +27,7 @@ _SUFFIX_ALPHABET = string.ascii_lowercase + string.digits
 
 
 def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(datetime.now(UTC))
 
 
 def check_identity(kind: str, namespace: str | None, name: str) -> None:
@@ -34,12 +35,16 @@ def check_identity(kind: str, namespace: str | None, name: str) -> None:
     row = KINDS[kind]
     if not name or len(name) > MAX_NAME_LENGTH or not _DNS_SUBDOMAIN.match(name):
         raise InvalidObject(
-            "metadata.name", "dns-subdomain", f"{name!r} must be a lowercase RFC 1123 subdomain of at most 253 characters"
+            "metadata.name",
+            "dns-subdomain",
+            f"{name!r} must be a lowercase RFC 1123 subdomain of at most 253 characters",
         )
     if row.namespaced:
         if not namespace or len(namespace) > MAX_NAMESPACE_LENGTH or not _DNS_LABEL.match(namespace):
             raise InvalidObject(
-                "metadata.namespace", "dns-label", f"{namespace!r} must be a lowercase RFC 1123 label of at most 63 characters"
+                "metadata.namespace",
+                "dns-label",
+                f"{namespace!r} must be a lowercase RFC 1123 label of at most 63 characters",
             )
     elif namespace:
         raise InvalidObject("metadata.namespace", "cluster-scoped", f"{kind} is cluster-scoped and takes no namespace")
@@ -55,7 +60,7 @@ def identity(obj: KubeObject) -> tuple[str, str | None, str]:
     return kind_name(obj), namespace, meta.name or ""
 
 
-def with_meta(obj: O, **changes: object) -> O:
+def with_meta(obj: ObjT, **changes: object) -> ObjT:
     return msgspec.structs.replace(obj, metadata=msgspec.structs.replace(obj.metadata, **changes))
 
 
@@ -63,7 +68,7 @@ def generated_name(prefix: str) -> str:
     return prefix + "".join(secrets.choice(_SUFFIX_ALPHABET) for _ in range(5))
 
 
-def stamp_new(obj: O, *, now: str) -> O:
+def stamp_new(obj: ObjT, *, now: str) -> ObjT:
     """What an API server fills on create: name from generateName, uid, creationTimestamp, generation."""
     meta: ObjectMeta = obj.metadata
     name = meta.name or (generated_name(meta.generate_name) if meta.generate_name else None)
@@ -93,8 +98,10 @@ def needs_graceful_delete(obj: KubeObject) -> bool:
     return phase not in ("Succeeded", "Failed")
 
 
-def mark_deleting(obj: O, *, now: str) -> O:
+def mark_deleting(obj: ObjT, *, now: str) -> ObjT:
     grace = 30
     if isinstance(obj, Pod) and obj.spec and obj.spec.termination_grace_period_seconds is not None:
         grace = obj.spec.termination_grace_period_seconds
-    return with_meta(obj, deletion_timestamp=obj.metadata.deletion_timestamp or now, deletion_grace_period_seconds=grace)
+    return with_meta(
+        obj, deletion_timestamp=obj.metadata.deletion_timestamp or now, deletion_grace_period_seconds=grace
+    )

@@ -165,7 +165,9 @@ class NatsServer:
                 raise NatsServerError("nats-server exited: " + " | ".join(text.splitlines()[-5:]))
             time.sleep(0.03)
         self.kill()
-        raise NatsServerError("nats-server did not become ready: " + " | ".join(self._log_since(offset).splitlines()[-5:]))
+        raise NatsServerError(
+            "nats-server did not become ready: " + " | ".join(self._log_since(offset).splitlines()[-5:])
+        )
 
     def _log_since(self, offset: int) -> str:
         with self.log_path.open("rb") as log:

@@ -19,10 +19,8 @@ from typing import TypeVar
 
 import structlog
 from nats.aio.client import Client
-from nats.js import api
 from nats.js.errors import (
     APIError,
-    BucketNotFoundError,
     InvalidKeyError,
     KeyDeletedError,
     KeyNotFoundError,
@@ -32,6 +30,7 @@ from nats.js.kv import KeyValue
 from prometheus_client import Counter
 
 from vc_bus.binding import bound_pod, display, required_uid
+from vc_bus.buckets import open_bucket
 from vc_bus.decoding import UNDECODABLE, CorruptObject, describe, report_undecodable
 from vc_bus.kvwatch import watch_bucket
 from vc_bus.objects import (
@@ -49,11 +48,12 @@ from vc_proto import codec, subjects
 from vc_proto.core import Pod
 from vc_proto.kinds import KINDS, KubeObject
 
-O = TypeVar("O", bound=KubeObject)
+ObjT = TypeVar("ObjT", bound=KubeObject)
 log = structlog.get_logger(__name__)
 
 OPERATIONS = Counter(
-    "tephra_store_operations_total", "Store requests this process made, by kind, operation and outcome",
+    "tephra_store_operations_total",
+    "Store requests this process made, by kind, operation and outcome",
     ["kind", "op", "outcome"],
 )
 _counters: dict[tuple[str, str, str], Counter] = {}  # labels() takes a lock and builds a key: memoise
@@ -93,21 +93,11 @@ class NatsStore:
         kv = self._kv.get(kind)
         if kv is not None:
             return kv
-        name = subjects.bucket(kind)
-        try:
-            kv = await self._js.key_value(name)
-        except BucketNotFoundError:
-            kv = await self._js.create_key_value(
-                bucket=name,
-                history=1,
-                storage=api.StorageType.FILE,
-                replicas=self._replicas,
-                ttl=BUCKET_TTL_S.get(kind),
-            )
+        kv = await open_bucket(self._js, subjects.bucket(kind), replicas=self._replicas, ttl_s=BUCKET_TTL_S.get(kind))
         self._kv[kind] = kv
         return kv
 
-    async def get(self, kind: type[O], namespace: str | None, name: str) -> O:
+    async def get(self, kind: type[ObjT], namespace: str | None, name: str) -> ObjT:
         obj, _ = await self._get(kind.__name__, namespace, name)
         assert isinstance(obj, kind)
         return obj
@@ -129,7 +119,7 @@ class NatsStore:
             report_undecodable(source=subjects.bucket(kind), kind=kind, error=exc.reason, key=key, revision=revision)
             raise
 
-    async def create(self, obj: O) -> O:
+    async def create(self, obj: ObjT) -> ObjT:
         kind, namespace, name = identity(obj)
         for _ in range(_GENERATE_NAME_ATTEMPTS):
             stamped = stamp_new(obj, now=now_rfc3339())
@@ -147,7 +137,7 @@ class NatsStore:
             return with_meta(stamped, resource_version=str(revision))
         raise AlreadyExists(kind, _display(namespace, name))
 
-    async def update(self, obj: O) -> O:
+    async def update(self, obj: ObjT) -> ObjT:
         kind, namespace, name = identity(obj)
         check_identity(kind, namespace, name)
         expected = _revision(obj)
@@ -178,7 +168,7 @@ class NatsStore:
 
     async def delete(
         self,
-        kind: type[O],
+        kind: type[ObjT],
         namespace: str | None,
         name: str,
         *,
@@ -201,7 +191,14 @@ class NatsStore:
         await self._delete_once(kind, namespace, name, resource_version=resource_version, uid=uid, grace=grace)
 
     async def _delete_once(
-        self, kind: type[O], namespace: str | None, name: str, *, resource_version: str | None, uid: str | None, grace: bool
+        self,
+        kind: type[ObjT],
+        namespace: str | None,
+        name: str,
+        *,
+        resource_version: str | None,
+        uid: str | None,
+        grace: bool,
     ) -> None:
         display = _display(namespace, name)
         try:
@@ -229,17 +226,21 @@ class NatsStore:
         except (KeyWrongLastSequenceError, APIError) as exc:
             # nats-py translates a lost compare-and-set into KeyWrongLastSequenceError on update only;
             # on delete it surfaces as a bare API error with JetStream's "wrong last sequence" codes.
-            if isinstance(exc, APIError) and not isinstance(exc, KeyWrongLastSequenceError) and exc.err_code not in _WRONG_LAST:
+            if (
+                isinstance(exc, APIError)
+                and not isinstance(exc, KeyWrongLastSequenceError)
+                and exc.err_code not in _WRONG_LAST
+            ):
                 raise
             _count(kind, "delete", "conflict")
             raise Conflict(kind, _display(namespace, name), expected=revision) from exc
         _count(kind, "delete")
 
-    async def list(self, kind: type[O], namespace: str | None = None) -> tuple[list[O], int]:
+    async def list(self, kind: type[ObjT], namespace: str | None = None) -> tuple[list[ObjT], int]:
         return await collect_list(self.watch(kind, namespace=namespace), kind)
 
     async def watch(
-        self, kind: type[O], *, namespace: str | None = None, from_revision: int = 0
+        self, kind: type[ObjT], *, namespace: str | None = None, from_revision: int = 0
     ) -> AsyncIterator[WatchEvent]:
         await self._bucket(kind.__name__)
         key_filter = subjects.namespace_filter(namespace)
@@ -261,7 +262,9 @@ class NatsStore:
                 yield WatchEvent(WatchOp.SYNCED, entry.revision)
 
 
-def decode_stored(kind: str, key: str, data: bytes, revision: int, *, keep_resource_version: bool = False) -> KubeObject:
+def decode_stored(
+    kind: str, key: str, data: bytes, revision: int, *, keep_resource_version: bool = False
+) -> KubeObject:
     """The object stored under `key` in `kind`'s bucket, with its revision as resourceVersion (or, for a
     mirror of the apiserver, the resourceVersion it carries).
 
@@ -289,4 +292,3 @@ def _revision(obj: KubeObject) -> int:
 
 def _display(namespace: str | None, name: str) -> str:
     return f"{namespace}/{name}" if namespace else name
-

@@ -9,6 +9,7 @@ adapters (tests/contract/), so they cannot drift from NATS semantics:
 from __future__ import annotations
 
 import asyncio
+import builtins
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -28,7 +29,7 @@ from vc_core.store import ObjectStore, WatchEvent, WatchOp
 from vc_proto.core import Pod
 from vc_proto.kinds import KubeObject
 
-O = TypeVar("O", bound=KubeObject)
+ObjT = TypeVar("ObjT", bound=KubeObject)
 Key = tuple[str | None, str]
 
 
@@ -71,13 +72,13 @@ class MemoryStore:
             raise NotFound(kind, "/".join(k for k in key if k))
         return entry
 
-    async def get(self, kind: type[O], namespace: str | None, name: str) -> O:
+    async def get(self, kind: type[ObjT], namespace: str | None, name: str) -> ObjT:
         entry = self._live(kind.__name__, (namespace, name))
         obj = with_meta(entry.obj, resource_version=str(entry.revision))  # type: ignore[type-var]
         assert isinstance(obj, kind)
         return obj
 
-    async def create(self, obj: O) -> O:
+    async def create(self, obj: ObjT) -> ObjT:
         stamped = stamp_new(obj, now=now_rfc3339())
         kind, namespace, name = identity(stamped)
         check_identity(kind, namespace, name)
@@ -87,7 +88,7 @@ class MemoryStore:
         revision = await self._commit(kind, (namespace, name), stamped)
         return with_meta(stamped, resource_version=str(revision))
 
-    async def update(self, obj: O) -> O:
+    async def update(self, obj: ObjT) -> ObjT:
         kind, namespace, name = identity(obj)
         check_identity(kind, namespace, name)
         entry = self._live(kind, (namespace, name))
@@ -105,7 +106,7 @@ class MemoryStore:
 
     async def delete(
         self,
-        kind: type[O],
+        kind: type[ObjT],
         namespace: str | None,
         name: str,
         *,
@@ -127,7 +128,7 @@ class MemoryStore:
             return
         await self._commit(kind.__name__, (namespace, name), None)
 
-    async def list(self, kind: type[O], namespace: str | None = None) -> tuple[list[O], int]:
+    async def list(self, kind: type[ObjT], namespace: str | None = None) -> tuple[list[ObjT], int]:
         bucket = self._bucket(kind.__name__)
         items = [
             with_meta(e.obj, resource_version=str(e.revision))
@@ -137,7 +138,7 @@ class MemoryStore:
         return items, bucket.revision  # type: ignore[return-value]
 
     async def watch(
-        self, kind: type[O], *, namespace: str | None = None, from_revision: int = 0
+        self, kind: type[ObjT], *, namespace: str | None = None, from_revision: int = 0
     ) -> AsyncIterator[WatchEvent]:
         bucket = self._bucket(kind.__name__)
         if bucket.changed is None:
@@ -152,12 +153,17 @@ class MemoryStore:
                 synced = True
                 yield WatchEvent(WatchOp.SYNCED, max(last, bucket.revision))
             async with bucket.changed:
-                await bucket.changed.wait_for(lambda: bucket.revision > last)
+                while bucket.revision <= last:
+                    await bucket.changed.wait()
 
     @staticmethod
-    def _after(bucket: _Bucket, namespace: str | None, revision: int) -> list[WatchEvent]:
+    def _after(bucket: _Bucket, namespace: str | None, revision: int) -> builtins.list[WatchEvent]:
         newer = sorted(
-            ((key, e) for key, e in bucket.entries.items() if e.revision > revision and (namespace is None or key[0] == namespace)),
+            (
+                (key, e)
+                for key, e in bucket.entries.items()
+                if e.revision > revision and (namespace is None or key[0] == namespace)
+            ),
             key=lambda item: item[1].revision,
         )
         events = []
