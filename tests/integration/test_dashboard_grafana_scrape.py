@@ -8,11 +8,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from grafana_queries import dashboard_queries, exported_series, names_in
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.services import ServiceProcess
 from tests.support.system import seed, start_system
+from tests.unit.grafana.grafana_queries import dashboard_queries, exported_series, names_in
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
 

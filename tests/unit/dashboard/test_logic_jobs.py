@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dashboard_builders import job, podgroup, unschedulable
-
+from tests.unit.dashboard.dashboard_builders import job, podgroup, unschedulable
 from vc_dashboard.logic.jobs import JobFilter, job_row, phase_counts, select_jobs
 from vc_dashboard.logic.verdict import latest_unschedulable, pending_verdict
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from dashboard_builders import node, pod
-
+from tests.unit.dashboard.dashboard_builders import node, pod
 from vc_dashboard.logic.nodes import NodeUsage, cluster_allocatable, cluster_totals, node_row, pod_requests
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from dashboard_builders import queue
-
+from tests.unit.dashboard.dashboard_builders import queue
 from vc_dashboard.logic.amounts import human
 from vc_dashboard.logic.quota import queue_order, queue_row, quota_bars
 

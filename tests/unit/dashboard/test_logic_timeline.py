@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from dashboard_builders import event
-
+from tests.unit.dashboard.dashboard_builders import event
 from vc_dashboard.logic.timeline import MAX_POD_LANES, build_timeline
 
 T0 = "2026-01-01T00:00:00Z"

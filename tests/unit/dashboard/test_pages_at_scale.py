@@ -8,8 +8,8 @@ from collections import deque
 from datetime import UTC, datetime
 
 import msgspec
-from dashboard_builders import event, job, node, pod, queue
 
+from tests.unit.dashboard.dashboard_builders import event, job, node, pod, queue
 from vc_bus.events import StoredEvent
 from vc_bus.testing import MemoryStore
 from vc_dashboard import pages

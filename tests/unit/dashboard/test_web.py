@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
-from dashboard_builders import job, node, pod, podgroup, queue, unschedulable
 
+from tests.unit.dashboard.dashboard_builders import job, node, pod, podgroup, queue, unschedulable
 from vc_bus.testing import MemoryStore
 from vc_dashboard.cache import ClusterCache
 from vc_dashboard.hub import Hub

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from grafana_queries import (
+from prometheus_client import REGISTRY
+
+from tests.unit.grafana.grafana_queries import (
     DASHBOARDS,
     ROOT,
     Query,
@@ -24,8 +26,6 @@ from grafana_queries import (
     metric_names,
     names_in,
 )
-from prometheus_client import REGISTRY
-
 from vc_cli.up import METRICS_PORT_ORDER, metrics_port
 
 PROMETHEUS = ROOT / "deploy" / "prometheus"

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from scheduler_builders import NOW, podgroup, snapshot
 
+from tests.unit.scheduler.scheduler_builders import NOW, podgroup, snapshot
 from vc_scheduling.framework.conf import load_conf
 from vc_scheduling.framework.framework import open_session
 from vc_scheduling.framework.interfaces import ExtensionPoint, NodeFailure

@@ -7,8 +7,8 @@ from datetime import timedelta
 import numpy as np
 import pytest
 from numpy.typing import NDArray
-from scheduler_builders import node, pod, podgroup, real_session, snapshot
 
+from tests.unit.scheduler.scheduler_builders import node, pod, podgroup, real_session, snapshot
 from vc_scheduling.cycle import load_scheduler_conf
 from vc_scheduling.framework.model import QueueInfo
 from vc_scheduling.framework.node_search import find_feasible_nodes, num_feasible_nodes_to_find

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from scheduler_builders import node, pod, podgroup, snapshot
 
+from tests.unit.scheduler.scheduler_builders import node, pod, podgroup, snapshot
 from vc_scheduling.framework.build import build_jobs_and_tasks, build_queues, resource_space
 from vc_scheduling.framework.model import TaskStatus
 from vc_scheduling.framework.nodes import NodeTable

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
-from scheduler_builders import FakePlugin, node, pod, podgroup, real_session, snapshot
 
+from tests.unit.scheduler.scheduler_builders import FakePlugin, node, pod, podgroup, real_session, snapshot
 from vc_scheduling.actions.shuffle import ShuffleAction
 from vc_scheduling.cycle import load_scheduler_conf, run_cycle
 from vc_scheduling.framework.decisions import Evict

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scheduler_builders import NOW, snapshot
 
+from tests.unit.scheduler.scheduler_builders import NOW, snapshot
 from vc_scheduling.cycle import load_scheduler_conf
 from vc_scheduling.framework.framework import open_session
 from vc_scheduling.framework.model import READY_STATUSES, VALID_STATUSES, JobInfo, TaskStatus

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from scheduler_scenarios import check, load_scenario, scenario_files
+
+from tests.unit.scheduler.scheduler_scenarios import check, load_scenario, scenario_files
 
 
 @pytest.mark.parametrize("path", scenario_files(), ids=lambda p: p.stem)

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 from numpy.typing import NDArray
-from scheduler_builders import fake_session, node, pod, podgroup, snapshot
 
+from tests.unit.scheduler.scheduler_builders import fake_session, node, pod, podgroup, snapshot
 from vc_scheduling.framework.interfaces import (
     ALLOWED,
     Check,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from scheduler_builders import node, pod, podgroup, real_session, snapshot
 
+from tests.unit.scheduler.scheduler_builders import node, pod, podgroup, real_session, snapshot
 from vc_scheduling.cycle import load_scheduler_conf
 from vc_scheduling.framework.decisions import Bind, Evict
 from vc_scheduling.framework.model import TaskInfo, TaskStatus

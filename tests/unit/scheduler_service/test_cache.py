@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from service_builders import group, pod
-
+from tests.unit.scheduler_service.service_builders import group, pod
 from vc_scheduler.cache import BOUND_BY, SchedulerCache, _new_work
 
 

@@ -8,8 +8,7 @@ import asyncio
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from service_builders import group, node, pod
-
+from tests.unit.scheduler_service.service_builders import group, node, pod
 from vc_runtime.sharding import SoleOwner
 from vc_scheduler.binder import GangBinder
 from vc_scheduler.cache import SchedulerCache

@@ -9,8 +9,8 @@ from dataclasses import replace
 from fractions import Fraction
 
 from prometheus_client import REGISTRY
-from service_builders import group, node, pod
 
+from tests.unit.scheduler_service.service_builders import group, node, pod
 from vc_scheduler import metrics
 from vc_scheduling.cycle import CycleResult, CycleStats, run_cycle
 from vc_scheduling.framework.decisions import Bind, Evict, PodGroupStatusUpdate

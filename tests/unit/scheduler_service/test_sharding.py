@@ -8,8 +8,8 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from service_builders import group, pod
 
+from tests.unit.scheduler_service.service_builders import group, pod
 from vc_core.ownership import rendezvous_owner
 from vc_scheduler import ledger
 from vc_scheduler.ledger_view import LedgerViews

@@ -7,8 +7,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-from service_builders import group
-
+from tests.unit.scheduler_service.service_builders import group
 from vc_bus.testing import MemoryStore
 from vc_core.errors import Conflict
 from vc_proto import codec
