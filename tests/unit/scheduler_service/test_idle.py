@@ -8,6 +8,7 @@ import asyncio
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from tests.support.waiting import eventually
 from tests.unit.scheduler_service.service_builders import group, node, pod
 from vc_runtime.sharding import SoleOwner
 from vc_scheduler.binder import GangBinder
@@ -137,20 +138,16 @@ def test_the_loop_skips_idle_periods_and_cycles_again_on_a_change() -> None:
         shutdown = asyncio.Event()
         runner = asyncio.create_task(loop.run(shutdown))
 
-        async def until(condition: object) -> None:
-            async with asyncio.timeout(10):
-                while not condition():  # type: ignore[operator]  # noqa: ASYNC110 - polls the loop's counters
-                    await asyncio.sleep(0.01)
-
-        await until(lambda: loop.last is not None and loop.skipped >= 5)
+        # The loop's counters: polled often (a period is 10 ms), bounded generously.
+        await eventually(lambda: loop.last is not None and loop.skipped >= 5, interval=0.01, what="a cycle, then idle")
         first = loop.last
         assert set(first.binds) == {"ns/a0"}  # type: ignore[union-attr]
         skipped = loop.skipped
-        await until(lambda: loop.skipped >= skipped + 5)
+        await eventually(lambda: loop.skipped >= skipped + 5, interval=0.01, what="five more idle periods")
         assert loop.last is first  # idle periods ran no cycle
         cache.version += 1  # the watch delivered something (here: the bind being stored)
         cache.pods["ns/a0"] = pod("a0", "a", node="n1", phase="Running")
-        await until(lambda: loop.last is not first)  # a cycle ran again
+        await eventually(lambda: loop.last is not first, interval=0.01, what="a cycle after the change")
         assert loop.last.binds == {}  # type: ignore[union-attr]
         shutdown.set()
         await runner
