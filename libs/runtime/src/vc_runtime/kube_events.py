@@ -24,7 +24,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from typing import Final
 
 import msgspec
@@ -43,6 +42,7 @@ from vc_core.kube_events import (
     verdicts_ended_by,
 )
 from vc_core.store import ObjectStore
+from vc_core.times import rfc3339_from_epoch
 from vc_proto.events import DomainEvent
 from vc_proto.kinds import KINDS
 from vc_proto.kube_event import Event, EventSource, ObjectReference
@@ -97,10 +97,6 @@ class _Pending:
     @property
     def written_before(self) -> bool:
         return self.occurrence.count > self.unwritten
-
-
-def rfc3339(at: float) -> str:
-    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class EventRecorder:
@@ -249,7 +245,7 @@ class EventRecorder:
             counted = msgspec.structs.replace(
                 stored,
                 count=(stored.count or 1) + more,
-                last_timestamp=rfc3339(occurrence.last_seen),
+                last_timestamp=rfc3339_from_epoch(occurrence.last_seen),
                 message=occurrence.intent.message,  # a combined Event or a verdict shows the latest
             )
             try:
@@ -295,8 +291,8 @@ class EventRecorder:
             reason=intent.reason,
             message=intent.message,
             source=EventSource(component=self._component, host=self._host),
-            first_timestamp=rfc3339(occurrence.first_seen),
-            last_timestamp=rfc3339(occurrence.last_seen),
+            first_timestamp=rfc3339_from_epoch(occurrence.first_seen),
+            last_timestamp=rfc3339_from_epoch(occurrence.last_seen),
             count=count,
             type=intent.type,
             reporting_component=self._component,

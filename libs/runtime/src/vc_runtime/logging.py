@@ -24,7 +24,9 @@ def configure(level: str = "info", *, json: bool | None = None) -> None:
     numeric = logging.getLevelName(level.upper())
     if not isinstance(numeric, int):
         numeric = logging.INFO
-    renderer: Any = structlog.processors.JSONRenderer(serializer=_dumps) if use_json else structlog.dev.ConsoleRenderer()
+    renderer: Any = (
+        structlog.processors.JSONRenderer(serializer=_dumps) if use_json else structlog.dev.ConsoleRenderer()
+    )
     processors: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
@@ -35,7 +37,9 @@ def configure(level: str = "info", *, json: bool | None = None) -> None:
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.BytesLoggerFactory(sys.stderr.buffer) if use_json else structlog.PrintLoggerFactory(sys.stderr),
+        logger_factory=structlog.BytesLoggerFactory(sys.stderr.buffer)
+        if use_json
+        else structlog.PrintLoggerFactory(sys.stderr),
         cache_logger_on_first_use=True,
     )
     # Libraries (aiohttp, nats) log through the standard library; keep their warnings, as JSON too.
@@ -43,7 +47,10 @@ def configure(level: str = "info", *, json: bool | None = None) -> None:
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             processor=renderer,
-            foreign_pre_chain=[structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso", utc=True)],
+            foreign_pre_chain=[
+                structlog.processors.add_log_level,
+                structlog.processors.TimeStamper(fmt="iso", utc=True),
+            ],
         )
     )
     root = logging.getLogger()

@@ -22,10 +22,10 @@ from collections.abc import Callable
 
 import structlog
 from nats.aio.client import Client
-from nats.js import api
-from nats.js.errors import BucketNotFoundError, KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
+from vc_bus.buckets import open_bucket
 from vc_bus.kvwatch import watch_bucket
 from vc_core.ownership import rendezvous_owner
 from vc_core.store import WatchOp
@@ -36,13 +36,7 @@ log = structlog.get_logger(__name__)
 
 
 async def lease_bucket(nc: Client, *, replicas: int = 1) -> KeyValue:
-    js = nc.jetstream()
-    try:
-        return await js.key_value(subjects.LEASES_BUCKET)
-    except BucketNotFoundError:
-        return await js.create_key_value(
-            bucket=subjects.LEASES_BUCKET, history=1, storage=api.StorageType.FILE, replicas=replicas
-        )
+    return await open_bucket(nc.jetstream(), subjects.LEASES_BUCKET, replicas=replicas)
 
 
 class Membership:
@@ -91,7 +85,9 @@ class Membership:
     async def wait_settled(self) -> None:
         """Until this instance may claim keys: joined, lease valid and the settle period over."""
         await self._ready.wait()
-        while not (self.can_write() and self._clock() >= self._settled_at):
+        # The settle deadline and the lease expiry are times on the injected clock, not events anyone sets:
+        # polling that clock is the wait (and keeps tests' fake clocks working).
+        while not (self.can_write() and self._clock() >= self._settled_at):  # noqa: ASYNC110 - a clock deadline
             await asyncio.sleep(0.05)
 
     async def wait_changed(self) -> None:

@@ -24,6 +24,7 @@ class Probes:
         self._conditions: dict[str, bool] = {}
         self._stopping = False
         self._started = asyncio.Event()
+        self._changed = asyncio.Event()  # set whenever a condition or the stopping flag changes
         self.port: int | None = None
 
     def require(self, *names: str) -> None:
@@ -32,9 +33,11 @@ class Probes:
 
     def set(self, name: str, value: bool = True) -> None:
         self._conditions[name] = value
+        self._changed.set()
 
     def mark_not_ready(self) -> None:
         self._stopping = True
+        self._changed.set()
 
     def unmet(self) -> list[str]:
         unmet = [name for name, ok in sorted(self._conditions.items()) if not ok]
@@ -46,11 +49,17 @@ class Probes:
 
     async def wait_ready(self) -> None:
         while not self.ready:
-            await asyncio.sleep(0.05)
+            self._changed.clear()
+            await self._changed.wait()
 
 
 async def serve_probes(
-    probes: Probes, *, host: str, port: int, registry: CollectorRegistry = REGISTRY, started: asyncio.Event | None = None
+    probes: Probes,
+    *,
+    host: str,
+    port: int,
+    registry: CollectorRegistry = REGISTRY,
+    started: asyncio.Event | None = None,
 ) -> None:
     """Serve until cancelled. /livez does no I/O; /readyz lists unmet conditions."""
 

@@ -112,7 +112,9 @@ async def run_service(app: App, settings: RuntimeSettings) -> int:
     try:
         async with contextlib.AsyncExitStack() as resources:
             nc = await resources.enter_async_context(
-                connect(settings.nats_url, name=f"{app.name}:{settings.instance}", credentials=nats_credentials(settings))
+                connect(
+                    settings.nats_url, name=f"{app.name}:{settings.instance}", credentials=nats_credentials(settings)
+                )
             )
             probes.set("nats")
             await ensure_events_stream(nc, replicas=settings.nats_replicas)

@@ -44,12 +44,18 @@ def _env(name: str, default: str | None = None) -> str | None:
 
 
 def parse(
-    service: str, argv: Sequence[str] | None = None, *, add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
+    service: str,
+    argv: Sequence[str] | None = None,
+    *,
+    add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
 ) -> RuntimeSettings:
     parser = argparse.ArgumentParser(prog=f"vc-{service}", description=f"Tephra {service}")
     parser.add_argument("--nats", default=_env("VC_NATS__URL", _env("VC_SERVER", "nats://127.0.0.1:4222")))
-    parser.add_argument("--nats-replicas", default=_env("VC_NATS__REPLICAS", "1"),
-                        help=f"replicas of the KV buckets and streams created (1-{MAX_NATS_REPLICAS})")
+    parser.add_argument(
+        "--nats-replicas",
+        default=_env("VC_NATS__REPLICAS", "1"),
+        help=f"replicas of the KV buckets and streams created (1-{MAX_NATS_REPLICAS})",
+    )
     parser.add_argument("--nats-creds", default=_env("VC_NATS__CREDS"), help="this service's NATS credentials file")
     parser.add_argument("--nats-ca", default=_env("VC_NATS__CA"), help="CA certificate (PEM) of the NATS server")
     parser.add_argument("--backend", choices=["nats", "kube"], default=_env("VC_BACKEND", "nats"))
@@ -66,8 +72,20 @@ def parse(
     for url in str(args.nats).split(","):
         if not url.startswith(("nats://", "tls://")):
             raise ConfigError(f"--nats: {url!r} is not a nats:// URL")
-    known = {"nats", "nats_replicas", "backend", "kubeconfig", "health_host", "health_port", "log_level", "log_format", "instance", "grace",
-             "nats_creds", "nats_ca"}
+    known = {
+        "nats",
+        "nats_replicas",
+        "backend",
+        "kubeconfig",
+        "health_host",
+        "health_port",
+        "log_level",
+        "log_format",
+        "instance",
+        "grace",
+        "nats_creds",
+        "nats_ca",
+    }
     return RuntimeSettings(
         service=service,
         nats_url=args.nats,
