@@ -101,6 +101,7 @@ class KubeClient:
         self._http = aiohttp.ClientSession(
             connector=self._rest.pool_manager.connector, connector_owner=False, trust_env=False, read_bufsize=2**21
         )
+        assert cfg.host is not None  # kubernetes_asyncio defaults it ("http://localhost"); a kubeconfig sets it
         self._host = cfg.host.rstrip("/")
         self._extra = _request_options(cfg, self._host)
 

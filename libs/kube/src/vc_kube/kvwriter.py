@@ -21,6 +21,7 @@ from collections import deque
 from dataclasses import dataclass
 
 import structlog
+from nats.js.api import PubAck
 from nats.js.client import JetStreamContext
 from nats.js.kv import KV_DEL, KV_OP
 from prometheus_client import Histogram
@@ -40,7 +41,7 @@ _DELETE = {KV_OP: KV_DEL}
 class _Write:
     key: str
     value: bytes | None  # None: a delete
-    ack: asyncio.Future[object]
+    ack: asyncio.Future[PubAck]
     sent: float
 
 
@@ -153,11 +154,11 @@ class KvWriter:
                 await self._send(oldest.key, oldest.value)
 
 
-def _acknowledged(ack: asyncio.Future[object]) -> bool:
+def _acknowledged(ack: asyncio.Future[PubAck]) -> bool:
     return ack.done() and not ack.cancelled() and ack.exception() is None
 
 
-def _failure(ack: asyncio.Future[object]) -> str:
+def _failure(ack: asyncio.Future[PubAck]) -> str:
     if not ack.done() or ack.cancelled():
         return "no acknowledgement in time"
     return repr(ack.exception())

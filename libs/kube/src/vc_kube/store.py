@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import structlog
 
@@ -39,6 +39,14 @@ from vc_proto.core import Pod
 from vc_proto.kinds import KINDS, Kind, KubeObject, kind_of
 
 O = TypeVar("O", bound=KubeObject)  # noqa: E741
+
+
+def _row(kind: type[O]) -> Kind:
+    """The kinds-table row of a store method's `kind` (kind_of takes the union's own types; a bound
+    TypeVar is one of them, which mypy cannot see through)."""
+    return kind_of(cast("type[KubeObject]", kind))
+
+
 log = structlog.get_logger(__name__)
 
 # Kinds whose status lives behind the /status subresource (built-ins, and the CRDs in deploy/k8s/crds).
@@ -98,7 +106,7 @@ class KubeStore:
     # --- reads ---------------------------------------------------------------------------------
 
     async def get(self, kind: type[O], namespace: str | None, name: str) -> O:
-        row = kind_of(kind)
+        row = _row(kind)
         obj = await self._get(row, namespace, name)
         assert isinstance(obj, kind)
         return obj
@@ -131,7 +139,7 @@ class KubeStore:
         return obj
 
     async def list(self, kind: type[O], namespace: str | None = None) -> tuple[list[O], int]:
-        row = kind_of(kind)
+        row = _row(kind)
         items, revision = await list_raw(self.kube, row, namespace)
         out = [decode(row, raw) for raw in items]
         return [o for o in out if isinstance(o, kind)], revision
@@ -139,7 +147,7 @@ class KubeStore:
     def watch(
         self, kind: type[O], *, namespace: str | None = None, from_revision: int = 0
     ) -> AsyncIterator[WatchEvent]:
-        return self._watch(kind_of(kind), namespace, from_revision)
+        return self._watch(_row(kind), namespace, from_revision)
 
     async def _watch(self, row: Kind, namespace: str | None, from_revision: int) -> AsyncIterator[WatchEvent]:
         async for change in watch_kind(self.kube, row, namespace=namespace, from_revision=from_revision):
@@ -328,7 +336,7 @@ class KubeStore:
         uid: str | None = None,
         grace: bool = True,
     ) -> None:
-        row = kind_of(kind)
+        row = _row(kind)
         options: Json = {"apiVersion": "v1", "kind": "DeleteOptions"}
         preconditions = {k: v for k, v in (("resourceVersion", resource_version), ("uid", uid)) if v}
         if preconditions:

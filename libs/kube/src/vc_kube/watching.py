@@ -74,7 +74,7 @@ _any = msgspec.json.Decoder()
 
 @cache
 def _decoder(kind: Kind) -> msgspec.json.Decoder[KubeObject]:
-    return msgspec.json.Decoder(kind.type, strict=False)  # type: ignore[arg-type]
+    return msgspec.json.Decoder(kind.type, strict=False)
 
 
 def decode_object(kind: Kind, data: bytes | msgspec.Raw) -> KubeObject:
