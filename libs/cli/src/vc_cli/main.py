@@ -46,8 +46,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vcctl", description="Tephra: a Volcano-compatible batch system")
     add_global_options(parser)
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in (job, queue, pod, podgroup, jobflow, jobtemplate, cronjob, apply, describe, node, up, user, version,
-                   completion):
+    for module in (
+        job,
+        queue,
+        pod,
+        podgroup,
+        jobflow,
+        jobtemplate,
+        cronjob,
+        apply,
+        describe,
+        node,
+        up,
+        user,
+        version,
+        completion,
+    ):
         module.add_parser(sub)
     sim = sub.add_parser("sim", help="offline scheduling simulation", add_help=False)
     sim.add_argument("rest", nargs=argparse.REMAINDER)

@@ -79,7 +79,7 @@ def describe(cronjob: CronJob) -> list[str]:
 WORKLOAD = workloads.Workload("cronjob", CronJob, COLUMNS, describe)
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     workloads.add_verbs(sub, WORKLOAD, help="CronJobs: vcjobs started on a cron schedule (Cron VolcanoJob)")
 
 

@@ -52,7 +52,7 @@ def describe(flow: JobFlow) -> list[str]:
 WORKLOAD = workloads.Workload("jobflow", JobFlow, COLUMNS, describe)
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     workloads.add_verbs(
         sub, WORKLOAD, help="JobFlows: vcjobs from JobTemplates, started as their dependencies complete"
     )

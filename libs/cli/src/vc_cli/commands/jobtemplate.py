@@ -50,7 +50,7 @@ def describe(template: JobTemplate) -> list[str]:
 WORKLOAD = workloads.Workload("jobtemplate", JobTemplate, COLUMNS, describe)
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(sub: argparse._SubParsersAction) -> None:
     workloads.add_verbs(sub, WORKLOAD, help="JobTemplates: vcjob specs that JobFlows start")
 
 

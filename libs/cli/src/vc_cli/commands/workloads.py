@@ -42,7 +42,7 @@ class Workload(Generic[W]):
         return self.kind.__name__
 
 
-def add_verbs(sub: argparse._SubParsersAction, workload: Workload[Any], *, help: str) -> None:  # type: ignore[type-arg]
+def add_verbs(sub: argparse._SubParsersAction, workload: Workload[Any], *, help: str) -> None:
     kind = workload.kind_name
     parser = sub.add_parser(workload.command, help=help)
     verbs = parser.add_subparsers(dest="verb", required=True)
