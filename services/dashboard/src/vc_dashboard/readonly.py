@@ -6,10 +6,11 @@ the code rather than a habit: any write raises before it reaches the bus.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import TypeVar
 
 from vc_core.store import ObjectStore, WatchEvent
+from vc_proto.core import Pod
 from vc_proto.kinds import KubeObject
 
 O = TypeVar("O", bound=KubeObject)  # noqa: E741
@@ -41,6 +42,9 @@ class ReadOnlyStore:
 
     async def update(self, obj: O) -> O:
         raise ReadOnlyStoreError("update")
+
+    async def bind(self, pod: Pod, node: str, *, annotations: Mapping[str, str] | None = None) -> None:
+        raise ReadOnlyStoreError("bind")
 
     async def delete(
         self,
