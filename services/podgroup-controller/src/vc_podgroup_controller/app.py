@@ -44,7 +44,10 @@ class PodGroupControllerApp:
 
     async def open(self, ctx: ServiceContext) -> Sequence[Worker]:
         membership = Membership(
-            ctx.nc, group=self.name, instance=ctx.settings.instance, ttl_s=self.lease_ttl_s,
+            ctx.nc,
+            group=self.name,
+            instance=ctx.settings.instance,
+            ttl_s=self.lease_ttl_s,
             replicas=ctx.settings.nats_replicas,
         )
         dispatcher: KeyedDispatcher[GroupKey] = KeyedDispatcher(self._handle, workers=self.workers, name=self.name)
