@@ -309,3 +309,10 @@ async def test_bind_needs_the_uid_of_the_pod(store: ObjectStore) -> None:
         await store.bind(anonymous, "n1")
     assert err.value.field == "metadata.uid"
     assert (await store.get(Pod, "ns1", "b7")).spec.node_name is None  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("namespace", [" ", "a b", "a.b", "*", ">"])
+async def test_a_namespace_no_key_can_hold_is_refused_at_once(store: ObjectStore, namespace: str) -> None:
+    """Not a wait forever (a watch on such a filter is never answered): `vcctl job list -n " "` hung."""
+    with pytest.raises((InvalidObject, NotFound)):
+        await asyncio.wait_for(store.list(Pod, namespace), timeout=30)

@@ -34,6 +34,12 @@ def split_key(key: str) -> tuple[str | None, str]:
     return (None if namespace == CLUSTER_SCOPE else namespace), unescape_token(token)
 
 
+def is_token(text: str) -> bool:
+    """Whether `text` can be one subject token: not empty, no separator, wildcard or whitespace (a
+    subscription on anything else is refused by the server, or never answered)."""
+    return bool(text) and not any(c in ".*>" or c.isspace() for c in text)
+
+
 def namespace_filter(namespace: str | None) -> str:
     """KV key pattern for one namespace, or every key."""
     return ">" if namespace is None else f"{namespace}.*"

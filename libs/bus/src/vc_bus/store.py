@@ -43,7 +43,7 @@ from vc_bus.objects import (
     with_meta,
 )
 from vc_core.errors import AlreadyExists, Conflict, NotFound, PreconditionFailed
-from vc_core.store import WatchEvent, WatchOp, collect_list
+from vc_core.store import WatchEvent, WatchOp, collect_list, refuse_unlistable_namespace
 from vc_proto import codec, subjects
 from vc_proto.core import Pod
 from vc_proto.kinds import KINDS, KubeObject
@@ -242,6 +242,7 @@ class NatsStore:
     async def watch(
         self, kind: type[ObjT], *, namespace: str | None = None, from_revision: int = 0
     ) -> AsyncIterator[WatchEvent]:
+        refuse_unlistable_namespace(namespace)
         await self._bucket(kind.__name__)
         key_filter = subjects.namespace_filter(namespace)
         bucket = subjects.bucket(kind.__name__)

@@ -25,7 +25,7 @@ from vc_bus.objects import (
     with_meta,
 )
 from vc_core.errors import AlreadyExists, Conflict, NotFound, PreconditionFailed
-from vc_core.store import ObjectStore, WatchEvent, WatchOp
+from vc_core.store import ObjectStore, WatchEvent, WatchOp, refuse_unlistable_namespace
 from vc_proto.core import Pod
 from vc_proto.kinds import KubeObject
 
@@ -129,6 +129,7 @@ class MemoryStore:
         await self._commit(kind.__name__, (namespace, name), None)
 
     async def list(self, kind: type[ObjT], namespace: str | None = None) -> tuple[list[ObjT], int]:
+        refuse_unlistable_namespace(namespace)
         bucket = self._bucket(kind.__name__)
         items = [
             with_meta(e.obj, resource_version=str(e.revision))
@@ -140,6 +141,7 @@ class MemoryStore:
     async def watch(
         self, kind: type[ObjT], *, namespace: str | None = None, from_revision: int = 0
     ) -> AsyncIterator[WatchEvent]:
+        refuse_unlistable_namespace(namespace)
         bucket = self._bucket(kind.__name__)
         if bucket.changed is None:
             bucket.changed = asyncio.Condition()

@@ -16,6 +16,8 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
+from vc_core.errors import InvalidObject
+from vc_proto import subjects
 from vc_proto.core import Pod
 from vc_proto.kinds import KubeObject
 
@@ -110,3 +112,10 @@ async def collect_list(events: AsyncIterator[WatchEvent], kind: type[ObjT]) -> t
         else:
             items.pop((event.namespace, event.name), None)
     raise RuntimeError("the change feed ended before it synced")
+
+
+def refuse_unlistable_namespace(namespace: str | None) -> None:
+    """Every store's list and watch: a namespace no key can be in (" ", "a.b", "*") is refused at once.
+    On NATS a watch on such a key filter is never answered (`vcctl job list -n " "` waited forever)."""
+    if namespace is not None and not subjects.is_token(namespace):
+        raise InvalidObject("namespace", "subject-token", f"{namespace!r} cannot name a namespace")

@@ -24,7 +24,7 @@ from nats.aio.client import Client
 from vc_bus.decoding import CorruptObject, report_undecodable
 from vc_bus.kvwatch import watch_bucket
 from vc_bus.store import NatsStore, decode_stored
-from vc_core.store import WatchEvent, WatchOp, collect_list
+from vc_core.store import WatchEvent, WatchOp, collect_list, refuse_unlistable_namespace
 from vc_kube.store import KubeStore
 from vc_proto import subjects
 from vc_proto.core import Pod
@@ -77,6 +77,7 @@ class MirroredStore:
     async def watch(
         self, kind: type[O], *, namespace: str | None = None, from_revision: int = 0
     ) -> AsyncIterator[WatchEvent]:
+        refuse_unlistable_namespace(namespace)  # a watch on such a key filter is never answered
         kind_name = kind.__name__
         bucket = subjects.bucket(kind_name)
         async for entry in watch_bucket(self._js, bucket, subjects.namespace_filter(namespace), from_revision):

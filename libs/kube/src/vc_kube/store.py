@@ -31,7 +31,7 @@ from vc_bus.binding import display as pod_display
 from vc_bus.binding import refuse_unbindable, required_uid
 from vc_bus.objects import check_identity, identity
 from vc_core.errors import AlreadyExists, Conflict, PreconditionFailed, TemporaryError
-from vc_core.store import WatchEvent, WatchOp
+from vc_core.store import WatchEvent, WatchOp, refuse_unlistable_namespace
 from vc_kube.client import MERGE_PATCH, Json, KubeApiError, KubeClient, map_error, resource_path
 from vc_kube.watching import decode_object, from_list_item, list_raw, watch_kind
 from vc_proto import codec
@@ -139,6 +139,7 @@ class KubeStore:
         return obj
 
     async def list(self, kind: type[O], namespace: str | None = None) -> tuple[list[O], int]:
+        refuse_unlistable_namespace(namespace)  # the apiserver would answer an empty list
         row = _row(kind)
         items, revision = await list_raw(self.kube, row, namespace)
         out = [decode(row, raw) for raw in items]
@@ -147,6 +148,7 @@ class KubeStore:
     def watch(
         self, kind: type[O], *, namespace: str | None = None, from_revision: int = 0
     ) -> AsyncIterator[WatchEvent]:
+        refuse_unlistable_namespace(namespace)
         return self._watch(_row(kind), namespace, from_revision)
 
     async def _watch(self, row: Kind, namespace: str | None, from_revision: int) -> AsyncIterator[WatchEvent]:
