@@ -33,15 +33,29 @@ class JobControllerApp:
 
     async def open(self, ctx: ServiceContext) -> Sequence[Worker]:
         extra = self.settings.extra
-        membership = Membership(ctx.nc, group=self.name, instance=self.settings.instance, ttl_s=float(extra.get("lease_ttl", 5.0)),  # type: ignore[arg-type]
-                                replicas=self.settings.nats_replicas)
+        membership = Membership(
+            ctx.nc,
+            group=self.name,
+            instance=self.settings.instance,
+            ttl_s=float(extra.get("lease_ttl", 5.0)),  # type: ignore[arg-type]
+            replicas=self.settings.nats_replicas,
+        )
         controller = JobController(
-            ctx.store, ctx.events.publish_batch, membership, source=f"{self.name}/{self.settings.instance}",
+            ctx.store,
+            ctx.events.publish_batch,
+            membership,
+            source=f"{self.name}/{self.settings.instance}",
             workers=int(extra.get("workers", DEFAULT_WORKERS)),  # type: ignore[call-overload]
             delays=DelayStore(ctx.nc, replicas=self.settings.nats_replicas),
         )
-        informers = (controller.jobs, controller.pods, controller.podgroups, controller.commands, controller.priority_classes,
-                     controller.queues)
+        informers = (
+            controller.jobs,
+            controller.pods,
+            controller.podgroups,
+            controller.commands,
+            controller.priority_classes,
+            controller.queues,
+        )
         ctx.probes.require("caches-synced", "membership")
 
         async def start(shutdown: asyncio.Event) -> None:

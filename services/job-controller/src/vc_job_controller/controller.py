@@ -50,7 +50,13 @@ MAX_PENDING_PER_JOB = 1000
 
 class JobController:
     def __init__(
-        self, store: ObjectStore, publish: Publish, membership: Membership, *, source: str, workers: int = 16,
+        self,
+        store: ObjectStore,
+        publish: Publish,
+        membership: Membership,
+        *,
+        source: str,
+        workers: int = 16,
         delays: DelayStore | None = None,
     ) -> None:
         self.store = store
@@ -113,7 +119,9 @@ class JobController:
             return
         siblings[new.metadata.name or ""] = new
         job = self.jobs.get(key[0], key[1])
-        request = rq.for_pod_added(new, owner[1]) if old is None else rq.for_pod_updated(old, new, owner[1], job, siblings)
+        request = (
+            rq.for_pod_added(new, owner[1]) if old is None else rq.for_pod_updated(old, new, owner[1], job, siblings)
+        )
         self.enqueue(key, request)
 
     def _podgroup_changed(self, old: PodGroup | None, new: PodGroup | None) -> None:
@@ -124,8 +132,7 @@ class JobController:
             if ref.kind == "Job" and ref.controller:
                 # A deletion wakes the job too: a Restarting job last looked at while its old PodGroup was
                 # still there (and not admitted) waits for nothing else to create the next one.
-                deleted = new is None
-                request = rq.for_podgroup_deleted(ref.uid) if deleted else rq.for_podgroup_changed(old, new)
+                request = rq.for_podgroup_deleted(ref.uid) if new is None else rq.for_podgroup_changed(old, new)
                 if request is not None:
                     self.enqueue((group.metadata.namespace or "", ref.name), request)
 
@@ -294,7 +301,10 @@ class JobController:
                     continue
                 failed = pod.status and pod.status.phase == "Failed"
                 if failed:
-                    self.enqueue(key, rq.for_pod_updated(_as_running(pod), pod, job.metadata.uid or "", job, self.pods_by_job[key]))
+                    self.enqueue(
+                        key,
+                        rq.for_pod_updated(_as_running(pod), pod, job.metadata.uid or "", job, self.pods_by_job[key]),
+                    )
         for (namespace, name), command in list(self.commands.items.items()):
             if command.target and command.target.kind == "Job":
                 self.dispatcher.submit(("#command", f"{namespace}/{name}"))

@@ -11,10 +11,10 @@ from collections.abc import AsyncIterator
 
 import msgspec
 from nats.aio.client import Client
-from nats.js import api
-from nats.js.errors import BucketNotFoundError, KeyDeletedError, KeyNotFoundError
+from nats.js.errors import KeyDeletedError, KeyNotFoundError
 from nats.js.kv import KeyValue
 
+from vc_bus.buckets import open_bucket
 from vc_bus.decoding import decode_or_none, report_undecodable
 from vc_bus.kvwatch import watch_bucket
 from vc_core.store import WatchOp
@@ -40,13 +40,7 @@ class DelayStore:
 
     async def _bucket(self) -> KeyValue:
         if self._kv is None:
-            js = self._nc.jetstream()
-            try:
-                self._kv = await js.key_value(BUCKET)
-            except BucketNotFoundError:
-                self._kv = await js.create_key_value(
-                    bucket=BUCKET, history=1, storage=api.StorageType.FILE, replicas=self._replicas
-                )
+            self._kv = await open_bucket(self._nc.jetstream(), BUCKET, replicas=self._replicas)
         return self._kv
 
     async def put(self, namespace: str, job: str, delayed: DelayedAction) -> None:

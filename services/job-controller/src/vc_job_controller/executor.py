@@ -32,7 +32,10 @@ MAX_PARALLEL_CREATES = 32
 Publish = Callable[[Sequence[DomainEvent]], Awaitable[object]]
 Remember = Callable[[Pod | PodGroup], None]
 _PLUGIN_KINDS: dict[str, type[Service | ConfigMap | Secret | NetworkPolicy]] = {
-    "Service": Service, "ConfigMap": ConfigMap, "Secret": Secret, "NetworkPolicy": NetworkPolicy,
+    "Service": Service,
+    "ConfigMap": ConfigMap,
+    "Secret": Secret,
+    "NetworkPolicy": NetworkPolicy,
 }
 
 
@@ -48,10 +51,11 @@ class PlanExecutor:
     async def execute(self, job: Job, plan: Plan, *, can_write: Callable[[], bool]) -> Job:
         """Returns the job as stored afterwards. Raises Conflict when the job changed meanwhile."""
         namespace = job.metadata.namespace or "default"
+        podgroup_to_create, podgroup_to_update = plan.podgroup_to_create, plan.podgroup_to_update
         steps: list[Callable[[], Awaitable[object]]] = [
             *(lambda w=w: self._write_object(w) for w in plan.objects_to_write),
-            *([lambda: self._create(plan.podgroup_to_create)] if plan.podgroup_to_create else []),
-            *([lambda: self._update_podgroup(plan.podgroup_to_update)] if plan.podgroup_to_update else []),
+            *([lambda: self._create(podgroup_to_create)] if podgroup_to_create else []),
+            *([lambda: self._update_podgroup(podgroup_to_update)] if podgroup_to_update else []),
             *(lambda d=d: self._delete_pod(namespace, d) for d in plan.pods_to_delete),
             *([lambda: self._create_all(plan.pods_to_create, job)] if plan.pods_to_create else []),
         ]
@@ -165,7 +169,9 @@ class PlanExecutor:
             return  # a newer pod of the same name: not ours to kill
         if deletion.mark_out_of_sync and (pod.metadata.annotations or {}).get(OUT_OF_SYNC_KEY) != "true":
             annotations = {**(pod.metadata.annotations or {}), OUT_OF_SYNC_KEY: "true"}
-            pod = await self._store.update(msgspec.structs.replace(pod, metadata=msgspec.structs.replace(pod.metadata, annotations=annotations)))
+            pod = await self._store.update(
+                msgspec.structs.replace(pod, metadata=msgspec.structs.replace(pod.metadata, annotations=annotations))
+            )
         try:
             await self._store.delete(Pod, namespace, deletion.name, uid=pod.metadata.uid)
         except NotFound:
@@ -179,10 +185,22 @@ class PlanExecutor:
 
     def _domain_event(self, job: Job, event: HistoryEvent) -> DomainEvent:
         st = job.status
-        identity = "/".join(str(x) for x in (
-            job.metadata.uid, st.retry_count if st else 0, st.version if st else 0, event.kind, event.name, event.reason,
-            event.previous_phase, event.phase, event.exit_code, event.uid, event.message if event.kind == "Job" else "",
-        ))
+        identity = "/".join(
+            str(x)
+            for x in (
+                job.metadata.uid,
+                st.retry_count if st else 0,
+                st.version if st else 0,
+                event.kind,
+                event.name,
+                event.reason,
+                event.previous_phase,
+                event.phase,
+                event.exit_code,
+                event.uid,
+                event.message if event.kind == "Job" else "",
+            )
+        )
         return DomainEvent(
             id=uuid.uuid5(uuid.NAMESPACE_URL, identity).hex,
             occurred_at=event.occurred_at,
@@ -205,5 +223,3 @@ class PlanExecutor:
 def _fence(can_write: Callable[[], bool]) -> None:
     if not can_write():
         raise Fenced("job plan")
-
-

@@ -69,8 +69,14 @@ def _out_of_sync(pod: Pod) -> bool:
 
 def task_completed(job: Job | None, task: str, siblings: Mapping[str, Pod]) -> bool:
     """Every replica of the task has Succeeded (Volcano's cache.TaskCompleted)."""
-    replicas = next((t.replicas or 0 for t in (job.spec.tasks if job and job.spec else None) or [] if t.name == task), 0)
-    done = sum(1 for p in siblings.values() if (p.metadata.annotations or {}).get(TASK_SPEC_KEY) == task and _phase(p) == "Succeeded")
+    replicas = next(
+        (t.replicas or 0 for t in (job.spec.tasks if job and job.spec else None) or [] if t.name == task), 0
+    )
+    done = sum(
+        1
+        for p in siblings.values()
+        if (p.metadata.annotations or {}).get(TASK_SPEC_KEY) == task and _phase(p) == "Succeeded"
+    )
     return replicas > 0 and done >= replicas
 
 
@@ -84,7 +90,10 @@ def task_failed(job: Job | None, task: str, siblings: Mapping[str, Pod]) -> bool
     for p in siblings.values():
         if (p.metadata.annotations or {}).get(TASK_SPEC_KEY) != task or _phase(p) not in ("Running", "Pending"):
             continue
-        statuses = [*((p.status.container_statuses or []) if p.status else []), *((p.status.init_container_statuses or []) if p.status else [])]
+        statuses = [
+            *((p.status.container_statuses or []) if p.status else []),
+            *((p.status.init_container_statuses or []) if p.status else []),
+        ]
         restarts += sum(s.restart_count for s in statuses)
     return restarts >= limit
 
@@ -134,7 +143,9 @@ def for_podgroup_deleted(job_uid: str) -> Request:
 def for_job_changed(old: Job | None, new: Job) -> Request | None:
     """Job add or spec/phase change -> OutOfSync; status-only echoes of our own writes are ignored."""
     if old is not None:
-        same_phase = (old.status and old.status.state and old.status.state.phase) == (new.status and new.status.state and new.status.state.phase)
+        same_phase = (old.status and old.status.state and old.status.state.phase) == (
+            new.status and new.status.state and new.status.state.phase
+        )
         if old.spec == new.spec and same_phase:
             return None
     return Request(event=Event.OUT_OF_SYNC.value, job_uid=new.metadata.uid or "")

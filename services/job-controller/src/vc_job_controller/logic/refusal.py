@@ -41,7 +41,14 @@ def plan_refusal(job: Job, message: str, now: datetime) -> Plan:
     )
     name = job.metadata.name or ""
     event = HistoryEvent(
-        occurred_at=at, kind=JOB_KIND, namespace=job.metadata.namespace or "", name=name, reason=INVALID,
-        message=f"not acted on: {message}", job=name, uid=job.metadata.uid, phase=shown_phase,
+        occurred_at=at,
+        kind=JOB_KIND,
+        namespace=job.metadata.namespace or "",
+        name=name,
+        reason=INVALID,
+        message=f"not acted on: {message}",
+        job=name,
+        uid=job.metadata.uid,
+        phase=shown_phase,
     )
     return Plan(status=replace(status, state=new_state, conditions=conditions), events=(event,))
