@@ -14,13 +14,13 @@ from datetime import UTC, datetime
 import msgspec
 import structlog
 
+from vc_core.times import rfc3339
 from vc_flow_controller.caches import FlowCaches
 from vc_flow_controller.jobwriter import JobWriter
 from vc_flow_controller.logic.cron_plan import CronPlan, is_finished, plan_cron
 from vc_flow_controller.logic.flow_plan import plan_flow
 from vc_flow_controller.logic.owners import OwnerKey, controller_ref, is_controlled_by
 from vc_flow_controller.logic.templates import template_status
-from vc_flow_controller.logic.times import rfc3339
 from vc_flow_controller.metrics import NOTES
 from vc_proto.batch import BATCH_V1ALPHA1, Job
 from vc_proto.cronjob import CronJob, CronJobStatus, ObjectReference

@@ -15,7 +15,7 @@ from typing import TypeVar
 import structlog
 
 from vc_core.errors import AlreadyExists, Conflict, NotFound
-from vc_flow_controller.logic.times import rfc3339
+from vc_core.times import rfc3339
 from vc_flow_controller.metrics import JOBS_CREATED, JOBS_DELETED, STATUS_WRITES
 from vc_proto.batch import Job
 from vc_proto.cronjob import CronJob

@@ -21,10 +21,11 @@ from datetime import UTC, datetime, timedelta, tzinfo
 
 import msgspec
 
+from vc_core.times import rfc3339
 from vc_flow_controller.logic.cron_jobs import build_cron_job, cron_job_name
 from vc_flow_controller.logic.cron_schedule import InvalidSchedule, Missed, next_schedule_time, requeue_after
 from vc_flow_controller.logic.owners import phase_of
-from vc_flow_controller.logic.times import parse_time, rfc3339
+from vc_flow_controller.logic.times import parse_time
 from vc_proto.batch import Job
 from vc_proto.cronjob import ConcurrencyPolicy, CronJob, CronJobStatus, ObjectReference
 from vc_proto.vocabulary import JobPhase

@@ -22,8 +22,9 @@ import msgspec
 
 from vc_core.durations import parse_duration
 from vc_core.errors import InvalidObject
+from vc_core.times import rfc3339
 from vc_flow_controller.logic.owners import phase_of
-from vc_flow_controller.logic.times import parse_time, rfc3339
+from vc_flow_controller.logic.times import parse_time
 from vc_proto.batch import Job
 from vc_proto.flow import FlowCondition, FlowJobStatus, FlowPhase, FlowState, JobFlow, JobFlowStatus, JobRunningHistory
 from vc_proto.vocabulary import JobPhase

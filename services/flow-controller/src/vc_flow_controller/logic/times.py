@@ -1,12 +1,8 @@
-"""Kubernetes' metav1.Time text (UTC, second precision, `Z`), read and written. Pure."""
+"""Reading a metav1.Time stamp that anyone could have written (writing one: vc_core.times.rfc3339). Pure."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-
-
-def rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_time(text: str | None) -> datetime | None:
