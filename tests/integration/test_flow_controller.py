@@ -9,7 +9,6 @@ after a controller restart runs only the most recent missed time.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -20,6 +19,7 @@ import pytest
 
 from tests.support.inprocess import WriteLog, memberships_settled, run_app
 from tests.support.services import ServiceProcess
+from tests.support.waiting import eventually
 from tests.unit.flow_controller.builders import example_cronjob, example_flow, example_templates
 from vc_bus.server import NatsServer
 from vc_bus.store import NatsStore
@@ -49,13 +49,6 @@ class Clock:
 async def running(url: str, clock: Clock, instance: str = "flow-a") -> AsyncIterator[FlowControllerApp]:
     async with run_app(lambda s: FlowControllerApp(s, clock=clock), "flow-controller", url, instance) as app:
         yield app
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], *, within_s: float = 15.0) -> None:
-    """Poll the store (the observable outcome) until `check` holds; a generous bound, not a latency claim."""
-    async with asyncio.timeout(within_s):
-        while not await check():  # noqa: ASYNC110 - polling stored state is the point
-            await asyncio.sleep(0.05)
 
 
 async def jobs(store: NatsStore) -> dict[str, Job]:
@@ -326,10 +319,10 @@ async def test_a_killed_controller_resumes_the_flow_without_making_a_job_twice(
         await finish(nats_store, "test-a")  # while no controller runs
         process = start()
         await process.wait_ready(timeout=60)
-        await eventually(lambda: _equals(names(nats_store), {"test-a", "test-b"}), within_s=30)
+        await eventually(lambda: _equals(names(nats_store), {"test-a", "test-b"}), timeout=30)
         first = (await jobs(nats_store))["test-a"].metadata.uid
         await finish(nats_store, "test-b")
-        await eventually(lambda: _equals(names(nats_store), {"test-a", "test-b", "test-c", "test-d"}), within_s=30)
+        await eventually(lambda: _equals(names(nats_store), {"test-a", "test-b", "test-c", "test-d"}), timeout=30)
         assert (await jobs(nats_store))["test-a"].metadata.uid == first  # never deleted and made again
     finally:
         process.stop_quietly()
