@@ -5,8 +5,7 @@ removes the jobs with the flow."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from tests.kube.install import K8S, kubectl, service_account_kubeconfig
 from tests.kube.support import KUBECONFIG
 from tests.support.secure import session_bus
 from tests.support.services import ServiceProcess
+from tests.support.waiting import eventually
 from vc_core.errors import AlreadyExists, NotFound
 from vc_kube.client import KubeClient
 from vc_kube.store import KubeStore
@@ -48,12 +48,6 @@ async def test_the_crds_take_volcanos_examples_unchanged(kube: KubeClient) -> No
             stored = await store.get(type(sent), "default", sent.metadata.name or "")
             assert stored.spec == sent.spec, name  # type: ignore[attr-defined]
             assert stored.metadata.labels == sent.metadata.labels
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], *, within_s: float = 60.0) -> None:
-    async with asyncio.timeout(within_s):
-        while not await check():  # noqa: ASYNC110 - polling the apiserver's state is the point
-            await asyncio.sleep(0.2)
 
 
 @pytest.fixture
@@ -115,19 +109,19 @@ async def test_the_flow_controller_runs_the_example_flow_under_its_own_service_a
     async def jobs_are(expected: set[str]) -> bool:
         return await names(store) == expected
 
-    await eventually(lambda: jobs_are({"test-a"}))
+    await eventually(lambda: jobs_are({"test-a"}), timeout=60)
     await complete(store, "test-a")
-    await eventually(lambda: jobs_are({"test-a", "test-b"}))
+    await eventually(lambda: jobs_are({"test-a", "test-b"}), timeout=60)
 
     async def flow_lists(job: str) -> bool:
         flow = await store.get(JobFlow, "default", "test")
         return job in ((flow.status.completed_jobs if flow.status else None) or [])
 
-    await eventually(lambda: flow_lists("test-a"))  # the status subresource, written under the account
+    await eventually(lambda: flow_lists("test-a"), timeout=60)  # the status subresource, written under the account
     template = await store.get(JobTemplate, "default", "a")
     assert template.status is not None and template.status.job_depends_on_list == ["test-a"]
     await store.delete(JobFlow, "default", "test")
-    await eventually(lambda: jobs_are(set()))  # the flow's jobs go with it
+    await eventually(lambda: jobs_are(set()), timeout=60)  # the flow's jobs go with it
 
 
 async def test_a_cronjob_without_its_crd_defaults_is_read_with_volcanos(kube: KubeClient) -> None:
