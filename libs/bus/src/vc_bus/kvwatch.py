@@ -17,8 +17,10 @@ from dataclasses import dataclass
 import structlog
 from nats.js import api
 from nats.js.client import JetStreamContext
+from nats.js.errors import APIError
 
 from vc_bus.pull import PullConsumer
+from vc_core.errors import InvalidObject
 from vc_core.store import WatchOp
 
 log = structlog.get_logger(__name__)
@@ -91,6 +93,10 @@ class _Feed:
                         if not self._synced and (revision >= self._sync_at or delivery.pending == 0):
                             yield self._mark_synced()
             except Exception as exc:  # transport boundary: any NATS failure means a new consumer, and resume
+                if refused_filter(exc):
+                    # A namespace or key that is no subject token ("a b"): no retry can succeed, so say so
+                    # instead of retrying forever (found by fuzzing `vcctl podgroup list -n`).
+                    raise InvalidObject("namespace", "subject", f"no keys can match {self._filter!r}") from exc
                 failures += 1
                 delay = min(0.05 * 2**failures, 2.0)
                 log.info("watch.resume", stream=self._stream, after=self._last, error=repr(exc), delay_s=delay)
@@ -116,3 +122,12 @@ class _Feed:
     def _mark_synced(self) -> RawEntry:
         self._synced = True
         return RawEntry(WatchOp.SYNCED, max(self._last, self._sync_at))
+
+
+_INVALID_SUBJECT = 10052  # nats-server's error code for "invalid subject" (sent with code 500)
+
+
+def refused_filter(exc: Exception) -> bool:
+    """Whether the server refused a consumer for its filter subject, which no retry changes (only that
+    error: anything else, a leader election included, is retried)."""
+    return isinstance(exc, APIError) and exc.err_code == _INVALID_SUBJECT
