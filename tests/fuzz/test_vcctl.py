@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,15 +42,32 @@ def admission(nats_server: NatsServer, tmp_path: Path, monkeypatch: pytest.Monke
     service.stop_quietly()
 
 
+HANG_S = 60.0
+
+
 def run_vcctl(argv: list[str]) -> tuple[object, str]:
-    """(exit code, stderr) of one vcctl run in this process."""
+    """(exit code, stderr) of one vcctl run in this process; TimeoutError when it has not ended in HANG_S
+    (it runs in a daemon thread, so a hang fails this test instead of holding up the whole suite)."""
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    result: list[object] = []
+
+    def run() -> None:
         try:
-            code: object = main(argv)
+            result.append(main(argv))
         except SystemExit as exc:  # argparse: a usage error exits 2
-            code = exc.code
-    return code, err.getvalue()
+            result.append(exc.code)
+        except BaseException as exc:  # main() let something through: the caller reports it
+            result.append(exc)
+
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        worker = threading.Thread(target=run, name="vcctl", daemon=True)
+        worker.start()
+        worker.join(HANG_S)
+    if not result:
+        raise TimeoutError(f"vcctl did not end within {HANG_S:g} s")
+    if isinstance(result[0], BaseException):
+        raise result[0]
+    return result[0], err.getvalue()
 
 
 def test_vcctl_turns_every_fuzzed_input_into_an_exit_code_and_one_clear_line(
@@ -65,7 +83,7 @@ def test_vcctl_turns_every_fuzzed_input_into_an_exit_code_and_one_clear_line(
         shown = " ".join(args) + (f" <<< {materialize(content)[:200]!r}" if str(path) in args else "")
         try:
             code, err = run_vcctl(args)
-        except Exception as exc:  # main() let something through
+        except Exception as exc:  # main() let something through, or never ended
             tally.crash(f"raised {type(exc).__name__}: {exc}", shown)
             continue
         if not isinstance(code, int):
