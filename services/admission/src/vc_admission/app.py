@@ -31,8 +31,11 @@ LATENCY = Histogram("tephra_admission_request_seconds", "Write request handling 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_webhook_arguments(parser)
-    parser.add_argument("--identities", default=None,
-                        help="who may write through the NATS API and where (identities.json; re-read on change)")
+    parser.add_argument(
+        "--identities",
+        default=None,
+        help="who may write through the NATS API and where (identities.json; re-read on change)",
+    )
 
 
 class AdmissionApp:
@@ -70,8 +73,11 @@ class AdmissionApp:
                     return
             ctx.probes.set("caches-synced")
 
-        workers: list[Worker] = [*(FnWorker(f"informer:{i.kind.__name__}", i.run) for i in informers),
-                                 FnWorker("synced", synced), FnWorker("write-api", serve)]
+        workers: list[Worker] = [
+            *(FnWorker(f"informer:{i.kind.__name__}", i.run) for i in informers),
+            FnWorker("synced", synced),
+            FnWorker("write-api", serve),
+        ]
         if self.settings.extra.get("webhook_port"):
             workers.append(webhook_worker(self.settings.extra, self.settings.kubeconfig, context, ctx.probes))
         return workers

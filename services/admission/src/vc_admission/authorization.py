@@ -35,12 +35,16 @@ def authorize(
             f"{caller.identity} may not {operation} a {kind} in namespace {namespace!r} (its namespaces: {held})"
         )
     if isinstance(new, Command) and new.target is not None and new.target.kind == "Queue" and caller.role != "admin":
-        raise PolicyViolation(f"{caller.identity} may not {operation} a Command on a queue: queues are an admin's to manage")
+        raise PolicyViolation(
+            f"{caller.identity} may not {operation} a Command on a queue: queues are an admin's to manage"
+        )
     for obj in (old, new):
         reason = managed_by_tephra(obj)
         if reason:
             name = f"{namespace}/{obj.metadata.name}" if namespace else obj.metadata.name  # type: ignore[union-attr]
-            raise PolicyViolation(f"{kind} {name!r} {reason}: only Tephra writes it (change or delete its owner instead)")
+            raise PolicyViolation(
+                f"{kind} {name!r} {reason}: only Tephra writes it (change or delete its owner instead)"
+            )
 
 
 def managed_by_tephra(obj: KubeObject | None) -> str:

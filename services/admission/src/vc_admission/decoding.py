@@ -40,7 +40,9 @@ def decode_object(data: bytes) -> KubeObject:
         raise InvalidObject("kind", "supported-kind", f"unsupported kind {kind!r} (supported: {SUPPORTED_KINDS})")
     api_version = head.get("apiVersion")
     if api_version != row.api_version:
-        raise InvalidObject("apiVersion", "api-version", f"{kind} must have apiVersion {row.api_version!r}, not {api_version!r}")
+        raise InvalidObject(
+            "apiVersion", "api-version", f"{kind} must have apiVersion {row.api_version!r}, not {api_version!r}"
+        )
     if not isinstance(head.get("metadata"), dict):
         raise InvalidObject("metadata", "required", "metadata is required")
     try:

@@ -19,7 +19,9 @@ class Rejected(VcError):
         self.causes = causes
 
     def summary(self) -> str:
-        return "admission denied the request: " + "; ".join(f"{c.field}: {c.message}" if c.field else c.message for c in self.causes)
+        return "admission denied the request: " + "; ".join(
+            f"{c.field}: {c.message}" if c.field else c.message for c in self.causes
+        )
 
 
 class Admitter:
@@ -35,7 +37,9 @@ class Admitter:
     async def delete(self, old: KubeObject) -> None:
         await self._admit("DELETE", None, old)
 
-    async def _admit(self, operation: Literal["CREATE", "UPDATE", "DELETE"], obj: KubeObject | None, old: KubeObject | None) -> KubeObject:
+    async def _admit(
+        self, operation: Literal["CREATE", "UPDATE", "DELETE"], obj: KubeObject | None, old: KubeObject | None
+    ) -> KubeObject:
         subject = obj if obj is not None else old
         assert subject is not None
         await self.ctx.prepare(subject)

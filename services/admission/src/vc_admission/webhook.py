@@ -67,15 +67,37 @@ def _workload_validate(op: str, obj: Any, old: Any, ctx: AdmissionContext) -> Ou
 
 
 ROUTES: Final[dict[str, tuple[type[KubeObject], Callable[[str, Any, Any, AdmissionContext], Outcome]]]] = {
-    "/jobs/mutate": (Job, lambda op, obj, old, ctx: ([], mutate_job(obj, scheduler_name=ctx.scheduler_names[0]) if op == "CREATE" else obj)),
+    "/jobs/mutate": (
+        Job,
+        lambda op, obj, old, ctx: (
+            [],
+            mutate_job(obj, scheduler_name=ctx.scheduler_names[0]) if op == "CREATE" else obj,
+        ),
+    ),
     "/jobs/validate": (Job, _job_validate),
     "/queues/mutate": (Queue, lambda op, obj, old, ctx: ([], mutate_queue(obj) if op == "CREATE" else obj)),
     "/queues/validate": (Queue, _queue_validate),
-    "/podgroups/mutate": (PodGroup, lambda op, obj, old, ctx: ([], mutate_podgroup(obj, ctx) if op == "CREATE" else obj)),
-    "/podgroups/validate": (PodGroup, lambda op, obj, old, ctx: (validate_podgroup_create(obj, ctx) if op == "CREATE" else [], None)),
-    "/pods/mutate": (Pod, lambda op, obj, old, ctx: ([], mutate_pod(obj, resource_groups=ctx.resource_groups,
-                                                                     queue_gate=ctx.queue_allocation_gate) if op == "CREATE" else obj)),
-    "/pods/validate": (Pod, lambda op, obj, old, ctx: (validate_pod_create(obj, ctx.scheduler_names) if op == "CREATE" else [], None)),
+    "/podgroups/mutate": (
+        PodGroup,
+        lambda op, obj, old, ctx: ([], mutate_podgroup(obj, ctx) if op == "CREATE" else obj),
+    ),
+    "/podgroups/validate": (
+        PodGroup,
+        lambda op, obj, old, ctx: (validate_podgroup_create(obj, ctx) if op == "CREATE" else [], None),
+    ),
+    "/pods/mutate": (
+        Pod,
+        lambda op, obj, old, ctx: (
+            [],
+            mutate_pod(obj, resource_groups=ctx.resource_groups, queue_gate=ctx.queue_allocation_gate)
+            if op == "CREATE"
+            else obj,
+        ),
+    ),
+    "/pods/validate": (
+        Pod,
+        lambda op, obj, old, ctx: (validate_pod_create(obj, ctx.scheduler_names) if op == "CREATE" else [], None),
+    ),
     "/jobflows/validate": (JobFlow, _workload_validate),
     "/jobtemplates/validate": (JobTemplate, _workload_validate),
     "/cronjobs/mutate": (CronJob, lambda op, obj, old, ctx: ([], mutate_cronjob(obj) if op != "DELETE" else obj)),
@@ -87,7 +109,9 @@ ROUTES: Final[dict[str, tuple[type[KubeObject], Callable[[str, Any, Any, Admissi
 }
 
 
-def _response(uid: str, *, allowed: bool, message: str = "", patch: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def _response(
+    uid: str, *, allowed: bool, message: str = "", patch: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     response: dict[str, Any] = {"uid": uid, "allowed": allowed}
     if not allowed:
         response["status"] = {"code": 400, "reason": "BadRequest", "message": message}
@@ -117,7 +141,9 @@ def handle_review(path: str, body: bytes, ctx: AdmissionContext) -> dict[str, An
         request = review["request"]
         uid = str(request["uid"])
     except (ValueError, KeyError, TypeError, RecursionError):  # RecursionError: nested too deeply (found by fuzzing)
-        return _response("", allowed=False, message="malformed AdmissionReview: expected {request: {uid, operation, object}}")
+        return _response(
+            "", allowed=False, message="malformed AdmissionReview: expected {request: {uid, operation, object}}"
+        )
     if too_large is not None:
         return _response(uid, allowed=False, message=too_large.message)
     route = ROUTES.get(path)
@@ -134,9 +160,15 @@ def handle_review(path: str, body: bytes, ctx: AdmissionContext) -> dict[str, An
         return _response(uid, allowed=False, message=f"{kind.__name__} does not decode: nested too deeply")
     # The rules judge what Kubernetes always sends (found by fuzzing: a null object gave a 500).
     if obj is None and operation != "DELETE":
-        return _response(uid, allowed=False, message=f"request.object: a {kind.__name__} is required for {operation or 'an operation'}")
+        return _response(
+            uid,
+            allowed=False,
+            message=f"request.object: a {kind.__name__} is required for {operation or 'an operation'}",
+        )
     if old is None and operation in ("UPDATE", "DELETE") and path in _JUDGE_OLD_OBJECT:
-        return _response(uid, allowed=False, message=f"request.oldObject: a {kind.__name__} is required for {operation}")
+        return _response(
+            uid, allowed=False, message=f"request.oldObject: a {kind.__name__} is required for {operation}"
+        )
     violations, mutated = rule(operation, obj, old, ctx)
     if violations:
         return _response(uid, allowed=False, message="; ".join(f"{v.field}: {v.message}" for v in violations))

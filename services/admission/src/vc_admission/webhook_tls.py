@@ -16,8 +16,9 @@ import asyncio
 import contextlib
 import datetime
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -114,7 +115,7 @@ def _dns_names(extra: dict[str, object]) -> tuple[str, ...]:
     return names
 
 
-Renew = Callable[[asyncio.Event], Awaitable[None]]  # keeps the served certificate current until shutdown
+Renew = Callable[[asyncio.Event], Coroutine[Any, Any, None]]  # keeps the served certificate current until shutdown
 # Loads the first certificate into the ServingTLS; None when shutdown came first.
 Source = Callable[[ServingTLS, asyncio.Event, contextlib.AsyncExitStack], Awaitable[Renew | None]]
 

@@ -3,7 +3,8 @@
 Users' writes reach the store only through here; controllers inside Tephra write directly, as
 Kubernetes controllers do. Like an API server, `status` is not writable through this door: create
 drops it (after admission has judged it) and update keeps the stored one. Who asks is the caller the
-subject names (the request's `user` field is a claim anyone can make, and is ignored); `authorization` decides what it may do.
+subject names (the request's `user` field is a claim anyone can make, and is ignored); `authorization`
+decides what it may do.
 """
 
 from __future__ import annotations
@@ -44,9 +45,13 @@ class WriteApi:
         """The reply to one request from `caller` (None: an identity admission does not know). The
         service always names the caller; in-process callers (unit tests) are the admin."""
         if caller is None:
-            return error_reply(api.FORBIDDEN, "this identity may not write: admission does not know it (see docs/tenancy.md)")
+            return error_reply(
+                api.FORBIDDEN, "this identity may not write: admission does not know it (see docs/tenancy.md)"
+            )
         if len(data) > api.MAX_REQUEST_BYTES:
-            return error_reply(api.TOO_LARGE, f"request is {len(data)} bytes; the limit is {api.MAX_REQUEST_BYTES} (3 MiB)")
+            return error_reply(
+                api.TOO_LARGE, f"request is {len(data)} bytes; the limit is {api.MAX_REQUEST_BYTES} (3 MiB)"
+            )
         try:
             request = _request.decode(data)
         except UNDECODABLE as exc:
@@ -108,7 +113,7 @@ class WriteApi:
         # webhook does) rather than its status silently dropped; what is stored never carries it.
         admitted = await self._admit.create(obj)
         if hasattr(admitted, "status"):
-            admitted = msgspec.structs.replace(admitted, status=None)  # type: ignore[arg-type]
+            admitted = msgspec.structs.replace(admitted, status=None)
         return await self._store.create(admitted)
 
     async def _update(self, obj: KubeObject, old: KubeObject) -> KubeObject:
@@ -120,7 +125,7 @@ class WriteApi:
         )
         candidate = msgspec.structs.replace(obj, metadata=meta)
         if hasattr(old, "status"):
-            candidate = msgspec.structs.replace(candidate, status=old.status)  # type: ignore[arg-type]
+            candidate = msgspec.structs.replace(candidate, status=old.status)
         admitted = await self._admit.update(candidate, old)
         return await self._store.update(admitted)
 
@@ -135,11 +140,15 @@ class WriteApi:
             old = await self._store.get(row.type, namespace, request.name)
         except CorruptObject:
             # What is stored there is not an object, so no rule can judge it; deleting it is the cure.
-            await self._store.delete(row.type, namespace, request.name, resource_version=request.resource_version, grace=False)
+            await self._store.delete(
+                row.type, namespace, request.name, resource_version=request.resource_version, grace=False
+            )
             return
         authorize(caller, "delete", row.kind, namespace, new=None, old=old)
         await self._admit.delete(old)
-        await self._store.delete(row.type, namespace, request.name, resource_version=request.resource_version, uid=request.uid)
+        await self._store.delete(
+            row.type, namespace, request.name, resource_version=request.resource_version, uid=request.uid
+        )
 
 
 def _check_key(namespace: str | None, name: str, path: str) -> None:
@@ -148,7 +157,9 @@ def _check_key(namespace: str | None, name: str, path: str) -> None:
     if errors := dns1123_subdomain_errors(name):
         raise InvalidObject(f"{path}name", "dns-1123-subdomain", f"name {name[:64]!r}: {format_errors(errors)}")
     if namespace is not None and (errors := dns1123_label_errors(namespace)):
-        raise InvalidObject(f"{path}namespace", "dns-1123-label", f"namespace {namespace[:64]!r}: {format_errors(errors)}")
+        raise InvalidObject(
+            f"{path}namespace", "dns-1123-label", f"namespace {namespace[:64]!r}: {format_errors(errors)}"
+        )
 
 
 def _with_namespace(obj: KubeObject, namespace: str | None) -> KubeObject:
@@ -158,6 +169,8 @@ def _with_namespace(obj: KubeObject, namespace: str | None) -> KubeObject:
     ns = obj.metadata.namespace or namespace or "default"
     if namespace and obj.metadata.namespace and obj.metadata.namespace != namespace:
         raise InvalidObject(
-            "metadata.namespace", "namespace-match", f"the object is in namespace {obj.metadata.namespace!r} but -n says {namespace!r}"
+            "metadata.namespace",
+            "namespace-match",
+            f"the object is in namespace {obj.metadata.namespace!r} but -n says {namespace!r}",
         )
     return msgspec.structs.replace(obj, metadata=msgspec.structs.replace(obj.metadata, namespace=ns))
