@@ -1,6 +1,6 @@
 """Store throughput on a real nats-server: CAS writes/s and watch events/s, for both fsync modes.
 
-    .venv/bin/python benchmarks/store_throughput.py [--writes 20000] [--in-flight 256]
+.venv/bin/python benchmarks/store_throughput.py [--writes 20000] [--in-flight 256]
 """
 
 from __future__ import annotations
@@ -24,8 +24,14 @@ def make_pod(i: int) -> Pod:
     return Pod(
         api_version=CORE_V1,
         metadata=ObjectMeta(name=f"bench-{i}", namespace="bench", labels={"volcano.sh/job-name": f"job-{i // 10}"}),
-        spec=PodSpec(scheduler_name="volcano", containers=[
-            Container(name="main", image="busybox", resources=ResourceRequirements(requests={"cpu": "1", "memory": "1Gi"}))]),
+        spec=PodSpec(
+            scheduler_name="volcano",
+            containers=[
+                Container(
+                    name="main", image="busybox", resources=ResourceRequirements(requests={"cpu": "1", "memory": "1Gi"})
+                )
+            ],
+        ),
     )
 
 
@@ -56,7 +62,11 @@ async def measure(url: str, writes: int, in_flight: int) -> dict[str, float]:
                 break
             seen += 1
         watch_s = time.perf_counter() - start
-    return {"create_per_s": writes / create_s, "cas_update_per_s": writes / update_s, "watch_events_per_s": seen / watch_s}
+    return {
+        "create_per_s": writes / create_s,
+        "cas_update_per_s": writes / update_s,
+        "watch_events_per_s": seen / watch_s,
+    }
 
 
 async def run(writes: int, in_flight: int) -> None:
@@ -67,9 +77,13 @@ async def run(writes: int, in_flight: int) -> None:
         with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp), sync=sync) as server:
             figures = await measure(server.url, writes, in_flight)
         report.add(f"NATS KV, fsync {mode}", figures)
-        print(f"store[sync={mode}]: create-if-absent {figures['create_per_s']:,.0f}/s, "
-              f"CAS update {figures['cas_update_per_s']:,.0f}/s, watch replay {figures['watch_events_per_s']:,.0f} events/s "
-              f"({writes:,} objects, {in_flight} in flight)", flush=True)
+        print(
+            f"store[sync={mode}]: create-if-absent {figures['create_per_s']:,.0f}/s, "
+            f"CAS update {figures['cas_update_per_s']:,.0f}/s, "
+            f"watch replay {figures['watch_events_per_s']:,.0f} events/s "
+            f"({writes:,} objects, {in_flight} in flight)",
+            flush=True,
+        )
     print("  results: " + ", ".join(str(p) for p in report.write()), flush=True)
 
 
