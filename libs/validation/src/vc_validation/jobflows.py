@@ -58,7 +58,9 @@ def _retain_policy(flow: JobFlow) -> Iterator[Violation]:
     policy = flow.spec.job_retain_policy if flow.spec else None
     if policy not in (None, "", *RETAIN_POLICIES):
         allowed = ", ".join(RETAIN_POLICIES)
-        yield Violation("spec.jobRetainPolicy", "job-retain-policy", f"must be one of {allowed}, got {str(policy)[:64]!r}")
+        yield Violation(
+            "spec.jobRetainPolicy", "job-retain-policy", f"must be one of {allowed}, got {str(policy)[:64]!r}"
+        )
 
 
 def _flow(item: Flow, path: str, flow_name: str) -> Iterator[Violation]:
