@@ -17,12 +17,12 @@ from vc_flow_controller.caches import FlowCaches
 from vc_flow_controller.controller import Clock, FlowController, wall_clock
 from vc_flow_controller.jobwriter import JobWriter
 from vc_flow_controller.logic.owners import OwnerKey
-from vc_flow_controller.timers import Timers
 from vc_runtime.membership import Membership
 from vc_runtime.resync import resync_forever, wait_synced
 from vc_runtime.service import FnWorker, ServiceContext, Worker
 from vc_runtime.settings import RuntimeSettings
 from vc_runtime.sharding import FencedStore
+from vc_runtime.timers import Timers
 
 log = structlog.get_logger(__name__)
 DEFAULT_WORKERS = 8

@@ -12,12 +12,12 @@ from vc_bus.dispatch import KeyedDispatcher
 from vc_gc.caches import GcCaches
 from vc_gc.collector import Collector
 from vc_gc.logic.owners import OwnerKey
-from vc_gc.timers import Timers
 from vc_runtime.membership import Membership
 from vc_runtime.resync import resync_forever, wait_synced
 from vc_runtime.service import FnWorker, ServiceContext, Worker
 from vc_runtime.settings import RuntimeSettings
 from vc_runtime.sharding import FencedStore
+from vc_runtime.timers import Timers
 
 log = structlog.get_logger(__name__)
 

@@ -1,7 +1,8 @@
 """Deadlines per key on the monotonic clock, handed to the dispatcher as delayed submissions.
 
-Only the earliest pending deadline of a key is kept: a job re-seen a hundred times before its TTL
-runs still costs one timer. The deadline itself is never trusted: the handler re-checks on firing.
+Only the earliest pending deadline of a key is kept: an object re-seen a hundred times before its
+deadline (gc: a job's TTL; flow-controller: a CronJob's next run) still costs one timer. The deadline
+itself is never trusted: the handler re-checks (re-reads the clock) on firing.
 """
 
 from __future__ import annotations
