@@ -47,3 +47,20 @@ def test_pod_creation_latency_is_from_the_jobs_creation_per_pod() -> None:
     volcano_metrics.pods_created(job(None), 0, now=now)
     assert sample("volcano_controller_job_to_pod_creation_latency_milliseconds_count") == count + 3
     assert sample("volcano_controller_job_to_pod_creation_latency_milliseconds_sum") == total + 3 * 2500
+
+
+def test_a_deleted_jobs_series_goes_with_it() -> None:
+    """A series per job name: kept after deletion, it grew the controller by every job ever run (the
+    soak's job-controller memory growth)."""
+    volcano_metrics.phase_written(job("Running", name="vm-gone"), job("Completed", name="vm-gone"))
+    assert REGISTRY.get_sample_value(
+        "volcano_job_completed_phase_count", {"job_name": "vm-gone", "queue_name": "research"}
+    )
+    volcano_metrics.job_deleted(job("Completed", name="vm-gone"))
+    volcano_metrics.job_deleted(job("Running", name="vm-never-finished"))  # no series: nothing to drop
+    assert (
+        REGISTRY.get_sample_value(
+            "volcano_job_completed_phase_count", {"job_name": "vm-gone", "queue_name": "research"}
+        )
+        is None
+    )

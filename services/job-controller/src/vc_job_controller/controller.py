@@ -21,6 +21,7 @@ from vc_bus.dispatch import KeyedDispatcher
 from vc_core.errors import NotFound, PermanentError
 from vc_core.store import ObjectStore
 from vc_job_controller import requests as rq
+from vc_job_controller import volcano_metrics
 from vc_job_controller.admissibility import Admissibility
 from vc_job_controller.delays import DelayStore
 from vc_job_controller.executor import PlanExecutor, Publish
@@ -100,6 +101,8 @@ class JobController:
             self.pending.pop(key, None)
             self.delayed.pop(key, None)
             self.admissibility.forget(key)
+            if old is not None:
+                volcano_metrics.job_deleted(old)
             return
         request = rq.for_job_changed(old, new)
         if request is not None:

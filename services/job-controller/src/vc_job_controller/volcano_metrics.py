@@ -10,6 +10,7 @@ query (rate() reads them the same).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from datetime import datetime
 from typing import Final
@@ -58,3 +59,12 @@ def phase_written(before: Job, after: Job) -> None:
     queue = (after.spec.queue if after.spec else None) or "default"
     gauge = COMPLETED if new == "Completed" else FAILED
     gauge.labels(after.metadata.name or "", queue).inc()
+
+
+def job_deleted(job: Job) -> None:
+    """The job is gone: drop its phase-count series, as Volcano's controller does on delete, so the
+    controller's memory and /metrics stay bounded by the live jobs, not by every job ever run."""
+    labels = (job.metadata.name or "", (job.spec.queue if job.spec else None) or "default")
+    for gauge in (COMPLETED, FAILED):
+        with contextlib.suppress(KeyError):  # never completed (or failed): no series
+            gauge.remove(*labels)
