@@ -43,7 +43,7 @@ async def test_a_chaos_schedule_keeps_every_invariant(index: int, tmp_path: Path
 # whose faults keep the instances apart (one paused or slowed the whole time) can still miss it, so
 # the broken build gets up to three schedules, as `make chaos` would run several: one must catch it.
 CROWDED = Options(load_s=20.0, jobs_per_s=4.0, burst=8, nodes=8, flap_nodes=8)
-BROKEN_SCHEDULES = (3, 4, 5)
+BROKEN_SCHEDULES = (4, 3, 1)  # 4 first: no scheduler kill or stop, no unsynced loss to thin the load
 
 
 @pytest.mark.timeout(1800)
