@@ -18,16 +18,15 @@ import asyncio
 import hashlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Final
 
 import structlog
 from nats.aio.client import Client
 from nats.js import api
-from nats.js.errors import APIError, BadRequestError, NotFoundError
+from nats.js.errors import NotFoundError
 from prometheus_client import Counter
 
 from vc_bus.decoding import decode_or_none
-from vc_bus.pull import Delivery, PullConsumer
+from vc_bus.pull import Delivery, PullConsumer, refused_filter
 from vc_core.errors import InvalidObject
 from vc_proto import codec, subjects
 from vc_proto.events import MAX_EVENTS_PER_MESSAGE, DomainEvent, EventMessage
@@ -218,7 +217,7 @@ async def follow(
                     if stop_when_caught_up and delivery.pending == 0:
                         return
         except Exception as exc:  # transport boundary: a new consumer after the last message read
-            if _refused_filter(exc):
+            if refused_filter(exc):
                 # A name that is no subject token ("", "a b"): no retry can succeed, so say so instead
                 # of retrying forever (found by fuzzing `vcctl job history`).
                 raise InvalidObject("name", "subject", f"no events can match {filter_subject!r}") from exc
@@ -228,14 +227,6 @@ async def follow(
             await asyncio.sleep(delay)
         finally:
             await asyncio.shield(consumer.close())
-
-
-_INVALID_SUBJECT: Final = 10052  # nats-server's error code for "invalid subject" (with HTTP-like code 500)
-
-
-def _refused_filter(exc: Exception) -> bool:
-    """Whether the server refused the consumer for its filter subject, which no retry changes."""
-    return isinstance(exc, BadRequestError) or (isinstance(exc, APIError) and exc.err_code == _INVALID_SUBJECT)
 
 
 def _config(filter_subject: str, start: int) -> api.ConsumerConfig:

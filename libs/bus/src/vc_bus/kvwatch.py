@@ -17,9 +17,8 @@ from dataclasses import dataclass
 import structlog
 from nats.js import api
 from nats.js.client import JetStreamContext
-from nats.js.errors import APIError
 
-from vc_bus.pull import PullConsumer
+from vc_bus.pull import PullConsumer, refused_filter
 from vc_core.errors import InvalidObject
 from vc_core.store import WatchOp
 
@@ -122,12 +121,3 @@ class _Feed:
     def _mark_synced(self) -> RawEntry:
         self._synced = True
         return RawEntry(WatchOp.SYNCED, max(self._last, self._sync_at))
-
-
-_INVALID_SUBJECT = 10052  # nats-server's error code for "invalid subject" (sent with code 500)
-
-
-def refused_filter(exc: Exception) -> bool:
-    """Whether the server refused a consumer for its filter subject, which no retry changes (only that
-    error: anything else, a leader election included, is retried)."""
-    return isinstance(exc, APIError) and exc.err_code == _INVALID_SUBJECT

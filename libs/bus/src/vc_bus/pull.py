@@ -29,6 +29,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.js import api
+from nats.js.errors import APIError, BadRequestError
 
 from vc_bus.rawsub import RawDeliveryClient, parse_headers
 
@@ -197,3 +198,13 @@ class PullConsumer:
 def _wake(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
         waiter.set_result(None)
+
+
+_INVALID_SUBJECT: Final = 10052  # nats-server's error code for "invalid subject" (sent with code 500)
+
+
+def refused_filter(exc: Exception) -> bool:
+    """Whether the server refused a consumer for its request (its filter subject: a namespace or name
+    that is no subject token), which no retry changes. Anything else, a leader election included, is
+    worth a new consumer."""
+    return isinstance(exc, BadRequestError) or (isinstance(exc, APIError) and exc.err_code == _INVALID_SUBJECT)
