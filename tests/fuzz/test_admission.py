@@ -12,9 +12,8 @@ from __future__ import annotations
 import asyncio
 import json
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TypeVar
 
 import aiohttp
 import msgspec
@@ -23,6 +22,7 @@ from nats.aio.client import Client
 from nats.errors import MaxPayloadError
 from nats.errors import TimeoutError as NatsTimeout
 
+from tests.fuzz.aftermath import each
 from tests.fuzz.budget import EXAMPLES, TIMEOUT_S, Tally, draw
 from tests.fuzz.surfaces import Payload, materialize, webhook_posts, write_requests
 from tests.support.services import ServiceProcess
@@ -33,8 +33,6 @@ from vc_proto import api, subjects
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(TIMEOUT_S)]
 _reply = msgspec.json.Decoder(api.WriteReply)
-T = TypeVar("T")
-IN_FLIGHT = 16
 GOOD_QUEUE = (
     b'{"operation":"create","object":{"apiVersion":"scheduling.volcano.sh/v1beta1","kind":"Queue",'
     b'"metadata":{"name":"fuzz-after"}}}'
@@ -50,22 +48,6 @@ async def admission(nats_server: NatsServer, tmp_path: Path) -> AsyncIterator[tu
     await service.wait_ready(timeout=60)
     yield service, port, certs / "ca.crt"
     service.stop_quietly()
-
-
-async def each(inputs: Iterable[T], handle: Callable[[T], Awaitable[None]]) -> None:
-    """`handle` every input, IN_FLIGHT at a time (admission serves a pool of workers)."""
-    slots = asyncio.Semaphore(IN_FLIGHT)
-
-    async def one(item: T) -> None:
-        try:
-            await handle(item)
-        finally:
-            slots.release()
-
-    async with asyncio.TaskGroup() as tg:
-        for item in inputs:
-            await slots.acquire()  # no more than IN_FLIGHT tasks at once
-            tg.create_task(one(item))
 
 
 def assert_serving(service: ServiceProcess) -> None:

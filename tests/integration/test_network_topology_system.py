@@ -23,24 +23,12 @@ from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, PodGroupSpec
 from vc_proto.topology import HyperNode
 from vc_proto.vocabulary import GROUP_NAME_ANNOTATION
 from vc_scheduler.app import SchedulerApp
+from vc_scheduling.framework.conf import DEFAULT_CONF_YAML
 
 pytestmark = [pytest.mark.nats]
 
-CONF = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: network-topology-aware
-"""
+# Volcano's default conf with the topology plugin added to its second tier.
+CONF = DEFAULT_CONF_YAML + "  - name: network-topology-aware\n"
 
 
 def podgroup(name: str, members: int, highest_tier: int) -> PodGroup:

@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from fractions import Fraction
 
+from vc_runtime.sharding import SoleOwner
+from vc_scheduler.binder import GangBinder
+from vc_scheduler.cache import SchedulerCache
+from vc_scheduler.events import SchedulerEvents
+from vc_scheduler.evictor import Evictor
+from vc_scheduler.inflight import InFlight
+from vc_scheduler.loop import SchedulingLoop
+from vc_scheduler.status_writer import StatusWriter
+from vc_scheduling.cycle import load_scheduler_conf
 from vc_scheduling.snapshot.cluster import NodeObj, PodGroupObj, PodObj
 
 
@@ -45,3 +55,28 @@ def group(name: str, queue: str = "default", *, min_member: int = 1) -> PodGroup
 
 def node(name: str) -> NodeObj:
     return NodeObj(name=name, labels={}, taints=(), unschedulable=False, allocatable={"cpu": Fraction(4)}, max_pods=10)
+
+
+def offline_loop(
+    cache: SchedulerCache,
+    *,
+    period_s: float = 1.0,
+    owner: SoleOwner | None = None,
+    members: SoleOwner | None = None,
+    work: InFlight | None = None,
+) -> SchedulingLoop:
+    """A scheduling loop over `cache` with no store (its binder, evictor and status writer hold None: the
+    tests drive `run_once` or watch the loop's decisions, never a write)."""
+    owner = owner or SoleOwner("s0")
+    events = SchedulerEvents(lambda event: asyncio.sleep(0), source="test")
+    work = work or InFlight("s0")
+    return SchedulingLoop(
+        cache,
+        load_scheduler_conf(),
+        binder=GangBinder(None, cache, events, ownership=owner, work=work),  # type: ignore[arg-type]
+        evictor=Evictor(None, events, ownership=owner, work=work),  # type: ignore[arg-type]
+        statuses=StatusWriter(None, cache, events, ownership=owner, work=work),  # type: ignore[arg-type]
+        period_s=period_s,
+        instance="s0",
+        **({"members": members} if members is not None else {}),
+    )

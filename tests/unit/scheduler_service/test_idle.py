@@ -9,15 +9,12 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from tests.support.waiting import eventually
-from tests.unit.scheduler_service.service_builders import group, node, pod
+from tests.unit.scheduler_service.service_builders import group, node, offline_loop, pod
 from vc_runtime.sharding import SoleOwner
-from vc_scheduler.binder import GangBinder
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.events import SchedulerEvents
-from vc_scheduler.evictor import Evictor
 from vc_scheduler.idle import IDLE_CYCLE_S, IdleGate, Inputs
 from vc_scheduler.inflight import InFlight
-from vc_scheduler.loop import SchedulingLoop
 from vc_scheduler.status_policy import COUNTS_EVERY_S, STATUS_RESEND_S, SentStatuses
 from vc_scheduler.status_writer import StatusWriter
 from vc_scheduling.cycle import load_scheduler_conf, run_cycle
@@ -124,17 +121,7 @@ def test_the_loop_skips_idle_periods_and_cycles_again_on_a_change() -> None:
         cache.queues["default"] = QueueObj(name="default")
         cache.podgroups["ns/a"] = group("a", min_member=1)
         cache.pods["ns/a0"] = pod("a0", "a")
-        work, owner = InFlight("s0"), SoleOwner("s0")
-        events = SchedulerEvents(lambda event: asyncio.sleep(0), source="test")
-        loop = SchedulingLoop(
-            cache,
-            load_scheduler_conf(),
-            binder=GangBinder(None, cache, events, ownership=owner, work=work),  # type: ignore[arg-type]
-            evictor=Evictor(None, events, ownership=owner, work=work),  # type: ignore[arg-type]
-            statuses=StatusWriter(None, cache, events, ownership=owner, work=work),  # type: ignore[arg-type]
-            period_s=0.01,
-            instance="s0",
-        )
+        loop = offline_loop(cache, period_s=0.01)
         shutdown = asyncio.Event()
         runner = asyncio.create_task(loop.run(shutdown))
 
@@ -167,18 +154,7 @@ def test_only_work_this_instance_can_do_wakes_it_early() -> None:
 
     cache = SchedulerCache()
     owner = TwoMembers()
-    events = SchedulerEvents(lambda event: asyncio.sleep(0), source="test")
-    work = InFlight("s0")
-    loop = SchedulingLoop(
-        cache,
-        load_scheduler_conf(),
-        binder=GangBinder(None, cache, events, ownership=owner, work=work),  # type: ignore[arg-type]
-        evictor=Evictor(None, events, ownership=owner, work=work),  # type: ignore[arg-type]
-        statuses=StatusWriter(None, cache, events, ownership=owner, work=work),  # type: ignore[arg-type]
-        period_s=1.0,
-        instance="s0",
-        members=owner,
-    )
+    loop = offline_loop(cache, owner=owner, members=owner)
     keys = [f"ns/g{i}" for i in range(20)]
     theirs = next(k for k in keys if rendezvous_owner(k, owner.members) == "s1")
     ours = next(k for k in keys if rendezvous_owner(k, owner.members) == "s0")

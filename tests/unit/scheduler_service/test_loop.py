@@ -7,16 +7,13 @@ import asyncio
 from dataclasses import replace
 from fractions import Fraction
 
-from tests.unit.scheduler_service.service_builders import group, node, pod
+from tests.unit.scheduler_service.service_builders import group, node, offline_loop, pod
 from vc_runtime.sharding import SoleOwner
-from vc_scheduler.binder import GangBinder
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.events import SchedulerEvents
-from vc_scheduler.evictor import Evictor
 from vc_scheduler.gangs import gangs_of, hierarchical
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.ledger import View
-from vc_scheduler.loop import SchedulingLoop
 from vc_scheduler.status_policy import ALLOCATED_EVERY_S, COUNTS_EVERY_S
 from vc_scheduler.status_writer import StatusWriter
 from vc_scheduling.cycle import load_scheduler_conf
@@ -135,17 +132,8 @@ def test_a_cycle_assumes_its_binds_and_hands_gangs_and_statuses_over_without_wai
         cache.podgroups["ns/a"] = group("a", min_member=2)
         for name in ("a0", "a1"):
             cache.pods[f"ns/{name}"] = pod(name, "a")
-        work, owner = InFlight("s0"), SoleOwner("s0")
-        events = SchedulerEvents(lambda event: asyncio.sleep(0), source="test")
-        loop = SchedulingLoop(
-            cache,
-            load_scheduler_conf(),
-            binder=GangBinder(None, cache, events, ownership=owner, work=work),  # type: ignore[arg-type]
-            evictor=Evictor(None, events, ownership=owner, work=work),  # type: ignore[arg-type]
-            statuses=StatusWriter(None, cache, events, ownership=owner, work=work),  # type: ignore[arg-type]
-            period_s=1.0,
-            instance="s0",
-        )
+        work = InFlight("s0")
+        loop = offline_loop(cache, work=work)
         result = await loop.run_once()
         assert set(result.binds) == {"ns/a0", "ns/a1"}
         assert cache.assumed() == {"ns/a0", "ns/a1"}  # the next cycle will not place them again
