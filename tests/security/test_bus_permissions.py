@@ -42,6 +42,8 @@ W = {
         ("jobflow", "team-a"),
         ("jobtemplate", "team-a"),
         ("cronjob", "team-a"),
+        ("event", "team-a"),
+        ("hypernode", "_"),
     )
 }
 GET = {kind: f"$JS.API.STREAM.MSG.GET.KV_vc-{kind}" for kind in W}
@@ -71,6 +73,8 @@ USER_KINDS = {
     "jobflow",
     "jobtemplate",
     "cronjob",
+    "event",
+    "hypernode",
 }
 FLOW_KINDS = {"jobflow", "jobtemplate", "cronjob"}
 PLUGIN_KINDS = {"secret", "configmap", "service", "networkpolicy"}
@@ -79,14 +83,14 @@ PLUGIN_KINDS = {"secret", "configmap", "service", "networkpolicy"}
 EXPECTED: dict[str, tuple[set[str], set[str], set[str], set[str]]] = {
     "admission": (ALL_KINDS, ALL_KINDS, {CREATE_JOBS, EVENT}, {WRITE_ANY, WRITE_BARE}),
     "job-controller": (
-        {"job", "podgroup", "pod", "command"} | PLUGIN_KINDS,
-        {"job", "podgroup", "pod", "queue", "command", "priorityclass"} | PLUGIN_KINDS,
+        {"job", "podgroup", "pod", "command", "event"} | PLUGIN_KINDS,
+        {"job", "podgroup", "pod", "queue", "command", "priorityclass", "event"} | PLUGIN_KINDS,
         {CREATE_JOBS, EVENT, LEASE["job-controller"], DELAYS},
         set(),
     ),
     "queue-controller": (
-        {"queue", "command"},
-        {"queue", "podgroup", "command", "job"},
+        {"queue", "command", "event"},
+        {"queue", "podgroup", "command", "job", "event"},
         {CREATE_JOBS, EVENT, LEASE["queue-controller"]},
         set(),
     ),
@@ -103,8 +107,8 @@ EXPECTED: dict[str, tuple[set[str], set[str], set[str], set[str]]] = {
         set(),
     ),
     "scheduler": (
-        {"pod", "podgroup", "queue"},
-        {"node", "pod", "podgroup", "queue", "priorityclass", "job"},
+        {"pod", "podgroup", "queue", "event"},
+        {"node", "pod", "podgroup", "queue", "priorityclass", "job", "event", "hypernode"},
         {CREATE_JOBS, EVENT, LEASE["scheduler"], LEDGER},
         set(),
     ),
@@ -114,9 +118,16 @@ EXPECTED: dict[str, tuple[set[str], set[str], set[str], set[str]]] = {
         {CREATE_JOBS, EVENT, LEASE["flow-controller"]},
         set(),
     ),
-    "node-sim": ({"pod", "node"}, {"pod", "node"}, {CREATE_JOBS, EVENT}, {NODE_CONTROL}),
+    # HyperNodes: `--topology` builds racks and spines over the nodes it simulates.
+    "node-sim": (
+        {"pod", "node", "event", "hypernode"},
+        {"pod", "node", "event", "hypernode"},
+        {CREATE_JOBS, EVENT},
+        {NODE_CONTROL},
+    ),
     "dashboard": (set(), USER_KINDS, {CREATE_JOBS, READ_HISTORY}, set()),
-    "kube-relay": (ALL_KINDS, ALL_KINDS, {CREATE_JOBS}, set()),
+    # Everything but Events: in kube mode the services write those to the apiserver themselves.
+    "kube-relay": (ALL_KINDS - {"event"}, ALL_KINDS - {"event"}, {CREATE_JOBS}, set()),
     "admin": (set(), USER_KINDS, {WRITE["admin"], NODE_CONTROL, READ_HISTORY}, set()),
     "alice": (set(), USER_KINDS, {WRITE["alice"], READ_HISTORY}, set()),
 }

@@ -51,6 +51,9 @@ JOB_PLUGIN_KINDS: Final = frozenset({"Service", "ConfigMap", "Secret", "NetworkP
 # The services that record Kubernetes Events (vc_runtime.kube_events): they create them and read them
 # back to count a repeat.
 EVENTS: Final = frozenset({"Event"})
+# What the kube relay mirrors into NATS (vc_kube.relay.MIRRORED_KINDS): every kind but Events, which
+# the services write to the apiserver themselves in kube mode.
+RELAYED: Final = ALL_KINDS - EVENTS
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +130,7 @@ SERVICE_GRANTS: Final[dict[str, Grant]] = {
         writes_history=True,
     ),
     "dashboard": Grant("service", reads=USER_READABLE, reads_history=True),
-    "kube-relay": Grant("service", reads=ALL_KINDS, writes=ALL_KINDS),
+    "kube-relay": Grant("service", reads=RELAYED, writes=RELAYED),
 }
 SERVICES: Final = tuple(SERVICE_GRANTS)
 
