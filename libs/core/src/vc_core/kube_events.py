@@ -104,16 +104,21 @@ _EVICTORS: Final = frozenset({"scheduler", "node-sim"})
 def intents_for(event: DomainEvent) -> tuple[EventIntent, ...]:
     """The Kubernetes Events a domain event stands for (most stand for none: pod starts, binds and
     phase changes are history, and an Event per pod transition would double the writes per pod)."""
-    involved = Involved(event.kind, event.namespace, event.name, event.uid)
-    message = bounded(event.message or event.reason)
+    # Every published fact passes here (each bind, on the scheduler's hot path): look up first, build
+    # the Event's parts only for the few that stand for one.
     if event.kind == "Queue" and event.reason == "PhaseChanged":
         reason = _QUEUE_REASONS.get(event.phase or "")
-        return (EventIntent(involved, NORMAL, reason, message),) if reason else ()
+        if not reason:
+            return ()
+        involved = Involved(event.kind, event.namespace, event.name, event.uid)
+        return (EventIntent(involved, NORMAL, reason, bounded(event.message or event.reason)),)
     direct = _DIRECT.get((event.kind, event.reason))
     if direct is None:
         return ()
     if event.kind == "Pod" and event.source.partition("/")[0] not in _EVICTORS:
         return ()  # the job controller only saw the eviction: the evictor says it
+    involved = Involved(event.kind, event.namespace, event.name, event.uid)
+    message = bounded(event.message or event.reason)
     verdict = direct[1] == "Unschedulable"
     intents = [EventIntent(involved, direct[0], direct[1], message, verdict=verdict)]
     if verdict and event.kind == "PodGroup" and event.job:
