@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 
 from vc_bus.buckets import open_bucket
 
@@ -28,3 +29,32 @@ async def test_instances_racing_to_create_all_get_the_one_bucket(nc: Client) -> 
     opened = await asyncio.gather(*(open_bucket(js, "TEST_BUCKETS_RACE", history=1 + i % 2) for i in range(6)))
     await opened[0].put("k", b"v")
     assert all([(await kv.get("k")).value == b"v" for kv in opened])
+
+
+async def test_direct_gets_are_used_only_where_asked_and_the_bucket_allows_them(nc: Client) -> None:
+    js = nc.jetstream()
+    leader = await open_bucket(js, "TEST_BUCKETS_DIRECT")
+    await leader.put("team-a.j1", b"v")
+    direct = await open_bucket(js, "TEST_BUCKETS_DIRECT", direct_gets=True)
+    assert (await js.stream_info("KV_TEST_BUCKETS_DIRECT")).config.allow_direct
+    asked: list[str] = []
+
+    async def record(msg: Msg) -> None:
+        asked.append(msg.subject)
+
+    sub = await nc.subscribe("$JS.API.>", cb=record)
+    try:
+        assert (await direct.get("team-a.j1")).value == b"v"
+        assert (await leader.get("team-a.j1")).value == b"v"
+        await nc.flush()
+    finally:
+        await sub.unsubscribe()
+    assert asked == [
+        "$JS.API.DIRECT.GET.KV_TEST_BUCKETS_DIRECT.$KV.TEST_BUCKETS_DIRECT.team-a.j1",
+        "$JS.API.STREAM.MSG.GET.KV_TEST_BUCKETS_DIRECT",
+    ]
+    # A bucket made before buckets allowed direct gets is read through the leader even when asked.
+    await js.create_key_value(bucket="TEST_BUCKETS_OLD", direct=False)
+    old = await open_bucket(js, "TEST_BUCKETS_OLD", direct_gets=True)
+    await old.put("k", b"v")
+    assert (await old.get("k")).value == b"v"

@@ -48,6 +48,21 @@ W = {
 }
 GET = {kind: f"$JS.API.STREAM.MSG.GET.KV_vc-{kind}" for kind in W}
 WATCH = {kind: f"$JS.API.CONSUMER.CREATE.KV_vc-{kind}" for kind in W}
+CLUSTER_KINDS = {"node", "queue", "priorityclass", "hypernode"}
+# Reads that name their keys in the subject: a consumer filtered to one namespace (or to all: "*"), and
+# a direct get of one key. Tenants may make these only within their namespaces.
+SCOPES = ("team-a", "team-b", "*")
+WATCH_IN = {
+    (kind, ns): f"$JS.API.CONSUMER.CREATE.KV_vc-{kind}.c1.$KV.vc-{kind}.{'_' if kind in CLUSTER_KINDS else ns}.*"
+    for kind in W
+    for ns in SCOPES
+}
+DIRECT_IN = {
+    (kind, ns): f"$JS.API.DIRECT.GET.KV_vc-{kind}.$KV.vc-{kind}.{'_' if kind in CLUSTER_KINDS else ns}.x"
+    for kind in W
+    for ns in SCOPES[:2]
+}
+HISTORY_IN = {ns: f"$JS.API.CONSUMER.CREATE.VC_EVT.c1.vc.evt.job.{ns}.j1" for ns in SCOPES}
 DIRECT_SECRET = "$JS.API.DIRECT.GET.KV_vc-secret.$KV.vc-secret.team-a.x-ssh"
 CREATE_JOBS, DELETE_JOBS = "$JS.API.STREAM.CREATE.KV_vc-job", "$JS.API.STREAM.DELETE.KV_vc-job"
 PURGE_SECRETS, UPDATE_HISTORY = "$JS.API.STREAM.PURGE.KV_vc-secret", "$JS.API.STREAM.UPDATE.VC_EVT"
@@ -130,12 +145,18 @@ EXPECTED: dict[str, tuple[set[str], set[str], set[str], set[str]]] = {
     "kube-relay": (ALL_KINDS - {"event"}, ALL_KINDS - {"event"}, {CREATE_JOBS}, set()),
     "admin": (set(), USER_KINDS, {WRITE["admin"], NODE_CONTROL, READ_HISTORY}, set()),
     "alice": (set(), USER_KINDS, {WRITE["alice"], READ_HISTORY}, set()),
+    "bob": (set(), USER_KINDS, {WRITE["bob"], READ_HISTORY}, set()),
 }
+# The tenants read their own namespaces only (and cluster-scoped kinds whole); the others read all.
+NAMESPACES_OF = {"alice": {"team-a"}, "bob": {"team-b"}}
 PROBED_PUBLISH = sorted(
     {
         *W.values(),
         *GET.values(),
         *WATCH.values(),
+        *WATCH_IN.values(),
+        *DIRECT_IN.values(),
+        *HISTORY_IN.values(),
         DIRECT_SECRET,
         CREATE_JOBS,
         DELETE_JOBS,
@@ -161,14 +182,24 @@ PROBED_SUBSCRIBE = sorted(
 
 def expected_publish(identity: str, subject: str) -> bool:
     writes, reads, others, _ = EXPECTED[identity]
+    scope = NAMESPACES_OF.get(identity)
     if subject in W.values():
         return any(W[k] == subject for k in writes)
     if subject in GET.values() or subject in WATCH.values():
-        return any(GET[k] == subject or WATCH[k] == subject for k in reads)
+        # Reads that name no key in the subject: only for whoever reads every namespace of the kind.
+        return any((GET[k] == subject or WATCH[k] == subject) and (scope is None or k in CLUSTER_KINDS) for k in reads)
+    for (kind, ns), probed in (*WATCH_IN.items(), *DIRECT_IN.items()):
+        if probed == subject:
+            return kind in reads and (scope is None or kind in CLUSTER_KINDS or ns in scope)
+    for ns, probed in HISTORY_IN.items():
+        if probed == subject:
+            return READ_HISTORY in others and (scope is None or ns in scope)
     if subject == DIRECT_SECRET:
         return "secret" in reads
     if subject == EVENT:
         return EVENT in others
+    if subject == READ_HISTORY:
+        return READ_HISTORY in others and scope is None
     return subject in others
 
 

@@ -6,7 +6,9 @@
   subject (the server) or asks on her own with bob's namespace (admission); so is deleting a queue;
 - `vcctl apply` of a Secret named like a job's ssh Secret is refused, for a tenant and for the admin;
 - publishing on a service's subjects (a KV bucket, node-sim's control, the history) is refused;
-- the request's own `user` claim changes nothing.
+- the request's own `user` claim changes nothing;
+- a tenant reads its own namespaces only: vcctl says what the server refused, and a raw client that
+  names one namespace in the subject and asks for more in the body is refused too.
 """
 
 from __future__ import annotations
@@ -106,6 +108,49 @@ async def test_tenants_are_held_to_their_namespaces_and_tephras_objects(tenants:
                 await nc.request(subject, msgspec.json.encode(delete), timeout=1)
     assert (await tenants.job("b-job", "team-b")).metadata.name == "b-job"
     assert (await tenants.store_call(lambda s: s.get(Queue, None, "default"))).metadata.name == "default"
+
+
+async def test_tenants_read_only_their_own_namespaces(tenants: Tenants) -> None:
+    assert tenants.vcctl_as("alice", "apply", "-f", "-", stdin=job_in("team-a", "a-job")).returncode == 0
+    assert tenants.vcctl_as("bob", "apply", "-f", "-", stdin=job_in("team-b", "b-job")).returncode == 0
+
+    # Her own namespace, her history, the queues: read as before; "all namespaces" means all of hers.
+    own = tenants.vcctl_as("alice", "job", "list", "-n", "team-a")
+    assert own.returncode == 0 and "a-job" in own.stdout, own.stderr
+    everywhere = tenants.vcctl_as("alice", "job", "list", "-A")
+    assert everywhere.returncode == 0 and "a-job" in everywhere.stdout and "b-job" not in everywhere.stdout
+    view = tenants.vcctl_as("alice", "job", "view", "-N", "a-job", "-n", "team-a")
+    assert view.returncode == 0 and "a-job" in view.stdout, view.stderr
+    queues = tenants.vcctl_as("alice", "queue", "list")
+    assert queues.returncode == 0 and "default" in queues.stdout, queues.stderr
+
+    # Bob's: refused by the server, and vcctl says what and why at once (not a timeout).
+    for args, what in (
+        (("job", "list", "-n", "team-b"), "list Jobs in namespace 'team-b'"),
+        (("pod", "list", "-n", "team-b"), "list Pods in namespace 'team-b'"),
+        (("job", "view", "-N", "b-job", "-n", "team-b"), "read Job team-b/b-job"),
+        (("job", "history", "-N", "b-job", "-n", "team-b"), "read the history in namespace 'team-b'"),
+    ):
+        refused = tenants.vcctl_as("alice", *args)
+        expected = f"NATS refused identity 'alice': it may not {what} (it reads namespaces team-a only"
+        assert refused.returncode == 1 and expected in refused.stderr, (args, refused.stderr)
+
+    # Past vcctl, as a hostile client: a consumer whose subject names team-a but whose body asks for
+    # more is refused by the server, and so is every read that names no key in its subject.
+    alice = tenants.people["alice"]
+    create = "$JS.API.CONSUMER.CREATE.KV_vc-job.sneaky.$KV.vc-job.team-a.*"
+    async with connect(tenants.url, name="alice", credentials=alice) as nc:
+        for config in ({"filter_subject": "$KV.vc-job.>"}, {"filter_subjects": ["$KV.vc-job.>"]}):
+            body = {"stream_name": "KV_vc-job", "config": {"name": "sneaky", "ack_policy": "none", **config}}
+            answer = msgspec.json.decode((await nc.request(create, msgspec.json.encode(body), timeout=10)).data)
+            assert "error" in answer, (config, answer)
+        for subject, body in (
+            ("$JS.API.STREAM.MSG.GET.KV_vc-job", {"last_by_subj": "$KV.vc-job.team-b.b-job"}),
+            ("$JS.API.CONSUMER.CREATE.KV_vc-job", {"stream_name": "KV_vc-job", "config": {"ack_policy": "none"}}),
+            ("$JS.API.DIRECT.GET.KV_vc-job", {"last_by_subj": "$KV.vc-job.team-b.b-job"}),
+        ):
+            with pytest.raises((nats.errors.TimeoutError, nats.errors.NoRespondersError)):
+                await nc.request(subject, msgspec.json.encode(body), timeout=1)
 
 
 async def test_a_jobs_ssh_secret_is_neither_readable_nor_replaceable(tenants: Tenants) -> None:

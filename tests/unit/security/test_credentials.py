@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import stat
 from pathlib import Path
 
@@ -57,6 +58,16 @@ def test_credentials_round_trip_and_bad_files_name_the_field(tmp_path: Path) -> 
         decode_credentials(b'{"identity": "alice"}', source="f")
     with pytest.raises(BadCredentials, match="nope"):
         load_credentials(tmp_path / "nope")
+    # A tenant's file names its namespaces; each must be one, and there are 1 to 256 of them.
+    tenant = ClientCredentials("alice", new_user_key(), namespaces=frozenset({"team-a", "team-c"}))
+    assert decode_credentials(tenant.encode(), source="f") == tenant
+    assert b'"namespaces"' not in creds.encode()
+    seed = creds.key.seed
+    too_many = json.dumps([f"n{i}" for i in range(257)])
+    for namespaces, rule in (('["Team A"]', "DNS label"), ("[]", "1 to 256"), (too_many, "1 to 256")):
+        body = f'{{"identity": "alice", "seed": "{seed}", "namespaces": {namespaces}}}'
+        with pytest.raises(BadCredentials, match=f"f: namespaces: .*{rule}"):
+            decode_credentials(body.encode(), source="f")
 
 
 def test_the_auth_directory_holds_private_files_and_makes_only_what_is_missing(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 from dataclasses import dataclass
 from typing import Final
 
@@ -81,7 +82,7 @@ class PullConsumer:
 
     async def open(self) -> int:
         """Create the consumer and send the first request; the messages it has to deliver."""
-        info = await self._nc.jetstream().add_consumer(self._stream, self._config)
+        info = await self._nc.jetstream().add_consumer(self._stream, _named(self._config))
         self._name = info.name
         self._next_subject = f"$JS.API.CONSUMER.MSG.NEXT.{self._stream}.{info.name}"
         self._inbox = self._nc.new_inbox()
@@ -193,6 +194,16 @@ class PullConsumer:
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+
+
+def _named(config: api.ConsumerConfig) -> api.ConsumerConfig:
+    """The consumer with a name, so that nats-py creates it on `CONSUMER.CREATE.<stream>.<name>.<filter>`:
+    the server then checks the filter against the subject, and so can a reader's permissions (a tenant
+    may create consumers only within its namespaces; vc_security.identities)."""
+    if any(c.isspace() for c in config.filter_subject or ""):
+        # No subject can carry it (the publish would break the connection): refused as the server would.
+        raise BadRequestError(code=400, err_code=_INVALID_SUBJECT, description=f"filter {config.filter_subject!r}")
+    return config if config.name else config.evolve(name=secrets.token_hex(11))
 
 
 def _wake(waiter: asyncio.Future[None]) -> None:

@@ -78,10 +78,13 @@ _WRONG_LAST = (10071, 10164)  # JetStream: wrong last sequence (per subject / pe
 class NatsStore:
     """ObjectStore over JetStream KV. Call `await ensure()` once before use."""
 
-    def __init__(self, nc: Client, *, replicas: int = 1, timeout: float = 10.0) -> None:
+    def __init__(self, nc: Client, *, replicas: int = 1, timeout: float = 10.0, direct_gets: bool = False) -> None:
+        """`direct_gets`: read single objects with DIRECT.GET (the key in the subject, as a reader held to
+        some namespaces must; any replica answers) instead of through the stream's leader."""
         self._nc = nc
         self._js = nc.jetstream(timeout=timeout)
         self._replicas = replicas
+        self._direct_gets = direct_gets
         self._kv: dict[str, KeyValue] = {}
 
     async def ensure(self, kinds: Iterable[str] = tuple(KINDS)) -> None:
@@ -93,7 +96,13 @@ class NatsStore:
         kv = self._kv.get(kind)
         if kv is not None:
             return kv
-        kv = await open_bucket(self._js, subjects.bucket(kind), replicas=self._replicas, ttl_s=BUCKET_TTL_S.get(kind))
+        kv = await open_bucket(
+            self._js,
+            subjects.bucket(kind),
+            replicas=self._replicas,
+            ttl_s=BUCKET_TTL_S.get(kind),
+            direct_gets=self._direct_gets,
+        )
         self._kv[kind] = kv
         return kv
 

@@ -12,9 +12,10 @@ with the user's own kubeconfig, so Kubernetes RBAC and Tephra's admission webhoo
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,12 +24,14 @@ import msgspec
 import nats
 import nats.errors
 from nats.aio.client import Client
+from nats.protocol.parser import PERMISSIONS_ERR
 
 from vc_bus.connection import PlainTextRefused, check_tls, client_options
 from vc_bus.decoding import UNDECODABLE, describe
 from vc_bus.store import NatsStore
 from vc_cli import running
 from vc_cli.errors import CliError
+from vc_cli.tenancy import ScopedStore, describe_refusal
 from vc_core.errors import NotFound
 from vc_core.store import ObjectStore
 from vc_proto import api, codec, subjects
@@ -56,14 +59,57 @@ class Writer(Protocol):
     async def write(self, request: api.WriteRequest) -> KubeObject | None: ...
 
 
+class Refusals:
+    """The server's permission refusals on vcctl's connection. The first one ends the command: a refused
+    request would wait out its timeout, and a refused watch would retry for ever."""
+
+    def __init__(self) -> None:
+        self.first: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+    def note(self, error: Exception) -> None:
+        if PERMISSIONS_ERR in str(error).lower() and not self.first.done():
+            self.first.set_result(str(error))
+
+
 class Tephra:
-    def __init__(self, nc: Client | None, store: ObjectStore | None = None, writer: Writer | None = None) -> None:
+    def __init__(
+        self,
+        nc: Client | None,
+        store: ObjectStore | None = None,
+        writer: Writer | None = None,
+        *,
+        credentials: ClientCredentials | None = None,
+        refusals: Refusals | None = None,
+    ) -> None:
         """`Tephra(nc)`: the NATS store, and writes through admission as `admin`."""
         if nc is None and (store is None or writer is None):
             raise ValueError("without NATS, a store and a writer are needed")
         self._nc = nc
         self.store = store if store is not None else NatsStore(nc)  # type: ignore[arg-type]
         self._writer = writer if writer is not None else AdmissionWriter(nc, ADMIN)  # type: ignore[arg-type]
+        self._credentials = credentials
+        self._refusals = refusals
+
+    async def guard(self, work: Awaitable[int]) -> int:
+        """Run a command; when the server refuses one of its requests first, stop it and say what was
+        refused (the server is the judge: a tenant's credentials name its namespaces only as a hint)."""
+        task: asyncio.Future[Any] = asyncio.ensure_future(work)
+        if self._refusals is None:
+            return await task
+        await asyncio.wait((task, self._refusals.first), return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        identity = self._credentials.identity if self._credentials else "(anonymous)"
+        namespaces = self._credentials.namespaces if self._credentials else None
+        raise CliError(describe_refusal(self._refusals.first.result(), identity, namespaces))
+
+    @property
+    def namespaces(self) -> frozenset[str] | None:
+        """The namespaces a tenant reads (its credentials say so); None: all of them."""
+        return self._credentials.namespaces if self._credentials else None
 
     @property
     def has_nats(self) -> bool:
@@ -218,12 +264,19 @@ def anonymous_ca(endpoint: Endpoint) -> bytes | None:
 
 
 async def open_nats(
-    server: str, credentials: ClientCredentials | None, *, ca_pem: bytes | None = None, name: str = "vcctl"
+    server: str,
+    credentials: ClientCredentials | None,
+    *,
+    ca_pem: bytes | None = None,
+    name: str = "vcctl",
+    refusals: Refusals | None = None,
 ) -> Client:
     """Fail fast with a clear message when nothing listens at `server` or it refuses who we are."""
 
-    async def quiet(_: Exception) -> None:
+    async def quiet(error: Exception) -> None:
         """nats-py prints a traceback per failed attempt by default; vcctl says it once, plainly."""
+        if refusals is not None:
+            refusals.note(error)
 
     try:
         nc = await nats.connect(
@@ -258,10 +311,16 @@ async def connect(endpoint: Endpoint | str) -> AsyncIterator[Tephra]:
             yield tephra
         return
     credentials = resolve_credentials(endpoint)
-    nc = await open_nats(endpoint.server, credentials, ca_pem=None if credentials else anonymous_ca(endpoint))
+    refusals = Refusals()
+    ca = None if credentials else anonymous_ca(endpoint)
+    nc = await open_nats(endpoint.server, credentials, ca_pem=ca, refusals=refusals)
     try:
         writer = AdmissionWriter(nc, credentials.identity if credentials else ADMIN)
-        yield Tephra(nc, NatsStore(nc), writer)
+        # Direct gets: the key is in the subject, the only get a tenant's permissions allow.
+        store: ObjectStore = NatsStore(nc, direct_gets=True)
+        if credentials is not None and credentials.namespaces is not None:
+            store = ScopedStore(store, credentials.namespaces)
+        yield Tephra(nc, store, writer, credentials=credentials, refusals=refusals)
     finally:
         with contextlib.suppress(Exception):
             await nc.drain()

@@ -76,7 +76,7 @@ async def _run(args: argparse.Namespace) -> int:
         return int(await standalone(args))
     endpoint = Endpoint(args.server, creds=args.creds, ca=args.ca, backend=args.backend, kubeconfig=args.kubeconfig)
     async with connect(endpoint) as tephra:
-        return await OBJECT_COMMANDS[args.command](tephra, args)
+        return await tephra.guard(OBJECT_COMMANDS[args.command](tephra, args))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -124,7 +124,7 @@ class AuthDir:
         users.append(NatsUser(ADMIN, self.credentials(ADMIN).key.public_key, permissions(ADMIN, admin, backend)))
         for person in self.people().values():
             if person.role == "tenant" and person.public_key:
-                grant = tenant_grant(person.identity)
+                grant = tenant_grant(person.identity, person.namespaces)
                 users.append(NatsUser(person.identity, person.public_key, permissions(person.identity, grant, backend)))
         return users
 
@@ -156,7 +156,7 @@ class AuthDir:
         key = new_user_key()
         people[name] = Person(name, "tenant", frozenset(namespaces), key.public_key)
         write_private(self.registry_path, encode_registry(people))
-        return ClientCredentials(name, key, self.ca_path.read_bytes())
+        return ClientCredentials(name, key, self.ca_path.read_bytes(), frozenset(namespaces))
 
     def remove_tenant(self, name: str) -> None:
         people = self.people()

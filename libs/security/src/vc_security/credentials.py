@@ -4,6 +4,9 @@ One small JSON file per identity (mode 0600: it holds the seed), e.g. `.data/aut
 
     {"identity": "admin", "seed": "SUA...", "ca": "-----BEGIN CERTIFICATE-----\\n..."}
 
+A tenant's file also names its namespaces (`"namespaces": ["team-a"]`): the server holds the identity
+to them whatever the file says; vcctl reads them to list across them and to say what was refused.
+
 Every Tephra process and vcctl connect with one: `--nats-creds FILE` / `VC_NATS__CREDS`, and
 `--nats-ca FILE` / `VC_NATS__CA` for a CA kept apart (e.g. a mounted Secret). The identity also
 names the client's inbox prefix (`_INBOX.<identity>`), the only inboxes the server lets it read.
@@ -20,6 +23,7 @@ import msgspec
 
 from vc_security.identities import check_identity_name
 from vc_security.nkey import BadNkey, UserKey, parse_user_seed
+from vc_security.registry import MAX_NAMESPACES
 
 CREDS_ENV: Final = "VC_NATS__CREDS"
 CA_ENV: Final = "VC_NATS__CA"
@@ -30,10 +34,11 @@ class BadCredentials(ValueError):
     """A credentials file that cannot be used; the message names the file and the field."""
 
 
-class _File(msgspec.Struct, forbid_unknown_fields=True):
+class _File(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     identity: str
     seed: str
     ca: str | None = None
+    namespaces: list[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,13 +46,15 @@ class ClientCredentials:
     identity: str
     key: UserKey
     ca_pem: bytes | None = None  # None: the server's certificate is checked against the system's CAs
+    namespaces: frozenset[str] | None = None  # a tenant's namespaces; None: not held to any
 
     def encode(self) -> bytes:
         ca = self.ca_pem.decode() if self.ca_pem else None
-        return msgspec.json.format(msgspec.json.encode(_File(self.identity, self.key.seed, ca))) + b"\n"
+        namespaces = sorted(self.namespaces) if self.namespaces is not None else None
+        return msgspec.json.format(msgspec.json.encode(_File(self.identity, self.key.seed, ca, namespaces))) + b"\n"
 
     def with_ca(self, ca_pem: bytes) -> ClientCredentials:
-        return ClientCredentials(self.identity, self.key, ca_pem)
+        return ClientCredentials(self.identity, self.key, ca_pem, self.namespaces)
 
 
 def decode_credentials(data: bytes, *, source: str) -> ClientCredentials:
@@ -67,7 +74,20 @@ def decode_credentials(data: bytes, *, source: str) -> ClientCredentials:
         raise BadCredentials(f"{source}: seed: {exc}") from None
     if raw.ca is not None and "-----BEGIN CERTIFICATE-----" not in raw.ca:
         raise BadCredentials(f"{source}: ca: not a PEM certificate")
-    return ClientCredentials(raw.identity, key, raw.ca.encode() if raw.ca else None)
+    return ClientCredentials(raw.identity, key, raw.ca.encode() if raw.ca else None, _namespaces(raw, source))
+
+
+def _namespaces(raw: _File, source: str) -> frozenset[str] | None:
+    if raw.namespaces is None:
+        return None
+    if not raw.namespaces or len(raw.namespaces) > MAX_NAMESPACES:
+        raise BadCredentials(f"{source}: namespaces: {len(raw.namespaces)} given; 1 to {MAX_NAMESPACES}")
+    for namespace in raw.namespaces:
+        try:
+            check_identity_name(namespace)
+        except ValueError:
+            raise BadCredentials(f"{source}: namespaces: {namespace!r} is not a namespace (a DNS label)") from None
+    return frozenset(raw.namespaces)
 
 
 def load_credentials(path: str | Path, *, ca_path: str | Path | None = None) -> ClientCredentials:

@@ -14,6 +14,11 @@ the exact NATS subjects the server allows it to publish and subscribe to. Why th
 - The secrets bucket is read by the job controller (its ssh Secrets), gc (deletes them), admission
   (a user's write of a Secret must be checked against what is stored) and the relay (fills it).
   Users, the dashboard, the scheduler and node-sim never see it.
+- A tenant reads only its own namespaces (cluster-scoped kinds, Queues and Nodes, it reads whole). A
+  read names its keys in the subject the server checks: a watch creates its consumer on
+  `$JS.API.CONSUMER.CREATE.<stream>.<consumer>.<filter>` (the server refuses a body whose filter
+  differs from the subject's), and a get is a `$JS.API.DIRECT.GET.<stream>.<key subject>`; the get
+  by a key in the body (`STREAM.MSG.GET`) and the unfiltered consumer are the admin's and the services'.
 - Every reply comes back on the asker's own inbox prefix `_INBOX.<identity>`: nobody can subscribe
   to another identity's replies. Services that answer requests reply through `allow_responses`
   (one reply per request received), not through a publish grant on other inboxes.
@@ -67,6 +72,7 @@ class Grant:
     writes_history: bool = False
     serves: tuple[str, ...] = ()  # subjects it subscribes to and answers (allow_responses)
     asks: tuple[str, ...] = ()  # request subjects it may publish on
+    namespaces: frozenset[str] | None = None  # the namespaces it reads objects and history of; None: all
 
 
 SERVICE_GRANTS: Final[dict[str, Grant]] = {
@@ -142,9 +148,18 @@ def admin_grant(backend: Backend = "nats") -> Grant:
     return Grant("admin", reads=USER_READABLE, reads_history=True, asks=asks)
 
 
-def tenant_grant(name: str) -> Grant:
-    """A team's identity: what a person may read, and admission's write subject in its own name."""
-    return Grant("tenant", reads=USER_READABLE, reads_history=True, asks=(subjects.admission_write_subject(name),))
+def tenant_grant(name: str, namespaces: frozenset[str]) -> Grant:
+    """A team's identity: what a person may read, in its own namespaces, and admission's write subject
+    in its own name."""
+    if not namespaces:
+        raise ValueError(f"tenant {name!r} has no namespace to read")
+    return Grant(
+        "tenant",
+        reads=USER_READABLE,
+        reads_history=True,
+        asks=(subjects.admission_write_subject(name),),
+        namespaces=namespaces,
+    )
 
 
 def check_identity_name(name: str) -> None:
@@ -180,12 +195,15 @@ def all_streams() -> tuple[str, ...]:
     return (*(f"KV_{b}" for b in buckets), subjects.EVENTS_STREAM)
 
 
-def _read_stream(out: _Subjects, stream: str) -> None:
+def _read_stream(out: _Subjects, stream: str, filters: tuple[str, ...] | None = None) -> None:
+    """Consumers on `stream`: any (filters None), or only those filtered within one of `filters`."""
     api = "$JS.API"
+    out.pub(f"{api}.STREAM.INFO.{stream}")
+    if filters is None:
+        out.pub(f"{api}.CONSUMER.CREATE.{stream}", f"{api}.CONSUMER.CREATE.{stream}.>")
+    else:
+        out.pub(*(f"{api}.CONSUMER.CREATE.{stream}.*.{f}" for f in filters))
     out.pub(
-        f"{api}.STREAM.INFO.{stream}",
-        f"{api}.CONSUMER.CREATE.{stream}",
-        f"{api}.CONSUMER.CREATE.{stream}.>",
         f"{api}.CONSUMER.INFO.{stream}.*",
         f"{api}.CONSUMER.DELETE.{stream}.*",
         f"{api}.CONSUMER.MSG.NEXT.{stream}.*",
@@ -193,11 +211,17 @@ def _read_stream(out: _Subjects, stream: str) -> None:
     )
 
 
-def _read_bucket(out: _Subjects, bucket: str) -> None:
-    """A KV get is a STREAM.MSG.GET (the key in the body) or, on a bucket that allows it, a DIRECT.GET."""
+def _read_bucket(out: _Subjects, bucket: str, namespaces: frozenset[str] | None = None) -> None:
+    """A KV get is a STREAM.MSG.GET (the key in the body) or, on a bucket that allows it, a DIRECT.GET
+    (the key in the subject: the only get a reader held to `namespaces` may make)."""
     stream = f"KV_{bucket}"
-    _read_stream(out, stream)
-    out.pub(f"$JS.API.STREAM.MSG.GET.{stream}", f"$JS.API.DIRECT.GET.{stream}", f"$JS.API.DIRECT.GET.{stream}.>")
+    if namespaces is None:
+        _read_stream(out, stream)
+        out.pub(f"$JS.API.STREAM.MSG.GET.{stream}", f"$JS.API.DIRECT.GET.{stream}", f"$JS.API.DIRECT.GET.{stream}.>")
+        return
+    keys = tuple(f"$KV.{bucket}.{ns}.>" for ns in sorted(namespaces))
+    _read_stream(out, stream, keys)
+    out.pub(*(f"$JS.API.DIRECT.GET.{stream}.{k}" for k in keys))
 
 
 def permissions(identity: str, grant: Grant, backend: Backend = "nats") -> Permissions:
@@ -207,7 +231,7 @@ def permissions(identity: str, grant: Grant, backend: Backend = "nats") -> Permi
         out.pub(*(f"$JS.API.STREAM.INFO.{s}" for s in all_streams() if _service_creates(grant, s)))
         out.pub(*(f"$JS.API.STREAM.CREATE.{s}" for s in all_streams() if _service_creates(grant, s)))
     for kind in sorted(grant.reads):
-        _read_bucket(out, subjects.bucket(kind))
+        _read_bucket(out, subjects.bucket(kind), grant.namespaces if KINDS[kind].namespaced else None)
     writes = grant.writes if backend == "nats" or grant is SERVICE_GRANTS["kube-relay"] else frozenset()
     for kind in sorted(writes):
         out.pub(f"$KV.{subjects.bucket(kind)}.>")
@@ -218,7 +242,10 @@ def permissions(identity: str, grant: Grant, backend: Backend = "nats") -> Permi
         _read_bucket(out, subjects.LEASES_BUCKET)
         out.pub(f"$KV.{subjects.LEASES_BUCKET}.{grant.lease_group}.>")
     if grant.reads_history:
-        _read_stream(out, subjects.EVENTS_STREAM)
+        history = None
+        if grant.namespaces is not None:
+            history = tuple(f"{subjects.EVENTS_PREFIX}.*.{ns}.>" for ns in sorted(grant.namespaces))
+        _read_stream(out, subjects.EVENTS_STREAM, history)
     if grant.writes_history:
         out.pub(f"{subjects.EVENTS_PREFIX}.>")
     out.pub(*grant.asks)

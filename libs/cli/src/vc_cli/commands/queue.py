@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from vc_cli import listing
 from vc_cli.client import Tephra
@@ -21,7 +21,7 @@ from vc_cli.output import add_output_flags, print_objects
 from vc_core.store import WatchEvent, WatchOp
 from vc_proto import api, codec
 from vc_proto.meta import OwnerReference
-from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, Queue
+from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, Queue, QueueStatus
 from vc_proto.vocabulary import Action
 
 PHASES = ("Inqueue", "Pending", "Running", "Unknown", "Completed")
@@ -152,31 +152,45 @@ class PodGroupCounts:
         return [(None, q) for q in {before, after} if q]
 
     def row(self, q: Queue) -> list[object]:
-        c = self.counts.get(q.metadata.name or "", Counter())
-        state = (q.status.state if q.status else None) or "Open"
-        parent = (q.spec.parent if q.spec else None) or ""
-        return [q.metadata.name, (q.spec.weight if q.spec else None) or 1, state, parent, *(c[p] for p in PHASES)]
+        return _row(q, self.counts.get(q.metadata.name or "", Counter()))
+
+
+class StatusCounts:
+    """Each queue's PodGroups by phase as its status says (the queue controller's tally, what Volcano's
+    vcctl shows): the counts for a reader held to its own namespaces, who cannot list the PodGroups."""
+
+    def row(self, q: Queue) -> list[object]:
+        s = q.status or QueueStatus()
+        tally = (s.inqueue, s.pending, s.running, s.unknown, s.completed)
+        return _row(q, {phase: count or 0 for phase, count in zip(PHASES, tally, strict=True)})
+
+
+def _row(q: Queue, counts: Mapping[str, int]) -> list[object]:
+    state = (q.status.state if q.status else None) or "Open"
+    parent = (q.spec.parent if q.spec else None) or ""
+    weight = (q.spec.weight if q.spec else None) or 1
+    return [q.metadata.name, weight, state, parent, *(counts.get(p, 0) for p in PHASES)]
 
 
 HEADERS = ["Name", "Weight", "State", "Parent", *PHASES]
 
 
-def queue_columns(counts: PodGroupCounts) -> Columns[Queue]:
+def queue_columns(counts: PodGroupCounts | StatusCounts) -> Columns[Queue]:
     return Columns(headers=HEADERS, row=counts.row)
 
 
 async def _list(tephra: Tephra, args: argparse.Namespace) -> int:
+    scoped = tephra.namespaces is not None
     if args.watch:
-        counts = PodGroupCounts()
-        view = listing_for(args, queue_columns(counts))
+        counts = StatusCounts() if scoped else PodGroupCounts()
+        related = [] if isinstance(counts, StatusCounts) else [Related(PodGroup, counts.on_event)]
         await listing.watch(
-            tephra.store, Queue, view, selector=args.selector, related=[Related(PodGroup, counts.on_event)]
+            tephra.store, Queue, listing_for(args, queue_columns(counts)), selector=args.selector, related=related
         )
         return 0
     queues, _ = await tephra.store.list(Queue)
     queues = listing.sort_objects(q for q in queues if args.selector.matches(q.metadata.labels))
-    counts = PodGroupCounts((await tephra.store.list(PodGroup))[0] if args.output.is_table else ())
-    listing_for(args, queue_columns(counts)).print_list(queues)
+    await _print_queues(tephra, args, queues)
     return 0
 
 
@@ -185,11 +199,18 @@ async def _get(tephra: Tephra, args: argparse.Namespace) -> int:
     if not args.output.is_table:
         print_objects([queue], args.output, single=True)
         return 0
-    counts = PodGroupCounts(
-        g for g in (await tephra.store.list(PodGroup))[0] if (g.spec.queue if g.spec else None) == args.name
-    )
-    listing_for(args, queue_columns(counts)).print_list([queue])
+    await _print_queues(tephra, args, [queue])
     return 0
+
+
+async def _print_queues(tephra: Tephra, args: argparse.Namespace, queues: list[Queue]) -> None:
+    """Counted from every PodGroup when the reader may list them all, else from the queues' status."""
+    counts: PodGroupCounts | StatusCounts = StatusCounts()
+    if tephra.namespaces is None and args.output.is_table:
+        names = {q.metadata.name for q in queues}
+        groups = (await tephra.store.list(PodGroup))[0]
+        counts = PodGroupCounts(g for g in groups if ((g.spec.queue if g.spec else None) or "default") in names)
+    listing_for(args, queue_columns(counts)).print_list(queues)
 
 
 async def _describe(tephra: Tephra, args: argparse.Namespace) -> int:
