@@ -6,6 +6,10 @@ from __future__ import annotations
 import base64
 import datetime
 
+from cryptography import x509
+from cryptography.x509.oid import ExtendedKeyUsageOID
+
+from vc_security import pki
 from vc_security.cluster import AUTH_SECRET, CA_SECRET, TLS_SECRET, creds_secret, identities, plan, secret_names
 from vc_security.credentials import decode_credentials
 
@@ -55,3 +59,21 @@ def test_the_server_certificate_is_renewed_before_it_expires_and_with_a_new_ca()
         == base64.b64decode(new_ca)
         for i in identities()
     )
+
+
+def test_a_server_certificate_without_the_route_names_is_issued_again() -> None:
+    """The routes verify each server's name behind the headless Service: a certificate made before they
+    did (the client Service's names only) is replaced, for server and client use both."""
+    first = plan({}, namespace="tephra-system", backend="kube", now=NOW).data
+    cert = base64.b64decode(first[TLS_SECRET]["tls.crt"])
+    assert "*.nats-cluster.tephra-system.svc" in pki.dns_names_of(cert)
+    usages = x509.load_pem_x509_certificate(cert).extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert set(usages) == {ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH}
+    ca_pem, ca_key = (base64.b64decode(first[CA_SECRET][k]) for k in ("ca.crt", "ca.key"))
+    year = datetime.timedelta(days=365)
+    old_cert, old_key = pki.issue_server_cert(ca_pem, ca_key, ["nats.tephra-system.svc"], NOW, year)
+    older = {**first, TLS_SECRET: {**first[TLS_SECRET], "tls.crt": base64.b64encode(old_cert).decode()}}
+    older[TLS_SECRET]["tls.key"] = base64.b64encode(old_key).decode()
+    again = plan(older, namespace="tephra-system", backend="kube", now=NOW)
+    assert again.made == (TLS_SECRET,)
+    assert "*.nats-cluster.tephra-system.svc" in pki.dns_names_of(base64.b64decode(again.data[TLS_SECRET]["tls.crt"]))

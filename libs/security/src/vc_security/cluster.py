@@ -51,7 +51,10 @@ def secret_names() -> tuple[str, ...]:
 
 
 def server_dns_names(namespace: str) -> list[str]:
-    return [f"nats.{namespace}.svc", f"nats.{namespace}.svc.cluster.local", f"nats.{namespace}", "nats"]
+    """The client Service's names, and each server's own behind the headless `nats-cluster` Service
+    (the routes between the servers verify those, both ways)."""
+    clients = [f"nats.{namespace}.svc", f"nats.{namespace}.svc.cluster.local", f"nats.{namespace}", "nats"]
+    return [*clients, f"*.nats-cluster.{namespace}.svc", f"*.nats-cluster.{namespace}.svc.cluster.local"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +87,15 @@ def plan(current: Mapping[str, SecretData | None], *, namespace: str, backend: B
 
     tls = current.get(TLS_SECRET)
     cert, key = _raw(tls, "tls.crt"), _raw(tls, "tls.key")
-    if cert is None or key is None or _raw(tls, "ca.crt") != ca_pem or pki.expires_within(cert, now, RENEW_MARGIN):
-        cert, key = pki.issue_server_cert(ca_pem, ca_key, server_dns_names(namespace), now, SERVER_VALIDITY)
+    names = server_dns_names(namespace)
+    if (
+        cert is None
+        or key is None
+        or _raw(tls, "ca.crt") != ca_pem
+        or pki.expires_within(cert, now, RENEW_MARGIN)
+        or pki.dns_names_of(cert) != frozenset(names)  # e.g. one made before the routes verified theirs
+    ):
+        cert, key = pki.issue_server_cert(ca_pem, ca_key, names, now, SERVER_VALIDITY, client_auth=True)
         made.append(TLS_SECRET)
     out[TLS_SECRET] = {"ca.crt": _b64(ca_pem), "tls.crt": _b64(cert), "tls.key": _b64(key)}
 

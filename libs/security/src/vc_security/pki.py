@@ -84,6 +84,7 @@ def issue_server_cert(
     validity: datetime.timedelta,
     *,
     ip_addresses: Sequence[str] = LOOPBACK,
+    client_auth: bool = False,
 ) -> tuple[bytes, bytes]:
     """(certificate PEM, key PEM) of a serving leaf for `dns_names` and `ip_addresses`, never outliving its CA."""
     if not dns_names:
@@ -94,6 +95,8 @@ def issue_server_cert(
         raise ValueError("the CA key is not an ECDSA key")
     key = ec.generate_private_key(ec.SECP256R1())
     alt = [x509.DNSName(n) for n in dns_names] + [x509.IPAddress(ipaddress.ip_address(a)) for a in ip_addresses]
+    # client_auth: a server that also connects to its peers with it (NATS routes, verified both ways).
+    usages = [ExtendedKeyUsageOID.SERVER_AUTH] + ([ExtendedKeyUsageOID.CLIENT_AUTH] if client_auth else [])
     cert = (
         x509.CertificateBuilder()
         .subject_name(_name(dns_names[0]))
@@ -103,7 +106,7 @@ def issue_server_cert(
         .not_valid_before(now - BACKDATE)
         .not_valid_after(min(now + validity, ca.not_valid_after_utc))
         .add_extension(x509.SubjectAlternativeName(alt), critical=False)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
         .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
@@ -132,3 +135,13 @@ def expires_within(cert_pem: bytes, now: datetime.datetime, margin: datetime.tim
     except ValueError:
         return True
     return cert.not_valid_after_utc < now + margin
+
+
+def dns_names_of(cert_pem: bytes) -> frozenset[str]:
+    """The DNS names a (first) certificate in `cert_pem` serves; none when it is unreadable."""
+    try:
+        cert = x509.load_pem_x509_certificate(cert_pem)
+        alt = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except (ValueError, x509.ExtensionNotFound):
+        return frozenset()
+    return frozenset(alt.get_values_for_type(x509.DNSName))
