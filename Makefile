@@ -65,8 +65,8 @@ fuzz: deps ## seeded fuzzing, EXAMPLES inputs per surface (default 10000): SEED=
 soak: deps ## steady gang load for MINUTES (default 60); RSS, open files and asyncio tasks of every process must not grow
 	$(BIN)/python -m tests.soak --minutes $(or $(MINUTES),60)
 
-bench: deps ## benchmarks; they print figures (see README)
-	$(BIN)/python -m benchmarks
+bench: deps ## benchmarks; they print figures (see README), then the soak: SOAK_MINUTES=n (default 60, 0 skips)
+	$(BIN)/python -m benchmarks $(if $(SOAK_MINUTES),--soak-minutes $(SOAK_MINUTES))
 
 # Every check runs even when an earlier one fails, so one run shows all that is wrong; the last lines say
 # which failed. Their configuration is in pyproject.toml ([tool.ruff], [tool.mypy], [tool.importlinter]).

@@ -1,6 +1,9 @@
 """`make bench`: every benchmark, each printing its figures (tests check behaviour, never time).
 
-.venv/bin/python -m benchmarks [--quick]
+.venv/bin/python -m benchmarks [--quick] [--soak-minutes N]
+
+The soak (tests/soak, `make soak`) runs last, about an hour unless told otherwise: its verdict (no
+growth of any process after warm-up) counts as a failure like any benchmark's.
 """
 
 from __future__ import annotations
@@ -23,7 +26,15 @@ def run(script: str, *args: str) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks")
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
-    quick = parser.parse_args().quick
+    parser.add_argument(
+        "--soak-minutes",
+        type=int,
+        default=None,
+        help="the soak's length, last (default 60; 2 with --quick; 0 skips it)",
+    )
+    args = parser.parse_args()
+    quick = args.quick
+    soak_minutes = args.soak_minutes if args.soak_minutes is not None else (2 if quick else 60)
     failures = 0
     failures += run("store_throughput.py", "--writes", "5000" if quick else "20000") != 0
     failures += run("node_sim_capacity.py", *(["--nodes", "1000", "--pods", "5000"] if quick else [])) != 0
@@ -38,6 +49,12 @@ def main() -> int:
         failures += run("e2e_gang_load.py", *full) != 0
         for sync in ("default", "always"):
             failures += run("e2e_gang_load.py", "--nodes", "1000", "--pods", "10000", "--sync", sync) != 0
+    if soak_minutes > 0:
+        # The soak (issue 16): steady load; every process's RSS, open files and asyncio tasks must level.
+        print(f"== soak --minutes {soak_minutes}", flush=True)
+        failures += (
+            subprocess.call([sys.executable, "-m", "tests.soak", "--minutes", str(soak_minutes)], cwd=HERE.parent) != 0
+        )
     return 1 if failures else 0
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from vc_cli.listing import Columns, Listing
 from vc_cli.output import ALL_FORMATS, add_output_flags
 from vc_cli.selectors import EVERYTHING, Selector, SelectorError, parse_selector
+from vc_validation.names import dns1123_label_errors, dns1123_subdomain_errors
 
 
 def selector_type(text: str) -> Selector:
@@ -28,6 +29,27 @@ def selector_type(text: str) -> Selector:
 selector_type.__name__ = "label selector"
 
 
+def namespace_type(text: str) -> str:
+    """A namespace is a DNS label: anything else names none (and `*` would read every one)."""
+    if errors := dns1123_label_errors(text):
+        raise argparse.ArgumentTypeError(f"{text!r}: {'; '.join(errors)}")
+    return text
+
+
+namespace_type.__name__ = "namespace"
+
+
+def object_name_type(text: str) -> str:
+    """An object's name is a DNS subdomain: a wildcard or a space names no object (`job history -N '*'`
+    read the history of every job in the namespace)."""
+    if errors := dns1123_subdomain_errors(text):
+        raise argparse.ArgumentTypeError(f"{text!r}: {'; '.join(errors)}")
+    return text
+
+
+object_name_type.__name__ = "name"
+
+
 def add_list_flags(
     parser: argparse.ArgumentParser,
     *,
@@ -36,7 +58,9 @@ def add_list_flags(
     watch: bool = True,
 ) -> None:
     if namespaced:
-        parser.add_argument("-n", "--namespace", default="default", help="the namespace (default: default)")
+        parser.add_argument(
+            "-n", "--namespace", type=namespace_type, default="default", help="the namespace (default: default)"
+        )
         parser.add_argument("--all-namespaces", "-A", action="store_true", help="list across all namespaces")
     parser.add_argument(
         "-l",
@@ -60,8 +84,10 @@ def add_list_flags(
 
 def add_name_flags(parser: argparse.ArgumentParser, *, what: str) -> None:
     """Volcano's `-N/--name` and `-n/--namespace` (default `default`) for one namespaced object."""
-    parser.add_argument("-N", "--name", required=True, help=f"the {what}'s name")
-    parser.add_argument("-n", "--namespace", default="default", help=f"the {what}'s namespace (default: default)")
+    parser.add_argument("-N", "--name", type=object_name_type, required=True, help=f"the {what}'s name")
+    parser.add_argument(
+        "-n", "--namespace", type=namespace_type, default="default", help=f"the {what}'s namespace (default: default)"
+    )
 
 
 def listing_for(args: argparse.Namespace, columns: Columns[Any]) -> Listing[Any]:
