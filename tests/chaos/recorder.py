@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
@@ -374,7 +375,9 @@ class Recorder:
         self._hold()
         try:
             for kind, stream in STREAM_OF.items():
-                newest[kind] = await self._newest(kind, stream)  # here only newer than the record matters
+                # Only newer than the record matters here. A cluster may still be electing a leader for
+                # the survey's consumer (a 503 on its fetch): ask again, as every survey does.
+                newest[kind] = await _retrying(functools.partial(self._newest, kind, stream))
         finally:
             self._release()
         deadline = time.monotonic() + settle_s
