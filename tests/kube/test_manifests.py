@@ -254,3 +254,13 @@ def test_the_dashboard_reads_nats_with_no_kubernetes_access(target: str) -> None
     service = named("Service", "tephra-dashboard", target)
     assert service["spec"]["selector"] == {"app.kubernetes.io/name": "dashboard"}
     assert service["spec"]["ports"] == [{"name": "http", "port": 80, "targetPort": "http"}]
+
+
+def test_no_pod_reaches_the_dashboard_which_shows_every_namespace() -> None:
+    """It has no login, and tenants read only their own namespaces (docs/tenancy.md): operators reach it
+    with `kubectl port-forward`, which no NetworkPolicy stops."""
+    policy = named("NetworkPolicy", "tephra-dashboard-no-ingress")
+    pod_labels = named("Deployment", "tephra-dashboard")["spec"]["template"]["metadata"]["labels"]
+    selector = policy["spec"]["podSelector"]["matchLabels"]
+    assert selector.items() <= pod_labels.items()
+    assert policy["spec"]["policyTypes"] == ["Ingress"] and not policy["spec"].get("ingress")
