@@ -102,6 +102,7 @@ def test_state_is_refreshed_at_most_once_a_period() -> None:
 
 def test_a_real_cycle_reports_plugin_and_action_latency_per_on_session() -> None:
     before = value("volcano_plugin_scheduling_latency_milliseconds_count", plugin="gang", OnSession="OnSessionOpen")
+    opened = value("volcano_open_session_duration_milliseconds_count") or 0
     snapshot = ClusterSnapshot(
         nodes=(node("n1"),), pods=(pod("p-0", "g"),), podgroups=(group("g"),), queues=(QueueObj("default"),)
     )
@@ -112,6 +113,7 @@ def test_a_real_cycle_reports_plugin_and_action_latency_per_on_session() -> None
     assert value("volcano_plugin_scheduling_latency_milliseconds_count", plugin="gang", OnSession="OnSessionClose")
     assert value("volcano_action_scheduling_latency_milliseconds_count", action="allocate")
     assert value("volcano_e2e_scheduling_latency_milliseconds_count")
+    assert value("volcano_open_session_duration_milliseconds_count") == opened + 1
 
 
 def test_preemption_victims_and_attempts() -> None:

@@ -103,6 +103,7 @@ def run_cycle(
     timer = _Timer(clock)
     start = clock()
     try:
+        opened_at = clock()
         ssn, instances = open_session(
             snapshot,
             conf,
@@ -113,6 +114,7 @@ def run_cycle(
             timed=timer,
             memo=memo,
         )
+        timer.durations["session:open"] = clock() - opened_at  # Volcano's open_session_duration
         if len(ssn.nodes):
             ssn.next_start_row = int(search_start * len(ssn.nodes)) % len(ssn.nodes)
         pending = sum(job.count(TaskStatus.PENDING) for job in ssn.jobs.values())

@@ -52,6 +52,11 @@ E2E = Histogram(
     "E2e scheduling latency in milliseconds (one session: open, actions, close)",
     buckets=_MS_BUCKETS,
 )
+OPEN_SESSION = Histogram(
+    "volcano_open_session_duration_milliseconds",
+    "Duration of opening a session in milliseconds (the snapshot into a session, plugins' OnSessionOpen)",
+    buckets=_MS_BUCKETS,
+)
 ACTION = Histogram(
     "volcano_action_scheduling_latency_milliseconds",
     "Action scheduling latency in milliseconds",
@@ -204,6 +209,8 @@ def record_timings(result: CycleResult) -> None:
         kind, _, rest = name.partition(":")
         if kind == "action":
             ACTION.labels(rest).observe(seconds * 1000)
+        elif name == "session:open":
+            OPEN_SESSION.observe(seconds * 1000)
         elif kind == "plugin":
             plugin, _, when = rest.rpartition(":")
             if plugin and when in _ON_SESSION:
