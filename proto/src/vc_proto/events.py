@@ -7,9 +7,11 @@ published on the job's subject (`vc.evt.job.<ns>.<job>`), so one filter gives it
 
 from __future__ import annotations
 
+import uuid
 from typing import Final
 
 from vc_proto.base import Wire
+from vc_proto.batch import Job
 
 # `reason` values (CamelCase, stable).
 PHASE_CHANGED: Final = "PhaseChanged"
@@ -50,3 +52,38 @@ class DomainEvent(Wire, frozen=True, kw_only=True):
 # both: single events keep the wire format they always had.
 EventMessage = DomainEvent | list[DomainEvent]
 MAX_EVENTS_PER_MESSAGE: Final = 256
+
+
+def event_id(*parts: object) -> str:
+    """The one id scheme for domain events: a name-based UUID (v5) of what identifies the fact. The same
+    fact published again (a retry, or a restarted service redoing its work) gets the same id, which the
+    stream's duplicate window drops; two different facts never share one."""
+    return uuid.uuid5(uuid.NAMESPACE_URL, "/".join(str(part) for part in parts)).hex
+
+
+def job_event(
+    job: Job,
+    *,
+    source: str,
+    reason: str,
+    message: str,
+    occurred_at: str,
+    phase: str | None = None,
+    identity: tuple[object, ...] = (),
+) -> DomainEvent:
+    """A fact about a whole job (not one of its tasks or pods): identified by who says it, the job's uid,
+    the reason and `identity` (what else tells two such facts apart)."""
+    meta = job.metadata
+    return DomainEvent(
+        id=event_id(source, meta.uid, reason, *identity),
+        occurred_at=occurred_at,
+        source=source,
+        kind="Job",
+        namespace=meta.namespace,
+        name=meta.name or "",
+        job=meta.name,
+        uid=meta.uid,
+        reason=reason,
+        message=message,
+        phase=phase,
+    )

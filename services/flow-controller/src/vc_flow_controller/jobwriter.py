@@ -19,7 +19,7 @@ from vc_core.times import rfc3339
 from vc_flow_controller.metrics import JOBS_CREATED, JOBS_DELETED, STATUS_WRITES
 from vc_proto.batch import Job
 from vc_proto.cronjob import CronJob
-from vc_proto.events import DomainEvent
+from vc_proto.events import DomainEvent, job_event
 from vc_proto.flow import JobFlow, JobTemplate
 from vc_proto.scheduling import Queue
 from vc_runtime.informer import Informer
@@ -112,18 +112,7 @@ class JobWriter:
             return None
 
     async def _emit(self, job: Job, reason: str, message: str) -> None:
-        event = DomainEvent(
-            id=f"{SOURCE}:{job.metadata.uid}:{reason}",
-            occurred_at=rfc3339(self._clock()),
-            source=SOURCE,
-            kind="Job",
-            namespace=job.metadata.namespace,
-            name=job.metadata.name or "",
-            job=job.metadata.name,
-            uid=job.metadata.uid,
-            reason=reason,
-            message=message,
-        )
+        event = job_event(job, source=SOURCE, reason=reason, message=message, occurred_at=rfc3339(self._clock()))
         try:
             await self._publish(event)
         except Exception as exc:  # history is best effort; the job exists already

@@ -24,7 +24,7 @@ from vc_gc.logic.expiry import expired, finished_in_future, is_collectable, phas
 from vc_gc.logic.owners import OwnerKey, delete_gracefully, is_orphan
 from vc_gc.metrics import DEFERRED, DELETED
 from vc_proto.batch import Job
-from vc_proto.events import DomainEvent
+from vc_proto.events import DomainEvent, job_event
 from vc_proto.kinds import KINDS, KubeObject
 from vc_runtime.sharding import FencedStore, Ownership
 
@@ -157,17 +157,12 @@ class Collector:
         log.info("dependent.collected", kind=kind, namespace=namespace, name=name, owner=ownership_key(key))
 
     async def _emit(self, job: Job) -> None:
-        event = DomainEvent(
-            id=f"gc:{job.metadata.uid}",
-            occurred_at=rfc3339(self._clock()),
+        event = job_event(
+            job,
             source=SOURCE,
-            kind="Job",
-            namespace=job.metadata.namespace,
-            name=job.metadata.name or "",
-            job=job.metadata.name,
-            uid=job.metadata.uid,
             reason="GarbageCollected",
             message=f"deleted {job.spec.ttl_seconds_after_finished if job.spec else 0}s after it finished",
+            occurred_at=rfc3339(self._clock()),
             phase=phase_of(job),
         )
         try:

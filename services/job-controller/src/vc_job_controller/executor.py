@@ -6,7 +6,6 @@ compare-and-set, so re-running a plan after a crash re-does only what is missing
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 
@@ -21,7 +20,7 @@ from vc_job_controller.logic.history import HistoryEvent
 from vc_job_controller.logic.plan import ObjectWrite, Plan, PodDeletion, WriteMode
 from vc_proto.batch import Job
 from vc_proto.core import ConfigMap, NetworkPolicy, Pod, Secret, Service
-from vc_proto.events import DomainEvent
+from vc_proto.events import DomainEvent, event_id, job_event
 from vc_proto.kinds import KINDS
 from vc_proto.scheduling import PodGroup
 from vc_proto.vocabulary import OUT_OF_SYNC_KEY
@@ -123,18 +122,13 @@ class PlanExecutor:
         if not said:
             return  # cancelled, not failed
         message = f"Error creating pods: {'; '.join(said[:3])}"[:1024]
-        meta = job.metadata
-        event = DomainEvent(
-            id=uuid.uuid5(uuid.NAMESPACE_URL, f"{meta.uid}/FailedCreate/{message}").hex,
-            occurred_at=history.rfc3339(datetime.now(UTC)),
+        event = job_event(
+            job,
             source=self._source,
-            kind="Job",
-            namespace=meta.namespace,
-            name=meta.name or "",
             reason="FailedCreate",
             message=message,
-            job=meta.name,
-            uid=meta.uid,
+            occurred_at=history.rfc3339(datetime.now(UTC)),
+            identity=(message,),
         )
         try:
             await self._publish([event])
@@ -185,9 +179,8 @@ class PlanExecutor:
 
     def _domain_event(self, job: Job, event: HistoryEvent) -> DomainEvent:
         st = job.status
-        identity = "/".join(
-            str(x)
-            for x in (
+        return DomainEvent(
+            id=event_id(
                 job.metadata.uid,
                 st.retry_count if st else 0,
                 st.version if st else 0,
@@ -199,10 +192,7 @@ class PlanExecutor:
                 event.exit_code,
                 event.uid,
                 event.message if event.kind == "Job" else "",
-            )
-        )
-        return DomainEvent(
-            id=uuid.uuid5(uuid.NAMESPACE_URL, identity).hex,
+            ),
             occurred_at=event.occurred_at,
             source=self._source,
             kind=event.kind,

@@ -318,7 +318,7 @@ class Kubelet:
         if "volcano.sh/job-name" in labels and reason != ev.POD_EVICTED:
             return  # the job controller reports its pods' transitions, with their job context
         event = DomainEvent(
-            id=f"{pod.metadata.uid}-{reason}-{phase}",
+            id=ev.event_id(pod.metadata.uid, reason, phase),
             occurred_at=rfc3339_from_epoch(time.time()),
             source="node-sim",
             kind="Pod",

@@ -9,7 +9,6 @@ declared empty because its PodGroups were not loaded yet.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
@@ -173,9 +172,12 @@ class QueueController:
     async def _emit(
         self, queue: str, reason: str, message: str, *, plan: QueuePlan | None = None, revision: str | None = None
     ) -> None:
+        occurred_at = rfc3339(datetime.now(UTC))
+        # A queue's revision tells its facts apart; without one (an action on a queue that did not
+        # change), the moment does, so a repeat a minute later is kept, not dropped as a duplicate.
         event = DomainEvent(
-            id=f"queue:{queue}:{revision}" if revision else str(uuid.uuid4()),
-            occurred_at=rfc3339(datetime.now(UTC)),
+            id=ev.event_id("queue", queue, revision) if revision else ev.event_id("queue", queue, reason, occurred_at),
+            occurred_at=occurred_at,
             source=SOURCE,
             kind="Queue",
             name=queue,

@@ -7,7 +7,6 @@ dropped. An event's id is derived from what it says, so a retried write publishe
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 
 import structlog
@@ -15,7 +14,7 @@ import structlog
 from vc_bus.events import EventBatcher, EventPublisher
 from vc_core.times import rfc3339_from_epoch
 from vc_proto.core import Pod
-from vc_proto.events import DomainEvent
+from vc_proto.events import DomainEvent, event_id
 
 log = structlog.get_logger(__name__)
 Publish = Callable[[DomainEvent], Awaitable[object]]
@@ -84,9 +83,8 @@ class SchedulerEvents:
         previous_phase: str | None = None,
         node: str | None = None,
     ) -> None:
-        identity = "/".join(str(part) for part in (uid, reason, message, phase, node))
         event = DomainEvent(
-            id=uuid.uuid5(uuid.NAMESPACE_URL, identity).hex,
+            id=event_id(uid, reason, message, phase, node),
             occurred_at=timestamp(),
             source=self._source,
             kind=kind,
