@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -35,7 +36,10 @@ def free_ports(count: int) -> int:
     """The first of `count` consecutive ports that are free now (for --metrics-port-base)."""
     import socket
 
-    for base in range(free_port(), 60000, count):
+    # Start below the kernel's ephemeral range (32768-60999 on Linux): free_port() hands out ports
+    # from that range, and one near its top left no room for `count` more before the old bound.
+    first = random.randrange(20000, 32000 - count)
+    for base in range(first, first + 100 * count, count):
         try:
             with contextlib.ExitStack() as held:
                 for port in range(base, base + count):
