@@ -88,10 +88,11 @@ async def run_app(
     url: str,
     instance: str,
     log: WriteLog | None = None,
-    **extra: Any,
+    **flags: Any,
 ) -> AsyncIterator[A]:
-    """The app's workers in this event loop, until the block ends (then they get the shutdown signal)."""
-    settings = RuntimeSettings(service=service, nats_url=url, instance=instance, extra=dict(extra))
+    """The app's workers in this event loop, until the block ends (then they get the shutdown signal).
+    `flags` are the service's own flags by argparse dest (`schedule_period=0.2`), as its options read them."""
+    settings = RuntimeSettings(service=service, nats_url=url, instance=instance, flags=flags)
     bus = secure.current()
     credentials = bus.credentials(service) if bus is not None and service in SERVICE_GRANTS else None
     async with contextlib.AsyncExitStack() as resources:

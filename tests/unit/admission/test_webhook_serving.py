@@ -13,10 +13,11 @@ from cryptography import x509
 
 from vc_admission import certs
 from vc_admission.http import ServingTLS, serve_webhook
-from vc_admission.webhook_tls import add_webhook_arguments, cert_config, webhook_worker
+from vc_admission.webhook_tls import WebhookOptions, add_webhook_arguments, cert_config, webhook_worker
 from vc_bus.server import free_port
 from vc_core.errors import ConfigError
 from vc_runtime.probes import Probes
+from vc_runtime.settings import RuntimeSettings, options_of
 from vc_validation import StaticContext
 
 NAMES = ["tephra-admission.tephra-system.svc"]
@@ -58,10 +59,11 @@ async def test_a_new_certificate_is_served_from_the_next_handshake_without_a_res
         await server  # ends on shutdown
 
 
-def parse(*argv: str) -> dict[str, object]:
+def parse(*argv: str) -> WebhookOptions:
     parser = argparse.ArgumentParser()
     add_webhook_arguments(parser)
-    return vars(parser.parse_args(["--webhook-port", "8443", *argv]))
+    flags = vars(parser.parse_args(["--webhook-port", "8443", *argv]))
+    return options_of(RuntimeSettings(service="admission", flags=flags), WebhookOptions)
 
 
 @pytest.mark.parametrize(

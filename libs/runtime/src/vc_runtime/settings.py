@@ -1,13 +1,24 @@
-"""Settings every service shares: command-line flags with environment fallbacks (`VC_<GROUP>__<FIELD>`)."""
+"""Settings every service shares: command-line flags with environment fallbacks (`VC_<GROUP>__<FIELD>`).
+
+A service's own flags (those its `add_arguments` declares) reach its app as `RuntimeSettings.flags` and
+are read typed through `options_of(settings, SchedulerOptions)`, a frozen msgspec Struct next to
+`add_arguments` whose fields carry the defaults. argparse gives those flags no default, only an
+environment fallback where one exists: a flag left out (None) takes its field's default, so the
+defaults live in the options class alone (tests/unit/runtime/test_service_options.py holds each
+service's flags and class to that).
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
+
+import msgspec
 
 from vc_core.errors import ConfigError
 
@@ -32,7 +43,8 @@ class RuntimeSettings:
     log_json: bool | None = None
     instance: str = ""
     grace_s: float = 20.0
-    extra: dict[str, object] = field(default_factory=dict)
+    # The service's own flags by argparse dest, as parsed (None: not given); read through options_of.
+    flags: Mapping[str, object] = field(default_factory=dict)
     # This process's NATS identity (a credentials file, vc_security.credentials) and the CA its server
     # certificate is checked against when the file carries none. None: connect anonymously.
     nats_creds: str | None = None
@@ -98,7 +110,7 @@ def parse(
         log_json={"json": True, "console": False, "auto": None}[args.log_format],
         instance=args.instance or f"{socket.gethostname()}-{os.getpid()}",
         grace_s=args.grace,
-        extra={k: v for k, v in vars(args).items() if k not in known},
+        flags={k: v for k, v in vars(args).items() if k not in known},
         nats_creds=args.nats_creds or None,
         nats_ca=args.nats_ca or None,
     )
@@ -113,3 +125,35 @@ def _replicas(text: str) -> int:
     if not 1 <= replicas <= MAX_NATS_REPLICAS:
         raise ConfigError(f"--nats-replicas: {replicas} must be between 1 and {MAX_NATS_REPLICAS}")
     return replicas
+
+
+OptionsT = TypeVar("OptionsT", bound=msgspec.Struct)
+# msgspec's "Expected `float`, got `str` - at `$.schedule_period`" (the got part not always there).
+_AT_FIELD = re.compile(r"(?P<what>.*?)(?:, got `[^`]*`)? - at `\$\.(?P<field>\w+)")
+
+
+def options_of(settings: RuntimeSettings, options: type[OptionsT]) -> OptionsT:
+    """The service's own flags as its options class; a flag it lacks or a value of the wrong type is a
+    ConfigError naming the flag. A flag left out (None) takes the class's default."""
+    names = {f.name for f in msgspec.structs.fields(options)}
+    for dest in settings.flags:
+        if dest not in names:
+            raise ConfigError(f"{_flag(dest)}: {options.__name__} has no field {dest!r} for this flag")
+    given = {dest: value for dest, value in settings.flags.items() if value is not None}
+    try:
+        return msgspec.convert(given, options)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(_config_error(str(exc), given, options)) from None
+
+
+def _config_error(message: str, given: Mapping[str, object], options: type[msgspec.Struct]) -> str:
+    """msgspec's message, said of the flag: "--schedule-period: expected `float`, got 'abc'"."""
+    at = _AT_FIELD.match(message)
+    if at is None:
+        return f"{options.__name__}: {message}"
+    what = at["what"][:1].lower() + at["what"][1:]
+    return f"{_flag(at['field'])}: {what}, got {given.get(at['field'])!r}"
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")

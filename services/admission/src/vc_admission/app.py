@@ -13,13 +13,13 @@ from prometheus_client import Counter, Histogram
 from vc_admission.callers import Callers
 from vc_admission.context import CacheContext
 from vc_admission.review import Admitter
-from vc_admission.webhook_tls import add_webhook_arguments, webhook_worker
+from vc_admission.webhook_tls import WebhookOptions, add_webhook_arguments, webhook_worker
 from vc_admission.write_api import WriteApi, error_reply
 from vc_proto import subjects
 from vc_proto.api import INTERNAL
 from vc_runtime.aio import wait_or_stop
 from vc_runtime.service import FnWorker, ServiceContext, Worker
-from vc_runtime.settings import RuntimeSettings
+from vc_runtime.settings import RuntimeSettings, options_of
 from vc_security.identities import ADMIN
 from vc_security.registry import Person
 
@@ -32,10 +32,14 @@ LATENCY = Histogram("tephra_admission_request_seconds", "Write request handling 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_webhook_arguments(parser)
     parser.add_argument(
-        "--identities",
-        default=None,
-        help="who may write through the NATS API and where (identities.json; re-read on change)",
+        "--identities", help="who may write through the NATS API and where (identities.json; re-read on change)"
     )
+
+
+class AdmissionOptions(WebhookOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The flags of add_arguments (the webhook's and --identities), typed, with their defaults."""
+
+    identities: str | None = None
 
 
 class AdmissionApp:
@@ -43,11 +47,12 @@ class AdmissionApp:
 
     def __init__(self, settings: RuntimeSettings) -> None:
         self.settings = settings
+        self.options = options_of(settings, AdmissionOptions)
 
     async def open(self, ctx: ServiceContext) -> Sequence[Worker]:
         context = CacheContext(ctx.store)
         api = WriteApi(ctx.store, Admitter(context))
-        callers = Callers(self.settings.extra.get("identities"))  # type: ignore[arg-type]
+        callers = Callers(self.options.identities)
         informers = (context.queue_informer, context.jobs, context.podgroups)
         ctx.probes.require("caches-synced")
         inbox: asyncio.Queue[Msg] = asyncio.Queue(maxsize=WORKERS * 4)
@@ -78,8 +83,8 @@ class AdmissionApp:
             FnWorker("synced", synced),
             FnWorker("write-api", serve),
         ]
-        if self.settings.extra.get("webhook_port"):
-            workers.append(webhook_worker(self.settings.extra, self.settings.kubeconfig, context, ctx.probes))
+        if self.options.webhook_port:
+            workers.append(webhook_worker(self.options, self.settings.kubeconfig, context, ctx.probes))
         return workers
 
 

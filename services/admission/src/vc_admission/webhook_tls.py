@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import structlog
 
 from vc_admission import certs
@@ -36,80 +37,89 @@ PROBE = "webhook-serving"
 
 
 def add_webhook_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--webhook-port", type=int, default=0, help="serve AdmissionReview over HTTPS on this port (0: off)"
-    )
-    parser.add_argument("--webhook-host", default="0.0.0.0")
+    parser.add_argument("--webhook-port", type=int, help="serve AdmissionReview over HTTPS on this port (0: off)")
+    parser.add_argument("--webhook-host")
     parser.add_argument("--tls-cert", help="serving certificate (PEM), re-read when it changes")
     parser.add_argument("--tls-key", help="serving key (PEM)")
     parser.add_argument(
         "--generate-certs", help="development: write a self-signed CA and serving cert to this directory"
     )
-    parser.add_argument(
-        "--service-dns",
-        default="tephra-admission.tephra-system.svc",
-        help="DNS name(s), comma-separated, in a generated or self-managed cert",
-    )
+    parser.add_argument("--service-dns", help="DNS name(s), comma-separated, in a generated or self-managed cert")
     parser.add_argument("--cert-secret", help="self-managed: keep the CA and serving cert in this Secret (kube)")
     parser.add_argument(
         "--cert-namespace",
-        default=os.environ.get("POD_NAMESPACE", "tephra-system"),
+        default=os.environ.get("POD_NAMESPACE"),
         help="namespace of --cert-secret (default: $POD_NAMESPACE, else tephra-system)",
     )
     parser.add_argument(
         "--mutating-webhook",
         action="append",
-        default=[],
         help="self-managed: MutatingWebhookConfiguration whose caBundle to keep (repeatable)",
     )
     parser.add_argument(
         "--validating-webhook",
         action="append",
-        default=[],
         help="self-managed: ValidatingWebhookConfiguration whose caBundle to keep (repeatable)",
     )
-    parser.add_argument("--cert-validity", default="8760h", help="self-managed: serving cert lifetime (Go duration)")
-    parser.add_argument("--ca-validity", default="87600h", help="self-managed: CA lifetime (Go duration)")
+    parser.add_argument("--cert-validity", help="self-managed: serving cert lifetime (Go duration)")
+    parser.add_argument("--ca-validity", help="self-managed: CA lifetime (Go duration)")
     parser.add_argument(
-        "--cert-check-interval",
-        default="1h",
-        help="how often the certificate is re-read and renewal considered (Go duration)",
+        "--cert-check-interval", help="how often the certificate is re-read and renewal considered (Go duration)"
     )
 
 
-def _duration(extra: dict[str, object], key: str) -> datetime.timedelta:
-    flag = "--" + key.replace("_", "-")
+class WebhookOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The flags of add_webhook_arguments, typed, with their defaults."""
+
+    webhook_port: int = 0
+    webhook_host: str = "0.0.0.0"
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    generate_certs: str | None = None
+    service_dns: str = "tephra-admission.tephra-system.svc"
+    cert_secret: str | None = None
+    # --cert-namespace's default when $POD_NAMESPACE is unset.
+    cert_namespace: str = "tephra-system"
+    mutating_webhook: tuple[str, ...] = ()
+    validating_webhook: tuple[str, ...] = ()
+    cert_validity: str = "8760h"
+    ca_validity: str = "87600h"
+    cert_check_interval: str = "1h"
+
+
+def _duration(flag: str, text: str) -> datetime.timedelta:
     try:
-        seconds = parse_duration(str(extra.get(key)), field=flag)
+        seconds = parse_duration(text, field=flag)
     except InvalidObject as exc:
         raise ConfigError(f"{flag}: {exc}") from exc
     if seconds <= 0:
-        raise ConfigError(f"{flag}: must be positive, got {extra.get(key)!r}")
+        raise ConfigError(f"{flag}: must be positive, got {text!r}")
     return datetime.timedelta(seconds=seconds)
 
 
-def cert_config(extra: dict[str, object]) -> CertConfig:
-    validity = certs.Validity(ca=_duration(extra, "ca_validity"), leaf=_duration(extra, "cert_validity"))
+def cert_config(options: WebhookOptions) -> CertConfig:
+    validity = certs.Validity(
+        ca=_duration("--ca-validity", options.ca_validity), leaf=_duration("--cert-validity", options.cert_validity)
+    )
     if validity.leaf > validity.ca:
         raise ConfigError("--cert-validity: longer than --ca-validity (a certificate never outlives its CA)")
     return CertConfig(
-        namespace=str(extra["cert_namespace"]),
-        secret=str(extra["cert_secret"]),
-        dns_names=_dns_names(extra),
-        mutating=_names(extra, "mutating_webhook"),
-        validating=_names(extra, "validating_webhook"),
+        namespace=options.cert_namespace,
+        secret=options.cert_secret or "",
+        dns_names=_dns_names(options),
+        mutating=options.mutating_webhook,
+        validating=options.validating_webhook,
         validity=validity,
-        check_interval_s=_duration(extra, "cert_check_interval").total_seconds(),
+        check_interval_s=_check_interval_s(options),
     )
 
 
-def _names(extra: dict[str, object], key: str) -> tuple[str, ...]:
-    value = extra.get(key) or []
-    return tuple(str(n) for n in value) if isinstance(value, list) else (str(value),)
+def _check_interval_s(options: WebhookOptions) -> float:
+    return _duration("--cert-check-interval", options.cert_check_interval).total_seconds()
 
 
-def _dns_names(extra: dict[str, object]) -> tuple[str, ...]:
-    names = tuple(n.strip() for n in str(extra.get("service_dns") or "").split(",") if n.strip())
+def _dns_names(options: WebhookOptions) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in options.service_dns.split(",") if n.strip())
     if not names:
         raise ConfigError("--service-dns: at least one DNS name is needed")
     return names
@@ -121,13 +131,13 @@ Source = Callable[[ServingTLS, asyncio.Event, contextlib.AsyncExitStack], Awaita
 
 
 def webhook_worker(
-    extra: dict[str, object], kubeconfig: str | None, context: AdmissionContext, probes: Probes
+    options: WebhookOptions, kubeconfig: str | None, context: AdmissionContext, probes: Probes
 ) -> FnWorker:
     """The webhook: the first certificate, then the HTTPS server and the renewal loop side by side.
     Readiness waits for the server (a Service sends the apiserver only to replicas that serve)."""
-    port = int(extra["webhook_port"])  # type: ignore[call-overload]
-    host = str(extra.get("webhook_host") or "0.0.0.0")
-    source = _source(extra, kubeconfig)
+    port = options.webhook_port
+    host = options.webhook_host or "0.0.0.0"  # an empty --webhook-host: every interface, as the default
+    source = _source(options, kubeconfig)
     probes.require(PROBE)
 
     async def run(shutdown: asyncio.Event) -> None:
@@ -149,22 +159,22 @@ def webhook_worker(
     return FnWorker("webhook", run)
 
 
-def _source(extra: dict[str, object], kubeconfig: str | None) -> Source:
+def _source(options: WebhookOptions, kubeconfig: str | None) -> Source:
     """Validate the flags now (a bad flag exits 2 at start) and return how to get certificates."""
-    if extra.get("cert_secret"):
-        config = cert_config(extra)
+    if options.cert_secret:
+        config = cert_config(options)
         return lambda tls, shutdown, stack: _self_managed(config, kubeconfig, tls, shutdown, stack)
-    if extra.get("generate_certs"):
-        directory = Path(str(extra["generate_certs"]))
-        names = list(_dns_names(extra))
+    if options.generate_certs:
+        directory = Path(options.generate_certs)
+        names = list(_dns_names(options))
         return lambda tls, shutdown, stack: _generated(directory, names, tls)
-    cert, key = extra.get("tls_cert"), extra.get("tls_key")
+    cert, key = options.tls_cert, options.tls_key
     if not cert or not key:
         raise ConfigError(
             "--webhook-port needs --cert-secret NAME, or --tls-cert and --tls-key, or --generate-certs DIR"
         )
-    interval = _duration(extra, "cert_check_interval").total_seconds()
-    return lambda tls, shutdown, stack: _files(Path(str(cert)), Path(str(key)), interval, tls)
+    interval = _check_interval_s(options)
+    return lambda tls, shutdown, stack: _files(Path(cert), Path(key), interval, tls)
 
 
 async def _self_managed(

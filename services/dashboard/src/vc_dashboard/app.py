@@ -9,6 +9,7 @@ import os
 from collections.abc import Sequence
 from typing import Final
 
+import msgspec
 import structlog
 from aiohttp import web
 
@@ -20,7 +21,7 @@ from vc_dashboard.web import Dashboard
 from vc_runtime.probes import Probes
 from vc_runtime.resync import wait_synced
 from vc_runtime.service import FnWorker, ServiceContext, Worker
-from vc_runtime.settings import RuntimeSettings
+from vc_runtime.settings import RuntimeSettings, options_of
 
 log = structlog.get_logger(__name__)
 
@@ -32,23 +33,31 @@ SHUTDOWN_TIMEOUT_S: Final = 5.0
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--http-host",
-        default=os.environ.get("VC_DASHBOARD__HOST", "127.0.0.1"),
+        default=os.environ.get("VC_DASHBOARD__HOST"),
         help="address the pages are served on (env VC_DASHBOARD__HOST)",
     )
     parser.add_argument(
         "--http-port",
         type=int,
-        default=int(os.environ.get("VC_DASHBOARD__PORT", DEFAULT_PORT)),
+        default=os.environ.get("VC_DASHBOARD__PORT"),  # argparse converts it as it does the flag's value
         help=f"port of the pages (env VC_DASHBOARD__PORT; default {DEFAULT_PORT}, 0 picks a free one)",
     )
+
+
+class DashboardOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The flags of add_arguments, typed, with their defaults (for want of the flag and its environment)."""
+
+    http_host: str = "127.0.0.1"
+    http_port: int = DEFAULT_PORT
 
 
 class DashboardApp:
     name = "dashboard"
 
     def __init__(self, settings: RuntimeSettings) -> None:
-        self.host = str(settings.extra.get("http_host", "127.0.0.1"))
-        self.port = int(settings.extra.get("http_port", DEFAULT_PORT))  # type: ignore[call-overload]
+        options = options_of(settings, DashboardOptions)
+        self.host = options.http_host
+        self.port = options.http_port
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"--http-port {self.port}: must be from 0 to 65535")
         self.bound_port: int | None = None

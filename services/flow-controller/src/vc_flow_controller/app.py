@@ -10,6 +10,7 @@ import argparse
 import asyncio
 from collections.abc import Sequence
 
+import msgspec
 import structlog
 
 from vc_bus.dispatch import KeyedDispatcher
@@ -20,26 +21,32 @@ from vc_flow_controller.logic.owners import OwnerKey
 from vc_runtime.membership import Membership
 from vc_runtime.resync import resync_forever, wait_synced
 from vc_runtime.service import FnWorker, ServiceContext, Worker
-from vc_runtime.settings import RuntimeSettings
+from vc_runtime.settings import RuntimeSettings, options_of
 from vc_runtime.sharding import FencedStore
 from vc_runtime.timers import Timers
 
 log = structlog.get_logger(__name__)
-DEFAULT_WORKERS = 8
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS, help="flows and CronJobs handled at once")
-    parser.add_argument("--lease-ttl", type=float, default=5.0, help="membership lease, seconds")
+    parser.add_argument("--workers", type=int, help="flows and CronJobs handled at once")
+    parser.add_argument("--lease-ttl", type=float, help="membership lease, seconds")
+
+
+class FlowControllerOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The flags of add_arguments, typed, with their defaults."""
+
+    workers: int = 8
+    lease_ttl: float = 5.0
 
 
 class FlowControllerApp:
     name = "flow-controller"
 
     def __init__(self, settings: RuntimeSettings, *, clock: Clock = wall_clock) -> None:
-        extra = settings.extra
-        self.workers = int(extra.get("workers", DEFAULT_WORKERS))  # type: ignore[call-overload]
-        self.lease_ttl_s = float(extra.get("lease_ttl", 5.0))  # type: ignore[arg-type]
+        options = options_of(settings, FlowControllerOptions)
+        self.workers = options.workers
+        self.lease_ttl_s = options.lease_ttl
         self.clock = clock
         self.membership: Membership | None = None
 

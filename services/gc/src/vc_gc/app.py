@@ -6,6 +6,7 @@ import argparse
 import asyncio
 from collections.abc import Sequence
 
+import msgspec
 import structlog
 
 from vc_bus.dispatch import KeyedDispatcher
@@ -15,7 +16,7 @@ from vc_gc.logic.owners import OwnerKey
 from vc_runtime.membership import Membership
 from vc_runtime.resync import resync_forever, wait_synced
 from vc_runtime.service import FnWorker, ServiceContext, Worker
-from vc_runtime.settings import RuntimeSettings
+from vc_runtime.settings import RuntimeSettings, options_of
 from vc_runtime.sharding import FencedStore
 from vc_runtime.timers import Timers
 
@@ -24,18 +25,26 @@ log = structlog.get_logger(__name__)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gc-aborted", action="store_true", help="also collect Aborted jobs after their TTL")
-    parser.add_argument("--workers", type=int, default=4, help="owners handled concurrently")
-    parser.add_argument("--lease-ttl", type=float, default=5.0, help="membership lease, seconds")
+    parser.add_argument("--workers", type=int, help="owners handled concurrently")
+    parser.add_argument("--lease-ttl", type=float, help="membership lease, seconds")
+
+
+class GcOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The flags of add_arguments, typed, with their defaults."""
+
+    gc_aborted: bool = False
+    workers: int = 4
+    lease_ttl: float = 5.0
 
 
 class GcApp:
     name = "gc"
 
     def __init__(self, settings: RuntimeSettings) -> None:
-        extra = settings.extra
-        self.gc_aborted = bool(extra.get("gc_aborted", False))
-        self.workers = int(extra.get("workers", 4))  # type: ignore[call-overload]
-        self.lease_ttl_s = float(extra.get("lease_ttl", 5.0))  # type: ignore[arg-type]
+        options = options_of(settings, GcOptions)
+        self.gc_aborted = options.gc_aborted
+        self.workers = options.workers
+        self.lease_ttl_s = options.lease_ttl
         self.membership: Membership | None = None
 
     async def open(self, ctx: ServiceContext) -> Sequence[Worker]:

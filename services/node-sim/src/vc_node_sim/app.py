@@ -21,7 +21,7 @@ from vc_proto import subjects
 from vc_proto.topology import HyperNode
 from vc_runtime.aio import sleep_or_stop, wait_or_stop
 from vc_runtime.service import FnWorker, ServiceContext, Worker
-from vc_runtime.settings import RuntimeSettings
+from vc_runtime.settings import RuntimeSettings, options_of
 from vc_validation.simulation import parse_sim_duration
 
 log = structlog.get_logger(__name__)
@@ -29,23 +29,40 @@ MAX_NODES = 100_000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--nodes", type=int, default=4, help="number of simulated nodes")
-    parser.add_argument("--node-prefix", default="node-", help="node names are <prefix><index>")
-    parser.add_argument("--node-cpu", default="32")
-    parser.add_argument("--node-memory", default="256Gi")
-    parser.add_argument("--node-gpu", default="8")
-    parser.add_argument("--node-pods", default="110")
-    parser.add_argument("--start-delay", type=float, default=0.2, help="seconds from bind to Running")
-    parser.add_argument("--default-duration", default=None, help="run time of pods without the duration annotation")
-    parser.add_argument("--termination", type=float, default=0.0, help="seconds a deleted pod takes to stop")
-    parser.add_argument("--eviction-delay", type=float, default=0.0, help="seconds before pods leave a NotReady node")
-    parser.add_argument("--heartbeat-period", type=float, default=60.0, help="seconds between node heartbeats")
-    parser.add_argument("--not-ready", default="", help="comma-separated nodes to register NotReady")
+    parser.add_argument("--nodes", type=int, help="number of simulated nodes")
+    parser.add_argument("--node-prefix", help="node names are <prefix><index>")
+    parser.add_argument("--node-cpu")
+    parser.add_argument("--node-memory")
+    parser.add_argument("--node-gpu")
+    parser.add_argument("--node-pods")
+    parser.add_argument("--start-delay", type=float, help="seconds from bind to Running")
+    parser.add_argument("--default-duration", help="run time of pods without the duration annotation")
+    parser.add_argument("--termination", type=float, help="seconds a deleted pod takes to stop")
+    parser.add_argument("--eviction-delay", type=float, help="seconds before pods leave a NotReady node")
+    parser.add_argument("--heartbeat-period", type=float, help="seconds between node heartbeats")
+    parser.add_argument("--not-ready", help="comma-separated nodes to register NotReady")
     parser.add_argument(
         "--topology",
-        default="",
         help="racks=N,spines=M: HyperNodes putting the nodes in racks of N nodes (tier 1), spines of M racks (tier 2)",
     )
+
+
+class NodeSimOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The flags of add_arguments, typed, with their defaults."""
+
+    nodes: int = 4
+    node_prefix: str = "node-"
+    node_cpu: str = "32"
+    node_memory: str = "256Gi"
+    node_gpu: str = "8"
+    node_pods: str = "110"
+    start_delay: float = 0.2
+    default_duration: str | None = None
+    termination: float = 0.0
+    eviction_delay: float = 0.0
+    heartbeat_period: float = 60.0
+    not_ready: str = ""
+    topology: str = ""
 
 
 def default_duration(text: str) -> float:
@@ -64,31 +81,27 @@ class NodeSimApp:
     name = "node-sim"
 
     def __init__(self, settings: RuntimeSettings) -> None:
-        extra = settings.extra
-        count = int(extra.get("nodes", 4))  # type: ignore[call-overload]
+        options = options_of(settings, NodeSimOptions)
+        count = options.nodes
         if not 0 <= count <= MAX_NODES:
             raise ConfigError(f"--nodes must be between 0 and {MAX_NODES}")
-        default = extra.get("default_duration")
+        default = options.default_duration
         self.count = count
-        self.prefix = str(extra.get("node_prefix", "node-"))
-        self.capacity = {
-            "cpu": str(extra.get("node_cpu", "32")),
-            "memory": str(extra.get("node_memory", "256Gi")),
-            "pods": str(extra.get("node_pods", "110")),
-        }
-        gpu = str(extra.get("node_gpu", "8"))
+        self.prefix = options.node_prefix
+        self.capacity = {"cpu": options.node_cpu, "memory": options.node_memory, "pods": options.node_pods}
+        gpu = options.node_gpu
         if gpu not in ("", "0"):
             self.capacity["nvidia.com/gpu"] = gpu
-        self.not_ready = {n for n in str(extra.get("not_ready", "")).split(",") if n}
-        shape = parse_topology(str(extra.get("topology") or ""))
+        self.not_ready = {n for n in options.not_ready.split(",") if n}
+        shape = parse_topology(options.topology)
         names = [f"{self.prefix}{i}" for i in range(count)]
         self.topology: Topology | None = build_topology(names, shape) if shape else None
-        self.heartbeat_s = float(extra.get("heartbeat_period", 60.0))  # type: ignore[arg-type]
+        self.heartbeat_s = options.heartbeat_period
         self.cfg = SimConfig(
-            start_delay_s=float(extra.get("start_delay", 0.2)),  # type: ignore[arg-type]
-            default_duration_s=default_duration(str(default)) if default else None,
-            termination_s=float(extra.get("termination", 0.0)),  # type: ignore[arg-type]
-            eviction_delay_s=float(extra.get("eviction_delay", 0.0)),  # type: ignore[arg-type]
+            start_delay_s=options.start_delay,
+            default_duration_s=default_duration(default) if default else None,
+            termination_s=options.termination,
+            eviction_delay_s=options.eviction_delay,
         )
 
     async def open(self, ctx: ServiceContext) -> Sequence[Worker]:

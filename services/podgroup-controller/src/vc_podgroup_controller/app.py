@@ -6,6 +6,7 @@ import argparse
 import asyncio
 from collections.abc import Sequence
 
+import msgspec
 import structlog
 
 from vc_bus.dispatch import KeyedDispatcher
@@ -14,32 +15,38 @@ from vc_proto.vocabulary import DEFAULT_SCHEDULER_NAME
 from vc_runtime.membership import Membership
 from vc_runtime.resync import resync_forever, wait_synced
 from vc_runtime.service import FnWorker, ServiceContext, Worker
-from vc_runtime.settings import RuntimeSettings
+from vc_runtime.settings import RuntimeSettings, options_of
 from vc_runtime.sharding import FencedStore
 
 log = structlog.get_logger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workers", type=int, default=5, help="groups handled concurrently (Volcano: 5)")
+    parser.add_argument("--workers", type=int, help="groups handled concurrently (Volcano: 5)")
     parser.add_argument(
         "--scheduler-name",
         action="append",
-        default=None,
         help=f"a Volcano scheduler name; repeatable (default {DEFAULT_SCHEDULER_NAME})",
     )
-    parser.add_argument("--lease-ttl", type=float, default=5.0, help="membership lease, seconds")
+    parser.add_argument("--lease-ttl", type=float, help="membership lease, seconds")
+
+
+class PodGroupControllerOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The flags of add_arguments, typed, with their defaults."""
+
+    workers: int = 5
+    scheduler_name: tuple[str, ...] = (DEFAULT_SCHEDULER_NAME,)
+    lease_ttl: float = 5.0
 
 
 class PodGroupControllerApp:
     name = "podgroup-controller"
 
     def __init__(self, settings: RuntimeSettings) -> None:
-        extra = settings.extra
-        self.workers = int(extra.get("workers", 5))  # type: ignore[call-overload]
-        names = extra.get("scheduler_name") or [DEFAULT_SCHEDULER_NAME]
-        self.scheduler_names = frozenset(str(n) for n in names)  # type: ignore[attr-defined]
-        self.lease_ttl_s = float(extra.get("lease_ttl", 5.0))  # type: ignore[arg-type]
+        options = options_of(settings, PodGroupControllerOptions)
+        self.workers = options.workers
+        self.scheduler_names = frozenset(options.scheduler_name)
+        self.lease_ttl_s = options.lease_ttl
         self.membership: Membership | None = None
 
     async def open(self, ctx: ServiceContext) -> Sequence[Worker]:

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 from collections.abc import Sequence
 
+import msgspec
 import structlog
 
 from vc_bus.dispatch import KeyedDispatcher
@@ -16,23 +17,31 @@ from vc_queue_controller.keys import Key, command_key, queue_key
 from vc_runtime.membership import Membership
 from vc_runtime.resync import resync_forever, wait_synced
 from vc_runtime.service import FnWorker, ServiceContext, Worker
-from vc_runtime.settings import RuntimeSettings
+from vc_runtime.settings import RuntimeSettings, options_of
 from vc_runtime.sharding import FencedStore
 
 log = structlog.get_logger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workers", type=int, default=5, help="queues handled concurrently (Volcano: 5)")
-    parser.add_argument("--lease-ttl", type=float, default=5.0, help="membership lease, seconds")
+    parser.add_argument("--workers", type=int, help="queues handled concurrently (Volcano: 5)")
+    parser.add_argument("--lease-ttl", type=float, help="membership lease, seconds")
+
+
+class QueueControllerOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The flags of add_arguments, typed, with their defaults."""
+
+    workers: int = 5
+    lease_ttl: float = 5.0
 
 
 class QueueControllerApp:
     name = "queue-controller"
 
     def __init__(self, settings: RuntimeSettings) -> None:
-        self.workers = int(settings.extra.get("workers", 5))  # type: ignore[call-overload]
-        self.lease_ttl_s = float(settings.extra.get("lease_ttl", 5.0))  # type: ignore[arg-type]
+        options = options_of(settings, QueueControllerOptions)
+        self.workers = options.workers
+        self.lease_ttl_s = options.lease_ttl
         self.membership: Membership | None = None
         self.dispatcher: KeyedDispatcher[Key] | None = None
         self.caches: QueueCaches

@@ -13,13 +13,14 @@ from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
+import msgspec
 import structlog
 
 from vc_core.errors import ConfigError, InvalidObject
 from vc_runtime.aio import wait_or_stop
 from vc_runtime.membership import Membership
 from vc_runtime.service import FnWorker, ServiceContext, Worker
-from vc_runtime.settings import RuntimeSettings
+from vc_runtime.settings import RuntimeSettings, options_of
 from vc_scheduler.binder import GangBinder
 from vc_scheduler.cache import KINDS, SchedulerCache
 from vc_scheduler.events import SchedulerEvents
@@ -41,10 +42,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="refuse a conf that names a Volcano plugin Tephra lacks (default: load without it, with a warning)",
     )
-    parser.add_argument("--schedule-period", type=float, default=1.0, help="seconds between cycles")
-    parser.add_argument(
-        "--lease-ttl", type=float, default=5.0, help="seconds before a silent instance's PodGroups move"
-    )
+    parser.add_argument("--schedule-period", type=float, help="seconds between cycles")
+    parser.add_argument("--lease-ttl", type=float, help="seconds before a silent instance's PodGroups move")
+
+
+class SchedulerOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The flags of add_arguments, typed, with their defaults."""
+
+    scheduler_conf: str | None = None
+    strict_conf: bool = False
+    schedule_period: float = 1.0
+    lease_ttl: float = 5.0
 
 
 class SchedulerApp:
@@ -52,16 +60,16 @@ class SchedulerApp:
 
     def __init__(self, settings: RuntimeSettings) -> None:
         self.settings = settings
-        path = settings.extra.get("scheduler_conf")
+        options = options_of(settings, SchedulerOptions)
         try:
-            text = Path(str(path)).read_text() if path else None
-            self.conf = load_scheduler_conf(text, strict=bool(settings.extra.get("strict_conf")))
+            text = Path(options.scheduler_conf).read_text() if options.scheduler_conf else None
+            self.conf = load_scheduler_conf(text, strict=options.strict_conf)
         except (OSError, InvalidObject, ValueError) as exc:
             raise ConfigError(f"--scheduler-conf: {exc}") from exc
         for warning in self.conf.warnings():
             log.warning("scheduler_conf_plugin_skipped", detail=warning)
-        self.period_s = float(settings.extra.get("schedule_period", 1.0))  # type: ignore[arg-type]
-        self.lease_ttl_s = float(settings.extra.get("lease_ttl", 5.0))  # type: ignore[arg-type]
+        self.period_s = options.schedule_period
+        self.lease_ttl_s = options.lease_ttl
 
     async def open(self, ctx: ServiceContext) -> Sequence[Worker]:
         cache = SchedulerCache()
