@@ -13,7 +13,7 @@ from msgspec.structs import replace
 
 from tests.unit.job_controller.jc_builders import NOW, job, pod, podgroup, pods, run, task, view
 from vc_bus.testing import MemoryStore
-from vc_job_controller.controller import JobController
+from vc_job_controller.controller import COUNTS_EVERY_S, JobController
 from vc_job_controller.logic.coalesce import MAX_MERGED, mergeable, take_pass
 from vc_job_controller.logic.podgroup import build_podgroup
 from vc_job_controller.logic.pods import build_job_pod
@@ -172,5 +172,51 @@ def test_the_controller_handles_a_gang_starting_in_one_pass_with_one_history_bat
         assert [[(e.name, e.reason) for e in batch if e.kind == "Pod"] for batch in batches] == [
             [(f"job-w-{i}", "PodStarted") for i in range(4)]
         ]
+
+    asyncio.run(scenario())
+
+
+def test_the_controller_holds_a_count_change_right_after_a_write_and_syncs_when_it_is_due() -> None:
+    async def scenario() -> None:
+        store = MemoryStore()
+
+        async def publish(events: object) -> int:
+            return 0
+
+        controller = JobController(store, publish, SoleOwner(), source="test")  # type: ignore[arg-type]
+        default = Queue(api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(name="default"))
+        controller.queues.remember(await store.create(default))
+        j = await store.create(job([task("w", 4)], name="job", phase=JobPhase.PENDING, min_available=4))
+        controller.jobs.remember(j)
+        group = await store.create(build_podgroup(j, {}))
+        controller.podgroups.remember(replace(group, status=PodGroupStatus(phase="Running")))
+        for i in range(4):
+            controller.pods.remember(await store.create(build_job_pod(j, j.spec.tasks[0], i)))  # type: ignore[index, union-attr]
+        key = ("ns", "job")
+
+        async def settle() -> Job:
+            while key in controller.pending:
+                await controller._handle(key)
+                controller.jobs.remember(await store.get(Job, "ns", "job"))
+            return await store.get(Job, "ns", "job")
+
+        async def start(i: int) -> None:
+            old = controller.pods.get("ns", f"job-w-{i}")
+            assert old is not None and old.status is not None
+            controller.pods.remember(await store.update(replace(old, status=replace(old.status, phase="Running"))))
+
+        await settle()
+        await start(0)  # the task's first Running pod: written at once
+        assert (await settle()).status.running == 1  # type: ignore[union-attr]
+        await start(1)  # counts alone, a moment after that write: held, a sync armed for later
+        assert (await settle()).status.running == 1  # type: ignore[union-attr]
+        assert key in controller.resync_armed
+        controller.status_written[key] -= COUNTS_EVERY_S  # the hold is over
+        await controller._handle(("#resync", "ns/job"))
+        assert (await settle()).status.running == 2 and key not in controller.resync_armed  # type: ignore[union-attr]
+        await start(2)
+        await start(3)  # minAvailable reached: the phase is written at once, counts with it
+        done = await settle()
+        assert done.status.running == 4 and done.status.state.phase == JobPhase.RUNNING  # type: ignore[union-attr]
 
     asyncio.run(scenario())

@@ -209,3 +209,22 @@ def test_status_written_only_when_something_changed() -> None:
     plan = run(view(j, {}, podgroup(j, "Pending")))
     assert plan.status is None
     assert phase_after(plan, j) == JobPhase.PENDING
+
+
+def test_held_counts_wait_for_a_later_pass_and_record_nothing_meanwhile() -> None:
+    """hold_counts (the shell wrote this job's status a moment ago): pods moving within their task's
+    phase are not written now; the first Running pod of a task, or the job's phase, still is."""
+    j = job([task("worker", 3)], phase=JobPhase.PENDING, min_available=3)
+    one_running = pods(pod(j, "worker", 0, "Running"), pod(j, "worker", 1, "Pending"), pod(j, "worker", 2, "Pending"))
+    first = run(view(j, one_running, podgroup(j, "Running")), hold_counts=True)
+    assert first.status is not None and first.status.running == 1  # the task became Running: written
+    assert "PhaseChanged" in [e.reason for e in first.events]
+    j = replace(j, status=first.status)
+    two_running = {**one_running, **pods(pod(j, "worker", 1, "Running"))}
+    held = run(view(j, two_running, podgroup(j, "Running")), hold_counts=True)
+    assert held.status is None and held.status_held and held.events == ()
+    written = run(view(j, two_running, podgroup(j, "Running")))
+    assert written.status is not None and written.status.running == 2 and not written.status_held
+    all_running = {**two_running, **pods(pod(j, "worker", 2, "Running"))}
+    phase = run(view(j, all_running, podgroup(j, "Running")), hold_counts=True)
+    assert phase.status is not None and phase_after(phase, j) == JobPhase.RUNNING

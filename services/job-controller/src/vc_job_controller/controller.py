@@ -10,6 +10,7 @@ is not acted on: its status and history say why (`Admissibility`, `logic/refusal
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from datetime import UTC, datetime
 
@@ -47,6 +48,9 @@ RECONCILES = Counter("tephra_job_controller_reconciles_total", "Requests handled
 LATENCY = Histogram("tephra_job_controller_reconcile_seconds", "Time to handle one request")
 MERGED = Counter("tephra_job_controller_merged_requests_total", "Requests handled by the pass of an earlier one")
 MAX_PENDING_PER_JOB = 1000
+# A job whose status was written this recently has a change of pod counts alone held back (decide's
+# hold_counts) and written by a sync this long after that write: one write for a gang's pods starting.
+COUNTS_EVERY_S = 1.0
 
 
 class JobController:
@@ -75,6 +79,8 @@ class JobController:
         self.pods_by_job: dict[JobKey, dict[str, Pod]] = {}
         self.pending: dict[JobKey, deque[Request]] = {}
         self.delayed: dict[JobKey, dict[str, DelayedAction]] = {}
+        self.status_written: dict[JobKey, float] = {}  # monotonic time of each job's last status write
+        self.resync_armed: set[JobKey] = set()  # jobs with a sync set for when their held counts are due
         self.dispatcher: KeyedDispatcher[JobKey] = KeyedDispatcher(self._handle, workers=workers, name="jobs")
 
     def _remember_created(self, obj: Pod | PodGroup) -> None:
@@ -100,6 +106,8 @@ class JobController:
             key = (old.metadata.namespace or "", old.metadata.name or "") if old else ("", "")
             self.pending.pop(key, None)
             self.delayed.pop(key, None)
+            self.status_written.pop(key, None)
+            self.resync_armed.discard(key)
             self.admissibility.forget(key)
             if old is not None:
                 volcano_metrics.job_deleted(old)
@@ -172,6 +180,9 @@ class JobController:
         if key[0] == "#delay":
             await self._fire_delay(key[1])
             return
+        if key[0] == "#resync":
+            self._resync(key[1])
+            return
         queue = self.pending.get(key)
         if not queue or not self.owns(key):
             self.pending.pop(key, None)
@@ -212,8 +223,10 @@ class JobController:
             delayed=dict(self.delayed.get(key, {})),
             priority_classes={pc.metadata.name or "": pc.value for pc in self.priority_classes.items.values()},
         )
+        written = self.status_written.get(key)
+        hold = written is not None and time.monotonic() - written < COUNTS_EVERY_S
         with LATENCY.time():
-            plan = decide(view, request, datetime.now(UTC), merged=merged)
+            plan = decide(view, request, datetime.now(UTC), merged=merged, hold_counts=hold)
             try:
                 stored = await self.executor.execute(job, plan, can_write=self.membership.can_write)
             except NotFound:
@@ -221,6 +234,12 @@ class JobController:
                 return
         if stored is not job:
             self.jobs.remember(stored)
+        if plan.status is not None:
+            self.status_written[key] = time.monotonic()
+        if plan.status_held and written is not None and key not in self.resync_armed:
+            self.resync_armed.add(key)
+            wait = written + COUNTS_EVERY_S - time.monotonic()
+            self.dispatcher.submit_after(("#resync", f"{key[0]}/{key[1]}"), wait)
         await self._apply_delays(key, plan.delays_to_cancel, plan.delays_to_schedule)
         RECONCILES.labels(plan.action, "ok").inc()
         MERGED.inc(len(merged))
@@ -261,6 +280,15 @@ class JobController:
         delayed = self.delayed.get((namespace, name), {}).get(delay_key)
         if delayed is not None:
             self.enqueue((namespace, name), request_for_fired(delayed))
+
+    def _resync(self, token: str) -> None:
+        """The counts a pass held back are due: a sync writes what it finds now."""
+        namespace, name = token.split("/", 1)
+        key = (namespace, name)
+        self.resync_armed.discard(key)
+        job = self.jobs.get(namespace, name)
+        if job is not None and self.owns(key):
+            self.enqueue(key, rq.Request(event=rq.Event.OUT_OF_SYNC.value, job_uid=job.metadata.uid or ""))
 
     async def _run_command(self, token: str) -> None:
         """Delete the Command first (at most once, as Volcano), then run its action on the job."""

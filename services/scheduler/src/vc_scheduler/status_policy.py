@@ -3,8 +3,10 @@
 Every cycle reports every PodGroup's status and every queue's `status.allocated`; a write costs a
 compare-and-set (and on kube an apiserver request), so only a change is written, and changes that
 come in bursts are spaced:
-- a PodGroup's phase or conditions changing is written at once; its pod counts alone moving waits
-  COUNTS_EVERY_S, so a gang's pods starting make one write, not one per pod;
+- a PodGroup's phase, or a condition's type, status or reason, changing is written at once; its pod
+  counts or a condition's message alone moving waits COUNTS_EVERY_S, so a gang's pods starting make
+  one write, not one per pod, and so does a why-message counting pods as the job controller creates
+  them (on kube each write is an apiserver PATCH: these were a third of a gang's status writes);
 - an update equal to what was last sent is re-sent only after STATUS_RESEND_S, and only if the
   stored status still disagrees (the write failed, or another writer won); until then the watch
   simply has not caught up;
@@ -23,7 +25,7 @@ from vc_scheduling.framework.decisions import PodGroupStatusUpdate, QueueStatusU
 from vc_scheduling.snapshot.cluster import PodGroupCondition, PodGroupObj
 
 STATUS_RESEND_S = 5.0
-COUNTS_EVERY_S = 1.0  # a PodGroup whose phase and conditions hold gets its pod counts rewritten at most this often
+COUNTS_EVERY_S = 1.0  # a PodGroup whose phase and condition states hold is rewritten at most this often
 ALLOCATED_EVERY_S = 1.0  # a queue's status.allocated is rewritten at most this often
 
 Signature = tuple[object, ...]
@@ -35,12 +37,14 @@ def _conditions(conditions: tuple[PodGroupCondition, ...]) -> dict[str, tuple[st
 
 def signature(update: PodGroupStatusUpdate) -> Signature:
     """An update without its transition ids (they differ per session even when nothing changed)."""
+    conditions = sorted(_conditions(update.conditions).items())
     return (
         update.phase,
         update.running,
         update.succeeded,
         update.failed,
-        tuple(sorted(_conditions(update.conditions).items())),
+        tuple(conditions),
+        tuple((kind, status, reason) for kind, (status, reason, _) in conditions),
     )
 
 
@@ -63,9 +67,10 @@ def same_status(left: PodGroupStatusUpdate, right: PodGroupStatusUpdate) -> bool
     )
 
 
-def counts_only(sent: Signature, now: Signature) -> bool:
-    """Two signatures differ only in the pod counts (phase and conditions are the same)."""
-    return sent[0] == now[0] and sent[4] == now[4] and sent != now
+def minor_only(sent: Signature, now: Signature) -> bool:
+    """Two signatures differ only in pod counts or condition messages (the phase and every
+    condition's type, status and reason are the same)."""
+    return sent[0] == now[0] and sent[5] == now[5] and sent != now
 
 
 def stored_matches(phase: str, stored: tuple[PodGroupCondition, ...], update: PodGroupStatusUpdate) -> bool:
@@ -115,9 +120,9 @@ class SentStatuses:
         True is recorded as sent."""
         key, sig = update.podgroup, signature(update)
         sent = self._sent.get(key)
-        if sent is not None and counts_only(sent[0], sig) and now - sent[1] < COUNTS_EVERY_S:
+        if sent is not None and minor_only(sent[0], sig) and now - sent[1] < COUNTS_EVERY_S:
             self._held.hold(key, sent[1] + COUNTS_EVERY_S)
-            return False  # only running/succeeded/failed moved: wait, so a gang's pods make one write
+            return False  # only counts or a message moved: wait, so a gang's pods make one write
         if sent is not None and sent[0] == sig:
             if stored is not None and stored_matches(stored.phase, stored.conditions, update):
                 self._held.release(key)  # written and seen: nothing to resend

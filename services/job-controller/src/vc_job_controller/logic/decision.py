@@ -28,7 +28,7 @@ from vc_job_controller.logic.policies import (
     new_delay,
 )
 from vc_job_controller.logic.states import state_for
-from vc_job_controller.logic.status import StatusDraft, changed, finalize, running_duration
+from vc_job_controller.logic.status import StatusDraft, changed, counts_only, finalize, running_duration
 from vc_job_controller.logic.transitions import job_phase_event, request_pod_event, task_events
 from vc_job_controller.logic.view import JobView, Request, is_deleting, is_terminal
 from vc_job_controller.plugins import PluginRegistry, in_tree_plugins, load_plugins
@@ -50,12 +50,15 @@ def decide(
     plugins: PluginRegistry | None = None,
     deps: PluginDeps | None = None,
     merged: Sequence[Request] = (),
+    hold_counts: bool = False,
 ) -> Plan:
     """The plan for `request` on `view`. `plugins` and `deps` default to the in-tree plugins and real
     RSA key generation; tests pass a deterministic key generator.
 
     `merged`: requests queued right after `request` that this pass covers too (`coalesce.take_pass`:
     each can only cause an immediate SyncJob, like `request`); their pods' transitions are recorded.
+    `hold_counts`: the shell wrote this job's status a moment ago; a change of pod counts alone (no
+    phase, no task's summarised phase) is not written now but marked `status_held`.
     """
     resolution = apply_policies(view.job, request)
     if is_deleting(view.job):
@@ -73,7 +76,7 @@ def decide(
         # e.g. a template quantity that is not one: admission should have refused it; fail, don't crash.
         plan = _new_draft(view, request, resolution, now, merged)
         _fail(plan, INVALID_JOB, str(error))
-    return _freeze(plan)
+    return _freeze(plan, hold_counts=hold_counts)
 
 
 def _new_draft(
@@ -173,13 +176,17 @@ def target_of(action: str, request: Request) -> Target | None:
     return None
 
 
-def _freeze(plan: PlanDraft) -> Plan:
+def _freeze(plan: PlanDraft, *, hold_counts: bool = False) -> Plan:
     old = plan.view.status
     status = None if plan.status is None else finalize(old, plan.status, now=plan.now)
     if status is not None and plan.killed:
         status = replace(status, running_duration=running_duration(status, plan.view.job.metadata.creation_timestamp))
     if status is not None and not changed(old, status):
         status = None
+    if status is not None and hold_counts and counts_only(old, status) and not task_events(plan, old, status):
+        # A gang's pods start within moments of each other: their counts make one write, not one per
+        # pass (on kube each is an apiserver PATCH of the job). Nothing is recorded until it is written.
+        return plan.build(status=None, status_held=True)
     if status is not None:
         _record_status_change(plan, old, status)
     return plan.build(status=status)

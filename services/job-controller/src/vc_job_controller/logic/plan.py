@@ -79,6 +79,9 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
     # Keys (pod names, "" for job-level) of the job's pending delayed actions to cancel.
     delays_to_cancel: tuple[str, ...] = ()
     events: tuple[HistoryEvent, ...] = ()
+    # A status change of pod counts alone, not written now (`decide(..., hold_counts=True)`): the shell
+    # syncs the job again once the hold is over, and that pass writes the counts it finds then.
+    status_held: bool = False
 
     @property
     def is_empty(self) -> bool:

@@ -145,3 +145,20 @@ def running_duration(status: JobStatus, created: str | None) -> str | None:
 def changed(old: JobStatus, new: JobStatus) -> bool:
     """Whether `new` differs from `old` once absent counters are read as zero."""
     return finalize(old, StatusDraft.of(old), now=datetime.min) != new
+
+
+def counts_only(old: JobStatus, new: JobStatus) -> bool:
+    """Whether `new` differs from `old` in pod counts alone (the phase, its reason, the version, the
+    retry count and every other field the same)."""
+    base = finalize(old, StatusDraft.of(old), now=datetime.min)
+    recounted = replace(
+        new,
+        pending=base.pending,
+        running=base.running,
+        succeeded=base.succeeded,
+        failed=base.failed,
+        terminating=base.terminating,
+        unknown=base.unknown,
+        task_status_count=base.task_status_count,
+    )
+    return recounted == base and new != base
