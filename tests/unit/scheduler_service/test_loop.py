@@ -104,13 +104,13 @@ def test_a_status_is_sent_once_until_it_changes() -> None:
     assert not writer.offer_podgroup(replace(update, running=1))
     clock.now += COUNTS_EVERY_S
     assert writer.offer_podgroup(replace(update, running=1))
-    # A condition's message alone moving (a why-message counting pods) waits the same way; its reason
-    # or status changing does not.
+    # A condition changing (a why-message counting pods, or a new condition) waits the same way.
     clock.now += COUNTS_EVERY_S
     assert writer.offer_podgroup(replace(update, running=2))
     recounted = replace(cond, message="3/10 tasks in gang unschedulable")
     assert not writer.offer_podgroup(replace(update, running=2, conditions=(recounted,)))
-    assert writer.offer_podgroup(replace(update, running=2, conditions=(replace(recounted, status="False"),)))
+    unschedulable = PodGroupCondition("Unschedulable", "True", "NotEnoughPods", "", "s0-3")
+    assert not writer.offer_podgroup(replace(update, running=2, conditions=(recounted, unschedulable)))
     # A phase change is never held back.
     assert writer.offer_podgroup(replace(update, phase="Completed", running=0, succeeded=2))
     # The three statuses found due coalesced into the one write still waiting for its turn.

@@ -3,10 +3,11 @@
 Every cycle reports every PodGroup's status and every queue's `status.allocated`; a write costs a
 compare-and-set (and on kube an apiserver request), so only a change is written, and changes that
 come in bursts are spaced:
-- a PodGroup's phase, or a condition's type, status or reason, changing is written at once; its pod
-  counts or a condition's message alone moving waits COUNTS_EVERY_S, so a gang's pods starting make
-  one write, not one per pod, and so does a why-message counting pods as the job controller creates
-  them (on kube each write is an apiserver PATCH: these were a third of a gang's status writes);
+- a PodGroup's phase changing is written at once (the job controller acts on it); anything else
+  (pod counts, conditions) is written at most once per COUNTS_EVERY_S, so a gang's pods starting make
+  one write, not one per pod, and so do the Unschedulable condition and its why-message counting pods
+  while the job controller creates them (on kube each write is an apiserver PATCH: these were half of
+  a gang's status writes);
 - an update equal to what was last sent is re-sent only after STATUS_RESEND_S, and only if the
   stored status still disagrees (the write failed, or another writer won); until then the watch
   simply has not caught up;
@@ -25,7 +26,7 @@ from vc_scheduling.framework.decisions import PodGroupStatusUpdate, QueueStatusU
 from vc_scheduling.snapshot.cluster import PodGroupCondition, PodGroupObj
 
 STATUS_RESEND_S = 5.0
-COUNTS_EVERY_S = 1.0  # a PodGroup whose phase and condition states hold is rewritten at most this often
+COUNTS_EVERY_S = 1.0  # a PodGroup whose phase holds is rewritten at most this often
 ALLOCATED_EVERY_S = 1.0  # a queue's status.allocated is rewritten at most this often
 
 Signature = tuple[object, ...]
@@ -37,14 +38,12 @@ def _conditions(conditions: tuple[PodGroupCondition, ...]) -> dict[str, tuple[st
 
 def signature(update: PodGroupStatusUpdate) -> Signature:
     """An update without its transition ids (they differ per session even when nothing changed)."""
-    conditions = sorted(_conditions(update.conditions).items())
     return (
         update.phase,
         update.running,
         update.succeeded,
         update.failed,
-        tuple(conditions),
-        tuple((kind, status, reason) for kind, (status, reason, _) in conditions),
+        tuple(sorted(_conditions(update.conditions).items())),
     )
 
 
@@ -68,9 +67,8 @@ def same_status(left: PodGroupStatusUpdate, right: PodGroupStatusUpdate) -> bool
 
 
 def minor_only(sent: Signature, now: Signature) -> bool:
-    """Two signatures differ only in pod counts or condition messages (the phase and every
-    condition's type, status and reason are the same)."""
-    return sent[0] == now[0] and sent[5] == now[5] and sent != now
+    """Two signatures differ, but not in the phase."""
+    return sent[0] == now[0] and sent != now
 
 
 def stored_matches(phase: str, stored: tuple[PodGroupCondition, ...], update: PodGroupStatusUpdate) -> bool:
@@ -122,7 +120,7 @@ class SentStatuses:
         sent = self._sent.get(key)
         if sent is not None and minor_only(sent[0], sig) and now - sent[1] < COUNTS_EVERY_S:
             self._held.hold(key, sent[1] + COUNTS_EVERY_S)
-            return False  # only counts or a message moved: wait, so a gang's pods make one write
+            return False  # the phase holds: wait, so a gang's pods and conditions make one write
         if sent is not None and sent[0] == sig:
             if stored is not None and stored_matches(stored.phase, stored.conditions, update):
                 self._held.release(key)  # written and seen: nothing to resend
