@@ -105,12 +105,13 @@ def test_a_held_back_status_is_due_again_and_a_confirmed_one_is_not() -> None:
     assert sent.next_due(keep) == 10.0 + STATUS_RESEND_S  # sent: due again unless seen stored by then
     assert not sent.due(replace(update, running=2), 10.2, None)  # counts only: held back
     assert sent.next_due(keep) == 10.0 + COUNTS_EVERY_S
-    assert sent.due(replace(update, running=2), 11.0, None)
-    assert not sent.due(replace(update, running=2), 11.5, None)  # not seen stored yet: resent later
-    assert sent.next_due(keep) == 11.0 + STATUS_RESEND_S
+    later = 10.0 + COUNTS_EVERY_S
+    assert sent.due(replace(update, running=2), later, None)
+    assert not sent.due(replace(update, running=2), later + 0.5, None)  # not seen stored yet: resent later
+    assert sent.next_due(keep) == later + STATUS_RESEND_S
     stored = replace(group("a"), phase="Running", conditions=(cond,))
-    assert not sent.due(replace(update, running=2), 12.0, stored) and sent.next_due(keep) is None
-    assert not sent.due(replace(update, running=3), 11.5, None)  # held back again...
+    assert not sent.due(replace(update, running=2), later + 1, stored) and sent.next_due(keep) is None
+    assert not sent.due(replace(update, running=3), later + 0.5, None)  # held back again...
     assert sent.next_due(lambda key: False) is None  # ...but a PodGroup gone or no longer ours is not due
 
 
@@ -184,3 +185,16 @@ def test_the_writer_offers_again_what_it_held_back_once_due() -> None:
     cache.podgroups["ns/a"] = replace(group("a"), phase="Running", conditions=(cond,))
     clock[0] += STATUS_RESEND_S
     assert writer.revisit() == 0 and writer.next_due() is None  # seen stored now: nothing held
+
+
+def test_a_first_status_keeping_the_stored_phase_waits_and_a_phase_change_does_not() -> None:
+    sent, keep = SentStatuses(), (lambda key: True)
+    stored = group("a")  # Inqueue, no conditions
+    unschedulable = PodGroupCondition("Unschedulable", "True", "NotEnoughPodsOfTask", "0/10 pods", "s-1")
+    first = PodGroupStatusUpdate("ns/a", "Inqueue", (unschedulable,), 0, 0, 0)
+    assert not sent.due(first, 10.0, stored)  # the same phase as stored: it waits
+    assert sent.next_due(keep) == 10.0 + COUNTS_EVERY_S
+    assert not sent.due(replace(first, conditions=()), 10.5, stored)  # still from the first offer on
+    assert sent.due(first, 10.0 + COUNTS_EVERY_S, stored)
+    other = PodGroupStatusUpdate("ns/b", "Running", (), 0, 0, 0)
+    assert sent.due(other, 10.0, replace(group("b"), phase="Inqueue"))  # a phase change: at once
