@@ -198,3 +198,6 @@ def test_a_first_status_keeping_the_stored_phase_waits_and_a_phase_change_does_n
     assert sent.due(first, 10.0 + COUNTS_EVERY_S, stored)
     other = PodGroupStatusUpdate("ns/b", "Running", (), 0, 0, 0)
     assert sent.due(other, 10.0, replace(group("b"), phase="Inqueue"))  # a phase change: at once
+    fresh = replace(group("c"), phase="")  # created without a status: reads as Pending
+    assert not sent.due(PodGroupStatusUpdate("ns/c", "Pending", (unschedulable,), 0, 0, 0), 10.0, fresh)
+    assert sent.due(PodGroupStatusUpdate("ns/c", "Inqueue", (unschedulable,), 0, 0, 0), 10.1, fresh)

@@ -23,6 +23,7 @@ from collections.abc import Callable, Container
 
 from vc_proto.scheduling import PodGroupCondition as StoredCondition
 from vc_proto.scheduling import PodGroupStatus
+from vc_proto.vocabulary import PodGroupPhase
 from vc_scheduling.framework.decisions import PodGroupStatusUpdate, QueueStatusUpdate
 from vc_scheduling.snapshot.cluster import PodGroupCondition, PodGroupObj
 
@@ -120,7 +121,8 @@ class SentStatuses:
         True is recorded as sent."""
         key, sig = update.podgroup, signature(update)
         sent = self._sent.get(key)
-        if sent is None and stored is not None and stored.phase == update.phase:
+        # A PodGroup no one has given a status yet reads as Pending (Volcano's default phase).
+        if sent is None and stored is not None and (stored.phase or PodGroupPhase.PENDING) == update.phase:
             first = self._first_offered.setdefault(key, now)
             if now - first < COUNTS_EVERY_S:
                 self._held.hold(key, first + COUNTS_EVERY_S)
