@@ -170,3 +170,35 @@ def test_an_unchanged_status_is_judged_once_until_the_store_or_the_members_chang
     cache.podgroups["ns/g"] = replace(group("g"), phase="Pending")  # someone else wrote the status
     clock[0] += 60
     assert writer.offer_podgroup(renewed) and asked == ["due"] * 5  # written back
+
+
+def test_a_store_that_needs_a_diff_base_is_told_of_the_cached_version_a_write_starts_from() -> None:
+    """The kube backend's store (vc_core.store.VersionMemory) computes a merge patch from the version it
+    knows; the cache reads the mirror's KV itself, so the writer hands it the version it starts from."""
+
+    class RememberingStore(CountingStore):
+        def __init__(self) -> None:
+            super().__init__()
+            self.remembered: list[str | None] = []
+
+        def remember(self, obj: PodGroup) -> None:
+            self.remembered.append(obj.metadata.resource_version)
+
+    async def scenario() -> None:
+        store = RememberingStore()
+        stored = await store.create(
+            PodGroup(api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(name="g", namespace="ns"), spec=PodGroupSpec())
+        )
+        cache = SchedulerCache()
+        cache._podgroup_raw["ns/g"] = (codec.encode(stored), int(stored.metadata.resource_version or 0))
+        writer = StatusWriter(
+            store,
+            cache,
+            SchedulerEvents(lambda e: asyncio.sleep(0, 0), source="t"),
+            ownership=SoleOwner(),
+            work=InFlight("t"),
+        )  # type: ignore[arg-type]
+        await writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Inqueue", (), 0, 0, 0))
+        assert store.remembered == [stored.metadata.resource_version] and store.reads == 0
+
+    asyncio.run(scenario())

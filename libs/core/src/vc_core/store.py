@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
 from vc_core.errors import InvalidObject
 from vc_proto import subjects
@@ -39,6 +39,14 @@ class WatchEvent:
     name: str = ""
     # The object as it now is (PUT), or None for DELETE and SYNCED.
     obj: KubeObject | None = None
+
+
+@runtime_checkable
+class VersionMemory(Protocol):
+    """A store whose writes need a diff base (the kube backend's merge patches): told of a version read
+    elsewhere (a raw KV watch of the NATS mirror), a write of exactly that version costs no GET."""
+
+    def remember(self, obj: KubeObject) -> None: ...
 
 
 class ObjectStore(Protocol):

@@ -53,6 +53,10 @@ class MirroredStore:
     async def update(self, obj: O) -> O:
         return await self.kube.update(obj)
 
+    def remember(self, obj: KubeObject) -> None:
+        """A version a caller read from the mirror without this store's watch (vc_core.store.VersionMemory)."""
+        self.kube.remember(obj)
+
     async def bind(self, pod: Pod, node: str, *, annotations: Mapping[str, str] | None = None) -> None:
         await self.kube.bind(pod, node, annotations=annotations)
 

@@ -18,7 +18,7 @@ import msgspec
 
 from vc_core.errors import Conflict, NotFound
 from vc_core.ownership import Ownership
-from vc_core.store import ObjectStore
+from vc_core.store import ObjectStore, VersionMemory
 from vc_proto import events as ev
 from vc_proto.scheduling import PodGroup, PodGroupStatus, Queue, QueueStatus
 from vc_runtime.sharding import FencedStore
@@ -47,6 +47,9 @@ class StatusWriter:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store = FencedStore(store, ownership)
+        # The cache reads the mirror's KV directly, so a kube store has not seen those versions: told of
+        # the one a write starts from, it patches without a GET first (one apiserver request per gang).
+        self._versions = store if isinstance(store, VersionMemory) else None
         self._cache = cache
         self._events = events
         self._own = ownership
@@ -150,6 +153,8 @@ class StatusWriter:
                     pg = await self._store.get(PodGroup, namespace, name)
                 except NotFound:
                     return
+            elif self._versions is not None:
+                self._versions.remember(pg)
             old = pg.status or PodGroupStatus()
             status = merge_status(old, update, timestamp())
             if status == old:
