@@ -15,6 +15,7 @@ import cProfile
 import pstats
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from benchmarks.report import BenchReport
@@ -23,17 +24,20 @@ from vc_scheduling.framework.carried import CarriedState
 from vc_scheduling.snapshot import ClusterSnapshot, load_objects
 
 
-def cluster_objects(nodes: int, gangs: int, size: int, running: int = 0) -> list[dict[str, Any]]:
+def cluster_objects(nodes: int, gangs: int, size: int, running: int = 0, vgpus: int = 0) -> list[dict[str, Any]]:
     """`nodes` nodes, `gangs` pending gangs of `size`, and `running` gangs already Running (spread
-    over the nodes round-robin: the steady state of a busy cluster, whose pods a session must count)."""
+    over the nodes round-robin: the steady state of a busy cluster, whose pods a session must count).
+    `vgpus`: each node registers that many shareable GPUs (as vc-node-sim --vgpus-per-node does); the
+    pods ask for none."""
     objects: list[dict[str, Any]] = [
         {
             "kind": "Node",
             "metadata": {
                 "name": f"node-{i:05}",
                 "labels": {"kubernetes.io/hostname": f"node-{i:05}", "zone": f"z{i % 4}"},
+                "annotations": _vgpu_register(i, vgpus),
             },
-            "status": {"allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"}},
+            "status": {"allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110", **_vgpu_allocatable(vgpus)}},
         }
         for i in range(nodes)
     ]
@@ -66,6 +70,23 @@ def cluster_objects(nodes: int, gangs: int, size: int, running: int = 0) -> list
     return objects
 
 
+def _vgpu_register(node: int, vgpus: int) -> dict[str, str]:
+    if not vgpus:
+        return {}
+    devices = "".join(f"GPU-{node:05}-{i},10,16384,NVIDIA-A10,true,hami-core:" for i in range(vgpus))
+    return {"volcano.sh/node-vgpu-register": devices}
+
+
+def _vgpu_allocatable(vgpus: int) -> dict[str, str]:
+    if not vgpus:
+        return {}
+    return {
+        "volcano.sh/vgpu-number": str(10 * vgpus),
+        "volcano.sh/vgpu-memory": str(16384 * vgpus),
+        "volcano.sh/vgpu-cores": str(100 * vgpus),
+    }
+
+
 def _pod(gang: int, index: int) -> dict[str, Any]:
     return {
         "kind": "Pod",
@@ -93,19 +114,21 @@ def run_detailed(snapshot: ClusterSnapshot) -> tuple[float, int, dict[str, float
     return seconds, bound, durations
 
 
-def run_timed(snapshot: ClusterSnapshot) -> tuple[float, float, int, dict[str, float]]:
+def run_timed(snapshot: ClusterSnapshot, conf_text: str | None = None) -> tuple[float, float, int, dict[str, float]]:
     """`run_detailed` with the session's CPU seconds as well: on a shared machine the wall time is
     mostly what other processes leave over, the CPU time the session's own cost."""
-    conf = load_scheduler_conf()
+    conf = load_scheduler_conf(conf_text)
     start, cpu = time.perf_counter(), time.process_time()
     result = run_cycle(snapshot, conf)
     return time.perf_counter() - start, time.process_time() - cpu, len(result.binds), result.stats.durations_s
 
 
-def carried_cycles(snapshot: ClusterSnapshot, cycles: int) -> list[tuple[float, float, int]]:
+def carried_cycles(
+    snapshot: ClusterSnapshot, cycles: int, conf_text: str | None = None
+) -> list[tuple[float, float, int]]:
     """Seconds, CPU seconds and binds of `cycles` cycles after a first one, each on the cluster the
     previous left, with the state carried (the first builds it)."""
-    conf, memo = load_scheduler_conf(), CarriedState()
+    conf, memo = load_scheduler_conf(conf_text), CarriedState()
     out = []
     for cycle in range(cycles + 1):
         start, cpu = time.perf_counter(), time.process_time()
@@ -135,14 +158,17 @@ def main() -> None:
     parser.add_argument("--running", type=int, default=0, help="gangs already Running on the nodes")
     parser.add_argument("--profile", action="store_true", help="print the top cProfile entries")
     parser.add_argument("--cycles", type=int, default=0, help="then this many cycles on carried state")
+    parser.add_argument("--conf", help="scheduler conf file (Volcano's YAML); default: the built-in one")
+    parser.add_argument("--vgpus", type=int, default=0, help="shareable GPUs registered per node (pods ask none)")
     args = parser.parse_args()
+    conf_text = Path(args.conf).read_text() if args.conf else None
     start = time.perf_counter()
-    snapshot = load_objects(cluster_objects(args.nodes, args.gangs, args.size, args.running))
+    snapshot = load_objects(cluster_objects(args.nodes, args.gangs, args.size, args.running, args.vgpus))
     load_s = time.perf_counter() - start
     if args.profile:
         profiler = cProfile.Profile()
         profiler.enable()
-    seconds, cpu_s, bound, durations = run_timed(snapshot)
+    seconds, cpu_s, bound, durations = run_timed(snapshot, conf_text)
     if args.profile:
         profiler.disable()
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
@@ -158,7 +184,7 @@ def main() -> None:
         print(f"    {name:<28} {spent:8.3f} s")
     figures: dict[str, float] = {"load_s": load_s, "session_s": seconds, "bound": bound, "pods_per_s": pods / seconds}
     if args.cycles:
-        for i, (spent, cpu, binds) in enumerate(carried_cycles(snapshot, args.cycles), start=1):
+        for i, (spent, cpu, binds) in enumerate(carried_cycles(snapshot, args.cycles, conf_text), start=1):
             print(f"  carried cycle {i:<3} {spent:8.3f} s  ({binds} pods bound; {cpu:.3f} CPU seconds)")
             figures[f"carried_cycle_{i}_s"] = spent
     report = BenchReport("scheduler_session", f"One session: {pods:,} pods on {args.nodes:,} nodes", params=vars(args))

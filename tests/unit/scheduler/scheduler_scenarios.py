@@ -78,6 +78,11 @@ def check(scenario: Scenario, result: dict[str, Any]) -> list[str]:
     for key in ("evictions", "pipelined"):
         if key in expect and sorted(result[key]) != sorted(expect[key]):
             problems.append(f"{key}: {sorted(result[key])}, expected {sorted(expect[key])}")
+    written = result.get("bindAnnotations", {})
+    for pod, wanted in expect.get("bindAnnotations", {}).items():
+        for key, value in wanted.items():
+            if written.get(pod, {}).get(key) != value:
+                problems.append(f"{pod}: bind annotation {key}={written.get(pod, {}).get(key)!r}, expected {value!r}")
     problems.extend(_check_podgroups(expect, result["podgroups"]))
     if "confWarnings" in expect and result.get("confWarnings", []) != expect["confWarnings"]:
         problems.append(f"conf warnings: {result.get('confWarnings')}, expected {expect['confWarnings']}")

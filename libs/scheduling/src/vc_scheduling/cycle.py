@@ -48,6 +48,11 @@ class CycleResult:
         return {d.pod: d.node for d in self.decisions if isinstance(d, Bind)}
 
     @property
+    def bind_annotations(self) -> dict[str, dict[str, str]]:
+        """Per bound pod that gets any, the annotations its bind writes (deviceshare's GPU assignment)."""
+        return {d.pod: dict(d.annotations) for d in self.decisions if isinstance(d, Bind) and d.annotations}
+
+    @property
     def evictions(self) -> list[str]:
         return [d.pod for d in self.decisions if isinstance(d, Evict)]
 
@@ -151,12 +156,20 @@ def _changed_only(ssn: Session, rebuilt: set[str], report: Callable[[str], bool]
 
 
 def apply_result(snapshot: ClusterSnapshot, result: CycleResult) -> ClusterSnapshot:
-    """The cluster after the decisions take effect: bound pods Running on their node, evicted pods
-    gone, PodGroup phases and conditions as written (what `--cycles N` feeds the next cycle)."""
-    binds = result.binds
+    """The cluster after the decisions take effect: bound pods Running on their node with the bind's
+    annotations, evicted pods gone, PodGroup phases and conditions as written (what `--cycles N` feeds
+    the next cycle)."""
+    binds, annotations = result.binds, result.bind_annotations
     evicted = set(result.evictions)
     pods = tuple(
-        replace(pod, node_name=binds[pod.key], phase="Running") if pod.key in binds else pod
+        replace(
+            pod,
+            node_name=binds[pod.key],
+            phase="Running",
+            annotations={**pod.annotations, **annotations[pod.key]} if pod.key in annotations else pod.annotations,
+        )
+        if pod.key in binds
+        else pod
         for pod in snapshot.pods
         if pod.key not in evicted
     )

@@ -65,7 +65,7 @@ class GangBinder:
     def submit(self, gang: Gang) -> None:
         """Assume the gang's binds in the cache (the next cycle must not place them again) and queue it."""
         for bind in gang.binds:
-            self._cache.assume(bind.pod, bind.node)
+            self._cache.assume(bind.pod, bind.node, dict(bind.annotations))
         self._work.submit("Gang", lambda: self.commit(gang), on_failure=lambda: self._forget(gang.binds))
 
     def _forget(self, binds: tuple[Bind, ...]) -> None:
@@ -185,8 +185,10 @@ class GangBinder:
                 return bool(pod.spec and pod.spec.node_name == bind.node and pod.metadata.uid == bind.uid)
             try:
                 # One write: the store's bind is fenced on the uid and on the pod being unbound and not
-                # deleting (the bound-by annotation rides along, as a Binding's annotations do).
-                await self._store.bind(pod, bind.node, annotations={BOUND_BY: f"{self.instance}/{self._own.epoch}"})
+                # deleting (the bound-by annotation and the decision's own, deviceshare's GPU
+                # assignment, ride along, as a Binding's annotations do).
+                annotations = {**dict(bind.annotations), BOUND_BY: f"{self.instance}/{self._own.epoch}"}
+                await self._store.bind(pod, bind.node, annotations=annotations)
             except Conflict:
                 continue  # bound or recreated meanwhile (or our copy was stale): re-read and judge
             except NotFound:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -150,10 +151,13 @@ class SchedulerCache:
     def gone(self) -> frozenset[str]:
         return frozenset(self._gone)
 
-    def assume(self, pod_key: str, node: str) -> None:
+    def assume(self, pod_key: str, node: str, annotations: Mapping[str, str] | None = None) -> None:
+        """`annotations`: what the bind writes with the node (deviceshare's GPU assignment): the next
+        cycle counts the pod's GPUs before the watch shows the stored bind."""
         pod = self.pods.get(pod_key)
         if pod is not None and not pod.node_name:
-            assumed = replace(pod, node_name=node)
+            merged = {**pod.annotations, **annotations} if annotations else pod.annotations
+            assumed = replace(pod, node_name=node, annotations=merged)
             self.pods[pod_key] = assumed
             self._assumed[pod_key] = (assumed, time.monotonic())
 

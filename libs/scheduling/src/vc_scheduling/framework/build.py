@@ -150,7 +150,9 @@ def build_task(
         best_effort = is_empty(resreq, space.tolerance)
     # Node-side only: pod (anti-)affinity is checked per task across nodes, never from the class cache.
     node_affinity = pod.affinity.node_affinity if pod.affinity else None
-    placement = (pod.node_selector, node_affinity, pod.tolerations, pod.host_ports)
+    placement: tuple[object, ...] = (pod.node_selector, node_affinity, pod.tolerations, pod.host_ports)
+    if pod.vgpu is not None:  # which GPUs a vGPU pod may share (deviceshare's node-local predicate)
+        placement = (*placement, pod.vgpu)
     return TaskInfo(
         uid=pod.uid,
         name=pod.name,

@@ -33,7 +33,6 @@ tiers:
 VOLCANO_PLUGINS_NOT_IN_TEPHRA: Final = frozenset(
     {
         "cdp",
-        "deviceshare",
         "extender",
         "nodegroup",
         "numa-aware",
@@ -44,6 +43,32 @@ VOLCANO_PLUGINS_NOT_IN_TEPHRA: Final = frozenset(
         "usage",
     }
 )
+
+# Plugin arguments that switch on Volcano behaviour Tephra does not implement: a conf setting one (true,
+# or a non-empty value) loads, the argument ignored with a warning (`SchedulerConf.ignored`), or is
+# refused when strict.
+UNIMPLEMENTED_ARGUMENTS: Final[Mapping[str, tuple[str, ...]]] = {
+    "deviceshare": (
+        "deviceshare.GPUSharingEnable",
+        "deviceshare.GPUNumberEnable",
+        "deviceshare.AscendMindClusterVNPUEnable",
+        "deviceshare.AscendHAMiVNPUEnable",
+        "deviceshare.GPUExclusiveRules",
+    ),
+}
+
+
+def argument_bool(value: object) -> bool | None:
+    """A plugin argument as Volcano's Arguments.GetBool reads it: a bool, or a string Go's ParseBool
+    takes; None for anything else (Volcano logs it and keeps the default)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        if value in ("1", "t", "T", "TRUE", "true", "True"):
+            return True
+        if value in ("0", "f", "F", "FALSE", "false", "False"):
+            return False
+    return None
 
 
 class ConfError(ConfigError):
@@ -77,10 +102,14 @@ class SchedulerConf:
     configurations: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     # Volcano plugins the conf names that Tephra lacks and left out, as "tiers[i].plugins[j]: name".
     skipped: tuple[str, ...] = ()
+    # Arguments Tephra does not act on, as "tiers[i].plugins[j]: name: argument" (UNIMPLEMENTED_ARGUMENTS).
+    ignored: tuple[str, ...] = ()
 
     def warnings(self) -> list[str]:
-        """One line per plugin left out, naming it (empty when the conf loaded whole)."""
-        return [f"{entry}: Volcano plugin not implemented by Tephra; loaded without it" for entry in self.skipped]
+        """One line per plugin left out or argument ignored, naming it (empty when the conf loaded whole)."""
+        return [f"{entry}: Volcano plugin not implemented by Tephra; loaded without it" for entry in self.skipped] + [
+            f"{entry}: not implemented by Tephra; ignored" for entry in self.ignored
+        ]
 
     def action_arguments(self, name: str) -> Mapping[str, object]:
         return self.configurations.get(name, {})
@@ -102,10 +131,13 @@ def load_conf(
         raise ConfError("(document)", "expected a mapping with actions and tiers")
     actions = _actions(raw.get("actions", ""), known_actions)
     skipped: list[str] = []
+    ignored: list[str] = []
     raw_tiers = _list(raw.get("tiers"), "tiers")
-    tiers = tuple(_tier(i, t, known_plugins, strict=strict, skipped=skipped) for i, t in enumerate(raw_tiers))
+    tiers = tuple(
+        _tier(i, t, known_plugins, strict=strict, skipped=skipped, ignored=ignored) for i, t in enumerate(raw_tiers)
+    )
     configurations = _configurations(raw.get("configurations"))
-    conf = SchedulerConf(actions, tiers, configurations, tuple(skipped))
+    conf = SchedulerConf(actions, tiers, configurations, tuple(skipped), tuple(ignored))
     _check_conflicts(conf)
     return conf
 
@@ -132,17 +164,20 @@ def _actions(value: object, known: list[str]) -> tuple[str, ...]:
     return names
 
 
-def _tier(index: int, raw: object, known: list[str], *, strict: bool, skipped: list[str]) -> Tier:
+def _tier(index: int, raw: object, known: list[str], *, strict: bool, skipped: list[str], ignored: list[str]) -> Tier:
     if not isinstance(raw, Mapping):
         raise ConfError(f"tiers[{index}]", "expected a mapping with plugins")
     plugins = _list(raw.get("plugins"), f"tiers[{index}].plugins")
     options = (
-        _plugin(f"tiers[{index}].plugins[{i}]", p, known, strict=strict, skipped=skipped) for i, p in enumerate(plugins)
+        _plugin(f"tiers[{index}].plugins[{i}]", p, known, strict=strict, skipped=skipped, ignored=ignored)
+        for i, p in enumerate(plugins)
     )
     return Tier(tuple(option for option in options if option is not None))
 
 
-def _plugin(field: str, raw: object, known: list[str], *, strict: bool, skipped: list[str]) -> PluginOption | None:
+def _plugin(
+    field: str, raw: object, known: list[str], *, strict: bool, skipped: list[str], ignored: list[str]
+) -> PluginOption | None:
     if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str):
         raise ConfError(field, "expected a mapping with a name")
     name = raw["name"]
@@ -157,6 +192,7 @@ def _plugin(field: str, raw: object, known: list[str], *, strict: bool, skipped:
     arguments = raw.get("arguments") or {}
     if not isinstance(arguments, Mapping):
         raise ConfError(f"{field}.arguments", "expected a mapping")
+    ignored.extend(_ignored(field, name, arguments, strict=strict))
     flags = {k: v for k, v in raw.items() if k in set(ENABLE_KEYS.values()) | OTHER_ENABLE_KEYS}
     for key, value in flags.items():
         if not isinstance(value, bool):
@@ -178,8 +214,38 @@ def _configurations(value: object) -> dict[str, Mapping[str, object]]:
     return out
 
 
+def _ignored(field: str, name: str, arguments: Mapping[str, object], *, strict: bool) -> list[str]:
+    """The set arguments of UNIMPLEMENTED_ARGUMENTS, as "tiers[i].plugins[j]: name: argument <key>"."""
+    out = []
+    for key in UNIMPLEMENTED_ARGUMENTS.get(name, ()):
+        value = arguments.get(key)
+        if value is None or argument_bool(value) is False or value in ("", [], {}):
+            continue
+        if strict:
+            raise ConfError(
+                f"{field}.arguments", f"argument {key} is not implemented by Tephra (strict conf refuses it)"
+            )
+        out.append(f"{field}: {name}: argument {key}")
+    return out
+
+
 def _check_conflicts(conf: SchedulerConf) -> None:
     for i, tier in enumerate(conf.tiers):
         names = {p.name for p in tier.plugins}
         if "proportion" in names and any(p.name == "drf" and p.flags.get("enableHierarchy") for p in tier.plugins):
             raise ConfError(f"tiers[{i}]", "proportion and drf with hierarchy enabled conflicts")
+        for j, plugin in enumerate(tier.plugins):
+            if plugin.name == "deviceshare":
+                _check_deviceshare(f"tiers[{i}].plugins[{j}].arguments", plugin.arguments)
+
+
+def _check_deviceshare(field: str, arguments: Mapping[str, object]) -> None:
+    """Volcano's deviceshare stops the scheduler (klog.Fatal) on these; here they are conf errors."""
+    sharing, number, vgpu = (
+        argument_bool(arguments.get(f"deviceshare.{name}")) is True
+        for name in ("GPUSharingEnable", "GPUNumberEnable", "VGPUEnable")
+    )
+    if sharing and number:
+        raise ConfError(field, "can not define true in both gpu sharing and gpu number")
+    if (sharing or number) and vgpu:
+        raise ConfError(field, "gpu-share and vgpu can't be used together")

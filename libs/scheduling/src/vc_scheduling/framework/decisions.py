@@ -12,6 +12,9 @@ class Bind:
     pod: str  # "<namespace>/<name>"
     uid: str
     node: str
+    # Annotations the bind writes on the pod with its node, as a Binding's annotations (Volcano's
+    # TaskInfo.PodAnnotations from device reservations: deviceshare's GPU assignment), sorted pairs.
+    annotations: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -152,6 +152,9 @@ def queue_statuses(ssn: Session) -> list[QueueStatusUpdate]:
     if jobs:
         rows = np.fromiter((index[job.queue] for job in jobs), dtype=np.intp, count=len(jobs))
         np.add.at(direct, rows, np.array([job.allocated for job in jobs], dtype=np.float64))
+    for queue, extra in ssn.queue_allocated_extra.items():
+        if queue in index:
+            direct[index[queue]] = np.maximum(direct[index[queue]] + extra, 0.0)
     allocated = {name: ssn.space.zeros() for name in ssn.queues}
     for name, i in index.items():
         if direct[i].any():

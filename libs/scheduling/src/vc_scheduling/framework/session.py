@@ -76,6 +76,12 @@ class Session:
         self.total_resource: Vector = nodes.total_allocatable()
         self.invalid_jobs: dict[str, JobInfo] = {}
         self.decisions: list[Bind | Evict] = []
+        # Per task uid, annotations its bind carries (plugins merge them when they allocate a device,
+        # delete them when the task is deallocated; Volcano's TaskInfo.PodAnnotations).
+        self.bind_annotations: dict[str, dict[str, str]] = {}
+        # Per queue, what plugins add to the allocation its status reports (deviceshare: the device
+        # memory and cores pods hold instead of their requests; Volcano's AddQueueResource).
+        self.queue_allocated_extra: dict[str, Vector] = {}
         self.next_start_row = 0  # round-robin start of the feasible-node search (Volcano ph offset)
         self.recheck_at: datetime | None = None  # see recheck_by
         self._jobs_by_uid: list[JobInfo] | None = None
@@ -402,7 +408,9 @@ class Session:
     def dispatch(self, task: TaskInfo) -> None:
         """Hand an allocated task to the binder: status Binding and a Bind decision."""
         self.set_task(task, TaskStatus.BINDING, task.node_name)
-        self.decisions.append(Bind(task.key, task.pod.uid, task.node_name))
+        annotations = self.bind_annotations.get(task.uid)
+        carried = tuple(sorted(annotations.items())) if annotations else ()
+        self.decisions.append(Bind(task.key, task.pod.uid, task.node_name, carried))
 
     def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
         """Volcano ssn.Allocate: allocate now, bind the job's allocated tasks once it is ready."""
@@ -424,6 +432,11 @@ class Session:
 
     def queue_of(self, job: JobInfo) -> QueueInfo | None:
         return self.queues.get(job.queue)
+
+    def add_queue_allocated(self, queue: str, amount: Vector) -> None:
+        """Add `amount` to what the queue's status reports allocated (not to any quota check)."""
+        held = self.queue_allocated_extra.get(queue)
+        self.queue_allocated_extra[queue] = amount.copy() if held is None else held + amount
 
 
 def _accounted_alike(left: TaskStatus, right: TaskStatus) -> bool:

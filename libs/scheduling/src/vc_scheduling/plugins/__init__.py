@@ -8,6 +8,7 @@ from vc_scheduling.plugins import (
     binpack,
     capacity,
     conformance,
+    deviceshare,
     drf,
     gang,
     network_topology,
@@ -39,5 +40,6 @@ def in_tree_plugins() -> Registry[PluginFactory]:
             pdb.NAME: pdb.PdbPlugin,
             resourcequota.NAME: resourcequota.ResourceQuotaPlugin,
             network_topology.NAME: network_topology.NetworkTopologyPlugin,
+            deviceshare.NAME: deviceshare.DeviceSharePlugin,
         }
     )

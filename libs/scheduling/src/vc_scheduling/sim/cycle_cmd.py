@@ -41,11 +41,13 @@ def _parser() -> argparse.ArgumentParser:
 def simulate(snapshot: ClusterSnapshot, conf: SchedulerConf, *, cycles: int, now: datetime | None) -> dict[str, Any]:
     """Run `cycles` cycles; binds and evictions accumulate, pipelined and podgroups are the last ones."""
     binds: dict[str, str] = {}
+    annotations: dict[str, dict[str, str]] = {}
     evictions: list[str] = []
     result = None
     for cycle in range(1, cycles + 1):
         result = run_cycle(snapshot, conf, now=now, session_uid=f"cycle-{cycle}")
         binds.update(result.binds)
+        annotations.update(result.bind_annotations)
         evictions.extend(result.evictions)
         snapshot = apply_result(snapshot, result)
     podgroups = (
@@ -63,7 +65,10 @@ def simulate(snapshot: ClusterSnapshot, conf: SchedulerConf, *, cycles: int, now
         }
     )
     pipelined = [] if result is None else list(result.pipelined)
-    return {"binds": binds, "evictions": evictions, "pipelined": pipelined, "podgroups": podgroups}
+    report = {"binds": binds, "evictions": evictions, "pipelined": pipelined, "podgroups": podgroups}
+    if annotations:  # the annotations binds write (deviceshare's GPU assignment), only when some do
+        report["bindAnnotations"] = annotations
+    return report
 
 
 def main(argv: list[str], *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:

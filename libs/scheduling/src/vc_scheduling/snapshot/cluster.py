@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from vc_core.resources import Resources
 from vc_scheduling.snapshot.kube import Affinity, LabelSelector, Taint, Toleration, TopologySpreadConstraint
+from vc_scheduling.snapshot.vgpu import VGPUInventory, VGPUPodRequest
 
 # A host port a pod takes on its node: (protocol, host IP or "" for every address, port).
 HostPort = tuple[str, str, int]
@@ -32,6 +33,7 @@ class NodeObj:
     unschedulable: bool
     allocatable: Resources
     max_pods: int | None  # None: the node sets no `pods` limit
+    vgpu: VGPUInventory | None = None  # shared GPUs the vGPU device plugin registered (snapshot/vgpu.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +58,7 @@ class PodObj:
     order: int = 0  # position in the snapshot, the last ordering tie-break
     topology_spread: tuple[TopologySpreadConstraint, ...] = ()
     host_ports: tuple[HostPort, ...] = ()
+    vgpu: VGPUPodRequest | None = None  # what the pod asks of shared GPUs (snapshot/vgpu.py)
 
     @property
     def key(self) -> str:

@@ -15,7 +15,7 @@ import yaml
 
 from vc_core.errors import InvalidObject
 from vc_core.resources import Resources, add, maximum, parse_resources
-from vc_scheduling.snapshot import kube
+from vc_scheduling.snapshot import kube, vgpu
 from vc_scheduling.snapshot.cluster import (
     ClusterSnapshot,
     HostPort,
@@ -177,6 +177,9 @@ def _node(node: kube.Node) -> NodeObj:
         unschedulable=node.spec.unschedulable,
         allocatable=allocatable,
         max_pods=None if pods is None else int(pods),
+        vgpu=vgpu.node_inventory(node.metadata.annotations, allocatable)
+        if vgpu.NODE_REGISTER in node.metadata.annotations
+        else None,
     )
 
 
@@ -238,6 +241,7 @@ def _pod(pod: kube.Pod, index: int) -> PodObj:
         order=index,
         topology_spread=pod.spec.topology_spread_constraints,
         host_ports=host_ports(pod.spec),
+        vgpu=vgpu.pod_request(pod.spec.containers, meta.annotations, meta.namespace or "default"),
     )
 
 
