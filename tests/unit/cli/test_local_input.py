@@ -61,6 +61,8 @@ def up_args(*argv: str) -> argparse.Namespace:
         pytest.param(["--default-duration=-5s"], "--default-duration", id="negative-duration"),
         pytest.param(["--scheduler-conf", "/does/not/exist"], "--scheduler-conf", id="conf"),
         pytest.param(["--scheduler-replicas", "0"], "--scheduler-replicas", id="replicas"),
+        pytest.param(["--vgpus-per-node", "-1"], "--vgpus-per-node", id="vgpus"),
+        pytest.param(["--vgpus-per-node", "2", "--vgpu-split", "0"], "--vgpu-split", id="vgpu-split"),
     ],
 )
 def test_up_refuses_bad_flags_before_starting_anything(argv: list[str], message: str) -> None:

@@ -78,6 +78,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     up.add_argument("--node-memory", default="256Gi")
     up.add_argument("--node-gpu", default="8")
     up.add_argument("--node-pods", default="110")
+    up.add_argument(
+        "--vgpus-per-node",
+        type=int,
+        default=0,
+        help="node-sim: shareable GPUs per node, as Volcano's vGPU device plugin registers them (deviceshare)",
+    )
+    up.add_argument("--vgpu-memory", type=int, default=16384, help="node-sim: MiB of memory per shareable GPU")
+    up.add_argument("--vgpu-split", type=int, default=10, help="node-sim: pods that may share one GPU")
     up.add_argument("--scheduler-replicas", type=int, default=1)
     up.add_argument("--scheduler-conf")
     up.add_argument("--backend", choices=["nats", "kube"], default="nats")
@@ -218,6 +226,9 @@ def plan_children(args: argparse.Namespace, nats_url: str, auth: AuthDir | None 
         ]
         if args.default_duration:
             sim += ["--default-duration", args.default_duration]
+        if args.vgpus_per_node:
+            sim += ["--vgpus-per-node", str(args.vgpus_per_node), "--vgpu-memory", str(args.vgpu_memory)]
+            sim += ["--vgpu-split", str(args.vgpu_split)]
         children.append(child("node-sim", "vc-node-sim", sim))
     children.append(dashboard_child(args, child))
     return children
@@ -285,6 +296,10 @@ def check_arguments(args: argparse.Namespace) -> None:
             raise CliError(f"{name}: {exc.message}", code=2) from exc
         if amount < 0 or (flag != "node_memory" and amount.denominator != 1):
             raise CliError(f"{name} must be a whole number of at least 0", code=2)
+    if not 0 <= args.vgpus_per_node <= 64:
+        raise CliError("--vgpus-per-node must be between 0 and 64", code=2)
+    if args.vgpu_memory < 1 or args.vgpu_split < 1:
+        raise CliError("--vgpu-memory and --vgpu-split must be at least 1", code=2)
     if args.default_duration:
         try:
             parse_sim_duration(args.default_duration, path="--default-duration")

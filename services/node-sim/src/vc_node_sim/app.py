@@ -17,6 +17,7 @@ from vc_node_sim.control import parse_control
 from vc_node_sim.kubelet import Kubelet
 from vc_node_sim.logic import SimConfig
 from vc_node_sim.topology import Topology, build_topology, parse_topology
+from vc_node_sim.vgpu import VGPUShape
 from vc_proto import subjects
 from vc_proto.topology import HyperNode
 from vc_runtime.aio import sleep_or_stop, wait_or_stop
@@ -45,6 +46,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--topology",
         help="racks=N,spines=M: HyperNodes putting the nodes in racks of N nodes (tier 1), spines of M racks (tier 2)",
     )
+    parser.add_argument(
+        "--vgpus-per-node",
+        type=int,
+        help="shareable GPUs per node, registered as Volcano's vGPU device plugin does (deviceshare)",
+    )
+    parser.add_argument("--vgpu-memory", type=int, help="MiB of device memory per shareable GPU")
+    parser.add_argument("--vgpu-split", type=int, help="pods that may share one GPU (deviceSplitCount)")
 
 
 class NodeSimOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -63,6 +71,9 @@ class NodeSimOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     heartbeat_period: float = 60.0
     not_ready: str = ""
     topology: str = ""
+    vgpus_per_node: int = 0
+    vgpu_memory: int = 16384
+    vgpu_split: int = 10
 
 
 def default_duration(text: str) -> float:
@@ -92,6 +103,9 @@ class NodeSimApp:
         gpu = options.node_gpu
         if gpu not in ("", "0"):
             self.capacity["nvidia.com/gpu"] = gpu
+        self.vgpus = VGPUShape.of(options.vgpus_per_node, options.vgpu_memory, options.vgpu_split)
+        if self.vgpus is not None:
+            self.capacity.update(self.vgpus.allocatable())
         self.not_ready = {n for n in options.not_ready.split(",") if n}
         shape = parse_topology(options.topology)
         names = [f"{self.prefix}{i}" for i in range(count)]
@@ -134,7 +148,15 @@ class NodeSimApp:
                 name = f"{self.prefix}{i}"
                 ready = False if name in self.not_ready else None
                 labels = self.topology.node_labels.get(name) if self.topology else None
-                await kubelet.register(name, capacity=self.capacity, host_ip=host_ip(i), ready=ready, labels=labels)
+                annotations = self.vgpus.annotations(name) if self.vgpus else None
+                await kubelet.register(
+                    name,
+                    capacity=self.capacity,
+                    host_ip=host_ip(i),
+                    ready=ready,
+                    labels=labels,
+                    annotations=annotations,
+                )
 
         async with asyncio.TaskGroup() as tg:
             for i in range(self.count):

@@ -47,6 +47,7 @@ class NodeState:
     host_ip: str
     capacity: dict[str, str]
     not_ready_since: float | None = None
+    annotations: dict[str, str] | None = None  # what the node publishes (its shareable GPUs)
 
 
 @dataclass
@@ -76,13 +77,22 @@ class Kubelet:
         host_ip: str,
         ready: bool | None,
         labels: dict[str, str] | None = None,
+        annotations: dict[str, str] | None = None,
     ) -> None:
         """Create the node, or adopt it keeping its readiness unless `ready` says otherwise."""
         now = rfc3339_from_epoch(time.time())
         for _ in range(10):
             existing = await self._stored_node(name)
             is_ready = ready if ready is not None else (node_ready(existing) if existing else True)
-            node = node_object(name, capacity=capacity, ready=is_ready, now=now, existing=existing, labels=labels)
+            node = node_object(
+                name,
+                capacity=capacity,
+                ready=is_ready,
+                now=now,
+                existing=existing,
+                labels=labels,
+                annotations=annotations,
+            )
             if existing and node_ready(existing) == is_ready:
                 node = _keep_transition_time(node, existing)
             try:
@@ -93,7 +103,7 @@ class Kubelet:
                 # A real apiserver (TaintNodesByCondition admission) taints every new Node not-ready;
                 # with no node lifecycle controller, the hollow kubelet lifts it itself: go round again.
                 continue
-            self.nodes[name] = NodeState(name, host_ip, capacity, _not_ready_since(stored))
+            self.nodes[name] = NodeState(name, host_ip, capacity, _not_ready_since(stored), annotations)
             NODES.set(len(self.nodes))
             return
         raise Conflict("Node", name, expected=None)
@@ -113,14 +123,18 @@ class Kubelet:
         state = self.nodes.get(name)
         if state is None:
             raise NotFound("Node", name)
-        await self.register(name, capacity=state.capacity, host_ip=state.host_ip, ready=ready)
+        await self.register(
+            name, capacity=state.capacity, host_ip=state.host_ip, ready=ready, annotations=state.annotations
+        )
         for key, pod in list(self.pods.items()):
             if pod.spec and pod.spec.node_name == name:
                 self._schedule(key)
 
     async def heartbeat(self, name: str) -> None:
         state = self.nodes[name]
-        await self.register(name, capacity=state.capacity, host_ip=state.host_ip, ready=None)
+        await self.register(
+            name, capacity=state.capacity, host_ip=state.host_ip, ready=None, annotations=state.annotations
+        )
 
     # -- pods --------------------------------------------------------------------------------------
     async def follow_pods(self, shutdown: asyncio.Event) -> None:

@@ -104,6 +104,7 @@ def node_object(
     now: str,
     existing: Node | None = None,
     labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
 ) -> Node:
     condition = NodeCondition(
         type="Ready",
@@ -133,7 +134,7 @@ def node_object(
         metadata=ObjectMeta(
             name=name,
             labels=labels,
-            annotations=meta.annotations,
+            annotations={**(meta.annotations or {}), **annotations} if annotations else meta.annotations,
             uid=meta.uid,
             resource_version=meta.resource_version,
             creation_timestamp=meta.creation_timestamp,
