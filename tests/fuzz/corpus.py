@@ -356,6 +356,28 @@ BY_KIND: Final[dict[str, list[Doc]]] = {
             "spec": {"tier": 1, "members": [{"type": "Node", "selector": {"exactMatch": {"name": "fz-node"}}}]},
         }
     ],
+    "ResourceQuota": [  # the namespace's limits the resourcequota plugin gates enqueue on
+        {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": _meta("fz-quota"),
+            "spec": {"hard": {"pods": "10", "requests.cpu": "4", "count/pods": "10", "requests.nvidia.com/gpu": "2"}},
+        }
+    ],
+    "PodDisruptionBudget": [  # both versions: an apiserver before 1.21 serves only policy/v1beta1
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": _meta("fz-pdb"),
+            "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "fz"}}},
+        },
+        {
+            "apiVersion": "policy/v1beta1",
+            "kind": "PodDisruptionBudget",
+            "metadata": _meta("fz-pdb-beta"),
+            "spec": {"maxUnavailable": 1, "selector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]}},
+        },
+    ],
 }
 assert set(BY_KIND) == set(KINDS), f"a kind without a fuzz base: {set(KINDS) ^ set(BY_KIND)}"
 ALL_OBJECTS: Final[list[Doc]] = [doc for docs in BY_KIND.values() for doc in docs]

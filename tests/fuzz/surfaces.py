@@ -328,6 +328,7 @@ argvs = st.one_of(
     st.just(["apply", "-f", FILE_ARG]),
     st.just(["apply", "-f", FILE_ARG]),
     st.just(["apply", "-f", FILE_ARG]),
+    st.just(["delete", "-f", FILE_ARG]),
     st.just(["job", "run", "-f", FILE_ARG]),
     _argv(
         st.just(["job", "run"]),

@@ -175,3 +175,34 @@ async def test_closed_queue_admits_no_new_jobs(
 
     await eventually(refused, timeout=10)
     assert vcctl(nats_server.url, "job", "list").stdout.strip() == "No resources found"
+
+
+async def test_apply_and_delete_a_quota_and_a_disruption_budget(
+    nats_server: NatsServer, admission: ServiceProcess, tmp_path: Path
+) -> None:
+    """The namespace policies the scheduler honours go in and out with one file, as with kubectl; a budget
+    written for an apiserver before 1.21 (policy/v1beta1) is taken too."""
+    await ready(admission)
+    path = tmp_path / "policies.yaml"
+    path.write_text(
+        "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: compute, namespace: team}\n"
+        "spec: {hard: {pods: '4', requests.cpu: '8'}}\n---\n"
+        "apiVersion: policy/v1beta1\nkind: PodDisruptionBudget\nmetadata: {name: web}\n"
+        "spec: {minAvailable: 1, selector: {matchLabels: {app: web}}}\n"
+    )
+    applied = vcctl(nats_server.url, "apply", "-f", str(path), "-n", "team")
+    assert applied.returncode == 0, applied.stderr
+    assert applied.stdout.split("\n")[:2] == ["resourcequota/compute applied", "poddisruptionbudget/web applied"]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: worse}\nspec: {hard: {pods: '-1'}}\n")
+    refused = vcctl(nats_server.url, "apply", "-f", str(bad))
+    assert (
+        refused.returncode == 1
+        and "spec.hard.pods" in refused.stderr
+        and "greater than or equal to 0" in refused.stderr
+    )
+    deleted = vcctl(nats_server.url, "delete", "-f", str(path), "-n", "team")
+    assert deleted.returncode == 0, deleted.stderr
+    assert deleted.stdout.split("\n")[:2] == ["resourcequota/compute deleted", "poddisruptionbudget/web deleted"]
+    again = vcctl(nats_server.url, "delete", "-f", str(path), "-n", "team")
+    assert again.returncode == 1 and "NotFound" in again.stderr

@@ -44,6 +44,8 @@ W = {
         ("cronjob", "team-a"),
         ("event", "team-a"),
         ("hypernode", "_"),
+        ("resourcequota", "team-a"),
+        ("poddisruptionbudget", "team-a"),
     )
 }
 GET = {kind: f"$JS.API.STREAM.MSG.GET.KV_vc-{kind}" for kind in W}
@@ -90,9 +92,12 @@ USER_KINDS = {
     "cronjob",
     "event",
     "hypernode",
+    "resourcequota",
+    "poddisruptionbudget",
 }
 FLOW_KINDS = {"jobflow", "jobtemplate", "cronjob"}
 PLUGIN_KINDS = {"secret", "configmap", "service", "networkpolicy"}
+POLICY_KINDS = {"resourcequota", "poddisruptionbudget"}
 
 # identity -> (kinds it writes, kinds it reads, the other subjects it may publish on, may subscribe on)
 EXPECTED: dict[str, tuple[set[str], set[str], set[str], set[str]]] = {
@@ -123,7 +128,8 @@ EXPECTED: dict[str, tuple[set[str], set[str], set[str], set[str]]] = {
     ),
     "scheduler": (
         {"pod", "podgroup", "queue", "event"},
-        {"node", "pod", "podgroup", "queue", "priorityclass", "job", "event", "hypernode"},
+        # ResourceQuotas gate enqueue, PodDisruptionBudgets spare preempt's victims.
+        {"node", "pod", "podgroup", "queue", "priorityclass", "job", "event", "hypernode"} | POLICY_KINDS,
         {CREATE_JOBS, EVENT, LEASE["scheduler"], LEDGER},
         set(),
     ),

@@ -1,4 +1,5 @@
-"""Core v1 objects Tephra reads and writes: Pod, Node, Service, ConfigMap, Secret; and PriorityClass.
+"""Core v1 objects Tephra reads and writes: Pod, Node, Service, ConfigMap, Secret, ResourceQuota; and
+PriorityClass.
 
 Every top-level field of PodSpec and Container is declared so that a template round-trips verbatim;
 the deep parts Tephra does not interpret (probes, security contexts, volume sources...) are `Raw`.
@@ -388,3 +389,35 @@ class PriorityClass(Wire, frozen=True, kw_only=True, tag_field="kind", tag="Prio
     global_default: bool | None = None
     description: str | None = None
     preemption_policy: str | None = None
+
+
+class ScopedResourceSelectorRequirement(Wire, frozen=True, kw_only=True):
+    scope_name: str
+    operator: str
+    values: list[str] | None = None
+
+
+class ScopeSelector(Wire, frozen=True, kw_only=True):
+    match_expressions: list[ScopedResourceSelectorRequirement] | None = None
+
+
+class ResourceQuotaSpec(Wire, frozen=True, kw_only=True):
+    hard: ResourceList | None = None
+    # Stored and shown; the scheduler's resourcequota plugin, like Volcano's, does not narrow a quota by
+    # its scopes (docs/compatibility.md).
+    scopes: list[str] | None = None
+    scope_selector: ScopeSelector | None = None
+
+
+class ResourceQuotaStatus(Wire, frozen=True, kw_only=True):
+    """A quota controller's figures (Kubernetes' kube-controller-manager); Tephra runs none."""
+
+    hard: ResourceList | None = None
+    used: ResourceList | None = None
+
+
+class ResourceQuota(Wire, frozen=True, kw_only=True, tag_field="kind", tag="ResourceQuota"):
+    api_version: str
+    metadata: ObjectMeta
+    spec: ResourceQuotaSpec | None = None
+    status: ResourceQuotaStatus | None = None

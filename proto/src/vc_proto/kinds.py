@@ -16,12 +16,14 @@ from vc_proto.core import (
     Node,
     Pod,
     PriorityClass,
+    ResourceQuota,
     Secret,
     Service,
 )
 from vc_proto.cronjob import CronJob
 from vc_proto.flow import FLOW_V1ALPHA1, JobFlow, JobTemplate
 from vc_proto.kube_event import Event
+from vc_proto.policy import POLICY_V1, POLICY_V1BETA1, PodDisruptionBudget
 from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, Queue
 from vc_proto.topology import TOPOLOGY_V1ALPHA1, HyperNode
 
@@ -42,6 +44,8 @@ KubeObject = (
     | CronJob
     | Event
     | HyperNode
+    | ResourceQuota
+    | PodDisruptionBudget
 )
 
 
@@ -52,6 +56,10 @@ class Kind:
     plural: str
     namespaced: bool
     type: type[KubeObject]
+    # Earlier apiVersions of the same object, newest first, that older apiservers serve instead of
+    # `api_version` (policy/v1beta1 PodDisruptionBudgets before Kubernetes 1.21): documents in them are
+    # accepted as they are, and the kube backend uses the first its apiserver serves when it lacks ours.
+    older_versions: tuple[str, ...] = ()
 
     @property
     def group(self) -> str:
@@ -81,8 +89,15 @@ KINDS: Final[dict[str, Kind]] = {
         Kind("CronJob", BATCH_V1ALPHA1, "cronjobs", True, CronJob),
         Kind("Event", CORE_V1, "events", True, Event),
         Kind("HyperNode", TOPOLOGY_V1ALPHA1, "hypernodes", False, HyperNode),
+        Kind("ResourceQuota", CORE_V1, "resourcequotas", True, ResourceQuota),
+        Kind("PodDisruptionBudget", POLICY_V1, "poddisruptionbudgets", True, PodDisruptionBudget, (POLICY_V1BETA1,)),
     )
 }
+
+
+def accepts(kind: Kind, api_version: object) -> bool:
+    """Whether a document of `kind` may carry this apiVersion: the kind's own, or an older one it lists."""
+    return api_version == kind.api_version or api_version in kind.older_versions
 
 
 def kind_of(obj_type: type[KubeObject]) -> Kind:

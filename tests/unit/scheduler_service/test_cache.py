@@ -74,3 +74,32 @@ def test_the_stored_bind_of_an_assumed_pod_keeps_the_assumed_object() -> None:
     assert cache.pods["ns/a"] is assumed and cache.version == version
     elsewhere = {**bound, "spec": {**bound["spec"], "nodeName": "n2"}}
     assert cache._put("Pod", "ns/a", json.dumps(elsewhere).encode(), cache.pods)  # bound elsewhere: a change
+
+
+def test_quotas_and_disruption_budgets_reach_the_snapshot_and_their_changes_wake_the_loop() -> None:
+    """The resourcequota and pdb plugins read them from the live snapshot, as from `vcctl sim cycle`'s."""
+    cache = SchedulerCache()
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "compute", "namespace": "team"},
+        "spec": {"hard": {"requests.cpu": "2", "pods": "4"}},
+    }
+    budget = {
+        "apiVersion": "policy/v1beta1",  # what a 1.20 apiserver serves, mirrored as it is
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web", "namespace": "team"},
+        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "web"}}},
+    }
+    assert cache._put("ResourceQuota", "team/compute", json.dumps(quota).encode(), cache._table("ResourceQuota"))
+    assert cache._put(
+        "PodDisruptionBudget", "team/web", json.dumps(budget).encode(), cache._table("PodDisruptionBudget")
+    )
+    snapshot = cache.snapshot()
+    (held_quota,) = snapshot.resource_quotas
+    (held_budget,) = snapshot.pod_disruption_budgets
+    assert (held_quota.namespace, held_quota.name, held_quota.used) == ("team", "compute", None)
+    assert held_quota.hard == {"requests.cpu": 2, "pods": 4}
+    assert (held_budget.max_unavailable, held_budget.disruptions_allowed) == (0, None)
+    assert _new_work("ResourceQuota", held_quota, None)  # deleted: a waiting PodGroup may fit now
+    assert _new_work("PodDisruptionBudget", held_budget, None)  # deleted: its pods may be victims now

@@ -47,10 +47,17 @@ MAX_IDENTITY_LENGTH: Final = 63
 _IDENTITY = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 ALL_KINDS: Final = frozenset(KINDS)
+# What a namespace's administrator sets and the scheduler honours: ResourceQuotas gate enqueue (the
+# resourcequota plugin), PodDisruptionBudgets spare victims (the pdb plugin).
+NAMESPACE_POLICIES: Final = frozenset({"ResourceQuota", "PodDisruptionBudget"})
 # What a person sees with vcctl: never Secrets, nor the ConfigMaps and Services other tenants' jobs use.
-USER_READABLE: Final = frozenset(
-    {"Job", "PodGroup", "Queue", "Command", "Pod", "Node", "PriorityClass", "JobFlow", "JobTemplate", "CronJob"}
-) | {"Event", "HyperNode"}
+USER_READABLE: Final = (
+    frozenset(
+        {"Job", "PodGroup", "Queue", "Command", "Pod", "Node", "PriorityClass", "JobFlow", "JobTemplate", "CronJob"}
+    )
+    | {"Event", "HyperNode"}
+    | NAMESPACE_POLICIES
+)
 GC_DEPENDENTS: Final = frozenset({"Pod", "PodGroup", "Service", "ConfigMap", "Secret", "NetworkPolicy"})
 JOB_PLUGIN_KINDS: Final = frozenset({"Service", "ConfigMap", "Secret", "NetworkPolicy"})
 # The services that record Kubernetes Events (vc_runtime.kube_events): they create them and read them
@@ -121,7 +128,9 @@ SERVICE_GRANTS: Final[dict[str, Grant]] = {
     ),
     "scheduler": Grant(
         "service",
-        reads=frozenset({"Node", "Pod", "PodGroup", "Queue", "PriorityClass", "Job", "HyperNode"}) | EVENTS,
+        reads=frozenset({"Node", "Pod", "PodGroup", "Queue", "PriorityClass", "Job", "HyperNode"})
+        | NAMESPACE_POLICIES
+        | EVENTS,
         writes=frozenset({"Pod", "PodGroup", "Queue"}) | EVENTS,
         keeps=(SCHEDULER_LEDGER_BUCKET,),
         lease_group="scheduler",

@@ -15,6 +15,7 @@ from typing import Final
 
 from vc_proto.meta import LabelSelector
 from vc_proto.topology import HyperNode, HyperNodeSpec, MemberSpec, MemberType
+from vc_validation.label_selectors import validate_label_selector
 from vc_validation.names import dns1123_subdomain_errors, format_errors, validate_metadata_bounds
 from vc_validation.verdict import Violation
 
@@ -22,10 +23,7 @@ MAX_TIER: Final = 16  # deeper than any data-centre network; bounds the schedule
 MAX_TIER_NAME_LENGTH: Final = 253
 MAX_MEMBERS: Final = 1_000
 MAX_PATTERN_LENGTH: Final = 256
-MAX_LABEL_TERMS: Final = 32
-MAX_LABEL_TERM_VALUES: Final = 64
 MEMBER_TYPES: Final = tuple(t.value for t in MemberType)
-LABEL_OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist")
 # Constructs RE2 (Volcano's regexp) does not have and that make Python's matcher backtrack.
 _NOT_RE2 = re.compile(r"\\[1-9]|\(\?P=|\(\?<?[=!]|[*+?}]\+")
 # A group closed and quantified while holding a quantifier: `(a+)+`, `(a*b?)*`, `(x{1,3}){2,}`.
@@ -139,26 +137,7 @@ def _regex(pattern: str, path: str) -> Iterator[Violation]:
 
 
 def _labels(selector: LabelSelector, path: str) -> Iterator[Violation]:
-    labels = selector.match_labels or {}
-    expressions = selector.match_expressions or []
-    if not labels and not expressions:
+    if not selector.match_labels and not selector.match_expressions:
         yield Violation(path, "required", "labelMatch must have matchLabels or matchExpressions")
         return
-    if len(labels) + len(expressions) > MAX_LABEL_TERMS:
-        yield Violation(path, "label-terms", f"may not have more than {MAX_LABEL_TERMS} terms")
-        return
-    for i, expr in enumerate(expressions):
-        at = f"{path}.matchExpressions[{i}]"
-        values = expr.values or []
-        if expr.operator not in LABEL_OPERATORS:
-            yield Violation(
-                f"{at}.operator", "label-operator", f"{expr.operator!r} is not a valid label selector operator"
-            )
-        elif expr.operator in ("In", "NotIn") and not values:
-            yield Violation(f"{at}.values", "required", "must be specified when `operator` is 'In' or 'NotIn'")
-        elif expr.operator in ("Exists", "DoesNotExist") and values:
-            yield Violation(
-                f"{at}.values", "forbidden", "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
-            )
-        if len(values) > MAX_LABEL_TERM_VALUES:
-            yield Violation(f"{at}.values", "label-values", f"may not have more than {MAX_LABEL_TERM_VALUES} values")
+    yield from validate_label_selector(selector, path)

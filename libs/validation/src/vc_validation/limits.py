@@ -40,6 +40,11 @@ MAX_LABELS: Final = 64
 MAX_LABEL_VALUE_LENGTH: Final = 63
 MAX_LABEL_KEY_LENGTH: Final = 253 + 1 + 63
 
+# Label selectors (a PodDisruptionBudget's pods, a HyperNode's nodes): each term is matched against
+# every pod or node they are checked on.
+MAX_SELECTOR_TERMS: Final = 32
+MAX_SELECTOR_TERM_VALUES: Final = 64
+
 # Queues.
 MAX_QUEUE_DEPTH: Final = 5  # Volcano's --max-queue-depth default
 MAX_ALLOWED_NAMESPACES: Final = 256

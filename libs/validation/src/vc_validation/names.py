@@ -74,7 +74,7 @@ def validate_metadata_bounds(meta: ObjectMeta | None, *, path: str = "metadata")
     """Label count and sizes, total annotation size: the API server's own limits."""
     if meta is None:
         return
-    yield from _label_violations(meta.labels or {}, f"{path}.labels")
+    yield from label_violations(meta.labels or {}, f"{path}.labels")
     size = sum(len(k) + len(v) for k, v in (meta.annotations or {}).items())
     if size > MAX_ANNOTATIONS_BYTES:
         yield Violation(
@@ -84,7 +84,7 @@ def validate_metadata_bounds(meta: ObjectMeta | None, *, path: str = "metadata")
         )
 
 
-def _label_violations(labels: Mapping[str, str], path: str) -> Iterator[Violation]:
+def label_violations(labels: Mapping[str, str], path: str) -> Iterator[Violation]:
     if len(labels) > MAX_LABELS:
         yield Violation(path, "labels-count", f"may not have more than {MAX_LABELS} labels, got {len(labels)}")
         return

@@ -3,8 +3,9 @@
     verdict = review("CREATE", job, None, ctx)
     if verdict.allowed: store(verdict.patched)  # else report verdict.violations
 
-Job, Queue, PodGroup, Pod, JobFlow, JobTemplate, CronJob and HyperNode are reviewed; any other kind passes
-unchanged, as an admission webhook that is not registered for it would let it through.
+Job, Queue, PodGroup, Pod, JobFlow, JobTemplate, CronJob, HyperNode, ResourceQuota and PodDisruptionBudget
+are reviewed; any other kind passes unchanged, as an admission webhook that is not registered for it would let
+it through.
 """
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ from __future__ import annotations
 from typing import Final, Literal
 
 from vc_proto.batch import Job
-from vc_proto.core import Pod
+from vc_proto.core import Pod, ResourceQuota
 from vc_proto.cronjob import CronJob
 from vc_proto.flow import JobFlow, JobTemplate
+from vc_proto.policy import PodDisruptionBudget
 from vc_proto.scheduling import PodGroup, Queue
 from vc_proto.topology import HyperNode
 from vc_proto.vocabulary import DEFAULT_SCHEDULER_NAME
 from vc_validation.context import AdmissionContext
+from vc_validation.disruption_budgets import validate_pod_disruption_budget
 from vc_validation.hypernodes import validate_hypernode
 from vc_validation.jobs_mutate import mutate_job
 from vc_validation.jobs_update import validate_job_update
@@ -28,6 +31,7 @@ from vc_validation.pods import validate_pod_create
 from vc_validation.pods_mutate import mutate_pod
 from vc_validation.queues_mutate import mutate_queue
 from vc_validation.queues_validate import validate_queue_delete, validate_queue_write
+from vc_validation.resource_quotas import validate_resource_quota
 from vc_validation.simulation import validate_sim_annotations
 from vc_validation.verdict import Verdict, allow, decide, deny
 from vc_validation.workloads_review import review_workload
@@ -55,6 +59,10 @@ def review(operation: Operation, obj: object | None, old: object | None, ctx: Ad
             return review_workload(operation, subject, ctx)
         case HyperNode():
             return allow(None) if operation == "DELETE" else decide(validate_hypernode(subject), subject)
+        case ResourceQuota():
+            return allow(None) if operation == "DELETE" else decide(validate_resource_quota(subject), subject)
+        case PodDisruptionBudget():
+            return allow(None) if operation == "DELETE" else decide(validate_pod_disruption_budget(subject), subject)
         case None:
             return deny("request", "object-required", "the request carries no object")
         case _:

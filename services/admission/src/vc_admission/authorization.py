@@ -1,7 +1,9 @@
 """PURE: may this caller make this write? Who asks is the NATS identity (from the request's subject,
 which the server vouches for), never a claim inside the request.
 
-- Cluster-scoped kinds (Queue, Node, PriorityClass) and Commands that act on a queue: admins only.
+- Cluster-scoped kinds (Queue, Node, PriorityClass), ResourceQuotas (a namespace's limit is not its
+  tenant's to lift, as Kubernetes' `admin` and `edit` roles may only read them) and Commands that act on
+  a queue: admins only. A tenant may set PodDisruptionBudgets over its own pods, as those roles may.
 - Namespaced kinds: an admin anywhere; a tenant only in its own namespaces. Queue tenancy
   (`spec.allowedNamespaces`) then judges the object's namespace, which is therefore one the caller
   really holds.
@@ -20,7 +22,7 @@ from vc_proto.kinds import KINDS, KubeObject
 from vc_proto.vocabulary import MANAGED_BY_LABEL, MANAGED_BY_TEPHRA
 from vc_security.registry import Person
 
-ADMIN_ONLY_KINDS = frozenset({"Queue", "Node", "PriorityClass"})
+ADMIN_ONLY_KINDS = frozenset({"Queue", "Node", "PriorityClass", "ResourceQuota"})
 
 
 def authorize(

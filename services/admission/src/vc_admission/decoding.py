@@ -8,7 +8,7 @@ import msgspec
 
 from vc_core.errors import InvalidObject
 from vc_proto import codec
-from vc_proto.kinds import KINDS, KubeObject
+from vc_proto.kinds import KINDS, KubeObject, accepts
 
 _PATH = re.compile(r" - at `\$(.*)`$")
 SUPPORTED_KINDS = ", ".join(sorted(KINDS))
@@ -39,10 +39,9 @@ def decode_object(data: bytes) -> KubeObject:
     if row is None:
         raise InvalidObject("kind", "supported-kind", f"unsupported kind {kind!r} (supported: {SUPPORTED_KINDS})")
     api_version = head.get("apiVersion")
-    if api_version != row.api_version:
-        raise InvalidObject(
-            "apiVersion", "api-version", f"{kind} must have apiVersion {row.api_version!r}, not {api_version!r}"
-        )
+    if not accepts(row, api_version):
+        versions = " or ".join(repr(v) for v in (row.api_version, *row.older_versions))
+        raise InvalidObject("apiVersion", "api-version", f"{kind} must have apiVersion {versions}, not {api_version!r}")
     if not isinstance(head.get("metadata"), dict):
         raise InvalidObject("metadata", "required", "metadata is required")
     try:

@@ -30,14 +30,16 @@ from vc_scheduling.snapshot.cluster import (
     ClusterSnapshot,
     HyperNodeObj,
     NodeObj,
+    PodDisruptionBudgetObj,
     PodGroupObj,
     PodObj,
     PriorityClassObj,
     QueueObj,
+    ResourceQuotaObj,
 )
 from vc_scheduling.snapshot.loader import SnapshotError, decode_json
 
-KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "HyperNode")
+KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "HyperNode", "ResourceQuota", "PodDisruptionBudget")
 BOUND_BY = "scheduling.tephra.dev/bound-by"  # "<instance>/<epoch>": which scheduler life bound the pod
 MAX_TOMBSTONES = 200_000
 ObjT = TypeVar("ObjT", bound=KubeObject)
@@ -67,7 +69,8 @@ def revision_of(obj: KubeObject) -> int:
 def _new_work(kind: str, old: Any, new: Any) -> bool:
     """Whether a stored change may give a cycle something new to do: a new pod or PodGroup, freed
     resources (a pod finishing, being deleted or unbound), a PodGroup's demands changing, or any
-    change of a node, queue or priority class."""
+    change of a node, queue, priority class, hypernode, quota or disruption budget (a quota deleted or
+    raised may admit a waiting PodGroup, a budget deleted or loosened may free victims for preempt)."""
     if old is None or new is None or kind not in ("Pod", "PodGroup"):
         return True
     if kind == "Pod":
@@ -115,6 +118,8 @@ class SchedulerCache:
         self.queues: dict[str, QueueObj] = {}
         self.priority_classes: dict[str, PriorityClassObj] = {}
         self.hypernodes: dict[str, HyperNodeObj] = {}  # the network-topology-aware plugin's tree
+        self.resource_quotas: dict[str, ResourceQuotaObj] = {}  # the resourcequota plugin's enqueue gate
+        self.pod_disruption_budgets: dict[str, PodDisruptionBudgetObj] = {}  # the pdb plugin's victim filter
         # PodGroup key -> the vcjob that owns it, for publishing verdicts on the job's history.
         self.owner_job: dict[str, str] = {}
         self.synced = {kind: asyncio.Event() for kind in KINDS}
@@ -146,6 +151,8 @@ class SchedulerCache:
             queues=tuple(self.queues.values()),
             priority_classes=tuple(self.priority_classes.values()),
             hypernodes=tuple(self.hypernodes.values()),
+            resource_quotas=tuple(self.resource_quotas.values()),
+            pod_disruption_budgets=tuple(self.pod_disruption_budgets.values()),
         )
 
     def gone(self) -> frozenset[str]:
@@ -293,5 +300,7 @@ class SchedulerCache:
             "Queue": self.queues,
             "PriorityClass": self.priority_classes,
             "HyperNode": self.hypernodes,
+            "ResourceQuota": self.resource_quotas,
+            "PodDisruptionBudget": self.pod_disruption_budgets,
         }
         return tables[kind]
