@@ -124,7 +124,8 @@ async def wipe(kube: KubeClient) -> None:
             if config["metadata"]["name"].startswith("tephra-"):
                 await kube.request("DELETE", f"{path}/{config['metadata']['name']}")
 
-    for row in KINDS.values():
+    for kind in KINDS.values():
+        row = await kube.served(kind)  # PodDisruptionBudgets: policy/v1beta1 on the 1.20 apiserver
         items, _ = await list_raw(kube, row, None)
         for raw in items:
             meta = raw["metadata"]

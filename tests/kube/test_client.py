@@ -1,4 +1,5 @@
-"""The kube client's request options: the proxy is resolved once, as aiohttp's trust_env would (pure)."""
+"""The kube client's request options: the proxy is resolved once, as aiohttp's trust_env would (pure); which
+version of a kind it asks for (discovery stubbed: no apiserver)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import pytest
 from kubernetes_asyncio import client as k8s_client
 from yarl import URL
 
-from vc_kube.client import _request_options
+from vc_kube.client import KubeClient, _request_options, resource_path
+from vc_proto.kinds import KINDS
 
 
 def config(proxy: str | None = None, server_name: str | None = None) -> k8s_client.Configuration:
@@ -30,3 +32,32 @@ def test_the_environments_proxy_is_used_unless_no_proxy_names_the_apiserver(monk
     assert _request_options(config(), "https://10.0.0.1:6443")["proxy"] == URL("http://env-proxy:3128")
     monkeypatch.setenv("NO_PROXY", "10.0.0.1")
     assert _request_options(config(), "https://10.0.0.1:6443") == {}
+
+
+@pytest.mark.parametrize(
+    ("listed", "expected"),
+    [
+        (["policy/v1beta1"], "policy/v1beta1"),  # Kubernetes 1.20
+        (["policy/v1", "policy/v1beta1"], "policy/v1"),  # 1.21 to 1.24
+        (["policy/v1"], "policy/v1"),  # 1.25 on
+    ],
+)
+async def test_a_kind_is_asked_at_the_newest_version_the_apiserver_serves(listed: list[str], expected: str) -> None:
+    cfg = config()
+    cfg.host = "https://10.0.0.1:6443"
+    asked: list[str] = []
+
+    async def request(method: str, path: str, **kw: object) -> dict[str, object]:
+        asked.append(path)
+        return {"kind": "APIGroup", "name": "policy", "versions": [{"groupVersion": v} for v in listed]}
+
+    async with KubeClient(cfg) as kube:
+        kube.request = request  # type: ignore[method-assign]
+        pdb = KINDS["PodDisruptionBudget"]
+        assert (await kube.served(pdb)).api_version == expected
+        assert (await kube.served(pdb)).api_version == expected
+        assert asked == ["/apis/policy"]  # discovery once per kind and client
+        assert await kube.served(KINDS["Pod"]) is KINDS["Pod"]  # one version: no question asked
+        assert (
+            resource_path(await kube.served(pdb), "ns", "b") == f"/apis/{expected}/namespaces/ns/poddisruptionbudgets/b"
+        )

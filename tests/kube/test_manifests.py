@@ -191,6 +191,18 @@ def test_rbac_has_no_wildcards_no_update_and_only_the_relay_lists_and_watches() 
                 assert role["metadata"]["name"] == "tephra-kube-relay", role["metadata"]["name"]
 
 
+def test_the_relay_may_read_exactly_the_kinds_it_mirrors() -> None:
+    """A kind added to the relay without its RBAC would fail only on a cluster (a 403 on its list,
+    retried forever); one granted and not mirrored is a read nobody needs."""
+    from vc_kube.relay import MIRRORED_KINDS
+    from vc_proto.kinds import KINDS
+
+    role = named("ClusterRole", "tephra-kube-relay")
+    granted = {(group, plural) for rule in role["rules"] for group in rule["apiGroups"] for plural in rule["resources"]}
+    assert all(rule["verbs"] == ["get", "list", "watch"] for rule in role["rules"])
+    assert granted == {(KINDS[kind].group, KINDS[kind].plural) for kind in MIRRORED_KINDS}
+
+
 def test_the_webhooks_and_the_admissions_certificate_fit_together() -> None:
     from vc_admission.webhook import ROUTES
 

@@ -33,6 +33,7 @@ RESOURCES = (
     ("", "services"),
     ("", "configmaps"),
     ("", "secrets"),
+    ("", "resourcequotas"),
     ("", "namespaces"),
     ("", "serviceaccounts"),
     ("", "serviceaccounts/token"),
@@ -52,6 +53,7 @@ RESOURCES = (
     ("networking.k8s.io", "networkpolicies"),
     ("scheduling.k8s.io", "priorityclasses"),
     ("topology.volcano.sh", "hypernodes"),
+    ("policy", "poddisruptionbudgets"),
     ("batch", "jobs"),
     ("apps", "deployments"),
     ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
@@ -85,6 +87,8 @@ EXPECTED: dict[str, dict[tuple[str, str], set[str]]] = {
         ("networking.k8s.io", "networkpolicies"): READ,
         ("scheduling.k8s.io", "priorityclasses"): READ,
         ("topology.volcano.sh", "hypernodes"): READ,
+        ("", "resourcequotas"): READ,  # the scheduler's resourcequota plugin
+        ("policy", "poddisruptionbudgets"): READ,  # the scheduler's pdb plugin
     },
     # Users' writes through `vcctl`: jobs, queues (Open on create: status), podgroups, commands.
     "tephra-admission": {

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -104,6 +105,7 @@ class KubeClient:
         assert cfg.host is not None  # kubernetes_asyncio defaults it ("http://localhost"); a kubeconfig sets it
         self._host = cfg.host.rstrip("/")
         self._extra = _request_options(cfg, self._host)
+        self._served: dict[str, Kind] = {}  # kind -> its row at the apiVersion this apiserver serves
 
     @classmethod
     async def connect(cls, kubeconfig: str | None) -> KubeClient:
@@ -118,6 +120,26 @@ class KubeClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    async def served(self, kind: Kind) -> Kind:
+        """`kind` at the apiVersion this apiserver serves it: its own, else the newest of its
+        `older_versions` the server lists (PodDisruptionBudgets are policy/v1beta1 before Kubernetes
+        1.21). Asked of the server's discovery once per kind; every request path for a kind with older
+        versions goes through here."""
+        if not kind.older_versions:
+            return kind
+        known = self._served.get(kind.kind)
+        if known is None:
+            try:
+                group = await self.request("GET", f"/apis/{kind.group}")
+            except KubeApiError as exc:
+                if exc.status != 404:
+                    raise
+                group = {}  # the group is not served at all: requests say so with their own 404
+            listed = {v.get("groupVersion") for v in group.get("versions") or [] if isinstance(v, dict)}
+            version = next((v for v in (kind.api_version, *kind.older_versions) if v in listed), kind.api_version)
+            known = self._served[kind.kind] = replace(kind, api_version=version)
+        return known
 
     async def _headers(self, content_type: str = "application/json") -> dict[str, str]:
         headers = {"Accept": "application/json", "Content-Type": content_type}

@@ -112,6 +112,7 @@ class KubeStore:
         return obj
 
     async def _get(self, row: Kind, namespace: str | None, name: str) -> KubeObject:
+        row = await self.kube.served(row)
         try:
             data = await self.kube.request_bytes("GET", resource_path(row, namespace, name))
         except KubeApiError as exc:
@@ -166,14 +167,14 @@ class KubeStore:
 
     async def create(self, obj: O) -> O:
         kind, namespace, name = identity(obj)
-        row = KINDS[kind]
+        row = await self.kube.served(KINDS[kind])
         if row.namespaced and not namespace:
             namespace = "default"
         if name:
             check_identity(kind, namespace, name)
         elif namespace is not None:
             check_identity(kind, namespace, "x")  # the namespace alone; the server generates the name
-        body = encode(obj)
+        body = {**encode(obj), "apiVersion": row.api_version}  # an older version's path takes only its own
         meta = body.setdefault("metadata", {})
         for key in ("resourceVersion", "uid", "creationTimestamp", "deletionTimestamp", "generation", "managedFields"):
             meta.pop(key, None)
@@ -229,7 +230,7 @@ class KubeStore:
     async def update(self, obj: O) -> O:
         kind, namespace, name = identity(obj)
         check_identity(kind, namespace, name)
-        row = KINDS[kind]
+        row = await self.kube.served(KINDS[kind])
         display = _display(namespace, name)
         expected = obj.metadata.resource_version
         if not expected:
@@ -243,7 +244,7 @@ class KubeStore:
         assert current is not None
         if current.metadata.resource_version != expected:
             raise Conflict(kind, display, expected=int(expected))
-        new = encode(obj)
+        new = {**encode(obj), "apiVersion": row.api_version}  # the version is the path's, not a change
         old = encode(current)
         if kind == "Pod" and _node(new) and not _node(old):
             current = await self._bind(current, _node(new) or "")
@@ -338,7 +339,7 @@ class KubeStore:
         uid: str | None = None,
         grace: bool = True,
     ) -> None:
-        row = _row(kind)
+        row = await self.kube.served(_row(kind))
         options: Json = {"apiVersion": "v1", "kind": "DeleteOptions"}
         preconditions = {k: v for k, v in (("resourceVersion", resource_version), ("uid", uid)) if v}
         if preconditions:

@@ -130,6 +130,7 @@ async def watch_kind(
 ) -> AsyncIterator[Change]:
     """PUT/DELETE changes of one kind (only objects matching `label_selector`, when given); from 0: the
     current state, SYNCED, then changes."""
+    row = await kube.served(row)
     known: dict[tuple[str | None, str], int] = {}
     revision = from_revision
     if revision == 0:
@@ -252,6 +253,7 @@ async def list_raw(
     kube: KubeClient, row: Kind, namespace: str | None, *, page: int = 500, label_selector: str | None = None
 ) -> tuple[list[Json], int]:
     """A paginated, consistent list (every page at the first page's resourceVersion)."""
+    row = await kube.served(row)
     last: Exception | None = None
     for attempt in range(5):
         items: list[Json] = []
