@@ -226,8 +226,9 @@ def plan_children(args: argparse.Namespace, nats_url: str, auth: AuthDir | None 
         ]
         if args.default_duration:
             sim += ["--default-duration", args.default_duration]
-        if args.vgpus_per_node:
-            sim += ["--vgpus-per-node", str(args.vgpus_per_node), "--vgpu-memory", str(args.vgpu_memory)]
+        vgpus = getattr(args, "vgpus_per_node", 0)
+        if vgpus:
+            sim += ["--vgpus-per-node", str(vgpus), "--vgpu-memory", str(args.vgpu_memory)]
             sim += ["--vgpu-split", str(args.vgpu_split)]
         children.append(child("node-sim", "vc-node-sim", sim))
     children.append(dashboard_child(args, child))
@@ -296,9 +297,9 @@ def check_arguments(args: argparse.Namespace) -> None:
             raise CliError(f"{name}: {exc.message}", code=2) from exc
         if amount < 0 or (flag != "node_memory" and amount.denominator != 1):
             raise CliError(f"{name} must be a whole number of at least 0", code=2)
-    if not 0 <= args.vgpus_per_node <= 64:
+    if not 0 <= getattr(args, "vgpus_per_node", 0) <= 64:
         raise CliError("--vgpus-per-node must be between 0 and 64", code=2)
-    if args.vgpu_memory < 1 or args.vgpu_split < 1:
+    if getattr(args, "vgpu_memory", 1) < 1 or getattr(args, "vgpu_split", 1) < 1:
         raise CliError("--vgpu-memory and --vgpu-split must be at least 1", code=2)
     if args.default_duration:
         try:
