@@ -147,7 +147,11 @@ def _atoi(text: str) -> int:
 
 def asks_vgpu(containers: Sequence[_Container]) -> bool:
     """Whether a container limits vgpu-number or vgpu-memory (Volcano's checkVGPUResourcesInPod)."""
-    return any(VGPU_NUMBER in c.resources.limits or VGPU_MEMORY in c.resources.limits for c in containers)
+    for container in containers:  # every pod the loader decodes passes here: a plain loop, no generator
+        limits = container.resources.limits
+        if limits and (VGPU_NUMBER in limits or VGPU_MEMORY in limits):
+            return True
+    return False
 
 
 def pod_request(
