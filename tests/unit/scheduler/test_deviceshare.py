@@ -282,6 +282,8 @@ def test_filters_mode_and_podgroup_spread() -> None:
     row = np.array([0], dtype=np.intp)
     one = (VGPUContainerRequest(1, 1000, 101, 0),)
     assert not table.fit(VGPUPodRequest(one, mode="mig"), row, "").ok[0]
+    assert table.fit(VGPUPodRequest(one, mode="hami-core"), row, "").ok[0]  # the guide's hami-pod
+    assert table.assign(VGPUPodRequest(one, mode="mig"), 0, "") is None
     assert not table.fit(VGPUPodRequest(one, use_types=("T4",)), row, "").ok[0]
     assert table.fit(VGPUPodRequest(one, use_types=("a10",)), row, "").ok[0]  # case-insensitive, as Volcano
     only = table.fit(VGPUPodRequest(one, use_uuids=("GPU-n0-0",)), row, "")
