@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
 
+from vc_proto.vocabulary import PodGroupPhase
 from vc_scheduling.actions import in_tree_actions
 from vc_scheduling.framework.carried import CarriedState
 from vc_scheduling.framework.conf import SchedulerConf, default_conf, load_conf
@@ -130,7 +131,9 @@ def run_cycle(
             report = _changed_only(ssn, memo.unreported, report)
         statuses, queues = close_session(ssn, instances, timed=timer, report=report)
         if memo is not None:
-            memo.reported()
+            # Unknown is this session's verdict alone (the job failed in it with tasks running: the
+            # Unschedulable condition carries its uid); the next session reads the same job otherwise.
+            memo.reported(again=(uid for uid, status in statuses.items() if status.phase == PodGroupPhase.UNKNOWN))
         pipelined = sorted(t.key for job in ssn.jobs.values() for t in job.tasks_in(TaskStatus.PIPELINED))
     finally:
         if memo is not None:

@@ -168,9 +168,10 @@ class CarriedState:
             self._journal = Journal(self._table)
         return Opening(self._space, self._table, queues, classes, jobs, self._relating > 0), self._journal
 
-    def reported(self) -> None:
-        """A cycle reported every status that could have changed: count rebuilt jobs from here."""
-        self.unreported = set()
+    def reported(self, again: Iterable[str] = ()) -> None:
+        """A cycle reported every status that could have changed: count rebuilt jobs from here, with
+        `again` (statuses that hold only for the session that reported them) reported next cycle too."""
+        self.unreported = set(again)
 
     def close(self) -> None:
         """Put back what the last session changed (also after a session that raised half-way)."""
