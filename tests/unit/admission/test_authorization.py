@@ -35,6 +35,7 @@ def job(namespace: str = "team-a") -> Job:
         (ALICE, "Queue", None, False),
         (ALICE, "Node", None, False),
         (ALICE, "PriorityClass", None, False),
+        (ALICE, "HyperNode", None, False),  # a tenant's fake switch would steer every gang's placement
         (BUILT_IN_ADMIN, "Job", "team-b", True),
         (BUILT_IN_ADMIN, "Queue", None, True),
         (BUILT_IN_ADMIN, "Node", None, True),

@@ -1,7 +1,8 @@
 """PURE: may this caller make this write? Who asks is the NATS identity (from the request's subject,
 which the server vouches for), never a claim inside the request.
 
-- Cluster-scoped kinds (Queue, Node, PriorityClass), ResourceQuotas (a namespace's limit is not its
+- Cluster-scoped kinds (Queue, Node, PriorityClass, HyperNode: every kind without a namespace, so a
+  kind added later is covered too), ResourceQuotas (a namespace's limit is not its
   tenant's to lift, as Kubernetes' `admin` and `edit` roles may only read them) and Commands that act on
   a queue: admins only. A tenant may set PodDisruptionBudgets over its own pods, as those roles may.
 - Namespaced kinds: an admin anywhere; a tenant only in its own namespaces. Queue tenancy
@@ -22,14 +23,14 @@ from vc_proto.kinds import KINDS, KubeObject
 from vc_proto.vocabulary import MANAGED_BY_LABEL, MANAGED_BY_TEPHRA
 from vc_security.registry import Person
 
-ADMIN_ONLY_KINDS = frozenset({"Queue", "Node", "PriorityClass", "ResourceQuota"})
+ADMIN_ONLY_KINDS = frozenset({"ResourceQuota"})  # besides every cluster-scoped kind
 
 
 def authorize(
     caller: Person, operation: str, kind: str, namespace: str | None, *, new: KubeObject | None, old: KubeObject | None
 ) -> None:
     """Raises PolicyViolation saying who may not do what, and why."""
-    if kind in ADMIN_ONLY_KINDS and caller.role != "admin":
+    if (kind in ADMIN_ONLY_KINDS or not KINDS[kind].namespaced) and caller.role != "admin":
         raise PolicyViolation(f"{caller.identity} may not {operation} a {kind}: {kind}s are an admin's to manage")
     if KINDS[kind].namespaced and caller.role != "admin" and namespace not in caller.namespaces:
         held = ", ".join(sorted(caller.namespaces)) or "none"
