@@ -5,39 +5,26 @@ kind, namespace and name are read; the rest of it is not compared with what is s
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from vc_cli.client import Tephra
-from vc_cli.documents import read_documents
+from vc_cli.commands.from_file import add_file_arguments, for_each_document
 from vc_cli.errors import CliError
 from vc_proto import api
 from vc_proto.kinds import KINDS
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    delete = sub.add_parser("delete", help="delete the objects a file names (- for stdin)")
-    delete.add_argument("-f", "--filename", required=True)
-    delete.add_argument("-n", "--namespace")
-    delete.set_defaults(prepare=_read)  # the file is read and checked before connecting
-
-
-def _read(args: argparse.Namespace) -> None:
-    args.documents = read_documents(args.filename)
+    add_file_arguments(sub.add_parser("delete", help="delete the objects a file names (- for stdin)"))
 
 
 async def run(tephra: Tephra, args: argparse.Namespace) -> int:
-    failed = 0
-    for index, doc in enumerate(args.documents):
-        try:
-            kind, namespace, name = target(doc, args.namespace)
-            await tephra.write(api.WriteRequest(operation="delete", kind=kind, namespace=namespace, name=name))
-        except CliError as exc:
-            failed += 1
-            print(f"error: document {index} ({doc.get('kind')}): {exc}", flush=True, file=sys.stderr)
-            continue
-        print(f"{kind.lower()}/{name} deleted")
-    return 1 if failed else 0
+    async def delete(doc: dict[str, Any]) -> str:
+        kind, namespace, name = target(doc, args.namespace)
+        await tephra.write(api.WriteRequest(operation="delete", kind=kind, namespace=namespace, name=name))
+        return f"{kind.lower()}/{name} deleted"
+
+    return await for_each_document(args.documents, delete)
 
 
 def target(doc: dict[str, Any], namespace: str | None) -> tuple[str, str | None, str]:
