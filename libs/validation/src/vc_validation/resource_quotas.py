@@ -21,32 +21,6 @@ from vc_validation.names import dns1123_subdomain_errors, format_errors, qualifi
 from vc_validation.resource_lists import parse_resource_list
 from vc_validation.verdict import Violation
 
-# Kubernetes' standard quota resources (IsStandardQuotaResourceName), hugepages aside.
-STANDARD_NAMES: Final = frozenset(
-    {
-        "pods",
-        "services",
-        "replicationcontrollers",
-        "resourcequotas",
-        "secrets",
-        "configmaps",
-        "persistentvolumeclaims",
-        "services.nodeports",
-        "services.loadbalancers",
-        "cpu",
-        "memory",
-        "ephemeral-storage",
-        "storage",
-        "requests.cpu",
-        "requests.memory",
-        "requests.storage",
-        "requests.ephemeral-storage",
-        "limits.cpu",
-        "limits.memory",
-        "limits.ephemeral-storage",
-    }
-)
-HUGEPAGES_PREFIXES: Final = ("hugepages-", "requests.hugepages-", "limits.hugepages-")
 # Quota names that count objects: their amounts are whole numbers (Kubernetes IsIntegerResourceName).
 COUNTED_NAMES: Final = frozenset(
     {
@@ -61,6 +35,21 @@ COUNTED_NAMES: Final = frozenset(
         "services.loadbalancers",
     }
 )
+# Kubernetes' standard quota resources (IsStandardQuotaResourceName), hugepages aside.
+STANDARD_NAMES: Final = COUNTED_NAMES | {
+    "cpu",
+    "memory",
+    "ephemeral-storage",
+    "storage",
+    "requests.cpu",
+    "requests.memory",
+    "requests.storage",
+    "requests.ephemeral-storage",
+    "limits.cpu",
+    "limits.memory",
+    "limits.ephemeral-storage",
+}
+HUGEPAGES_PREFIXES: Final = ("hugepages-", "requests.hugepages-", "limits.hugepages-")
 SCOPES: Final = (
     "Terminating",
     "NotTerminating",
