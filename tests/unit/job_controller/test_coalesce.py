@@ -139,6 +139,21 @@ def test_one_merged_pass_ends_where_one_pass_per_request_does(start: list[str], 
     assert all(e.occurred_at == NOW.strftime("%Y-%m-%dT%H:%M:%SZ") for e in merged[1])
 
 
+async def controller_with_a_gang(store: MemoryStore, publish: object, gang: Job) -> JobController:
+    """A controller whose caches hold the default queue, `gang` (4 pods of task w, created) and its
+    PodGroup, Running: as its watches would have delivered them."""
+    controller = JobController(store, publish, SoleOwner(), source="test")  # type: ignore[arg-type]
+    default = Queue(api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(name="default"))
+    controller.queues.remember(await store.create(default))
+    j = await store.create(gang)
+    controller.jobs.remember(j)
+    group = await store.create(build_podgroup(j, {}))
+    controller.podgroups.remember(replace(group, status=PodGroupStatus(phase="Running")))
+    for i in range(4):
+        controller.pods.remember(await store.create(build_job_pod(j, j.spec.tasks[0], i)))  # type: ignore[index, union-attr]
+    return controller
+
+
 def test_the_controller_handles_a_gang_starting_in_one_pass_with_one_history_batch() -> None:
     async def scenario() -> None:
         store, batches = MemoryStore(), []
@@ -147,15 +162,9 @@ def test_the_controller_handles_a_gang_starting_in_one_pass_with_one_history_bat
             batches.append(list(events))  # type: ignore[call-overload]
             return 0
 
-        controller = JobController(store, publish, SoleOwner(), source="test")  # type: ignore[arg-type]
-        default = Queue(api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(name="default"))
-        controller.queues.remember(await store.create(default))
-        j = await store.create(job([task("w", 4)], name="job", phase=JobPhase.RUNNING))
-        controller.jobs.remember(j)
-        group = await store.create(build_podgroup(j, {}))
-        controller.podgroups.remember(replace(group, status=PodGroupStatus(phase="Running")))
-        for i in range(4):
-            controller.pods.remember(await store.create(build_job_pod(j, j.spec.tasks[0], i)))  # type: ignore[index, union-attr]
+        controller = await controller_with_a_gang(
+            store, publish, job([task("w", 4)], name="job", phase=JobPhase.RUNNING)
+        )
         key = ("ns", "job")
         while key in controller.pending:
             await controller._handle(key)
@@ -183,15 +192,8 @@ def test_the_controller_holds_a_count_change_right_after_a_write_and_syncs_when_
         async def publish(events: object) -> int:
             return 0
 
-        controller = JobController(store, publish, SoleOwner(), source="test")  # type: ignore[arg-type]
-        default = Queue(api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(name="default"))
-        controller.queues.remember(await store.create(default))
-        j = await store.create(job([task("w", 4)], name="job", phase=JobPhase.PENDING, min_available=4))
-        controller.jobs.remember(j)
-        group = await store.create(build_podgroup(j, {}))
-        controller.podgroups.remember(replace(group, status=PodGroupStatus(phase="Running")))
-        for i in range(4):
-            controller.pods.remember(await store.create(build_job_pod(j, j.spec.tasks[0], i)))  # type: ignore[index, union-attr]
+        gang = job([task("w", 4)], name="job", phase=JobPhase.PENDING, min_available=4)
+        controller = await controller_with_a_gang(store, publish, gang)
         key = ("ns", "job")
 
         async def settle() -> Job:
