@@ -13,7 +13,7 @@ from msgspec.structs import replace
 
 from tests.unit.job_controller.jc_builders import NOW, job, pod, podgroup, pods, run, task, view
 from vc_bus.testing import MemoryStore
-from vc_job_controller.controller import COUNTS_EVERY_S, JobController
+from vc_job_controller.controller import COUNTS_EVERY_S, JobController, ResyncDue
 from vc_job_controller.logic.coalesce import MAX_MERGED, mergeable, take_pass
 from vc_job_controller.logic.podgroup import build_podgroup
 from vc_job_controller.logic.pods import build_job_pod
@@ -214,7 +214,7 @@ def test_the_controller_holds_a_count_change_right_after_a_write_and_syncs_when_
         assert (await settle()).status.running == 1  # type: ignore[union-attr]
         assert key in controller.resync_armed
         controller.status_written[key] -= COUNTS_EVERY_S  # the hold is over
-        await controller._handle(("#resync", "ns/job"))
+        await controller._handle(ResyncDue(key))
         assert (await settle()).status.running == 2 and key not in controller.resync_armed  # type: ignore[union-attr]
         await start(2)
         await start(3)  # minAvailable reached: the phase is written at once, counts with it

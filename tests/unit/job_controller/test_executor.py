@@ -9,7 +9,7 @@ import pytest
 
 from tests.unit.job_controller.jc_builders import job, task
 from vc_bus.testing import MemoryStore
-from vc_core.errors import InvalidObject
+from vc_core.errors import Fenced, InvalidObject
 from vc_core.kube_events import intents_for
 from vc_job_controller.controller import JobController
 from vc_job_controller.executor import PlanExecutor
@@ -36,7 +36,7 @@ def test_created_pods_are_remembered_and_existing_ones_are_not() -> None:
         remembered: list[Pod | PodGroup] = []
         executor = PlanExecutor(store, _no_history, source="test", remember=remembered.append)
 
-        await executor.execute(j, Plan(pods_to_create=(first, second)), can_write=lambda: True)
+        await executor.execute(j, Plan(pods_to_create=(first, second)))
 
         assert [p.metadata.name for p in remembered] == ["train-worker-1"]
         stored = await store.get(Pod, "ns", "train-worker-1")
@@ -60,7 +60,7 @@ def test_the_controller_sees_what_it_created_before_its_watch_does() -> None:
         group = build_podgroup(j, {})
 
         plan = Plan(podgroup_to_create=group, pods_to_create=pods)
-        await controller.executor.execute(j, plan, can_write=lambda: True)
+        await controller.executor.execute(j, plan)
 
         assert set(controller.pods_by_job[("ns", "train")]) == {"train-worker-0", "train-worker-1"}
         assert controller.podgroups.get("ns", group.metadata.name or "") is not None
@@ -89,7 +89,7 @@ def test_a_gangs_pods_are_created_together_not_one_round_trip_each() -> None:
         executor = PlanExecutor(store, _no_history, source="test")
         pods = tuple(build_job_pod(j, spec, i) for i in range(10))
         async with asyncio.timeout(10):  # one create at a time would never get past the barrier
-            await executor.execute(j, Plan(pods_to_create=pods), can_write=lambda: True)
+            await executor.execute(j, Plan(pods_to_create=pods))
         stored, _ = await store.list(Pod, "ns")
         assert len(stored) == 10
 
@@ -118,11 +118,29 @@ def test_pods_that_cannot_be_created_are_said_on_the_job_as_failed_create() -> N
         pods = (build_job_pod(j, spec, 0), build_job_pod(j, spec, 1))
         executor = PlanExecutor(RefusingStore(), publish, source="job-controller/a")
         with pytest.raises(InvalidObject):
-            await executor.execute(j, Plan(pods_to_create=pods), can_write=lambda: True)
+            await executor.execute(j, Plan(pods_to_create=pods))
         (said,) = published
         assert (said.kind, said.name, said.reason, said.uid) == ("Job", "train", "FailedCreate", j.metadata.uid)
         assert said.message is not None and said.message.startswith("Error creating pods: ")
         assert "exceeded quota: team-a" in said.message
         assert [i.reason for i in intents_for(said)] == ["FailedCreate"]
+
+    asyncio.run(scenario())
+
+
+def test_a_controller_whose_lease_lapsed_writes_nothing_more() -> None:
+    """Its every write goes through the membership's fence (one mechanism: vc_runtime.sharding.FencedStore)."""
+
+    class Lapsed(SoleOwner):
+        def can_write(self) -> bool:
+            return False
+
+    async def scenario() -> None:
+        store = MemoryStore()
+        controller = JobController(store, _no_history, Lapsed(), source="test")  # type: ignore[arg-type]
+        j = job([task("worker", 1)], name="train", phase="Pending")
+        with pytest.raises(Fenced):
+            await controller.executor.execute(j, Plan(pods_to_create=(build_job_pod(j, j.spec.tasks[0], 0),)))  # type: ignore[index, union-attr]
+        assert (await store.list(Pod))[0] == []
 
     asyncio.run(scenario())

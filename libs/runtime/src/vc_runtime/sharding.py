@@ -9,12 +9,12 @@ lapsed (paused, partitioned) writes nothing even if a handler was already past i
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import TypeVar
 
 from vc_core.errors import Fenced
 from vc_core.ownership import Ownership
-from vc_core.store import ObjectStore
+from vc_core.store import ObjectStore, WatchEvent
 from vc_proto.core import Pod
 from vc_proto.kinds import KubeObject
 
@@ -78,3 +78,11 @@ class FencedStore:
     ) -> None:
         self._check(kind.__name__, name)
         await self._store.delete(kind, namespace, name, resource_version=resource_version, uid=uid, grace=grace)
+
+    async def list(self, kind: type[ObjT], namespace: str | None = None) -> tuple[list[ObjT], int]:
+        return await self._store.list(kind, namespace)
+
+    def watch(
+        self, kind: type[ObjT], *, namespace: str | None = None, from_revision: int = 0
+    ) -> AsyncIterator[WatchEvent]:
+        return self._store.watch(kind, namespace=namespace, from_revision=from_revision)

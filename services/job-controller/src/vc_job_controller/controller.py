@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import structlog
@@ -39,10 +40,38 @@ from vc_proto.vocabulary import DEFAULT_QUEUE, JOB_VERSION_KEY
 from vc_runtime.informer import Informer
 from vc_runtime.membership import Membership
 from vc_runtime.refusals import report_refused
+from vc_runtime.sharding import FencedStore
 from vc_validation import Violation, summarize
 
 log = structlog.get_logger(__name__)
 JobKey = tuple[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class CommandDue:
+    """A Command on a job arrived: delete it, then run its action."""
+
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class DelayDue:
+    """A delayed policy action's time came."""
+
+    job: JobKey
+    delay_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResyncDue:
+    """A job's held-back status counts are due a write."""
+
+    job: JobKey
+
+
+# What the dispatcher runs, one at a time per value: a job's queued requests, or one of the above.
+Work = JobKey | CommandDue | DelayDue | ResyncDue
 
 RECONCILES = Counter("tephra_job_controller_reconciles_total", "Requests handled", ["action", "outcome"])
 LATENCY = Histogram("tephra_job_controller_reconcile_seconds", "Time to handle one request")
@@ -67,7 +96,10 @@ class JobController:
         self.store = store
         self.delay_store = delays
         self.membership = membership
-        self.executor = PlanExecutor(store, publish, source=source, remember=self._remember_created)
+        # Every write goes through the membership's fence (FencedStore): an instance whose lease lapsed
+        # mid-pass writes nothing more, whichever step it had reached.
+        self.writer = FencedStore(store, membership)
+        self.executor = PlanExecutor(self.writer, publish, source=source, remember=self._remember_created)
         self.jobs = Informer(store, Job, on_change=self._job_changed)
         self.pods = Informer(store, Pod, on_change=self._pod_changed)
         self.podgroups = Informer(store, PodGroup, on_change=self._podgroup_changed)
@@ -81,7 +113,7 @@ class JobController:
         self.delayed: dict[JobKey, dict[str, DelayedAction]] = {}
         self.status_written: dict[JobKey, float] = {}  # monotonic time of each job's last status write
         self.resync_armed: set[JobKey] = set()  # jobs with a sync set for when their held counts are due
-        self.dispatcher: KeyedDispatcher[JobKey] = KeyedDispatcher(self._handle, workers=workers, name="jobs")
+        self.dispatcher: KeyedDispatcher[Work] = KeyedDispatcher(self._handle, workers=workers, name="jobs")
 
     def _remember_created(self, obj: Pod | PodGroup) -> None:
         """A pod or PodGroup we just created goes into its informer at once (the watch's copy of the same
@@ -167,22 +199,23 @@ class JobController:
 
     def _command_changed(self, old: Command | None, new: Command | None) -> None:
         if new is not None and old is None and new.target and new.target.kind == "Job":
-            self.dispatcher.submit(("#command", f"{new.metadata.namespace}/{new.metadata.name}"))
+            self.dispatcher.submit(CommandDue(new.metadata.namespace or "", new.metadata.name or ""))
 
     # -- the loop ---------------------------------------------------------------------------------------
     def owns(self, key: JobKey) -> bool:
         return self.membership.owns(f"{key[0]}/{key[1]}")
 
-    async def _handle(self, key: JobKey) -> None:
-        if key[0] == "#command":
-            await self._run_command(key[1])
-            return
-        if key[0] == "#delay":
-            await self._fire_delay(key[1])
-            return
-        if key[0] == "#resync":
-            self._resync(key[1])
-            return
+    async def _handle(self, work: Work) -> None:
+        if isinstance(work, CommandDue):
+            await self._run_command(work)
+        elif isinstance(work, DelayDue):
+            self._fire_delay(work)
+        elif isinstance(work, ResyncDue):
+            self._resync(work.job)
+        else:
+            await self._handle_job(work)
+
+    async def _handle_job(self, key: JobKey) -> None:
         queue = self.pending.get(key)
         if not queue or not self.owns(key):
             self.pending.pop(key, None)
@@ -228,7 +261,7 @@ class JobController:
         with LATENCY.time():
             plan = decide(view, request, datetime.now(UTC), merged=merged, hold_counts=hold)
             try:
-                stored = await self.executor.execute(job, plan, can_write=self.membership.can_write)
+                stored = await self.executor.execute(job, plan)
             except NotFound:
                 RECONCILES.labels(plan.action, "gone").inc()
                 return
@@ -239,7 +272,7 @@ class JobController:
         if plan.status_held and written is not None and key not in self.resync_armed:
             self.resync_armed.add(key)
             wait = written + COUNTS_EVERY_S - time.monotonic()
-            self.dispatcher.submit_after(("#resync", f"{key[0]}/{key[1]}"), wait)
+            self.dispatcher.submit_after(ResyncDue(key), wait)
         await self._apply_delays(key, plan.delays_to_cancel, plan.delays_to_schedule)
         RECONCILES.labels(plan.action, "ok").inc()
         MERGED.inc(len(merged))
@@ -253,7 +286,7 @@ class JobController:
             return
         report_refused(kind="Job", key=f"{key[0]}/{key[1]}", rule=violations[0].rule, message=message)
         plan = plan_refusal(job, message, datetime.now(UTC))
-        stored = await self.executor.execute(job, plan, can_write=self.membership.can_write)
+        stored = await self.executor.execute(job, plan)
         self.jobs.remember(stored)
         RECONCILES.labels("Refuse", "ok").inc()
 
@@ -273,26 +306,23 @@ class JobController:
         self.delayed.setdefault(key, {})[delayed.key] = delayed
         due = parse_rfc3339(delayed.due_at).timestamp() if delayed.due_at else 0.0
         wait = max(0.0, due - datetime.now(UTC).timestamp()) if due else delayed.delay.total_seconds()
-        self.dispatcher.submit_after(("#delay", f"{key[0]}/{key[1]}/{delayed.key}"), wait)
+        self.dispatcher.submit_after(DelayDue(key, delayed.key), wait)
 
-    async def _fire_delay(self, token: str) -> None:
-        namespace, name, delay_key = token.split("/", 2)
-        delayed = self.delayed.get((namespace, name), {}).get(delay_key)
+    def _fire_delay(self, due: DelayDue) -> None:
+        delayed = self.delayed.get(due.job, {}).get(due.delay_key)
         if delayed is not None:
-            self.enqueue((namespace, name), request_for_fired(delayed))
+            self.enqueue(due.job, request_for_fired(delayed))
 
-    def _resync(self, token: str) -> None:
+    def _resync(self, key: JobKey) -> None:
         """The counts a pass held back are due: a sync writes what it finds now."""
-        namespace, name = token.split("/", 1)
-        key = (namespace, name)
         self.resync_armed.discard(key)
-        job = self.jobs.get(namespace, name)
+        job = self.jobs.get(*key)
         if job is not None and self.owns(key):
             self.enqueue(key, rq.Request(event=rq.Event.OUT_OF_SYNC.value, job_uid=job.metadata.uid or ""))
 
-    async def _run_command(self, token: str) -> None:
+    async def _run_command(self, due: CommandDue) -> None:
         """Delete the Command first (at most once, as Volcano), then run its action on the job."""
-        namespace, name = token.split("/", 1)
+        namespace, name = due.namespace, due.name
         command = self.commands.get(namespace, name)
         if command is None or command.target is None:
             return
@@ -300,7 +330,7 @@ class JobController:
         if not self.owns(key):
             return
         try:
-            await self.store.delete(Command, namespace, name, uid=command.metadata.uid)
+            await self.writer.delete(Command, namespace, name, uid=command.metadata.uid)
         except NotFound:
             return  # another life of this controller ran it already
         self.commands.forget(namespace, name)
@@ -338,7 +368,7 @@ class JobController:
                     )
         for (namespace, name), command in list(self.commands.items.items()):
             if command.target and command.target.kind == "Job":
-                self.dispatcher.submit(("#command", f"{namespace}/{name}"))
+                self.dispatcher.submit(CommandDue(namespace or "", name))
 
     async def follow_membership(self, shutdown: asyncio.Event) -> None:
         while not shutdown.is_set():

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 import msgspec
 import structlog
 
-from vc_core.errors import AlreadyExists, Fenced, NotFound
+from vc_core.errors import AlreadyExists, NotFound
 from vc_core.store import ObjectStore
 from vc_job_controller import volcano_metrics
 from vc_job_controller.logic import history
@@ -47,7 +47,7 @@ class PlanExecutor:
         # the watch delivers them (else the next pass would create them again: client-go's expectations).
         self._remember = remember
 
-    async def execute(self, job: Job, plan: Plan, *, can_write: Callable[[], bool]) -> Job:
+    async def execute(self, job: Job, plan: Plan) -> Job:
         """Returns the job as stored afterwards. Raises Conflict when the job changed meanwhile."""
         namespace = job.metadata.namespace or "default"
         podgroup_to_create, podgroup_to_update = plan.podgroup_to_create, plan.podgroup_to_update
@@ -59,10 +59,8 @@ class PlanExecutor:
             *([lambda: self._create_all(plan.pods_to_create, job)] if plan.pods_to_create else []),
         ]
         for step in steps:
-            _fence(can_write)
             await step()
         if plan.status is not None:
-            _fence(can_write)
             before, job = job, await self._store.update(msgspec.structs.replace(job, status=plan.status))
             volcano_metrics.phase_written(before, job)
         # History right after the transition is stored: a retried request re-decides from the new
@@ -208,8 +206,3 @@ class PlanExecutor:
             exit_code=event.exit_code,
             node=event.node,
         )
-
-
-def _fence(can_write: Callable[[], bool]) -> None:
-    if not can_write():
-        raise Fenced("job plan")
