@@ -11,7 +11,8 @@ import msgspec
 import yaml
 from msgspec.structs import replace
 
-from vc_job_controller.logic import JobView, Request, decide
+from vc_job_controller.logic import JobView, Request
+from vc_job_controller.logic.decision import decide
 from vc_job_controller.logic.plan import Plan
 from vc_job_controller.plugins import PluginDeps, SshKeyPair
 from vc_proto.batch import BATCH_V1ALPHA1, Job, JobSpec, JobState, JobStatus, LifecyclePolicy, TaskSpec

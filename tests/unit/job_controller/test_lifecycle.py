@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from msgspec.structs import replace
 
 from tests.unit.job_controller.jc_builders import DEPS, NOW, job, task
-from vc_job_controller.logic import JobView, Plan, Request, decide
+from vc_job_controller.logic import JobView, Plan, Request
+from vc_job_controller.logic.decision import decide
 from vc_proto.batch import Job, LifecyclePolicy
 from vc_proto.core import Pod, PodStatus
 from vc_proto.scheduling import PodGroup, PodGroupStatus

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 from msgspec.structs import replace
 
 from tests.unit.job_controller.jc_builders import DEPS, NOW, job, pod, podgroup, task
-from vc_job_controller.logic import JobView, Plan, Request, decide
+from vc_job_controller.logic import JobView, Plan, Request
+from vc_job_controller.logic.decision import decide
 from vc_job_controller.logic.names import MAX_NAME_LENGTH
 from vc_proto.batch import Job, LifecyclePolicy
 from vc_proto.core import Pod

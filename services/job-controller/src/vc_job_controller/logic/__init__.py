@@ -4,7 +4,7 @@ How the shell drives it, per job key (serially):
 
     view = JobView(job, pods_by_name, podgroup_or_None,
                    delayed=pending_delays_of_this_job, priority_classes={name: value})
-    plan = decide(view, request, now)        # request: a Request built as Volcano's handlers do
+    plan = decide(view, request, now)        # logic.decision.decide; request: a Request built as Volcano's handlers do
     execute plan in the order documented in `logic/plan.py`
 
 - Requests: pod add/update/delete, PodGroup phase change, Command (`action` set, event CommandIssued),
@@ -19,25 +19,12 @@ How the shell drives it, per job key (serially):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from vc_job_controller.logic.history import HistoryEvent
 from vc_job_controller.logic.plan import ObjectRef, ObjectWrite, Plan, PodDeletion, WriteMode
 from vc_job_controller.logic.view import DelayedAction, JobView, Request, request_for_fired
 
-if TYPE_CHECKING:
-    from vc_job_controller.logic.decision import decide
-
-
-def __getattr__(name: str) -> Any:
-    # `decide` uses the plugins, and the plugins use `logic.names`: importing it lazily lets either
-    # package be imported first.
-    if name == "decide":
-        from vc_job_controller.logic.decision import decide
-
-        return decide
-    raise AttributeError(name)
-
+# `decide` lives in logic.decision and is imported from there: it uses the plugins, which use
+# logic.names, so re-exporting it here would make importing either package first a cycle.
 
 __all__ = [
     "DelayedAction",
@@ -49,6 +36,5 @@ __all__ = [
     "PodDeletion",
     "Request",
     "WriteMode",
-    "decide",
     "request_for_fired",
 ]
