@@ -22,6 +22,7 @@ from vc_bus.decoding import CorruptObject
 from vc_bus.dispatch import KeyedDispatcher
 from vc_core.errors import NotFound, PermanentError
 from vc_core.store import ObjectStore
+from vc_core.times import parse_rfc3339
 from vc_job_controller import requests as rq
 from vc_job_controller import volcano_metrics
 from vc_job_controller.admissibility import Admissibility
@@ -29,7 +30,6 @@ from vc_job_controller.delays import DelayStore
 from vc_job_controller.executor import PlanExecutor, Publish
 from vc_job_controller.logic.coalesce import take_pass
 from vc_job_controller.logic.decision import decide
-from vc_job_controller.logic.history import parse_rfc3339
 from vc_job_controller.logic.refusal import is_refused_for, plan_refusal
 from vc_job_controller.logic.view import DelayedAction, JobView, Request, request_for_fired
 from vc_proto.batch import Job

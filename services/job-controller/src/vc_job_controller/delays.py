@@ -18,7 +18,7 @@ from vc_bus.buckets import open_bucket
 from vc_bus.decoding import decode_or_none, report_undecodable
 from vc_bus.kvwatch import watch_bucket
 from vc_core.store import WatchOp
-from vc_job_controller.logic.history import parse_rfc3339
+from vc_core.times import parse_rfc3339
 from vc_job_controller.logic.view import DelayedAction
 from vc_proto import subjects
 from vc_proto.vocabulary import Action

@@ -14,8 +14,8 @@ import structlog
 
 from vc_core.errors import AlreadyExists, NotFound
 from vc_core.store import ObjectStore
+from vc_core.times import rfc3339
 from vc_job_controller import volcano_metrics
-from vc_job_controller.logic import history
 from vc_job_controller.logic.history import HistoryEvent
 from vc_job_controller.logic.plan import ObjectWrite, Plan, PodDeletion, WriteMode
 from vc_proto.batch import Job
@@ -125,7 +125,7 @@ class PlanExecutor:
             source=self._source,
             reason="FailedCreate",
             message=message,
-            occurred_at=history.rfc3339(datetime.now(UTC)),
+            occurred_at=rfc3339(datetime.now(UTC)),
             identity=(message,),
         )
         try:

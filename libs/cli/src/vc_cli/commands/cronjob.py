@@ -9,6 +9,7 @@ from vc_cli.client import Tephra
 from vc_cli.commands import workloads
 from vc_cli.listing import Columns
 from vc_cli.output import age
+from vc_core.times import rfc3339
 from vc_proto.cronjob import CronJob
 from vc_validation.cronexpr import ScheduleError, next_after, parse_schedule
 from vc_validation.timezones import UnknownTimeZone, load_zone
@@ -50,7 +51,7 @@ def next_run(cronjob: CronJob, now: datetime) -> str | None:
         moment = next_after(parse_schedule(spec.schedule), zone, now)
     except (ScheduleError, UnknownTimeZone):
         return None
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ") if moment is not None else None
+    return rfc3339(moment) if moment is not None else None
 
 
 def describe(cronjob: CronJob) -> list[str]:

@@ -13,6 +13,7 @@ from datetime import datetime
 from msgspec.structs import replace
 
 from vc_core.errors import InvalidObject
+from vc_core.times import rfc3339
 from vc_job_controller.logic import history
 from vc_job_controller.logic.draft import PlanDraft, Target, TargetType
 from vc_job_controller.logic.durations import format_go_duration
@@ -120,7 +121,7 @@ def _delay(plan: PlanDraft, resolution: Resolution) -> Plan:
     view, request = plan.view, plan.request
     waiting = view.delayed.get(request.pod_name)
     if waiting is None or waiting.action != resolution.action or waiting.key in plan.delays_to_cancel:
-        due_at = history.rfc3339(plan.now + resolution.delay)
+        due_at = rfc3339(plan.now + resolution.delay)
         plan.delays_to_schedule.append(new_delay(resolution, request, due_at=due_at))
         message = f"Execute action {resolution.action} after {format_go_duration(resolution.delay)}: {plan.cause}"
         plan.events.append(_job_event(plan, history.ACTION_DELAYED, message))
@@ -201,7 +202,7 @@ def _record_status_change(plan: PlanDraft, old: JobStatus, new: JobStatus) -> No
 
 def _job_event(plan: PlanDraft, reason: str, message: str) -> history.HistoryEvent:
     return history.HistoryEvent(
-        occurred_at=history.rfc3339(plan.now),
+        occurred_at=rfc3339(plan.now),
         kind=history.JOB_KIND,
         namespace=plan.view.namespace,
         name=plan.view.name,

@@ -8,7 +8,6 @@ match `vc_proto.events.DomainEvent` so the mapping is one line per field.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Final
 
 import msgspec
@@ -47,14 +46,3 @@ class HistoryEvent(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
     node: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
-
-
-def rfc3339(moment: datetime) -> str:
-    """Kubernetes' metav1.Time text: UTC, second precision, `Z` suffix."""
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_rfc3339(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))

@@ -13,7 +13,8 @@ from typing import Final
 
 from msgspec.structs import replace
 
-from vc_job_controller.logic.history import JOB_KIND, HistoryEvent, rfc3339
+from vc_core.times import rfc3339
+from vc_job_controller.logic.history import JOB_KIND, HistoryEvent
 from vc_job_controller.logic.plan import Plan
 from vc_proto.batch import Job, JobCondition, JobState, JobStatus
 from vc_proto.vocabulary import JobPhase

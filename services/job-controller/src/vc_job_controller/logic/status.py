@@ -13,8 +13,8 @@ from datetime import datetime
 
 from msgspec.structs import replace
 
+from vc_core.times import parse_rfc3339, rfc3339
 from vc_job_controller.logic.durations import format_go_duration
-from vc_job_controller.logic.history import parse_rfc3339, rfc3339
 from vc_job_controller.logic.view import phase_of, pod_phase, task_of_pod
 from vc_proto.batch import JobCondition, JobState, JobStatus, TaskState
 from vc_proto.core import Pod

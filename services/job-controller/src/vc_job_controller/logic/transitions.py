@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from msgspec.structs import replace
 
+from vc_core.times import rfc3339
 from vc_job_controller.logic import history
 from vc_job_controller.logic.draft import PlanDraft
 from vc_job_controller.logic.pods import is_out_of_sync
@@ -21,7 +22,7 @@ def pod_event(
     status = pod.status
     terminated = _terminated(pod)
     return history.HistoryEvent(
-        occurred_at=history.rfc3339(plan.now),
+        occurred_at=rfc3339(plan.now),
         kind=history.POD_KIND,
         namespace=plan.view.namespace,
         name=pod.metadata.name or "",
@@ -53,7 +54,7 @@ def job_phase_event(plan: PlanDraft, old: JobStatus, new: JobStatus) -> history.
         return None
     state = new.state
     return history.HistoryEvent(
-        occurred_at=history.rfc3339(plan.now),
+        occurred_at=rfc3339(plan.now),
         kind=history.JOB_KIND,
         namespace=plan.view.namespace,
         name=plan.view.name,
@@ -96,7 +97,7 @@ def task_events(plan: PlanDraft, old: JobStatus, new: JobStatus) -> list[history
             continue
         events.append(
             history.HistoryEvent(
-                occurred_at=history.rfc3339(plan.now),
+                occurred_at=rfc3339(plan.now),
                 kind=history.TASK_KIND,
                 namespace=plan.view.namespace,
                 name=name,
@@ -145,7 +146,7 @@ def _pod_gone_event(plan: PlanDraft, request: Request) -> history.HistoryEvent |
     reason = history.POD_EVICTED if request.event == Event.POD_EVICTED else history.POD_DELETED
     if last_seen is None:
         return history.HistoryEvent(
-            occurred_at=history.rfc3339(plan.now),
+            occurred_at=rfc3339(plan.now),
             kind=history.POD_KIND,
             namespace=plan.view.namespace,
             name=request.pod_name,
