@@ -1,7 +1,9 @@
 """allocate: place pending tasks job by job, gang-atomically (Volcano allocate.go).
 
 A job's placements live in one statement: committed (bound) only when the job is ready, kept in the
-session when merely pipelined, discarded otherwise, so a gang is placed whole or not at all.
+session when merely pipelined, discarded otherwise, so a gang is placed whole or not at all. A gang with
+a hard network topology whose try is discarded is tried again in the next candidate hypernode (Volcano's
+hypernode loop; see network_topology.next_hypernode), each try in a fresh statement.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from vc_scheduling.framework.node_search import find_feasible_nodes, fits_idle, 
 from vc_scheduling.framework.ordering import PriorityQueue
 from vc_scheduling.framework.session import Session
 from vc_scheduling.framework.statement import Statement
+from vc_scheduling.plugins.network_topology import HARD, hypernode_chooser
 
 NAME: Final = "allocate"
 
@@ -70,9 +73,7 @@ class AllocateAction:
 
     @staticmethod
     def _worksheet(ssn: Session, job: JobInfo) -> PriorityQueue[TaskInfo]:
-        # Best-effort tasks are left to backfill.
-        pending = [t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort]
-        return PriorityQueue(ssn.task_order, sorted(pending, key=lambda t: t.uid))
+        return PriorityQueue(ssn.task_order, _pending(job))
 
     def _allocate_job(
         self,
@@ -82,7 +83,33 @@ class AllocateAction:
         jobs: PriorityQueue[JobInfo],
         queue: QueueInfo,
     ) -> None:
-        stmt = Statement(ssn)
+        while True:
+            stmt = Statement(ssn)
+            self._try_job(ssn, stmt, job, tasks, jobs, queue)
+            if ssn.job_ready(job):
+                stmt.commit()
+                return
+            if ssn.job_pipelined(job):
+                return
+            stmt.discard()
+            if not self._next_hypernode(ssn, job):
+                return
+            # Volcano clones the task queue and resets the job's fit errors for each hypernode it tries.
+            job.nodes_fit_errors = {}
+            while not tasks.empty():
+                tasks.pop()
+            for task in _pending(job):
+                tasks.push(task)
+
+    def _try_job(
+        self,
+        ssn: Session,
+        stmt: Statement,
+        job: JobInfo,
+        tasks: PriorityQueue[TaskInfo],
+        jobs: PriorityQueue[JobInfo],
+        queue: QueueInfo,
+    ) -> None:
         failed_classes: set[bytes] = set()
         while not tasks.empty():
             task = tasks.pop()
@@ -93,10 +120,16 @@ class AllocateAction:
             if ssn.job_ready(job) and not tasks.empty():
                 jobs.push(job)
                 break
-        if ssn.job_ready(job):
-            stmt.commit()
-        elif not ssn.job_pipelined(job):
-            stmt.discard()
+
+    @staticmethod
+    def _next_hypernode(ssn: Session, job: JobInfo) -> bool:
+        """Whether a discarded gang is tried again: only a hard network topology's, in its next hypernode,
+        and only when nodes refused it (a queue's refusal would follow it into every hypernode)."""
+        topology = job.podgroup.network_topology
+        if topology is None or topology.mode != HARD or not job.nodes_fit_errors:
+            return False
+        chooser = hypernode_chooser(ssn)
+        return chooser is not None and chooser.next_hypernode(job)
 
     def _place(
         self,
@@ -130,6 +163,11 @@ class AllocateAction:
         else:
             stmt.pipeline(task, node)
         return True
+
+
+def _pending(job: JobInfo) -> list[TaskInfo]:
+    """The job's pending tasks allocate places, by uid (best-effort tasks are left to backfill)."""
+    return sorted((t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort), key=lambda t: t.uid)
 
 
 def _whole_cluster_error(ssn: Session, error: str) -> FitErrors:

@@ -3,10 +3,13 @@ and allocate's hypernode handling).
 
 A PodGroup's `spec.networkTopology` bounds where its gang may go in the HyperNode tree:
 - `hard` (the CRD default): the whole gang inside one hypernode of tier <= `highestTierAllowed`, or it
-  waits. The job's hypernode is chosen once per session, the lowest tier first (by name within a tier),
-  as the first whose nodes' idle resources hold the gang's pending tasks (first fit, vectorised over the
-  nodes); a job with tasks already placed stays in the highest allowed hypernode holding them. Its tasks then pass
-  the predicate only on that hypernode's nodes. When no hypernode of an allowed tier holds the gang,
+  waits. The job's hypernode is chosen the lowest tier first (by name within a tier), as the first whose
+  nodes' idle resources hold the gang's pending tasks (first fit, vectorised over the nodes); a job with
+  tasks already placed stays in the highest allowed hypernode holding them. Its tasks then pass the
+  predicate only on that hypernode's nodes. When the gang cannot be placed whole there (taints,
+  affinity, resources...), allocate discards the try and asks `next_hypernode`, which sets that
+  hypernode aside for the session so the next choice is the next candidate in the same order, up to
+  MAX_HYPERNODE_TRIES tries per job and session. When no hypernode of an allowed tier holds the gang,
   every task fails PrePredicate with a sentence naming the tier, and the gang stays whole and pending.
 - `soft`: nodes are scored by the tier of their lowest common hypernode with the job's placed tasks,
   Volcano's `100 * (maxTier - tier) / (maxTier - minTier)` (100 inside that hypernode), with ties among
@@ -16,10 +19,10 @@ A PodGroup's `spec.networkTopology` bounds where its gang may go in the HyperNod
 `highestTierAllowed` unset means any tier. With no HyperNodes in the cluster there is no tree to honour
 and the plugin leaves every job alone. Argument: `weight` (default 1) multiplies the score.
 
-Where Tephra differs: Volcano's allocate tries placing the gang into each candidate hypernode in turn;
-here the choice is made by a resource fit of the gang's requests (cpu, memory, GPUs... and the node pod
-limit), and the other predicates (taints, affinity...) then run inside the chosen hypernode. A gang that
-fits by resources but not by those predicates there waits rather than trying the next hypernode.
+Where Tephra differs: Volcano's allocate tries the gang in every hypernode of the lowest tier that
+holds it and keeps the best-scored try (HyperNodeOrder); here the first candidate (by name) where the
+gang is placed whole is kept, candidates the resource first fit rules out are not tried, and at most
+MAX_HYPERNODE_TRIES are tried per job and session.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ SOFT: Final = "soft"
 BASE_SCORE: Final = 100.0
 _EPSILON: Final = 1e-9
 Rows = NDArray[np.intp]
+# Hypernodes a hard-mode gang is tried in (placed, then rolled back) per session before it waits: each
+# try runs the predicates for the gang's tasks, so a job that fits nowhere costs at most this many tries.
+MAX_HYPERNODE_TRIES: Final = 8
 # Statuses whose node counts as the job's (placed in an earlier cycle or in this session).
 _PLACED: Final = READY_STATUSES | {TaskStatus.PIPELINED, TaskStatus.BINDING}
 
@@ -61,9 +67,11 @@ class NetworkTopologyPlugin:
         self._jobs: dict[str, JobInfo] = {}
         self.chosen: dict[str, int | None] = {}  # job uid -> its hypernode this session (hard mode)
         self.refusals: dict[str, str] = {}  # job uid -> why no hypernode holds it
+        self.fresh: dict[str, int] = {}  # job uid -> hypernode chosen by first fit (no task placed yet)
+        self.tried: dict[str, list[int]] = {}  # job uid -> hypernodes where a try failed this session
 
     def on_session_open(self, ssn: Session) -> None:
-        self.chosen, self.refusals = {}, {}
+        self.chosen, self.refusals, self.fresh, self.tried = {}, {}, {}, {}
         self._nodes, self._jobs = ssn.nodes, ssn.jobs
         snapshot = snapshot_of(ssn)
         nodes = ssn.nodes.nodes
@@ -78,6 +86,7 @@ class NetworkTopologyPlugin:
 
     def on_session_close(self, ssn: Session) -> None:
         self.tree, self._nodes, self._jobs = None, None, {}
+        self.chosen, self.refusals, self.fresh, self.tried = {}, {}, {}, {}
 
     # -- hard mode ---------------------------------------------------------------------------------
 
@@ -88,6 +97,20 @@ class NetworkTopologyPlugin:
         if job.uid not in self.chosen:
             self.chosen[job.uid] = self._choose(job, topology)
         return self.refusals.get(job.uid) if self.chosen[job.uid] is None else None
+
+    def next_hypernode(self, job: JobInfo) -> bool:
+        """After a failed try of the job's gang (its statement discarded): set the hypernode it was tried in
+        aside for this session. True when the job may be tried again (in the next candidate, or to be
+        refused with the tier's sentence); False when its hypernode was not a free choice (tasks placed
+        earlier hold it) or MAX_HYPERNODE_TRIES tries are spent."""
+        failed = self.fresh.pop(job.uid, None)
+        if failed is None or len(self._placed_rows(job)):
+            return False
+        tried = self.tried.setdefault(job.uid, [])
+        tried.append(failed)
+        self.chosen.pop(job.uid, None)
+        self.refusals.pop(job.uid, None)
+        return len(tried) < MAX_HYPERNODE_TRIES
 
     def predicate(self, task: TaskInfo, rows: Rows) -> list[NodeFailure]:
         job, topology = self._job(task)
@@ -121,13 +144,15 @@ class NetworkTopologyPlugin:
         )
         needed = max(len(pending) if job.min_available <= 0 else job.min_available - job.ready_task_num(), 1)
         gang = pending[:needed]
+        failed = self.tried.get(job.uid, [])
         tried: list[int] = []
         for tier in tree.tier_levels:
             if highest is not None and tier > highest:
                 break
             tried.append(tier)
             for index in np.flatnonzero(tree.tiers == tier):
-                if self._fits(gang, np.flatnonzero(tree.masks[index])):
+                if int(index) not in failed and self._fits(gang, np.flatnonzero(tree.masks[index])):
+                    self.fresh[job.uid] = int(index)
                     return int(index)
         if not tried:
             self.refusals[job.uid] = (
@@ -137,6 +162,7 @@ class NetworkTopologyPlugin:
             self.refusals[job.uid] = (
                 f"network topology (hard): no hypernode of tier {_tiers_text(tried)} can hold the gang's "
                 f"{len(gang)} tasks (highestTierAllowed {highest if highest is not None else 'unset'})"
+                + (f"; tried and failed: {', '.join(tree.names[i] for i in failed)}" if failed else "")
             )
         return None
 
@@ -217,3 +243,14 @@ class NetworkTopologyPlugin:
 
 def _tiers_text(tiers: list[int]) -> str:
     return str(tiers[0]) if len(tiers) == 1 else ", ".join(str(t) for t in tiers[:-1]) + f" or {tiers[-1]}"
+
+
+def hypernode_chooser(ssn: Session) -> NetworkTopologyPlugin | None:
+    """The session's network-topology plugin when its predicates are on: allocate asks it for the next
+    hypernode of a gang whose try failed. Found through its registered PrePredicate, so a conf that
+    switches that off (or a cluster without HyperNodes) gets None."""
+    for fn in ssn.fns(ExtensionPoint.PRE_PREDICATE):
+        owner = getattr(fn, "__self__", None)
+        if isinstance(owner, NetworkTopologyPlugin):
+            return owner
+    return None
