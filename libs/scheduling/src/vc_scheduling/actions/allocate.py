@@ -3,7 +3,7 @@
 A job's placements live in one statement: committed (bound) only when the job is ready, kept in the
 session when merely pipelined, discarded otherwise, so a gang is placed whole or not at all. A gang with
 a hard network topology whose try is discarded is tried again in the next candidate hypernode (Volcano's
-hypernode loop; see network_topology.next_hypernode), each try in a fresh statement.
+hypernode loop; the plugin answers at ExtensionPoint.HYPERNODE_RETRY), each try in a fresh statement.
 """
 
 from __future__ import annotations
@@ -11,13 +11,12 @@ from __future__ import annotations
 from typing import ClassVar, Final
 
 from vc_scheduling.framework.fit_errors import FitErrors
-from vc_scheduling.framework.interfaces import PluginArgs
+from vc_scheduling.framework.interfaces import ExtensionPoint, PluginArgs
 from vc_scheduling.framework.model import JobInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
 from vc_scheduling.framework.node_search import find_feasible_nodes, fits_idle, select_best_node
 from vc_scheduling.framework.ordering import PriorityQueue
 from vc_scheduling.framework.session import Session
 from vc_scheduling.framework.statement import Statement
-from vc_scheduling.plugins.network_topology import HARD, hypernode_chooser
 
 NAME: Final = "allocate"
 
@@ -126,10 +125,9 @@ class AllocateAction:
         """Whether a discarded gang is tried again: only a hard network topology's, in its next hypernode,
         and only when nodes refused it (a queue's refusal would follow it into every hypernode)."""
         topology = job.podgroup.network_topology
-        if topology is None or topology.mode != HARD or not job.nodes_fit_errors:
+        if topology is None or not job.nodes_fit_errors:
             return False
-        chooser = hypernode_chooser(ssn)
-        return chooser is not None and chooser.next_hypernode(job)
+        return any(retry(job) for retry in ssn.fns(ExtensionPoint.HYPERNODE_RETRY))
 
     def _place(
         self,

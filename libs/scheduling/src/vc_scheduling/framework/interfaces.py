@@ -36,6 +36,9 @@ class ExtensionPoint(StrEnum):
     JOB_STARVING = "jobStarving"
     OVERUSED = "overused"
     ALLOCATABLE = "allocatable"
+    # Tephra's: a gang whose try failed in its hypernode may be tried again in the next one (Volcano's
+    # allocate walks the hypernodes itself); fn(job) -> bool, switched with the plugin's predicates.
+    HYPERNODE_RETRY = "hyperNodeRetry"
 
 
 # The conf key that switches each point off for one plugin (Volcano's spellings, `enable`/`enabled` mixed).
@@ -47,6 +50,7 @@ ENABLE_KEYS: Final[Mapping[ExtensionPoint, str]] = {
     ExtensionPoint.TASK_ORDER: "enableTaskOrder",
     ExtensionPoint.PRE_PREDICATE: "enablePredicate",
     ExtensionPoint.PREDICATE: "enablePredicate",
+    ExtensionPoint.HYPERNODE_RETRY: "enablePredicate",
     ExtensionPoint.NODE_ORDER: "enableNodeOrder",
     ExtensionPoint.BATCH_NODE_ORDER: "enableNodeOrder",
     ExtensionPoint.PREEMPTABLE: "enablePreemptable",

@@ -80,6 +80,7 @@ class NetworkTopologyPlugin:
             return
         ssn.add_fn(ExtensionPoint.PRE_PREDICATE, NAME, self.pre_predicate)
         ssn.add_fn(ExtensionPoint.PREDICATE, NAME, self.predicate)
+        ssn.add_fn(ExtensionPoint.HYPERNODE_RETRY, NAME, self.next_hypernode)
         ssn.add_fn(ExtensionPoint.BATCH_NODE_ORDER, NAME, self.score)
         # A discarded gang gives its hypernode back: the next try in this session chooses afresh.
         ssn.add_event_handler(EventHandler(deallocate=self._released))
@@ -102,7 +103,10 @@ class NetworkTopologyPlugin:
         """After a failed try of the job's gang (its statement discarded): set the hypernode it was tried in
         aside for this session. True when the job may be tried again (in the next candidate, or to be
         refused with the tier's sentence); False when its hypernode was not a free choice (tasks placed
-        earlier hold it) or MAX_HYPERNODE_TRIES tries are spent."""
+        earlier hold it) or MAX_HYPERNODE_TRIES tries are spent. Registered at ExtensionPoint.HYPERNODE_RETRY."""
+        topology = job.podgroup.network_topology
+        if topology is None or topology.mode != HARD:
+            return False  # only a hard topology confines a gang to one hypernode
         failed = self.fresh.pop(job.uid, None)
         if failed is None or len(self._placed_rows(job)):
             return False
@@ -243,14 +247,3 @@ class NetworkTopologyPlugin:
 
 def _tiers_text(tiers: list[int]) -> str:
     return str(tiers[0]) if len(tiers) == 1 else ", ".join(str(t) for t in tiers[:-1]) + f" or {tiers[-1]}"
-
-
-def hypernode_chooser(ssn: Session) -> NetworkTopologyPlugin | None:
-    """The session's network-topology plugin when its predicates are on: allocate asks it for the next
-    hypernode of a gang whose try failed. Found through its registered PrePredicate, so a conf that
-    switches that off (or a cluster without HyperNodes) gets None."""
-    for fn in ssn.fns(ExtensionPoint.PRE_PREDICATE):
-        owner = getattr(fn, "__self__", None)
-        if isinstance(owner, NetworkTopologyPlugin):
-            return owner
-    return None
