@@ -13,10 +13,12 @@ wall seconds.
 from __future__ import annotations
 
 import argparse
+import gc
 import time
 from typing import Any
 
 from benchmarks.scheduler_session import cluster_objects
+from vc_runtime.service import GC_THRESHOLDS
 from vc_scheduling.cycle import load_scheduler_conf, run_cycle
 from vc_scheduling.snapshot import ClusterSnapshot, load_objects
 
@@ -62,6 +64,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=2, help="runs of each; the fastest counts")
     args = parser.parse_args()
+    gc.set_threshold(*GC_THRESHOLDS)  # as the scheduler service runs its sessions (vc_runtime.service)
     results = {}
     for name, flag in (("plain", False), ("constrained", True)):
         snapshot = load_objects(constrained(cluster_objects(args.nodes, args.gangs, args.size), constraints=flag))
