@@ -47,6 +47,12 @@ async def test_every_series_the_dashboards_query_is_in_a_scrape_of_the_services(
         assert values[("volcano_queue_weight", (("queue_name", "default"),))] == 1
         assert values[("volcano_e2e_job_scheduling_latency_milliseconds_count", ())] >= 1
         assert ("workqueue_depth", (("name", "jobs"),)) in values
+        # Volcano's per-task stages: the job's tasks were searched, scored and bound.
+        for stage in ("Predicate", "Scoring", "Bind"):
+            assert values[("volcano_scheduling_stage_duration_milliseconds_count", (("stage", stage),))] > 0
+        assert {"volcano_job_share", "volcano_job_retry_counts"} <= {
+            family.name for family in text_string_to_metric_families(texts["scheduler"])
+        }
         assert "tephra_dashboard_streams" in scraped["dashboard"]
         every = set().union(*scraped.values())
         wanted = {name for query in dashboard_queries() for name in names_in(query)}

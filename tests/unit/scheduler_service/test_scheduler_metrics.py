@@ -163,3 +163,65 @@ def test_a_job_is_timed_once_from_its_creation_to_the_cycle_that_made_it_ready()
     assert value("volcano_e2e_job_scheduling_latency_milliseconds_count") == count + 1
     recorder.record(result_of(), lambda: replace(planned, podgroups=(early,)))
     assert value("volcano_e2e_job_scheduling_duration", **labels) is None  # the job is gone
+
+
+def shares_cluster() -> ClusterSnapshot:
+    """4 CPUs: `a` (2 one-CPU pods, one at a time) fits; `big` (a gang of 5) never does."""
+    pods = (pod("a-0", "a"), pod("a-1", "a"), *(pod(f"big-{i}", "big") for i in range(5)))
+    return ClusterSnapshot(
+        nodes=(node("n1"),),
+        pods=pods,
+        podgroups=(group("a"), group("big", min_member=5)),
+        queues=(QueueObj("default"),),
+    )
+
+
+def test_a_cycle_yields_stage_times_drf_shares_and_the_jobs_gang_left_unready() -> None:
+    result = run_cycle(shares_cluster())
+    assert result.binds.keys() == {"ns/a-0", "ns/a-1"}
+    stages = result.stats.stages_s
+    # Every task allocate tried searched for nodes; the two placed ones also had their node chosen.
+    assert len(stages["Predicate"]) >= 2 and all(s >= 0 for s in stages["Predicate"])
+    assert len(stages["Scoring"]) >= 2
+    # drf's dominant shares as the session left them: `a` holds 2 of 4 CPUs, `big`'s gang was undone.
+    assert result.stats.job_shares == {"ns/a": 0.5, "ns/big": 0.0}
+    assert result.stats.retried_jobs == ("ns/big",)
+
+
+def test_stage_times_are_observed_per_task_in_milliseconds() -> None:
+    before = value("volcano_scheduling_stage_duration_milliseconds_count", stage="Predicate") or 0
+    total = value("volcano_scheduling_stage_duration_milliseconds_sum", stage="Scoring") or 0
+    stats = CycleStats(0.002, {}, 1, 0, 1, stages_s={"Predicate": [0.001, 0.002, 0.003], "Scoring": [0.004]})
+    metrics.record_stages(CycleResult((), {}, (), (), stats))
+    assert value("volcano_scheduling_stage_duration_milliseconds_count", stage="Predicate") == before + 3
+    assert value("volcano_scheduling_stage_duration_milliseconds_sum", stage="Scoring") == total + 4.0
+    # Volcano's buckets: ExponentialBucketsRange(0.1, 500, 20).
+    assert metrics._STAGE_BUCKETS[0] == 0.1 and abs(metrics._STAGE_BUCKETS[-1] - 500) < 1e-9
+    assert len(metrics._STAGE_BUCKETS) == 20
+
+
+def test_job_shares_are_set_as_they_move_and_removed_when_the_job_leaves_the_session() -> None:
+    recorder = metrics.ShareRecorder()
+    result = run_cycle(shares_cluster())
+    recorder.record(result.stats.job_shares)
+    assert value("volcano_job_share", job_ns="ns", job_id="a") == 0.5
+    assert value("volcano_job_share", job_ns="ns", job_id="big") == 0.0
+    recorder.record({"ns/a": 0.75})  # `big` left the session
+    assert value("volcano_job_share", job_ns="ns", job_id="a") == 0.75
+    assert value("volcano_job_share", job_ns="ns", job_id="big") is None
+    recorder.record({})  # no drf (or no jobs): no series
+    assert value("volcano_job_share", job_ns="ns", job_id="a") is None
+
+
+def test_job_retries_count_the_sessions_that_left_a_job_unready_until_it_leaves_the_cluster() -> None:
+    recorder = metrics.StateRecorder(period_s=0)
+    snapshot = shares_cluster()
+    result = run_cycle(snapshot)
+    recorder.record_retries(result)
+    recorder.record_retries(result)
+    assert value("volcano_job_retry_counts", job_id="big") == 2  # Volcano labels it by the job's name
+    assert value("volcano_job_retry_counts", job_id="a") is None  # ready: never retried
+    recorder.record(result, lambda: snapshot)  # still in the cluster: kept
+    assert value("volcano_job_retry_counts", job_id="big") == 2
+    recorder.record(result, lambda: replace(snapshot, podgroups=snapshot.podgroups[:1]))
+    assert value("volcano_job_retry_counts", job_id="big") is None

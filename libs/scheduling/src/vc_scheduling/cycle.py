@@ -31,6 +31,10 @@ class CycleStats:
     jobs: int
     tasks_pending: int
     nodes: int
+    # Per Volcano scheduling stage ("Predicate", "Scoring"), the seconds of each task's (node_search).
+    stages_s: dict[str, list[float]] = field(default_factory=dict)
+    job_shares: dict[str, float] = field(default_factory=dict)  # drf's share per job uid at session close
+    retried_jobs: tuple[str, ...] = ()  # job uids gang left unready (Volcano's job retries)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +142,16 @@ def run_cycle(
     finally:
         if memo is not None:
             memo.close()  # the carried objects back as the snapshot built them, for the next cycle
-    stats = CycleStats(clock() - start, timer.durations, len(ssn.jobs), pending, len(ssn.nodes))
+    stats = CycleStats(
+        clock() - start,
+        timer.durations,
+        len(ssn.jobs),
+        pending,
+        len(ssn.nodes),
+        ssn.stage_durations,
+        ssn.job_shares,
+        tuple(ssn.retried_jobs),
+    )
     return CycleResult(tuple(ssn.decisions), statuses, tuple(queues), tuple(pipelined), stats, ssn.recheck_at)
 
 

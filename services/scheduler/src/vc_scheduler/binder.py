@@ -32,7 +32,7 @@ from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.gangs import Gang
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.ledger_kv import Ledger, node_key, queue_key
-from vc_scheduler.metrics import BINDS, GANGS, TASK_LATENCY
+from vc_scheduler.metrics import BINDS, GANGS, STAGE, TASK_LATENCY
 from vc_scheduling.framework.decisions import Bind
 
 log = structlog.get_logger(__name__)
@@ -188,6 +188,7 @@ class GangBinder:
                 # deleting (the bound-by annotation and the decision's own, deviceshare's GPU
                 # assignment, ride along, as a Binding's annotations do).
                 annotations = {**dict(bind.annotations), BOUND_BY: f"{self.instance}/{self._own.epoch}"}
+                started = time.perf_counter()
                 await self._store.bind(pod, bind.node, annotations=annotations)
             except Conflict:
                 continue  # bound or recreated meanwhile (or our copy was stale): re-read and judge
@@ -195,6 +196,7 @@ class GangBinder:
                 BINDS.labels(self.instance, "gone").inc()
                 return False
             BINDS.labels(self.instance, "ok").inc()
+            STAGE.labels("Bind").observe((time.perf_counter() - started) * 1000)  # Volcano: the bind call
             assumed = self._cache.bound(bind.pod)
             if assumed is not None:
                 TASK_LATENCY.labels("Bound").observe((time.monotonic() - assumed) * 1000)

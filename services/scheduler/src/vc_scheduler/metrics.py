@@ -3,8 +3,9 @@ one (pkg/scheduler/metrics: `volcano_*`, latencies in milliseconds, queues by `q
 resources such as GPUs in milli-units), `tephra_scheduler_*` for what only an active-active scheduler has
 (ledger conflicts and retries, ownership).
 
-`record_cycle` is the one entry the loop calls after each cycle. Per-cycle figures (latencies, attempts,
-preemption, the scheduling time of the jobs the cycle made ready) come from the cycle's result; the state
+`record_cycle` is the one entry the loop calls after each cycle. Per-cycle figures (latencies, per-task
+stage times, attempts, preemption, drf's job shares, gang's job retries, the scheduling time of the jobs
+the cycle made ready) come from the cycle's result; the state
 gauges (queues, unschedulable jobs and their waiting tasks) walk every pod (about 0.5 s of CPU at 100k
 pods), so they are refreshed at most every STATE_PERIOD_S, Prometheus' default scrape interval, in a
 worker thread: the event loop only takes the cache's snapshot (tuples of what it holds).
@@ -104,6 +105,22 @@ TASK_LATENCY = Histogram(
     buckets=(1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000),
 )
 UNSCHEDULE_JOBS = Gauge("volcano_unschedule_job_count", "Number of jobs could not be scheduled")
+# Volcano's buckets: prometheus.ExponentialBucketsRange(0.1, 500, 20).
+_STAGE_BUCKETS: Final = tuple(0.1 * (500 / 0.1) ** (i / 19) for i in range(20))
+STAGE = Histogram(
+    "volcano_scheduling_stage_duration_milliseconds",
+    "Duration of per-task scheduling stages (Predicate, Scoring, Bind) in milliseconds",
+    ["stage"],
+    buckets=_STAGE_BUCKETS,
+)
+JOB_SHARE = Gauge("volcano_job_share", "Share for one job (drf's dominant share)", ["job_ns", "job_id"])
+# Volcano's is a counter named `volcano_job_retry_counts`; prometheus_client would add `_total` to a
+# Counter's name, so this is a gauge that only goes up (as volcano_total_preemption_attempts).
+JOB_RETRIES = Gauge(
+    "volcano_job_retry_counts",
+    "Number of retry counts for one job (the sessions that closed with it not ready)",
+    ["job_id"],
+)
 
 QUEUE_ALLOCATED_CPU = Gauge("volcano_queue_allocated_milli_cpu", "Allocated CPU (milli) per queue", ["queue_name"])
 QUEUE_ALLOCATED_MEMORY = Gauge("volcano_queue_allocated_memory_bytes", "Allocated memory per queue", ["queue_name"])
@@ -215,6 +232,43 @@ def record_timings(result: CycleResult) -> None:
             plugin, _, when = rest.rpartition(":")
             if plugin and when in _ON_SESSION:
                 PLUGIN.labels(plugin, _ON_SESSION[when]).observe(seconds * 1000)
+
+
+def record_stages(result: CycleResult) -> None:
+    """Each task's Predicate and Scoring time this cycle (node_search), in milliseconds."""
+    for stage, durations in result.stats.stages_s.items():
+        if durations:
+            histogram = STAGE.labels(stage)
+            for seconds in durations:
+                histogram.observe(seconds * 1000)
+
+
+@dataclass
+class ShareRecorder:
+    """volcano_job_share from drf's shares at session close: only the series whose share moved are set,
+    those of jobs that left the session are removed (one set difference each, when anything changed)."""
+
+    _shares: dict[str, float] = field(default_factory=dict)
+    _series: set[str] = field(default_factory=set)  # job uids (`ns/name`) with a series
+
+    def record(self, shares: dict[str, float]) -> None:
+        last = self._shares
+        if shares == last:
+            return
+        for key in last.keys() - shares.keys():
+            if key in self._series:
+                self._series.discard(key)
+                _remove(JOB_SHARE, *_ns_name(key))
+        for key, value in shares.items() - last.items():
+            if key in self._series or len(self._series) < MAX_JOB_SERIES:
+                JOB_SHARE.labels(*_ns_name(key)).set(value)
+                self._series.add(key)
+        self._shares = shares
+
+
+def _ns_name(key: str) -> tuple[str, str]:
+    namespace, _, name = key.partition("/")
+    return namespace, name
 
 
 def record_decisions(result: CycleResult) -> None:
@@ -376,6 +430,7 @@ class StateRecorder:
     _unschedulable: set[str] = field(default_factory=set)
     # PodGroup key -> its series' labels; None: judged, not timed (Running before this instance saw it)
     _timed: dict[str, tuple[str, str, str] | None] = field(default_factory=dict)
+    _retried: set[str] = field(default_factory=set)  # PodGroup keys with a volcano_job_retry_counts series
     _timed_lock: threading.Lock = field(default_factory=threading.Lock)  # the loop times, the worker forgets
 
     def record(self, result: CycleResult, cluster: Callable[[], ClusterSnapshot]) -> bool:
@@ -397,7 +452,7 @@ class StateRecorder:
     def timed(self) -> set[str]:
         """The jobs judged so far (take it with the cluster's snapshot, for `refresh`)."""
         with self._timed_lock:
-            return set(self._timed)
+            return set(self._timed) | self._retried
 
     def refresh(self, result: CycleResult, snapshot: ClusterSnapshot, timed: set[str]) -> None:
         """The state gauges from this cycle's result and `snapshot` (safe in another thread). Of the jobs
@@ -473,6 +528,17 @@ class StateRecorder:
         with self._timed_lock:
             self._time_jobs(started, groups, now)
 
+    def record_retries(self, result: CycleResult) -> None:
+        """One retry more for each job the session's gang left unready (Volcano's RegisterJobRetries, by
+        the job's name); the series goes when the job leaves the cluster (refresh)."""
+        if not result.stats.retried_jobs:
+            return
+        with self._timed_lock:
+            for key in result.stats.retried_jobs:
+                if key in self._retried or len(self._retried) < MAX_JOB_SERIES:
+                    JOB_RETRIES.labels(_ns_name(key)[1]).inc()
+                    self._retried.add(key)
+
     def _time_jobs(self, started: list[str], groups: Mapping[str, PodGroupObj], now: float) -> None:
         for key in started:
             pg = groups.get(key)
@@ -492,6 +558,10 @@ class StateRecorder:
     def _forget_jobs(self, gone: set[str]) -> None:
         with self._timed_lock:
             series = [self._timed.pop(key, None) for key in gone]
+            retried = gone & self._retried
+            self._retried -= retried
+        for key in retried:
+            _remove(JOB_RETRIES, _ns_name(key)[1])
         for labels in series:
             if labels is not None:
                 _remove(JOB_DURATION, *labels)
@@ -530,6 +600,7 @@ def _remove(gauge: Gauge, *labels: str) -> None:
 
 
 _STATE = StateRecorder()
+_SHARES = ShareRecorder()
 _WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metrics-state")
 _refreshing: Future[None] | None = None
 
@@ -548,7 +619,10 @@ def record_cycle(
     (and no refresh is still running)."""
     global _refreshing
     record_timings(result)
+    record_stages(result)
     record_decisions(result)
+    _SHARES.record(result.stats.job_shares)
+    _STATE.record_retries(result)
     OWNED.labels(instance).set(owned)
     MEMBERS.labels(instance).set(members)
     _STATE.record_job_times(result, planned)

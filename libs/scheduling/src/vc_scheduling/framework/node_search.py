@@ -7,6 +7,7 @@ feasible nodes in round-robin order from where the previous search stopped.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass
 
@@ -51,6 +52,14 @@ def find_feasible_nodes(ssn: Session, task: TaskInfo, *, sample: bool = True) ->
     are found. The answers per node are the task's class's (equivalence.py): shared by its siblings,
     and recomputed only for nodes that changed since.
     """
+    started = time.perf_counter()
+    try:
+        return _find_feasible_nodes(ssn, task, sample)
+    finally:  # Volcano's scheduling_stage_duration{stage="Predicate"}: one task's PredicateNodes
+        ssn.stage_durations["Predicate"].append(time.perf_counter() - started)
+
+
+def _find_feasible_nodes(ssn: Session, task: TaskInfo, sample: bool) -> SearchResult:
     total = len(ssn.nodes)
     wanted = num_feasible_nodes_to_find(total) if sample else total
     start = ssn.next_start_row if sample else 0
@@ -93,6 +102,14 @@ def select_best_node(ssn: Session, task: TaskInfo, rows: Rows) -> NodeInfo:
 
     Ties go to the first candidate in search order (Volcano picks at random among equals).
     """
+    started = time.perf_counter()
+    try:
+        return _select_best_node(ssn, task, rows)
+    finally:  # Volcano's scheduling_stage_duration{stage="Scoring"}: one task's PrioritizeNodes
+        ssn.stage_durations["Scoring"].append(time.perf_counter() - started)
+
+
+def _select_best_node(ssn: Session, task: TaskInfo, rows: Rows) -> NodeInfo:
     state = ssn.equivalence.ensure_known(task, rows)
     idle_ok = state.fits_idle[rows]
     for group in (rows[idle_ok], rows[~idle_ok]):

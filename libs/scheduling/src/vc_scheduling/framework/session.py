@@ -95,6 +95,12 @@ class Session:
         self._flat_cache: dict[P, list[Callable[..., Any]]] = {}
         self._handlers: list[EventHandler] = []
         self.equivalence = EquivalenceCache(self)  # node answers shared by the tasks of one class
+        # What Volcano's plugins and helpers report to Prometheus, for the service to export: per task,
+        # the seconds of its feasible-node search ("Predicate") and best-node choice ("Scoring"); drf's
+        # dominant share per job uid at session close; the uids of the jobs gang left unready.
+        self.stage_durations: dict[str, list[float]] = {"Predicate": [], "Scoring": []}
+        self.job_shares: dict[str, float] = {}
+        self.retried_jobs: list[str] = []
 
     # -- registration (plugins call these from on_session_open) -----------------------------------
 

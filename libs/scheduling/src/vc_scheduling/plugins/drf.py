@@ -72,6 +72,7 @@ class DrfPlugin:
         self.tree.update(self.total_allocated)
 
     def on_session_close(self, ssn: Session) -> None:
+        ssn.job_shares = self.shares  # Volcano's volcano_job_share: each job's share as the session left it
         self.allocated, self.shares, self.jobs, self.tree = {}, {}, {}, None
 
     def job_order(self, left: JobInfo, right: JobInfo) -> int:

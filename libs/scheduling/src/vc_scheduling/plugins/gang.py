@@ -92,6 +92,8 @@ class GangPlugin:
             if job.is_ready():
                 ssn.update_podgroup_condition(job, PodGroupCondition("Scheduled", "True", READY_REASON, "", ssn.uid))
                 continue
+            if job.tasks:  # Volcano's volcano_job_retry_counts: one more session that left it unready
+                ssn.retried_jobs.append(job.uid)
             message = unschedulable_message(job)
             job.job_fit_errors = message
             why = explain_job(ssn, job)
