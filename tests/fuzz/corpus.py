@@ -378,6 +378,41 @@ BY_KIND: Final[dict[str, list[Doc]]] = {
             "spec": {"maxUnavailable": 1, "selector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]}},
         },
     ],
+    "PersistentVolumeClaim": [  # a claim bound to a volume (the scheduler's volume predicate)
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": _meta("fz-claim"),
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}},
+                "volumeName": "fz-volume",
+            },
+        }
+    ],
+    "PersistentVolume": [  # node-local storage: its node affinity limits where pods using it run
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": _meta("fz-volume", None),
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "local": {"path": "/mnt/disk"},
+                "nodeAffinity": {
+                    "required": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {"key": "kubernetes.io/hostname", "operator": "In", "values": ["fz-node"]}
+                                ]
+                            }
+                        ]
+                    }
+                },
+            },
+        }
+    ],
 }
 assert set(BY_KIND) == set(KINDS), f"a kind without a fuzz base: {set(KINDS) ^ set(BY_KIND)}"
 ALL_OBJECTS: Final[list[Doc]] = [doc for docs in BY_KIND.values() for doc in docs]

@@ -34,6 +34,8 @@ RESOURCES = (
     ("", "configmaps"),
     ("", "secrets"),
     ("", "resourcequotas"),
+    ("", "persistentvolumeclaims"),
+    ("", "persistentvolumes"),
     ("", "namespaces"),
     ("", "serviceaccounts"),
     ("", "serviceaccounts/token"),
@@ -89,6 +91,8 @@ EXPECTED: dict[str, dict[tuple[str, str], set[str]]] = {
         ("topology.volcano.sh", "hypernodes"): READ,
         ("", "resourcequotas"): READ,  # the scheduler's resourcequota plugin
         ("policy", "poddisruptionbudgets"): READ,  # the scheduler's pdb plugin
+        ("", "persistentvolumeclaims"): READ,  # the scheduler's volume predicate
+        ("", "persistentvolumes"): READ,
     },
     # Users' writes through `vcctl`: jobs, queues (Open on create: status), podgroups, commands.
     "tephra-admission": {
@@ -106,6 +110,7 @@ EXPECTED: dict[str, dict[tuple[str, str], set[str]]] = {
         ("", "services"): CRUD,
         ("", "configmaps"): CRUD,
         ("", "secrets"): CRUD,
+        ("", "persistentvolumeclaims"): CRUD,  # volumes[].volumeClaim
         ("scheduling.volcano.sh", "podgroups"): CRUD,
         ("scheduling.volcano.sh", "podgroups/status"): {"patch"},
         ("networking.k8s.io", "networkpolicies"): CRUD,
@@ -132,6 +137,7 @@ EXPECTED: dict[str, dict[tuple[str, str], set[str]]] = {
         ("", "services"): {"get", "delete"},
         ("", "configmaps"): {"get", "delete"},
         ("", "secrets"): {"get", "delete"},
+        ("", "persistentvolumeclaims"): {"get", "delete"},
         ("scheduling.volcano.sh", "podgroups"): {"get", "delete"},
         ("networking.k8s.io", "networkpolicies"): {"get", "delete"},
     },

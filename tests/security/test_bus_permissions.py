@@ -46,11 +46,13 @@ W = {
         ("hypernode", "_"),
         ("resourcequota", "team-a"),
         ("poddisruptionbudget", "team-a"),
+        ("persistentvolumeclaim", "team-a"),
+        ("persistentvolume", "_"),
     )
 }
 GET = {kind: f"$JS.API.STREAM.MSG.GET.KV_vc-{kind}" for kind in W}
 WATCH = {kind: f"$JS.API.CONSUMER.CREATE.KV_vc-{kind}" for kind in W}
-CLUSTER_KINDS = {"node", "queue", "priorityclass", "hypernode"}
+CLUSTER_KINDS = {"node", "queue", "priorityclass", "hypernode", "persistentvolume"}
 # Reads that name their keys in the subject: a consumer filtered to one namespace (or to all: "*"), and
 # a direct get of one key. Tenants may make these only within their namespaces.
 SCOPES = ("team-a", "team-b", "*")
@@ -94,17 +96,22 @@ USER_KINDS = {
     "hypernode",
     "resourcequota",
     "poddisruptionbudget",
+    "persistentvolumeclaim",
+    "persistentvolume",
 }
 FLOW_KINDS = {"jobflow", "jobtemplate", "cronjob"}
 PLUGIN_KINDS = {"secret", "configmap", "service", "networkpolicy"}
 POLICY_KINDS = {"resourcequota", "poddisruptionbudget"}
+VOLUME_KINDS = {"persistentvolumeclaim", "persistentvolume"}
 
 # identity -> (kinds it writes, kinds it reads, the other subjects it may publish on, may subscribe on)
 EXPECTED: dict[str, tuple[set[str], set[str], set[str], set[str]]] = {
     "admission": (ALL_KINDS, ALL_KINDS, {CREATE_JOBS, EVENT}, {WRITE_ANY, WRITE_BARE}),
     "job-controller": (
-        {"job", "podgroup", "pod", "command", "event"} | PLUGIN_KINDS,
-        {"job", "podgroup", "pod", "queue", "command", "priorityclass", "event"} | PLUGIN_KINDS,
+        # The claims of jobs' volumes[].volumeClaim.
+        {"job", "podgroup", "pod", "command", "event", "persistentvolumeclaim"} | PLUGIN_KINDS,
+        {"job", "podgroup", "pod", "queue", "command", "priorityclass", "event", "persistentvolumeclaim"}
+        | PLUGIN_KINDS,
         {CREATE_JOBS, EVENT, LEASE["job-controller"], DELAYS},
         set(),
     ),
@@ -121,15 +128,17 @@ EXPECTED: dict[str, tuple[set[str], set[str], set[str], set[str]]] = {
         set(),
     ),
     "gc": (
-        {"job", "pod", "podgroup"} | PLUGIN_KINDS,
-        {"job", "pod", "podgroup"} | PLUGIN_KINDS,
+        {"job", "pod", "podgroup", "persistentvolumeclaim"} | PLUGIN_KINDS,
+        {"job", "pod", "podgroup", "persistentvolumeclaim"} | PLUGIN_KINDS,
         {CREATE_JOBS, EVENT, LEASE["gc"]},
         set(),
     ),
     "scheduler": (
         {"pod", "podgroup", "queue", "event"},
-        # ResourceQuotas gate enqueue, PodDisruptionBudgets spare preempt's victims.
-        {"node", "pod", "podgroup", "queue", "priorityclass", "job", "event", "hypernode"} | POLICY_KINDS,
+        # ResourceQuotas gate enqueue, PodDisruptionBudgets spare preempt's victims; volumes: predicates.
+        {"node", "pod", "podgroup", "queue", "priorityclass", "job", "event", "hypernode"}
+        | POLICY_KINDS
+        | VOLUME_KINDS,
         {CREATE_JOBS, EVENT, LEASE["scheduler"], LEDGER},
         set(),
     ),

@@ -1,5 +1,5 @@
-"""Core v1 objects Tephra reads and writes: Pod, Node, Service, ConfigMap, Secret, ResourceQuota; and
-PriorityClass.
+"""Core v1 objects Tephra reads and writes: Pod, Node, Service, ConfigMap, Secret, ResourceQuota,
+PersistentVolumeClaim, PersistentVolume; and PriorityClass.
 
 Every top-level field of PodSpec and Container is declared so that a template round-trips verbatim;
 the deep parts Tephra does not interpret (probes, security contexts, volume sources...) are `Raw`.
@@ -421,3 +421,87 @@ class ResourceQuota(Wire, frozen=True, kw_only=True, tag_field="kind", tag="Reso
     metadata: ObjectMeta
     spec: ResourceQuotaSpec | None = None
     status: ResourceQuotaStatus | None = None
+
+
+class PersistentVolumeClaimSpec(Wire, frozen=True, kw_only=True):
+    access_modes: list[str] | None = None
+    selector: Raw | None = None
+    resources: Raw | None = None
+    # Set when the claim is bound (by Kubernetes' PV controller, or whoever stores it): the PV it holds.
+    volume_name: str | None = None
+    storage_class_name: str | None = None
+    volume_mode: str | None = None
+    data_source: Raw | None = None
+    data_source_ref: Raw | None = None
+    volume_attributes_class_name: str | None = None
+
+
+class PersistentVolumeClaimStatus(Wire, frozen=True, kw_only=True):
+    phase: str | None = None  # Pending, Bound, Lost
+    access_modes: list[str] | None = None
+    capacity: ResourceList | None = None
+    conditions: list[Raw] | None = None
+    allocated_resources: ResourceList | None = None
+    allocated_resource_statuses: dict[str, str] | None = None
+    current_volume_attributes_class_name: str | None = None
+    modify_volume_status: Raw | None = None
+
+
+class PersistentVolumeClaim(Wire, frozen=True, kw_only=True, tag_field="kind", tag="PersistentVolumeClaim"):
+    """A claim on storage. The job controller creates one per `volumes[].volumeClaim`; the scheduler's
+    volume predicate fits a pod mounting it only where its bound PersistentVolume may be used."""
+
+    api_version: str
+    metadata: ObjectMeta
+    spec: PersistentVolumeClaimSpec | None = None
+    status: PersistentVolumeClaimStatus | None = None
+
+
+class VolumeNodeAffinity(Wire, frozen=True, kw_only=True):
+    # A NodeSelector (nodeSelectorTerms), the shape of a pod's requiredDuringScheduling node affinity.
+    required: Raw | None = None
+
+
+class PersistentVolumeSpec(Wire, frozen=True, kw_only=True):
+    """The fields the volume predicate reads (nodeAffinity) are typed; volume sources are `Raw`."""
+
+    capacity: ResourceList | None = None
+    access_modes: list[str] | None = None
+    claim_ref: Raw | None = None
+    persistent_volume_reclaim_policy: str | None = None
+    storage_class_name: str | None = None
+    mount_options: list[str] | None = None
+    volume_mode: str | None = None
+    node_affinity: VolumeNodeAffinity | None = None
+    volume_attributes_class_name: str | None = None
+    local: Raw | None = None
+    host_path: Raw | None = None
+    csi: Raw | None = None
+    nfs: Raw | None = None
+    iscsi: Raw | None = None
+    fc: Raw | None = None
+    rbd: Raw | None = None
+    cephfs: Raw | None = None
+    glusterfs: Raw | None = None
+    cinder: Raw | None = None
+    aws_elastic_block_store: Raw | None = msgspec.field(default=None, name="awsElasticBlockStore")
+    gce_persistent_disk: Raw | None = None
+    azure_disk: Raw | None = None
+    azure_file: Raw | None = None
+    vsphere_volume: Raw | None = None
+
+
+class PersistentVolumeStatus(Wire, frozen=True, kw_only=True):
+    phase: str | None = None  # Pending, Available, Bound, Released, Failed
+    message: str | None = None
+    reason: str | None = None
+    last_phase_transition_time: str | None = None
+
+
+class PersistentVolume(Wire, frozen=True, kw_only=True, tag_field="kind", tag="PersistentVolume"):
+    """Cluster-scoped storage; `spec.nodeAffinity.required` limits the nodes a pod using it may run on."""
+
+    api_version: str
+    metadata: ObjectMeta
+    spec: PersistentVolumeSpec | None = None
+    status: PersistentVolumeStatus | None = None

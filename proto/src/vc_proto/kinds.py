@@ -14,6 +14,8 @@ from vc_proto.core import (
     ConfigMap,
     NetworkPolicy,
     Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
     Pod,
     PriorityClass,
     ResourceQuota,
@@ -46,6 +48,8 @@ KubeObject = (
     | HyperNode
     | ResourceQuota
     | PodDisruptionBudget
+    | PersistentVolumeClaim
+    | PersistentVolume
 )
 
 
@@ -91,6 +95,8 @@ KINDS: Final[dict[str, Kind]] = {
         Kind("HyperNode", TOPOLOGY_V1ALPHA1, "hypernodes", False, HyperNode),
         Kind("ResourceQuota", CORE_V1, "resourcequotas", True, ResourceQuota),
         Kind("PodDisruptionBudget", POLICY_V1, "poddisruptionbudgets", True, PodDisruptionBudget, (POLICY_V1BETA1,)),
+        Kind("PersistentVolumeClaim", CORE_V1, "persistentvolumeclaims", True, PersistentVolumeClaim),
+        Kind("PersistentVolume", CORE_V1, "persistentvolumes", False, PersistentVolume),
     )
 }
 

@@ -454,6 +454,15 @@ CASES = [
         id="volume-claim-name-invalid",
     ),
     pytest.param(
+        job("bad-claim-spec", volumes=[VolumeSpec(mount_path="/data", volume_claim={"accessModes": "ReadWriteOnce"})]),
+        Expect(
+            "spec.volumes[0].volumeClaim",
+            "volume-claim-spec",
+            "not a PersistentVolumeClaimSpec: Expected `array | null`, got `str` - at `$.accessModes`",
+        ),
+        id="volume-claim-spec-malformed",
+    ),
+    pytest.param(
         job("colon-mount", volumes=[VolumeSpec(mount_path="/a:b", volume_claim_name="pvc")]),
         Expect("spec.volumes[0].mountPath", "volume-mount-path", "must not contain ':'"),
         id="volume-mount-path-with-colon",

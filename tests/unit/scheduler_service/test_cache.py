@@ -103,3 +103,41 @@ def test_quotas_and_disruption_budgets_reach_the_snapshot_and_their_changes_wake
     assert (held_budget.max_unavailable, held_budget.disruptions_allowed) == (0, None)
     assert _new_work("ResourceQuota", held_quota, None)  # deleted: a waiting PodGroup may fit now
     assert _new_work("PodDisruptionBudget", held_budget, None)  # deleted: its pods may be victims now
+
+
+def test_claims_and_volumes_reach_the_snapshot_and_their_changes_wake_the_loop() -> None:
+    """The predicates' volume check reads them from the live snapshot, as from `vcctl sim cycle`'s."""
+    cache = SchedulerCache()
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "data", "namespace": "team"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "volumeName": "disk-n2"},
+    }
+    term = {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["n2"]}]}
+    volume = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": "disk-n2"},
+        "spec": {"local": {"path": "/mnt"}, "nodeAffinity": {"required": {"nodeSelectorTerms": [term]}}},
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "a", "namespace": "team"},
+        "spec": {
+            "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "data"}}, {"name": "e", "emptyDir": {}}]
+        },
+    }
+    table = cache._table
+    assert cache._put("PersistentVolumeClaim", "team/data", json.dumps(claim).encode(), table("PersistentVolumeClaim"))
+    assert cache._put("PersistentVolume", "disk-n2", json.dumps(volume).encode(), table("PersistentVolume"))
+    assert cache._put("Pod", "team/a", json.dumps(pod).encode(), cache.pods)
+    snapshot = cache.snapshot()
+    (held_claim,) = snapshot.persistent_volume_claims
+    (held_volume,) = snapshot.persistent_volumes
+    assert (held_claim.key, held_claim.volume_name) == ("team/data", "disk-n2")
+    assert held_volume.node_affinity is not None and len(held_volume.node_affinity.node_selector_terms) == 1
+    assert snapshot.pods[0].claims == ("data",)
+    assert _new_work("PersistentVolumeClaim", None, held_claim)  # created: a waiting pod may fit now
+    assert _new_work("PersistentVolume", held_volume, None)

@@ -50,6 +50,9 @@ ALL_KINDS: Final = frozenset(KINDS)
 # What a namespace's administrator sets and the scheduler honours: ResourceQuotas gate enqueue (the
 # resourcequota plugin), PodDisruptionBudgets spare victims (the pdb plugin).
 NAMESPACE_POLICIES: Final = frozenset({"ResourceQuota", "PodDisruptionBudget"})
+# Storage: the job controller creates a job's claims (volumes[].volumeClaim); the scheduler's volume
+# predicate reads claims and the volumes they are bound to; admins store volumes, tenants their claims.
+VOLUMES: Final = frozenset({"PersistentVolumeClaim", "PersistentVolume"})
 # What a person sees with vcctl: never Secrets, nor the ConfigMaps and Services other tenants' jobs use.
 USER_READABLE: Final = (
     frozenset(
@@ -57,8 +60,11 @@ USER_READABLE: Final = (
     )
     | {"Event", "HyperNode"}
     | NAMESPACE_POLICIES
+    | VOLUMES
 )
-GC_DEPENDENTS: Final = frozenset({"Pod", "PodGroup", "Service", "ConfigMap", "Secret", "NetworkPolicy"})
+GC_DEPENDENTS: Final = frozenset(
+    {"Pod", "PodGroup", "Service", "ConfigMap", "Secret", "NetworkPolicy", "PersistentVolumeClaim"}
+)
 JOB_PLUGIN_KINDS: Final = frozenset({"Service", "ConfigMap", "Secret", "NetworkPolicy"})
 # The services that record Kubernetes Events (vc_runtime.kube_events): they create them and read them
 # back to count a repeat.
@@ -92,8 +98,10 @@ SERVICE_GRANTS: Final[dict[str, Grant]] = {
     ),
     "job-controller": Grant(
         "service",
-        reads=frozenset({"Job", "PodGroup", "Pod", "Queue", "Command", "PriorityClass"}) | JOB_PLUGIN_KINDS | EVENTS,
-        writes=frozenset({"Job", "PodGroup", "Pod", "Command"}) | JOB_PLUGIN_KINDS | EVENTS,
+        reads=frozenset({"Job", "PodGroup", "Pod", "Queue", "Command", "PriorityClass", "PersistentVolumeClaim"})
+        | JOB_PLUGIN_KINDS
+        | EVENTS,
+        writes=frozenset({"Job", "PodGroup", "Pod", "Command", "PersistentVolumeClaim"}) | JOB_PLUGIN_KINDS | EVENTS,
         keeps=(JOB_DELAYS_BUCKET,),
         lease_group="job-controller",
         writes_history=True,
@@ -130,6 +138,7 @@ SERVICE_GRANTS: Final[dict[str, Grant]] = {
         "service",
         reads=frozenset({"Node", "Pod", "PodGroup", "Queue", "PriorityClass", "Job", "HyperNode"})
         | NAMESPACE_POLICIES
+        | VOLUMES
         | EVENTS,
         writes=frozenset({"Pod", "PodGroup", "Queue"}) | EVENTS,
         keeps=(SCHEDULER_LEDGER_BUCKET,),

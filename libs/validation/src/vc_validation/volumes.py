@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+import msgspec
+
 from vc_proto.batch import VolumeSpec
+from vc_proto.core import PersistentVolumeClaimSpec
 from vc_validation.limits import MAX_VOLUMES
 from vc_validation.names import dns1123_subdomain_errors, format_errors
 from vc_validation.verdict import Violation
@@ -40,9 +43,20 @@ def _validate_one(volume: VolumeSpec, path: str, seen: set[str]) -> Iterator[Vio
         yield Violation(path, "volume-claim", "either VolumeClaim or VolumeClaimName must be specified")
     elif volume.volume_claim is not None and claim_name:
         yield Violation(path, "volume-claim", CONFLICT_MESSAGE)
+    elif volume.volume_claim is not None and (error := _claim_spec_error(volume.volume_claim)):
+        yield Violation(f"{path}.volumeClaim", "volume-claim-spec", f"not a PersistentVolumeClaimSpec: {error}")
     elif claim_name and (errors := dns1123_subdomain_errors(claim_name)):
         yield Violation(
             f"{path}.volumeClaimName",
             "volume-claim-name",
             f"invalid VolumeClaimName {claim_name[:256]} : {format_errors(errors)}",
         )
+
+
+def _claim_spec_error(raw: dict[str, object]) -> str:
+    """Why `volumeClaim` is no PersistentVolumeClaimSpec the job controller could create, or ""."""
+    try:
+        msgspec.convert(raw, PersistentVolumeClaimSpec, strict=False)
+    except msgspec.ValidationError as exc:
+        return str(exc)[:256]
+    return ""

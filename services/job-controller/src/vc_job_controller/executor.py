@@ -19,7 +19,7 @@ from vc_job_controller import volcano_metrics
 from vc_job_controller.logic.history import HistoryEvent
 from vc_job_controller.logic.plan import ObjectWrite, Plan, PodDeletion, WriteMode
 from vc_proto.batch import Job
-from vc_proto.core import ConfigMap, NetworkPolicy, Pod, Secret, Service
+from vc_proto.core import ConfigMap, NetworkPolicy, PersistentVolumeClaim, Pod, Secret, Service
 from vc_proto.events import DomainEvent, event_id, job_event
 from vc_proto.kinds import KINDS
 from vc_proto.scheduling import PodGroup
@@ -30,11 +30,12 @@ MAX_PARALLEL_CREATES = 32
 # Publishes one pass's history events as one batch (vc_bus.events.EventPublisher.publish_batch).
 Publish = Callable[[Sequence[DomainEvent]], Awaitable[object]]
 Remember = Callable[[Pod | PodGroup], None]
-_PLUGIN_KINDS: dict[str, type[Service | ConfigMap | Secret | NetworkPolicy]] = {
+_PLUGIN_KINDS: dict[str, type[Service | ConfigMap | Secret | NetworkPolicy | PersistentVolumeClaim]] = {
     "Service": Service,
     "ConfigMap": ConfigMap,
     "Secret": Secret,
     "NetworkPolicy": NetworkPolicy,
+    "PersistentVolumeClaim": PersistentVolumeClaim,
 }
 
 
@@ -87,7 +88,9 @@ class PlanExecutor:
                 log.info("history.publish_retry", error=repr(exc), attempt=attempt + 1)
                 await asyncio.sleep(0.2 * (attempt + 1))
 
-    async def _create(self, obj: Pod | PodGroup | Service | ConfigMap | Secret | NetworkPolicy) -> bool:
+    async def _create(
+        self, obj: Pod | PodGroup | Service | ConfigMap | Secret | NetworkPolicy | PersistentVolumeClaim
+    ) -> bool:
         """Whether this call created it."""
         try:
             stored = await self._store.create(obj)

@@ -30,6 +30,8 @@ from vc_scheduling.snapshot.cluster import (
     ClusterSnapshot,
     HyperNodeObj,
     NodeObj,
+    PersistentVolumeClaimObj,
+    PersistentVolumeObj,
     PodDisruptionBudgetObj,
     PodGroupObj,
     PodObj,
@@ -39,7 +41,18 @@ from vc_scheduling.snapshot.cluster import (
 )
 from vc_scheduling.snapshot.loader import SnapshotError, decode_json
 
-KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass", "HyperNode", "ResourceQuota", "PodDisruptionBudget")
+KINDS = (
+    "Node",
+    "Pod",
+    "PodGroup",
+    "Queue",
+    "PriorityClass",
+    "HyperNode",
+    "ResourceQuota",
+    "PodDisruptionBudget",
+    "PersistentVolumeClaim",
+    "PersistentVolume",
+)
 BOUND_BY = "scheduling.tephra.dev/bound-by"  # "<instance>/<epoch>": which scheduler life bound the pod
 MAX_TOMBSTONES = 200_000
 ObjT = TypeVar("ObjT", bound=KubeObject)
@@ -69,8 +82,9 @@ def revision_of(obj: KubeObject) -> int:
 def _new_work(kind: str, old: Any, new: Any) -> bool:
     """Whether a stored change may give a cycle something new to do: a new pod or PodGroup, freed
     resources (a pod finishing, being deleted or unbound), a PodGroup's demands changing, or any
-    change of a node, queue, priority class, hypernode, quota or disruption budget (a quota deleted or
-    raised may admit a waiting PodGroup, a budget deleted or loosened may free victims for preempt)."""
+    change of a node, queue, priority class, hypernode, quota, disruption budget or volume (a quota
+    deleted or raised may admit a waiting PodGroup, a budget deleted or loosened may free victims for
+    preempt, a claim created or bound may let a waiting pod fit)."""
     if old is None or new is None or kind not in ("Pod", "PodGroup"):
         return True
     if kind == "Pod":
@@ -120,6 +134,9 @@ class SchedulerCache:
         self.hypernodes: dict[str, HyperNodeObj] = {}  # the network-topology-aware plugin's tree
         self.resource_quotas: dict[str, ResourceQuotaObj] = {}  # the resourcequota plugin's enqueue gate
         self.pod_disruption_budgets: dict[str, PodDisruptionBudgetObj] = {}  # the pdb plugin's victim filter
+        # The predicates' volume check (plugins/volume_binding.py): claims and the volumes they are bound to.
+        self.persistent_volume_claims: dict[str, PersistentVolumeClaimObj] = {}
+        self.persistent_volumes: dict[str, PersistentVolumeObj] = {}
         # PodGroup key -> the vcjob that owns it, for publishing verdicts on the job's history.
         self.owner_job: dict[str, str] = {}
         self.synced = {kind: asyncio.Event() for kind in KINDS}
@@ -153,6 +170,8 @@ class SchedulerCache:
             hypernodes=tuple(self.hypernodes.values()),
             resource_quotas=tuple(self.resource_quotas.values()),
             pod_disruption_budgets=tuple(self.pod_disruption_budgets.values()),
+            persistent_volume_claims=tuple(self.persistent_volume_claims.values()),
+            persistent_volumes=tuple(self.persistent_volumes.values()),
         )
 
     def gone(self) -> frozenset[str]:
@@ -302,5 +321,7 @@ class SchedulerCache:
             "HyperNode": self.hypernodes,
             "ResourceQuota": self.resource_quotas,
             "PodDisruptionBudget": self.pod_disruption_budgets,
+            "PersistentVolumeClaim": self.persistent_volume_claims,
+            "PersistentVolume": self.persistent_volumes,
         }
         return tables[kind]

@@ -153,6 +153,8 @@ def build_task(
     placement: tuple[object, ...] = (pod.node_selector, node_affinity, pod.tolerations, pod.host_ports)
     if pod.vgpu is not None:  # which GPUs a vGPU pod may share (deviceshare's node-local predicate)
         placement = (*placement, pod.vgpu)
+    if pod.claims:  # which volumes, so which nodes (predicates' volume check): claims are namespaced
+        placement = (*placement, pod.namespace, pod.claims)
     return TaskInfo(
         uid=pod.uid,
         name=pod.name,

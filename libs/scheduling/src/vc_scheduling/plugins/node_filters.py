@@ -21,7 +21,8 @@ _keys = msgspec.json.Encoder()
 
 class NodeSideKeys:
     """Per task class, the key of what node-side checks read (node selector, node affinity,
-    tolerations): classes differing only in pod affinity or host ports share node-side answers."""
+    tolerations, the PersistentVolumeClaims mounted): classes differing only in pod affinity or host
+    ports share node-side answers."""
 
     def __init__(self) -> None:
         self._by_class: dict[bytes, bytes] = {}
@@ -30,7 +31,10 @@ class NodeSideKeys:
         key = self._by_class.get(class_key)
         if key is None:
             node_affinity = pod.affinity.node_affinity if pod.affinity else None
-            key = self._by_class[class_key] = _keys.encode((pod.node_selector, node_affinity, pod.tolerations))
+            node_side: tuple[object, ...] = (pod.node_selector, node_affinity, pod.tolerations)
+            if pod.claims:  # which volumes: the claims of its namespace (volume_binding.py)
+                node_side = (*node_side, pod.namespace, pod.claims)
+            key = self._by_class[class_key] = _keys.encode(node_side)
         return key
 
 

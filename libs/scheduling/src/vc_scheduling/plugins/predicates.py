@@ -3,8 +3,10 @@
 Static filters (NodeUnschedulable, NodeAffinity incl. nodeSelector, TaintToleration) depend only on
 the task's template and the nodes, so their verdict per node is computed once per template. The pod
 count and host port checks depend on what the session has placed on the node and are evaluated per
-call, vectorised. Inter-pod affinity and topology spread look across nodes: a session whose pods use
-them registers the predicate as not node-local (equivalence.py), any other keeps the node-local one.
+call, vectorised. A pod mounting PersistentVolumeClaims also needs its claims bound to volumes the
+node may use (volume_binding.py), part of the same static verdict. Inter-pod affinity and topology
+spread look across nodes: a session whose pods use them registers the predicate as not node-local
+(equivalence.py), any other keeps the node-local one.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from vc_scheduling.framework.interfaces import ExtensionPoint, NodeFailure, Plug
 from vc_scheduling.framework.model import TaskInfo
 from vc_scheduling.framework.nodes import NodeTable
 from vc_scheduling.framework.session import Session
+from vc_scheduling.framework.session_cluster import snapshot_of
 from vc_scheduling.plugins.host_ports import HOST_PORTS_REASON, HostPortIndex
 from vc_scheduling.plugins.node_filters import (
     HARD_EFFECTS,
@@ -31,6 +34,8 @@ from vc_scheduling.plugins.node_filters import (
 from vc_scheduling.plugins.pod_affinity import has_required_terms
 from vc_scheduling.plugins.pod_topology import PodTopology, needs_topology_filter, topology_of
 from vc_scheduling.plugins.topology_spread import hard_constraints
+from vc_scheduling.plugins.volume_binding import VolumeIndex
+from vc_scheduling.snapshot.cluster import PodObj
 
 NAME: Final = "predicates"
 UNSCHEDULABLE_REASON: Final = "node(s) were unschedulable"
@@ -63,13 +68,17 @@ class PredicatesPlugin:
         self.node_ports = _flag(args, "predicate.NodePortsEnable")
         self.pod_affinity = _flag(args, "predicate.PodAffinityEnable")
         self.topology_spread = _flag(args, "predicate.PodTopologySpreadEnable")
+        self.volume_binding = _flag(args, "predicate.VolumeBindingEnable")
         self.cache: dict[bytes, StaticVerdict] = {}
         self.node_keys = NodeSideKeys()
         self.nodes: NodeTable | None = None
         self.labels: NodeLabels | None = None
         self.ports: HostPortIndex | None = None
+        self.session: Session | None = None
+        self.volumes: VolumeIndex | None = None  # built on the first pod with claims
 
     def on_session_open(self, ssn: Session) -> None:
+        self.session = ssn
         self.nodes = ssn.nodes
         self.labels = NodeLabels([n.obj for n in ssn.nodes.nodes])
         ssn.add_fn(ExtensionPoint.PREDICATE, NAME, self.predicate, node_local=True)
@@ -80,6 +89,8 @@ class PredicatesPlugin:
         self.cache.clear()
         self.nodes = self.labels = None
         self.ports = None
+        self.session = None
+        self.volumes = None
 
     def predicate(self, task: TaskInfo, rows: Rows) -> list[NodeFailure]:
         if self.nodes is None:
@@ -138,6 +149,8 @@ class PredicatesPlugin:
             reasons.append(AFFINITY_REASON)
         if self.taint_toleration:
             self._mark_taints(task, codes, reasons)
+        if pod.claims and self.volume_binding:
+            self._mark_volumes(pod, codes, reasons)
         return StaticVerdict(codes, tuple(reasons), all_pass=not codes.any())
 
     def _affinity_matches(self, task: TaskInfo) -> NDArray[np.bool_]:
@@ -153,6 +166,19 @@ class PredicatesPlugin:
                 any_term |= labels.match_term(term)
             ok &= any_term
         return ok
+
+    def _mark_volumes(self, pod: PodObj, codes: NDArray[np.int32], reasons: list[str]) -> None:
+        """Nodes passing the other checks that the pod's volumes rule out (kube-scheduler runs
+        VolumeBinding after NodeAffinity and TaintToleration)."""
+        if self.labels is None or self.session is None:
+            return
+        if self.volumes is None:
+            self.volumes = VolumeIndex(snapshot_of(self.session))
+        verdict = self.volumes.check(pod, self.labels)
+        if verdict is not None:
+            allowed, reason = verdict
+            codes[(codes == 0) & ~allowed] = len(reasons)
+            reasons.append(reason)
 
     def _mark_taints(self, task: TaskInfo, codes: NDArray[np.int32], reasons: list[str]) -> None:
         if self.nodes is None:

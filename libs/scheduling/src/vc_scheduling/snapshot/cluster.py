@@ -5,7 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from vc_core.resources import Resources
-from vc_scheduling.snapshot.kube import Affinity, LabelSelector, Taint, Toleration, TopologySpreadConstraint
+from vc_scheduling.snapshot.kube import (
+    Affinity,
+    LabelSelector,
+    NodeSelector,
+    Taint,
+    Toleration,
+    TopologySpreadConstraint,
+)
 from vc_scheduling.snapshot.vgpu import VGPUInventory, VGPUPodRequest
 
 # A host port a pod takes on its node: (protocol, host IP or "" for every address, port).
@@ -59,6 +66,7 @@ class PodObj:
     topology_spread: tuple[TopologySpreadConstraint, ...] = ()
     host_ports: tuple[HostPort, ...] = ()
     vgpu: VGPUPodRequest | None = None  # what the pod asks of shared GPUs (snapshot/vgpu.py)
+    claims: tuple[str, ...] = ()  # the PersistentVolumeClaims its volumes mount, in its namespace
 
     @property
     def key(self) -> str:
@@ -161,6 +169,23 @@ class PodDisruptionBudgetObj:
 
 
 @dataclass(frozen=True, slots=True)
+class PersistentVolumeClaimObj:
+    name: str
+    namespace: str
+    volume_name: str  # spec.volumeName: the PersistentVolume it is bound to; "": unbound
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class PersistentVolumeObj:
+    name: str
+    node_affinity: NodeSelector | None  # spec.nodeAffinity.required; None: usable from any node
+
+
+@dataclass(frozen=True, slots=True)
 class NamespaceObj:
     name: str
     labels: dict[str, str] = field(default_factory=dict)
@@ -179,3 +204,5 @@ class ClusterSnapshot:
     resource_quotas: tuple[ResourceQuotaObj, ...] = ()
     pod_disruption_budgets: tuple[PodDisruptionBudgetObj, ...] = ()
     hypernodes: tuple[HyperNodeObj, ...] = ()
+    persistent_volume_claims: tuple[PersistentVolumeClaimObj, ...] = ()
+    persistent_volumes: tuple[PersistentVolumeObj, ...] = ()

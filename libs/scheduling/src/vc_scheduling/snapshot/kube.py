@@ -139,6 +139,14 @@ class Container(msgspec.Struct, rename="camel", kw_only=True):
     ports: list[ContainerPort] = []
 
 
+class PersistentVolumeClaimVolumeSource(msgspec.Struct, rename="camel", kw_only=True):
+    claim_name: str = ""
+
+
+class Volume(msgspec.Struct, rename="camel", kw_only=True):
+    persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
+
+
 class PodSpec(msgspec.Struct, rename="camel", kw_only=True):
     scheduler_name: str = "default-scheduler"
     node_name: str = ""
@@ -153,6 +161,7 @@ class PodSpec(msgspec.Struct, rename="camel", kw_only=True):
     containers: list[Container] = []
     init_containers: list[Container] = []
     overhead: Quantities = {}
+    volumes: list[Volume] = []
 
 
 class PodStatus(msgspec.Struct, rename="camel", kw_only=True):
@@ -256,6 +265,34 @@ class PodDisruptionBudget(msgspec.Struct, rename="camel", kw_only=True):
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: PodDisruptionBudgetSpec = msgspec.field(default_factory=PodDisruptionBudgetSpec)
     status: PodDisruptionBudgetStatus = msgspec.field(default_factory=PodDisruptionBudgetStatus)
+
+
+class PersistentVolumeClaimSpec(msgspec.Struct, rename="camel", kw_only=True):
+    volume_name: str = ""
+    storage_class_name: str | None = None
+
+
+class PersistentVolumeClaimStatus(msgspec.Struct, rename="camel", kw_only=True):
+    phase: str = ""
+
+
+class PersistentVolumeClaim(msgspec.Struct, rename="camel", kw_only=True):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PersistentVolumeClaimSpec = msgspec.field(default_factory=PersistentVolumeClaimSpec)
+    status: PersistentVolumeClaimStatus = msgspec.field(default_factory=PersistentVolumeClaimStatus)
+
+
+class VolumeNodeAffinity(msgspec.Struct, rename="camel", kw_only=True):
+    required: NodeSelector | None = None
+
+
+class PersistentVolumeSpec(msgspec.Struct, rename="camel", kw_only=True):
+    node_affinity: VolumeNodeAffinity | None = None
+
+
+class PersistentVolume(msgspec.Struct, rename="camel", kw_only=True):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PersistentVolumeSpec = msgspec.field(default_factory=PersistentVolumeSpec)
 
 
 class PriorityClass(msgspec.Struct, rename="camel", kw_only=True):

@@ -24,6 +24,8 @@ from vc_scheduling.snapshot.cluster import (
     NamespaceObj,
     NetworkTopologyObj,
     NodeObj,
+    PersistentVolumeClaimObj,
+    PersistentVolumeObj,
     PodDisruptionBudgetObj,
     PodGroupCondition,
     PodGroupObj,
@@ -78,6 +80,8 @@ def load_objects(documents: Iterable[object]) -> ClusterSnapshot:
         resource_quotas=tuple(parts["ResourceQuota"]),
         pod_disruption_budgets=tuple(parts["PodDisruptionBudget"]),
         hypernodes=tuple(parts["HyperNode"]),
+        persistent_volume_claims=tuple(parts["PersistentVolumeClaim"]),
+        persistent_volumes=tuple(parts["PersistentVolume"]),
     )
 
 
@@ -103,6 +107,8 @@ _VIEWS: Final[dict[str, type[msgspec.Struct]]] = {
     "ResourceQuota": kube.ResourceQuota,
     "PodDisruptionBudget": kube.PodDisruptionBudget,
     "HyperNode": kube.HyperNode,
+    "PersistentVolumeClaim": kube.PersistentVolumeClaim,
+    "PersistentVolume": kube.PersistentVolume,
 }
 _JSON_DECODERS: Final = {kind: msgspec.json.Decoder(view, strict=False) for kind, view in _VIEWS.items()}
 
@@ -155,6 +161,14 @@ def _convert(index: int, kind: str, view: Any) -> object:
                 return _pod_disruption_budget(view)
             case "HyperNode":
                 return _hypernode(view)
+            case "PersistentVolumeClaim":
+                _require_name(view.metadata)
+                meta = view.metadata
+                return PersistentVolumeClaimObj(meta.name, meta.namespace or "default", view.spec.volume_name)
+            case "PersistentVolume":
+                _require_name(view.metadata)
+                affinity = view.spec.node_affinity
+                return PersistentVolumeObj(view.metadata.name, affinity.required if affinity else None)
             case _:
                 return _priority_class(view)
     except InvalidObject as exc:
@@ -242,6 +256,7 @@ def _pod(pod: kube.Pod, index: int) -> PodObj:
         topology_spread=pod.spec.topology_spread_constraints,
         host_ports=host_ports(pod.spec),
         vgpu=vgpu.pod_request(pod.spec.containers, meta.annotations, meta.namespace or "default"),
+        claims=tuple(v.persistent_volume_claim.claim_name for v in pod.spec.volumes if v.persistent_volume_claim),
     )
 
 

@@ -12,8 +12,17 @@ from vc_proto.vocabulary import PodPhase
 
 # (kind, namespace, name) of an owner.
 OwnerKey = tuple[str, str, str]
-# What a job (through its plugins) or the podgroup controller creates, and gc cascades to.
-DEPENDENT_KINDS: Final = ("Pod", "PodGroup", "Service", "ConfigMap", "Secret", "NetworkPolicy")
+# What a job (through its plugins and volumes[].volumeClaim) or the podgroup controller creates, and gc
+# cascades to.
+DEPENDENT_KINDS: Final = (
+    "Pod",
+    "PodGroup",
+    "Service",
+    "ConfigMap",
+    "Secret",
+    "NetworkPolicy",
+    "PersistentVolumeClaim",
+)
 
 
 def controller_ref(obj: KubeObject) -> OwnerReference | None:

@@ -73,6 +73,15 @@ def volume_name(job: str, claim: str) -> str:
     return with_suffix(job, f"-{digest}")
 
 
+def claim_name(job: str, uid: str, index: int) -> str:
+    """The PersistentVolumeClaim for `volumes[index].volumeClaim`. Volcano writes `<job>-pvc-<12 random
+    characters>` back into the job's spec; Tephra derives `<job>-pvc-<8 hex of sha256(uid/index)>`, so
+    every pass (and pod) finds the same name without writing the spec, and a job recreated under the
+    same name (another uid) never meets its predecessor's claim while gc removes it."""
+    digest = hashlib.sha256(f"{uid}/{index}".encode()).hexdigest()[:_HASH_LENGTH]
+    return with_suffix(job, f"-pvc-{digest}")
+
+
 def task_index_of(pod: str) -> str:
     """Volcano's GetPodIndexUnderTask: the last `-` segment when the name has at least three."""
     parts = pod.split("-")

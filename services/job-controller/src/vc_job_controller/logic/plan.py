@@ -4,7 +4,7 @@ The shell executes a plan in this order, which is Volcano's and keeps every step
 (all names are deterministic, so re-running `decide` after a crash re-plans only what is missing):
 
 1. `delays_to_cancel`, then
-2. `objects_to_write` (plugin ConfigMap/Secret/Service/NetworkPolicy; pods mount them),
+2. `objects_to_write` (plugin ConfigMap/Secret/Service/NetworkPolicy, volume claims; pods mount them),
 3. `podgroup_to_create` / `podgroup_to_update`,
 4. `pods_to_delete` (when `mark_out_of_sync`, first patch the annotation
    `volcano.sh/controller-out-of-sync: "true"`; if that patch fails, do not delete),
@@ -23,15 +23,16 @@ import msgspec
 from vc_job_controller.logic.history import HistoryEvent
 from vc_job_controller.logic.view import DelayedAction
 from vc_proto.batch import JobStatus
-from vc_proto.core import ConfigMap, NetworkPolicy, Pod, Secret, Service
+from vc_proto.core import ConfigMap, NetworkPolicy, PersistentVolumeClaim, Pod, Secret, Service
 from vc_proto.scheduling import PodGroup
 from vc_proto.vocabulary import Action
 
-PluginObject = Service | ConfigMap | Secret | NetworkPolicy
+# What a job's plugins create, and the claims of its volumes[].volumeClaim (logic/volumes.py).
+PluginObject = Service | ConfigMap | Secret | NetworkPolicy | PersistentVolumeClaim
 
 
 class WriteMode(StrEnum):
-    # Create; an existing object is left as it is (Service, NetworkPolicy, the ssh Secret).
+    # Create; an existing object is left as it is (Service, NetworkPolicy, the ssh Secret, a claim).
     CREATE_IF_ABSENT = "CreateIfAbsent"
     # Create, or update when the stored content differs (the svc hosts ConfigMap).
     CREATE_OR_UPDATE = "CreateOrUpdate"

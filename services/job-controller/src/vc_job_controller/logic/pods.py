@@ -10,6 +10,7 @@ from vc_job_controller.logic import names
 from vc_job_controller.logic.ownership import owner_reference
 from vc_job_controller.logic.podgroup import PARTITION_ID_KEY
 from vc_job_controller.logic.view import DEFAULT_TASK_SPEC, task_name
+from vc_job_controller.logic.volumes import claims as job_claims
 from vc_proto.batch import Job, JobSpec, JobStatus, TaskSpec
 from vc_proto.core import CORE_V1, Container, Pod, PodSpec, Volume, VolumeMount
 from vc_proto.meta import ObjectMeta
@@ -83,17 +84,17 @@ def pod_labels(job: Job, task: TaskSpec, index: int) -> dict[str, str]:
 
 
 def _mount_job_volumes(job: Job, spec: PodSpec) -> PodSpec:
-    """Each job volume with a claim becomes a PVC volume mounted in every container (not init ones)."""
+    """Each job volume's claim (named, or the one the controller creates for `volumeClaim`) becomes a
+    PVC volume mounted in every container (not init ones)."""
     volumes, mounts = list(spec.volumes or []), []
     seen: set[str] = set()
-    for volume in (job.spec or JobSpec()).volumes or []:
-        claim = volume.volume_claim_name or ""
-        if not claim or claim in seen:
+    for claim, mount_path, _ in job_claims(job):
+        if claim in seen:
             continue
         seen.add(claim)
         name = names.volume_name(job.metadata.name or "", claim)
         volumes.append(Volume(name=name, persistent_volume_claim={"claimName": claim}))
-        mounts.append(VolumeMount(name=name, mount_path=volume.mount_path or ""))
+        mounts.append(VolumeMount(name=name, mount_path=mount_path))
     if not mounts:
         return spec
 

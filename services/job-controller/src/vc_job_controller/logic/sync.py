@@ -19,6 +19,7 @@ from vc_job_controller.logic.view import (
     task_name,
     tasks,
 )
+from vc_job_controller.logic.volumes import claims_to_create
 from vc_proto.batch import TaskSpec
 from vc_proto.core import Pod
 from vc_proto.vocabulary import JobPhase, PodGroupPhase
@@ -54,12 +55,16 @@ def is_podgroup_admitted(plan: PlanDraft) -> bool:
 
 
 def _initiate(plan: PlanDraft, draft: StatusDraft) -> None:
-    """initiateJob: first status (phase Pending, minAvailable) and every plugin's OnJobAdd."""
+    """initiateJob: first status (phase Pending, minAvailable), the claims of `volumes[].volumeClaim`
+    (createJobIOIfNotExist) and every plugin's OnJobAdd."""
     view = plan.view
     if view.phase == "":
         draft.min_available = job_min_available(view.spec)
         group = podgroup_name(view.name, view.uid)
         draft.move_to(JobPhase.PENDING, "JobInitialized", f"waiting for PodGroup {group} to be admitted")
+    writes, recorded = claims_to_create(view.job, draft.controlled)
+    plan.objects_to_write.extend(writes)
+    draft.controlled.update(recorded)
     for plugin in plan.plugins:
         plan.apply_effects(plugin.on_job_add(view.job, dict(draft.controlled)), draft)
 
