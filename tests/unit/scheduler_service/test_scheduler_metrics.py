@@ -1,22 +1,26 @@
 """The scheduler's Prometheus figures under Volcano's names and units (vc_scheduler.metrics): queue
 allocated/request/deserved/share/overused (GPUs in milli-units), plugin and action latency, preemption,
-unschedulable jobs and tasks, per-job scheduling time. Pure: snapshots built directly, a real cycle run
-where the figures come from one, values read back from prometheus_client's registry."""
+unschedulable jobs and tasks, per-job scheduling time, vGPU devices. Pure: snapshots built directly, a
+real cycle run where the figures come from one, values read back from prometheus_client's registry."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from fractions import Fraction
+from typing import Any
 
 from prometheus_client import REGISTRY
 
 from tests.unit.scheduler_service.service_builders import group, node, pod
 from vc_scheduler import metrics
-from vc_scheduling.cycle import CycleResult, CycleStats, run_cycle
+from vc_scheduling.cycle import CycleResult, CycleStats, load_scheduler_conf, run_cycle
 from vc_scheduling.framework.decisions import Bind, Evict, PodGroupStatusUpdate
+from vc_scheduling.snapshot import load_objects
 from vc_scheduling.snapshot.cluster import ClusterSnapshot, PodGroupCondition, QueueObj
+from vc_scheduling.snapshot.vgpu import VGPUDevice, VGPUDeviceFigures, VGPUPodFigures, encode_node_devices
 
 GPU = "nvidia.com/gpu"
+GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 
 
 def value(name: str, **labels: str) -> float | None:
@@ -225,3 +229,96 @@ def test_job_retries_count_the_sessions_that_left_a_job_unready_until_it_leaves_
     assert value("volcano_job_retry_counts", job_id="big") == 2
     recorder.record(result, lambda: replace(snapshot, podgroups=snapshot.podgroups[:1]))
     assert value("volcano_job_retry_counts", job_id="big") is None
+
+
+VGPU_CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+- plugins:
+  - name: predicates
+  - name: proportion
+  - name: deviceshare
+    arguments: {deviceshare.VGPUEnable: true, deviceshare.SchedulePolicy: binpack}
+"""
+
+
+def vgpu_cluster() -> ClusterSnapshot:
+    """n1 has 2 GPUs of 16000 MiB (`run-0` holds 1000 MiB and 10% of the first), n2 has none; `new-0`
+    asks 2 GPUs with 3000 MiB and 20% of each."""
+    gpus = [VGPUDevice(f"GPU-{i}", 10, 16000, "NVIDIA-A10", True) for i in range(2)]
+    vgpu = {"volcano.sh/vgpu-number": "20", "volcano.sh/vgpu-memory": "32000", "volcano.sh/vgpu-cores": "200"}
+    register = {"volcano.sh/node-vgpu-register": encode_node_devices(gpus)}
+    objects: list[dict[str, Any]] = [
+        {"kind": "Node", "metadata": {"name": "n1", "annotations": register}, "status": {"allocatable": vgpu}},
+        {"kind": "Node", "metadata": {"name": "n2"}, "status": {"allocatable": {"cpu": "4"}}},
+    ]
+    for name, phase in (("run", "Running"), ("new", "Inqueue")):
+        meta = {"name": name, "namespace": "default"}
+        objects.append({"kind": "PodGroup", "metadata": meta, "spec": {"minMember": 1}, "status": {"phase": phase}})
+    held = {"volcano.sh/vgpu-ids-new": "GPU-0,NVIDIA,1000,10:"}
+    objects.append(_vgpu_pod("run-0", "run", {"volcano.sh/vgpu-number": 1, "volcano.sh/vgpu-memory": 1000}, held))
+    objects.append(
+        _vgpu_pod(
+            "new-0", "new", {"volcano.sh/vgpu-number": 2, "volcano.sh/vgpu-memory": 3000, "volcano.sh/vgpu-cores": 20}
+        )
+    )
+    return load_objects(objects)
+
+
+def _vgpu_pod(name: str, group: str, limits: dict[str, int], held: dict[str, str] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"schedulerName": "volcano", "containers": [{"name": "c", "resources": {"limits": limits}}]}
+    if held:
+        spec["nodeName"] = "n1"
+    return {
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "annotations": {GROUP_ANNOTATION: group, **(held or {})}},
+        "spec": spec,
+        "status": {"phase": "Running" if held else "Pending"},
+    }
+
+
+def test_a_cycle_yields_each_gpus_vgpus_and_what_each_pod_holds_on_it() -> None:
+    result = run_cycle(vgpu_cluster(), load_scheduler_conf(VGPU_CONF))
+    assert result.binds == {"default/new-0": "n1"}
+    # Per GPU of the node with vGPUs: memory limit (MiB), pods sharing it, MiB and cores (%) they hold.
+    assert result.stats.vgpu_devices == {
+        ("GPU-0", "n1"): VGPUDeviceFigures(16000, 2, 4000, 30),
+        ("GPU-1", "n1"): VGPUDeviceFigures(16000, 1, 3000, 20),
+    }
+    assert result.stats.vgpu_pods == {
+        ("GPU-0", "n1", "run-0"): VGPUPodFigures(1000, 10),
+        ("GPU-0", "n1", "new-0"): VGPUPodFigures(3000, 20),
+        ("GPU-1", "n1", "new-0"): VGPUPodFigures(3000, 20),
+    }
+    plain = run_cycle(shares_cluster())  # no node with vGPUs: nothing
+    assert plain.stats.vgpu_devices == {} and plain.stats.vgpu_pods == {}
+
+
+def test_vgpu_gauges_are_set_as_they_move_and_removed_when_the_gpu_or_the_pod_leaves() -> None:
+    recorder = metrics.VGPURecorder()
+    stats = run_cycle(vgpu_cluster(), load_scheduler_conf(VGPU_CONF)).stats
+    recorder.record(stats.vgpu_devices, stats.vgpu_pods)
+    gpu0, gpu1 = {"devID": "GPU-0", "NodeName": "n1"}, {"devID": "GPU-1", "NodeName": "n1"}
+    assert value("volcano_vgpu_device_memory_limit", **gpu0) == 16000
+    assert value("volcano_vgpu_device_shared_number", **gpu0) == 2
+    assert value("volcano_vgpu_device_allocated_memory", **gpu0) == 4000
+    assert value("volcano_vgpu_device_allocated_cores", **gpu0) == 30
+    assert value("volcano_vgpu_device_allocated_cores", **gpu1) == 20
+    new0 = {**gpu1, "podName": "new-0"}
+    assert value("volcano_vgpu_device_memory_allocation_for_a_certain_pod", **new0) == 3000
+    assert value("volcano_vgpu_device_core_allocation_for_a_certain_pod", **new0) == 20
+    # `new-0` gone and GPU-1 with it (the node re-registered one GPU); run-0 now holds more.
+    recorder.record(
+        {("GPU-0", "n1"): VGPUDeviceFigures(16000, 1, 2000, 10)}, {("GPU-0", "n1", "run-0"): VGPUPodFigures(2000, 10)}
+    )
+    assert value("volcano_vgpu_device_shared_number", **gpu0) == 1
+    assert value("volcano_vgpu_device_allocated_memory", **gpu0) == 2000
+    assert value("volcano_vgpu_device_memory_limit", **gpu1) is None
+    assert value("volcano_vgpu_device_memory_allocation_for_a_certain_pod", **new0) is None
+    assert value("volcano_vgpu_device_memory_allocation_for_a_certain_pod", **gpu0, podName="run-0") == 2000
+    recorder.record({}, {})  # no vGPU sharing any more: no series
+    assert value("volcano_vgpu_device_memory_limit", **gpu0) is None
+    assert value("volcano_vgpu_device_core_allocation_for_a_certain_pod", **gpu0, podName="run-0") is None

@@ -20,6 +20,7 @@ from vc_scheduling.framework.registry import Registry
 from vc_scheduling.framework.session import Session
 from vc_scheduling.plugins import in_tree_plugins
 from vc_scheduling.snapshot.cluster import ClusterSnapshot
+from vc_scheduling.snapshot.vgpu import VGPUDeviceFigures, VGPUPodFigures
 
 Clock = Callable[[], float]
 
@@ -35,6 +36,11 @@ class CycleStats:
     stages_s: dict[str, list[float]] = field(default_factory=dict)
     job_shares: dict[str, float] = field(default_factory=dict)  # drf's share per job uid at session close
     retried_jobs: tuple[str, ...] = ()  # job uids gang left unready (Volcano's job retries)
+    # deviceshare's GPUs as the session left them (Volcano's volcano_vgpu_device_* metrics): per GPU
+    # (UUID, node) of every node with vGPUs, and per pod holding one (UUID, node, pod name); empty
+    # without vGPU sharing.
+    vgpu_devices: dict[tuple[str, str], VGPUDeviceFigures] = field(default_factory=dict)
+    vgpu_pods: dict[tuple[str, str, str], VGPUPodFigures] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +157,8 @@ def run_cycle(
         ssn.stage_durations,
         ssn.job_shares,
         tuple(ssn.retried_jobs),
+        ssn.vgpu_devices,
+        ssn.vgpu_pods,
     )
     return CycleResult(tuple(ssn.decisions), statuses, tuple(queues), tuple(pipelined), stats, ssn.recheck_at)
 

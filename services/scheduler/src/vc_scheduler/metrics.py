@@ -4,8 +4,8 @@ resources such as GPUs in milli-units), `tephra_scheduler_*` for what only an ac
 (ledger conflicts and retries, ownership).
 
 `record_cycle` is the one entry the loop calls after each cycle. Per-cycle figures (latencies, per-task
-stage times, attempts, preemption, drf's job shares, gang's job retries, the scheduling time of the jobs
-the cycle made ready) come from the cycle's result; the state
+stage times, attempts, preemption, drf's job shares, gang's job retries, deviceshare's vGPUs, the
+scheduling time of the jobs the cycle made ready) come from the cycle's result; the state
 gauges (queues, unschedulable jobs and their waiting tasks) walk every pod (about 0.5 s of CPU at 100k
 pods), so they are refreshed at most every STATE_PERIOD_S, Prometheus' default scrape interval, in a
 worker thread: the event loop only takes the cache's snapshot (tuples of what it holds).
@@ -20,7 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from fractions import Fraction
-from typing import Final
+from typing import Final, TypeVar
 
 import numpy as np
 import structlog
@@ -40,6 +40,7 @@ from vc_scheduling.snapshot.cluster import (
     PodGroupObj,
     QueueObj,
 )
+from vc_scheduling.snapshot.vgpu import VGPUDeviceFigures, VGPUPodFigures
 
 log = structlog.get_logger(__name__)
 STATE_PERIOD_S: Final = 15.0
@@ -121,6 +122,26 @@ JOB_RETRIES = Gauge(
     "Number of retry counts for one job (the sessions that closed with it not ready)",
     ["job_id"],
 )
+# Volcano's vGPU device metrics (pkg/scheduler/api/devices/nvidia/vgpu/metrics.go): per GPU by its UUID and
+# node, per pod and GPU also by the pod's name; device memory in MiB, cores in percent of the GPU.
+_DEVICE: Final = ["devID", "NodeName"]
+VGPU_SHARED = Gauge("volcano_vgpu_device_shared_number", "The number of vgpu tasks sharing this card", _DEVICE)
+VGPU_MEMORY = Gauge("volcano_vgpu_device_allocated_memory", "The number of vgpu memory allocated in this card", _DEVICE)
+VGPU_CORES = Gauge(
+    "volcano_vgpu_device_allocated_cores", "The percentage of gpu compute cores allocated in this card", _DEVICE
+)
+VGPU_MEMORY_LIMIT = Gauge("volcano_vgpu_device_memory_limit", "The number of total device memory in this card", _DEVICE)
+VGPU_POD_MEMORY = Gauge(
+    "volcano_vgpu_device_memory_allocation_for_a_certain_pod",
+    "The vgpu device memory allocated for a certain pod",
+    [*_DEVICE, "podName"],
+)
+VGPU_POD_CORES = Gauge(
+    "volcano_vgpu_device_core_allocation_for_a_certain_pod",
+    "The vgpu device core allocated for a certain pod",
+    [*_DEVICE, "podName"],
+)
+MAX_VGPU_SERIES: Final = 10_000  # GPUs, and pod-GPU pairs, with series at most
 
 QUEUE_ALLOCATED_CPU = Gauge("volcano_queue_allocated_milli_cpu", "Allocated CPU (milli) per queue", ["queue_name"])
 QUEUE_ALLOCATED_MEMORY = Gauge("volcano_queue_allocated_memory_bytes", "Allocated memory per queue", ["queue_name"])
@@ -269,6 +290,55 @@ class ShareRecorder:
 def _ns_name(key: str) -> tuple[str, str]:
     namespace, _, name = key.partition("/")
     return namespace, name
+
+
+_K = TypeVar("_K", tuple[str, str], tuple[str, str, str])
+_V = TypeVar("_V", VGPUDeviceFigures, VGPUPodFigures)
+# VGPUDeviceFigures' fields in order, each with its gauge.
+_VGPU_DEVICE_GAUGES: Final = (VGPU_MEMORY_LIMIT, VGPU_SHARED, VGPU_MEMORY, VGPU_CORES)
+_VGPU_POD_GAUGES: Final = (VGPU_POD_MEMORY, VGPU_POD_CORES)
+
+
+@dataclass
+class VGPURecorder:
+    """volcano_vgpu_device_* from deviceshare's GPUs at session close: only the series whose figure moved
+    are set, those of GPUs and pod holdings no longer there are removed; nothing to do while nothing
+    changed, nor ever without vGPU sharing (both empty). At most MAX_VGPU_SERIES GPUs, and as many
+    pod-GPU pairs, get series."""
+
+    _devices: Mapping[tuple[str, str], VGPUDeviceFigures] = field(default_factory=dict)
+    _pods: Mapping[tuple[str, str, str], VGPUPodFigures] = field(default_factory=dict)
+    _device_series: set[tuple[str, str]] = field(default_factory=set)
+    _pod_series: set[tuple[str, str, str]] = field(default_factory=set)
+
+    def record(
+        self,
+        devices: Mapping[tuple[str, str], VGPUDeviceFigures],
+        pods: Mapping[tuple[str, str, str], VGPUPodFigures],
+    ) -> None:
+        if devices != self._devices:
+            _record_series(self._devices, devices, self._device_series, _VGPU_DEVICE_GAUGES)
+            self._devices = devices
+        if pods != self._pods:
+            _record_series(self._pods, pods, self._pod_series, _VGPU_POD_GAUGES)
+            self._pods = pods
+
+
+def _record_series(last: Mapping[_K, _V], now: Mapping[_K, _V], series: set[_K], gauges: tuple[Gauge, ...]) -> None:
+    """Set each gauge of `now`'s keys whose value moved from `last`, remove those of keys gone."""
+    for key in last.keys() - now.keys():
+        if key in series:
+            series.discard(key)
+            for gauge in gauges:
+                _remove(gauge, *key)
+    for key, figures in now.items():
+        before = last.get(key) if key in series else None  # a key new to the series: all its gauges
+        if figures == before or (before is None and len(series) >= MAX_VGPU_SERIES):
+            continue
+        series.add(key)
+        for gauge, figure, old in zip(gauges, figures, before or (None,) * len(gauges), strict=True):
+            if figure != old:
+                gauge.labels(*key).set(figure)
 
 
 def record_decisions(result: CycleResult) -> None:
@@ -601,6 +671,7 @@ def _remove(gauge: Gauge, *labels: str) -> None:
 
 _STATE = StateRecorder()
 _SHARES = ShareRecorder()
+_VGPU = VGPURecorder()
 _WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metrics-state")
 _refreshing: Future[None] | None = None
 
@@ -622,6 +693,7 @@ def record_cycle(
     record_stages(result)
     record_decisions(result)
     _SHARES.record(result.stats.job_shares)
+    _VGPU.record(result.stats.vgpu_devices, result.stats.vgpu_pods)
     _STATE.record_retries(result)
     OWNED.labels(instance).set(owned)
     MEMBERS.labels(instance).set(members)

@@ -30,6 +30,7 @@ from vc_scheduling.framework.model import JobInfo, QueueInfo, TaskInfo, TaskStat
 from vc_scheduling.framework.nodes import NodeInfo, NodeTable
 from vc_scheduling.framework.resources import ResourceSpace, Vector
 from vc_scheduling.snapshot.cluster import PodGroupCondition, PriorityClassObj
+from vc_scheduling.snapshot.vgpu import VGPUDeviceFigures, VGPUPodFigures
 
 if TYPE_CHECKING:
     from vc_scheduling.framework.carried import Journal
@@ -97,10 +98,13 @@ class Session:
         self.equivalence = EquivalenceCache(self)  # node answers shared by the tasks of one class
         # What Volcano's plugins and helpers report to Prometheus, for the service to export: per task,
         # the seconds of its feasible-node search ("Predicate") and best-node choice ("Scoring"); drf's
-        # dominant share per job uid at session close; the uids of the jobs gang left unready.
+        # dominant share per job uid at session close; the uids of the jobs gang left unready;
+        # deviceshare's GPUs at session close, per (UUID, node) and per (UUID, node, pod name).
         self.stage_durations: dict[str, list[float]] = {"Predicate": [], "Scoring": []}
         self.job_shares: dict[str, float] = {}
         self.retried_jobs: list[str] = []
+        self.vgpu_devices: dict[tuple[str, str], VGPUDeviceFigures] = {}
+        self.vgpu_pods: dict[tuple[str, str, str], VGPUPodFigures] = {}
 
     # -- registration (plugins call these from on_session_open) -----------------------------------
 

@@ -12,10 +12,13 @@ floor(Σ GPU scores + 0.5) x weight, the GPU scores of `deviceshare.SchedulePoli
 
 At session close each queue's allocated vgpu-memory and vgpu-cores count what the pods' GPUs hold
 (Volcano's AddQueueResource), not the requests: a 2-GPU container asking 3000 MiB holds 6000 MiB.
+The session also returns the GPUs as it left them for Volcano's volcano_vgpu_device_* metrics: per GPU
+its memory, the pods sharing it and the memory and cores they hold; per pod and GPU what it holds.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar, Final
 
 import numpy as np
@@ -24,6 +27,7 @@ from numpy.typing import NDArray
 from vc_scheduling.framework.conf import argument_bool
 from vc_scheduling.framework.interfaces import EventHandler, ExtensionPoint, NodeFailure, PluginArgs
 from vc_scheduling.framework.model import ALLOCATED_STATUSES, TaskInfo, TaskStatus
+from vc_scheduling.framework.nodes import NodeInfo
 from vc_scheduling.framework.session import Session
 from vc_scheduling.plugins.vgpu_devices import DeviceTable, Failure, Holding
 from vc_scheduling.snapshot.vgpu import (
@@ -38,6 +42,8 @@ from vc_scheduling.snapshot.vgpu import (
     VGPU_CORES,
     VGPU_MEMORY,
     DeviceUse,
+    VGPUDeviceFigures,
+    VGPUPodFigures,
     VGPUPodRequest,
     encode_assignment,
 )
@@ -49,6 +55,9 @@ SCHEDULE_WEIGHT: Final = "deviceshare.ScheduleWeight"
 ALLOCATING: Final = "allocating"
 ANNOTATION_KEYS: Final = (ASSIGNED_NODE, ASSIGNED_TIME, ASSIGNED_IDS, DEVICES_TO_ALLOCATE, BIND_PHASE, BIND_TIME)
 Rows = NDArray[np.intp]
+DeviceFigures = dict[tuple[str, str], VGPUDeviceFigures]  # by (UUID, node)
+PodFigures = dict[tuple[str, str, str], VGPUPodFigures]  # by (UUID, node, pod name)
+_NONE_HELD: Final = VGPUPodFigures(0, 0)
 
 
 class DeviceSharePlugin:
@@ -78,6 +87,7 @@ class DeviceSharePlugin:
     def on_session_close(self, ssn: Session) -> None:
         if self.devices is not None:
             self._count_queues(ssn, self.devices)
+            ssn.vgpu_devices, ssn.vgpu_pods = self._figures(ssn, self.devices)
         self.devices = self._ssn = None
         self._held = {}
 
@@ -182,6 +192,37 @@ class DeviceSharePlugin:
             if cores is not None:
                 delta[cores] = sum(c for _, _, c in holding.uses) - task.resreq[cores]
             ssn.add_queue_allocated(job.queue, delta)
+
+    # -- what Volcano's vGPU metrics report -------------------------------------------------------------
+
+    def _figures(self, ssn: Session, devices: DeviceTable) -> tuple[DeviceFigures, PodFigures]:
+        """Every GPU of the nodes with vGPUs and what each pod holds on each, as the session left them
+        (Volcano sets volcano_vgpu_device_* as its node books take and free pods' GPUs). The table is
+        done with: pipelined tasks' GPUs, held for this session's predicates, are freed first, as
+        Volcano's node books give a pipelined task none."""
+        nodes, pods = ssn.nodes.nodes, PodFigures()
+        for uid, task in self._held.items():
+            holding = devices.holdings.get(uid)
+            if holding is None or task.status not in ALLOCATED_STATUSES:
+                devices.release(uid)
+                continue
+            uuids, node = devices.uuids[holding.row], nodes[holding.row].name
+            for col, memory, cores in holding.uses:  # a pod's uses of one GPU summed
+                key = (uuids[col], node, task.name)
+                held = pods.get(key, _NONE_HELD)
+                pods[key] = VGPUPodFigures(held.memory + memory, held.cores + cores)
+        return _device_figures(devices, nodes), pods
+
+
+def _device_figures(devices: DeviceTable, nodes: Sequence[NodeInfo]) -> DeviceFigures:
+    """Per GPU (UUID, node): its memory, and the pods, MiB and cores the table counts on it."""
+    out: DeviceFigures = {}
+    for row, uuids in devices.uuids.items():
+        name, width = nodes[row].name, len(uuids)  # the grids are padded to the widest node
+        grids = (devices.memory, devices.used_num, devices.used_mem, devices.used_core)
+        for uuid, *figures in zip(uuids, *(grid[row, :width].tolist() for grid in grids), strict=True):
+            out[(uuid, name)] = VGPUDeviceFigures(*figures)
+    return out
 
 
 _KINDS: Final = (

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Final, NamedTuple, Protocol
 
 from vc_core.errors import InvalidObject
 from vc_core.quantity import parse_quantity
@@ -208,6 +208,23 @@ def _words(text: str | None) -> tuple[str, ...]:
 @dataclass(frozen=True, slots=True)
 class DeviceUse:
     uuid: str
+    memory: int
+    cores: int
+
+
+class VGPUDeviceFigures(NamedTuple):
+    """One GPU as Volcano's vGPU metrics report it (keyed by its UUID and node): its device memory (MiB),
+    the pods sharing it, the memory (MiB) and cores (percent) they hold."""
+
+    memory_limit: int
+    shared_number: int
+    allocated_memory: int
+    allocated_cores: int
+
+
+class VGPUPodFigures(NamedTuple):
+    """What one pod holds on one GPU (keyed by the GPU's UUID, its node and the pod's name): MiB, percent."""
+
     memory: int
     cores: int
 
