@@ -25,6 +25,7 @@ from vc_core.store import WatchOp
 from vc_proto import codec, subjects
 from vc_proto.kinds import KubeObject
 from vc_runtime.aio import until
+from vc_scheduler.ledger import UNSEEN_AFTER_S
 from vc_scheduler.sharding import TERMINAL
 from vc_scheduling.snapshot.cluster import (
     ClusterSnapshot,
@@ -55,6 +56,9 @@ KINDS = (
 )
 BOUND_BY = "scheduling.tephra.dev/bound-by"  # "<instance>/<epoch>": which scheduler life bound the pod
 MAX_TOMBSTONES = 200_000
+# A tombstone outlives every reservation it could cancel: one of a pod the view does not see expires
+# after ledger.UNSEEN_AFTER_S anyway. Older ones only cost memory and the per-cycle gone() set.
+TOMBSTONE_TTL_S = 2 * UNSEEN_AFTER_S
 ObjT = TypeVar("ObjT", bound=KubeObject)
 
 
@@ -175,6 +179,7 @@ class SchedulerCache:
         )
 
     def gone(self) -> frozenset[str]:
+        self._expire_tombstones(time.monotonic())
         return frozenset(self._gone)
 
     def assume(self, pod_key: str, node: str, annotations: Mapping[str, str] | None = None) -> None:
@@ -277,8 +282,15 @@ class SchedulerCache:
             self._unbound_raw.pop(key, None)
 
     def _tombstone(self, uid: str) -> None:
-        self._gone[uid] = time.monotonic()
+        now = time.monotonic()
+        self._gone.pop(uid, None)  # to the end: the dict stays in the order the pods went
+        self._gone[uid] = now
         while len(self._gone) > MAX_TOMBSTONES:
+            self._gone.popitem(last=False)
+        self._expire_tombstones(now)
+
+    def _expire_tombstones(self, now: float) -> None:
+        while self._gone and now - next(iter(self._gone.values())) > TOMBSTONE_TTL_S:
             self._gone.popitem(last=False)
 
     def _put(self, kind: str, key: str, data: bytes, table: dict[str, Any]) -> bool:

@@ -231,5 +231,7 @@ class SchedulingLoop:
         demands, shared = self.cache.take_work()
         if shared:
             return True
-        owns = self._owners.filter(self.members.instance, tuple(self.members.members))
+        owns = self._owners.filter(
+            self.members.instance, tuple(self.members.members), live=len(self.cache.podgroups) + len(self.cache.queues)
+        )
         return any(owns(key) for key in demands)

@@ -66,7 +66,9 @@ def plan_cycle(
     owns: Callable[[str], bool] | None = None
     search_start = 0.0
     if sharded:
-        owns = (owners if owners is not None else Owners()).filter(instance, members)
+        owns = (owners if owners is not None else Owners()).filter(
+            instance, members, live=len(full.podgroups) + len(full.queues)
+        )
         reserved = live_reservations(ledger_records, view, wall_s)
         snapshot, by_reservation = shard(full, owns, reserved)
         owned = sum(1 for pg in full.podgroups if owns(pg.key))

@@ -108,16 +108,16 @@ def owner_filter(instance: str, members: tuple[str, ...]) -> Callable[[str], boo
 class Owners:
     """owner_filter carried between cycles: the answers hold while the member list does (most cycles),
     so each key is hashed once, not once per cycle. Forgets everything when the members change, or
-    when it holds more keys than `limit` (keys of deleted PodGroups)."""
+    when it holds more than 4x the `live` keys the caller has (the rest are deleted PodGroups')."""
 
-    def __init__(self, *, limit: int = 1_000_000) -> None:
-        self._limit = limit
+    def __init__(self) -> None:
         self._members: tuple[str, ...] | None = None
         self._instance = ""
         self._memo: dict[str, bool] = {}
 
-    def filter(self, instance: str, members: tuple[str, ...]) -> Callable[[str], bool]:
-        if (instance, members) != (self._instance, self._members) or len(self._memo) > self._limit:
+    def filter(self, instance: str, members: tuple[str, ...], *, live: int = 0) -> Callable[[str], bool]:
+        limit = 4 * max(live, 256)
+        if (instance, members) != (self._instance, self._members) or len(self._memo) > limit:
             self._instance, self._members, self._memo = instance, members, {}
         memo = self._memo
 
