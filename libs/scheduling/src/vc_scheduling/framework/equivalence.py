@@ -189,6 +189,8 @@ class EquivalenceCache:
         state.never -= int((~state.computed[rows]).sum())
         state.computed[rows] = True
         state.known[rows] = True
+        if state.stale:  # a chunked search refreshed these itself
+            state.stale.difference_update(rows.tolist())
 
     def _refresh(self, state: ClassNodes, task: TaskInfo) -> None:
         """Recompute every stale row at once."""
@@ -234,19 +236,28 @@ class EquivalenceCache:
     def _window_with_other_predicates(
         self, state: ClassNodes, task: TaskInfo, start: int, wanted: int, other: Sequence[Fn]
     ) -> Rows:
-        """Node-local answers from the cache, then the other predicates over them in round-robin
-        chunks until enough pass (they are asked about as few nodes as a plain search asks)."""
+        """The first `wanted` rows in round-robin order from `start` that pass every predicate: the
+        cluster in chunks from `start`, each chunk's missing or stale node-local answers computed
+        there, then the other predicates over the chunk's feasible rows until enough pass. A class
+        searched once (a gang with its own anti-affinity selector is a class of its own) computes only
+        the chunks it looks at, and the other predicates are asked about as few nodes as a plain search
+        asks."""
         total = len(state.known)
-        self._refresh(state, task)
-        if state.never:
-            unknown = np.flatnonzero(~state.known)
-            self._compute(state, task, unknown)
-        ordered = _first_from(self._order(state), start, total)
         chunk = max(2 * wanted, 512)
         found: list[Rows] = []
-        count = 0
-        for begin in range(0, len(ordered), chunk):
-            candidates = ordered[begin : begin + chunk]
+        count = scanned = 0
+        while scanned < total and count < wanted:
+            rows = (start + scanned + np.arange(min(chunk, total - scanned))) % total
+            scanned += len(rows)
+            unknown = rows[~state.known[rows]]
+            if len(unknown) and state.stale:
+                # Every stale row at once, as the plain search does: a recompute's cost is mostly fixed,
+                # and the rows placed on since lie behind the next searches' start until a lap later.
+                self._refresh(state, task)
+                unknown = rows[~state.known[rows]]
+            if len(unknown):
+                self._compute(state, task, unknown)
+            candidates = rows[state.feasible[rows]]
             for fn in other:
                 if len(candidates) == 0:
                     break
@@ -256,8 +267,6 @@ class EquivalenceCache:
                 candidates = candidates[~failing]
             found.append(candidates)
             count += len(candidates)
-            if count >= wanted:
-                break
         if not found:
             return np.zeros(0, dtype=np.intp)
         return np.concatenate(found)[:wanted]

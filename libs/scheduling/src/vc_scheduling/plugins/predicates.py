@@ -214,19 +214,23 @@ class AcrossNodes:
             self.topology = topology_of(self.ssn)
         return self.topology
 
+    def _spread_concerns(self, pod: PodObj) -> bool:
+        return self.topology_spread and bool(pod.topology_spread) and bool(hard_constraints(pod))
+
+    def _affinity_concerns(self, pod: PodObj) -> bool:
+        return self.pod_affinity and (has_required_terms(pod) or self._topology().affinity.bound_by_existing(pod))
+
     def concerns(self, task: TaskInfo) -> bool:
         pod = task.pod
-        if self.topology_spread and hard_constraints(pod):
-            return True
-        if not self.pod_affinity:
-            return False
-        return has_required_terms(pod) or self._topology().affinity.bound_by_existing(pod)
+        return self._spread_concerns(pod) or self._affinity_concerns(pod)
 
     def __call__(self, task: TaskInfo, rows: Rows) -> list[NodeFailure]:
-        """Kubernetes' filter order: inter-pod affinity, then topology spread."""
+        """Kubernetes' filter order: inter-pod affinity, then topology spread; each only for a task it
+        concerns (it would pass every node for any other)."""
         failures: list[NodeFailure] = []
-        if self.pod_affinity:
-            failures += self._topology().affinity.filter(task.pod, rows)
-        if self.topology_spread:
+        pod = task.pod
+        if self._affinity_concerns(pod):
+            failures += self._topology().affinity.filter(pod, rows)
+        if self._spread_concerns(pod):
             failures += self._topology().spread.filter(task, rows)
         return failures

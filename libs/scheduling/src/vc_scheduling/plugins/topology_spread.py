@@ -33,10 +33,14 @@ _keys = msgspec.json.Encoder()
 
 
 def hard_constraints(pod: PodObj) -> tuple[TopologySpreadConstraint, ...]:
+    if not pod.topology_spread:  # most pods: no generator to build
+        return ()
     return tuple(c for c in pod.topology_spread if c.when_unsatisfiable == DO_NOT_SCHEDULE)
 
 
 def soft_constraints(pod: PodObj) -> tuple[TopologySpreadConstraint, ...]:
+    if not pod.topology_spread:
+        return ()
     return tuple(c for c in pod.topology_spread if c.when_unsatisfiable == SCHEDULE_ANYWAY)
 
 
