@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import shutil
 import sys
 import tempfile
@@ -16,6 +17,8 @@ import traceback
 from pathlib import Path
 
 from tests.chaos.harness import ScheduleResult, run_schedule
+from tests.chaos.kube_harness import run_kube_schedule
+from tests.chaos.kube_plan import KUBE_OPTIONS, make_kube_schedule
 from tests.chaos.plan import Options, make_schedule
 
 BREAKS = ("ledger-blind-write",)
@@ -24,6 +27,12 @@ BREAKS = ("ledger-blind-write",)
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m tests.chaos", description=__doc__)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--mode",
+        choices=("embedded", "kube"),
+        default="embedded",
+        help="embedded: the NATS store; kube: a private kube-apiserver + etcd, mirrored by the relay",
+    )
     parser.add_argument("--schedules", type=int, default=5, help="how many schedules (0, 1, ... k-1)")
     parser.add_argument("--only", type=int, action="append", help="run just this schedule index (repeatable)")
     parser.add_argument(
@@ -50,18 +59,20 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    options = Options(load_s=args.load_s, jobs_per_s=args.jobs_per_s)
+    kube = args.mode == "kube"
+    options = dataclasses.replace(KUBE_OPTIONS if kube else Options(), load_s=args.load_s, jobs_per_s=args.jobs_per_s)
+    plan, run = (make_kube_schedule, run_kube_schedule) if kube else (make_schedule, run_schedule)
     root = args.root or Path(tempfile.mkdtemp(prefix="tephra-chaos-"))
     indexes = args.only or list(range(args.schedules))
-    header = f"chaos seed={args.seed} schedules={len(indexes)} load={options.load_s:.0f}s"
+    header = f"chaos{' mode=kube' if kube else ''} seed={args.seed} schedules={len(indexes)} load={options.load_s:.0f}s"
     print(header + (f" BREAK={args.breaks}" if args.breaks else "") + f" (data in {root})", flush=True)
     total, errors = 0, 0
     results: list[ScheduleResult] = []
     for index in indexes:
-        schedule = make_schedule(args.seed, index, options, faults=not args.no_faults)
+        schedule = plan(args.seed, index, options, faults=not args.no_faults)
         where = root / f"schedule-{index}"
         try:
-            result = asyncio.run(run_schedule(schedule, where, breaks=args.breaks, keep=args.keep))
+            result = asyncio.run(run(schedule, where, breaks=args.breaks, keep=args.keep))
         except Exception:  # the harness failed (not the system under test): say so, keep going
             errors += 1
             print(f"schedule {index} seed={args.seed} HARNESS ERROR (data in {where})", flush=True)
@@ -88,7 +99,8 @@ def report(result: ScheduleResult, args: argparse.Namespace) -> None:
         return
     for violation in result.verdict.violations:
         print(violation.render(), flush=True)
-    rerun = f"python -m tests.chaos --seed {args.seed} --only {result.schedule.index}"
+    mode = " --mode kube" if args.mode == "kube" else ""
+    rerun = f"python -m tests.chaos{mode} --seed {args.seed} --only {result.schedule.index}"
     extra = (f" --break {args.breaks}" if args.breaks else "") + (
         f" --load-s {args.load_s:g}" if args.load_s != Options().load_s else ""
     )

@@ -14,7 +14,7 @@ import sys
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +33,7 @@ SERVICE_ARGS: dict[str, list[str]] = {
     "podgroup-controller": ["--lease-ttl", LEASE_TTL_S],
     "gc": ["--lease-ttl", LEASE_TTL_S],
     "scheduler": ["--lease-ttl", LEASE_TTL_S, "--schedule-period", "0.5"],
+    "kube-relay": [],  # kube mode only
 }
 
 
@@ -110,9 +111,17 @@ class Instance:
 
 class Fleet:
     def __init__(
-        self, root: Path, *, urls: dict[str, str], replicas: int, node_args: list[str], breaks: str = ""
+        self,
+        root: Path,
+        *,
+        urls: dict[str, str],
+        replicas: int,
+        node_args: list[str],
+        breaks: str = "",
+        more: Mapping[str, list[str]] | None = None,
     ) -> None:
-        """`urls`: per instance name, the NATS server list it connects to (a proxy link or the servers)."""
+        """`urls`: per instance name, the NATS server list it connects to (a proxy link or the servers);
+        `more`: per instance name, more flags (kube mode: `--backend kube --kubeconfig ...`)."""
         self.root = root
         self.instances: dict[str, Instance] = {}
         self.crashes: Counter[str] = Counter()
@@ -131,6 +140,7 @@ class Fleet:
                 "--grace",
                 "5",
                 *extra,
+                *(more or {}).get(name, []),
             ]
             env = {**os.environ, "VC_LOG__LEVEL": "info"}
             if breaks and kind == "scheduler":

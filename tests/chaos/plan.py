@@ -39,6 +39,10 @@ FaultKind = Literal[
     "proxy-delay",
     "proxy-drop",
     "proxy-partition",
+    # kube mode (kube_plan.py)
+    "apiserver-restart",
+    "etcd-restart",
+    "gone-relist",
 ]
 
 
