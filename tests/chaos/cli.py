@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import dataclasses
 import shutil
+import signal
 import sys
 import tempfile
 import traceback
@@ -59,6 +60,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    _stop_cleanly_on_signals()
     kube = args.mode == "kube"
     options = dataclasses.replace(KUBE_OPTIONS if kube else Options(), load_s=args.load_s, jobs_per_s=args.jobs_per_s)
     plan, run = (make_kube_schedule, run_kube_schedule) if kube else (make_schedule, run_schedule)
@@ -89,6 +91,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"harness errors: {errors}", flush=True)
     print(f"violations: {total}", flush=True)
     return 2 if errors else (1 if total else 0)
+
+
+def _stop_cleanly_on_signals() -> None:
+    """Ctrl-C and SIGTERM both cancel the running schedule, whose clean-up then stops every process it
+    started (they run in sessions of their own: nothing else would). A shell starting this in the
+    background ignores SIGINT; asyncio.run cancels on SIGINT only when its handler is the default."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, lambda *_: signal.raise_signal(signal.SIGINT))
 
 
 def report(result: ScheduleResult, args: argparse.Namespace) -> None:

@@ -209,7 +209,9 @@ async def _at(world: KubeWorld, fault: Fault, started: float) -> None:
     wait = started + fault.at_s - time.monotonic()
     if wait > 0:
         await asyncio.sleep(wait)
-    async with world.turn if fault.global_ else contextlib.nullcontext():
+    # Faults on the relay take turns with the whole-system ones too: a relay restarted in the middle of
+    # gone-relist would start from a fresh list, and the 410 the fault is there to force never comes.
+    async with world.turn if fault.global_ or fault.target == RELAY_INSTANCE else contextlib.nullcontext():
         world.note(f"fault {fault.label()}: begins")
         outcome = await _apply(world, fault)
     world.note(f"fault {fault.label()}: over ({outcome or 'applied'})")
