@@ -26,7 +26,7 @@ from typing import Any
 import aiohttp
 
 from tests.chaos import facts
-from tests.chaos.history import Change, Gap, History, Survey
+from tests.chaos.history import Change, Gap, History, Record, Survey
 from vc_proto.subjects import object_key
 
 PREFIX = "/registry/"
@@ -70,6 +70,29 @@ def decode_value(raw: bytes) -> dict[str, Any] | None:
     except ValueError:  # not JSON (the apiserver was not started by kubed.py)
         return None
     return value if isinstance(value, dict) else None
+
+
+def place_survey(records: list[Record], revision: int, newest: dict[str, dict[str, int]], why: str, now: float) -> None:
+    """Insert one Survey per kind where the history reaches `revision` (records are in revision order;
+    the ones after it were recorded while the survey waited). A key absent from etcd whose last change
+    up to there is a delete is confirmed at that delete's revision (etcd keeps no delete markers)."""
+    at = len(records)
+    while at > 0:
+        last = records[at - 1]
+        if not (isinstance(last, Change) and last.seq > revision):
+            break
+        at -= 1
+    deleted: dict[tuple[str, str], int] = {}
+    for record in records[:at]:
+        if isinstance(record, Change):
+            if record.op == "delete":
+                deleted[(record.kind, record.key)] = record.seq
+            else:
+                deleted.pop((record.kind, record.key), None)
+    for (kind, key), seq in deleted.items():
+        newest.setdefault(kind, {}).setdefault(key, seq)
+    for offset, (kind, keys) in enumerate(newest.items()):
+        records.insert(at + offset, Survey(kind, keys, now, why))
 
 
 class EtcdRecorder:
@@ -184,9 +207,10 @@ class EtcdRecorder:
                 out[found[0]][found[1]] = int(kv["mod_revision"])
         return revision, out
 
-    async def caught_up(self, limit_s: float = 30.0) -> int:
-        """Until every revision etcd had when asked is recorded; returns that revision."""
-        revision, _ = await self._range(keys_only=True)
+    async def caught_up(self, revision: int = 0, limit_s: float = 30.0) -> int:
+        """Until every revision up to `revision` (default: etcd's now) is recorded; returns it."""
+        if not revision:
+            revision, _ = await self._range(keys_only=True)
         deadline = time.monotonic() + limit_s
         while self.revision < revision and time.monotonic() < deadline:
             self._moved.clear()
@@ -195,16 +219,13 @@ class EtcdRecorder:
         return revision
 
     async def survey(self, why: str) -> None:
-        """Each key's newest revision as etcd holds it now, for the checker's write-lost check. etcd
-        keeps no delete markers: a key whose last recorded change is a delete and that etcd no longer
-        holds is confirmed at that delete's revision."""
-        await self.caught_up()
-        _, newest = await self.newest()
-        for kind, keys in newest.items():
-            for key, (seq, op) in self.key_last[kind].items():
-                if op == "delete" and key not in keys:
-                    keys[key] = seq
-            self.history.records.append(Survey(kind, keys, time.time(), why))
+        """Each key's newest revision as etcd holds it now, for the checker's write-lost check, placed in
+        the history at the revision etcd answered at (the checker compares it with what was recorded up
+        to there). etcd keeps no delete markers: a key whose last change up to there is a delete, and
+        that etcd no longer holds, is confirmed at that delete's revision."""
+        revision, newest = await self.newest()
+        await self.caught_up(revision)
+        place_survey(self.history.records, revision, newest, why, time.time())
 
     async def final_check(self) -> None:
         """At the end: etcd's newest revision of every recorded key is one the record has."""

@@ -7,8 +7,9 @@ import base64
 import json
 from typing import Any
 
-from tests.chaos.etcd_recorder import EtcdRecorder, kind_and_key
-from tests.chaos.history import Change, History
+from tests.chaos.checker import check
+from tests.chaos.etcd_recorder import EtcdRecorder, kind_and_key, place_survey
+from tests.chaos.history import Change, History, Survey
 
 
 def _kv(key: str, rev: int, value: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -78,3 +79,31 @@ def test_a_value_that_is_not_json_is_recorded_without_an_object() -> None:
     event = {"kv": {**_kv("/registry/pods/default/p", 3), "value": base64.b64encode(b"k8s\x00proto").decode()}}
     recorder._response({"events": [event]})
     assert history.records == [Change("Pod", 3, "default.p", "put", None, history.changes()[0].at, 0)]
+
+
+def _change(kind: str, seq: int, key: str, op: str = "put") -> Change:
+    return Change(kind, seq, key, op, {"metadata": {"uid": key}} if op == "put" else None, float(seq))  # type: ignore[arg-type]
+
+
+def test_a_survey_goes_where_the_history_reached_etcds_answer_and_confirms_deletes() -> None:
+    history = History()
+    history.records += [
+        _change("Job", 10, "default.a"),
+        _change("Job", 12, "default.b"),
+        _change("Job", 14, "default.b", "delete"),
+        _change("Job", 21, "default.a"),  # recorded while the survey waited: after etcd's answer
+    ]
+    place_survey(history.records, 20, {"Job": {"default.a": 10}, "Pod": {}}, "etcd restarted", 0.0)
+    kinds = [type(r).__name__ for r in history.records]
+    assert kinds == ["Change", "Change", "Change", "Survey", "Survey", "Change"]
+    survey = history.records[3]
+    assert isinstance(survey, Survey) and survey.newest == {"default.a": 10, "default.b": 14}
+    lost = [v for v in check(history).violations if v.invariant == "write-lost"]
+    assert lost == []  # rev 21 came after the survey, and b's delete is confirmed
+
+
+def test_a_write_etcd_no_longer_holds_after_a_restart_is_a_violation() -> None:
+    history = History()
+    history.records += [_change("Job", 10, "default.a"), _change("Job", 12, "default.a")]
+    place_survey(history.records, 12, {"Job": {"default.a": 10}}, "etcd restarted", 0.0)
+    assert [v.invariant for v in check(history).violations if v.invariant == "write-lost"] == ["write-lost"]
