@@ -261,6 +261,9 @@ async def _apply(world: KubeWorld, fault: Fault) -> str:
 async def _gone(world: KubeWorld, fault: Fault) -> str:
     """The relay cut off while the others write on; the apiserver restarted meanwhile, so the revision
     each of the relay's watches resumes from is older than the new watch cache: 410, re-list."""
+    # Only a relay that has listed and is watching can resume a watch (one restarted by an earlier
+    # fault may still be listing through its back-off): wait for it to be ready first.
+    await world.fleet.wait_ready([RELAY_INSTANCE])
     before = world.relists()
     world.relay_link.partition()
     await asyncio.sleep(fault.duration_s / 2)
