@@ -14,7 +14,7 @@ from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.gangs import gangs_of, hierarchical
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.ledger import View
-from vc_scheduler.status_policy import ALLOCATED_EVERY_S, COUNTS_EVERY_S
+from vc_scheduler.status_policy import ALLOCATED_EVERY_S, COUNTS_EVERY_S, COUNTS_SETTLE_S
 from vc_scheduler.status_writer import StatusWriter
 from vc_scheduling.cycle import load_scheduler_conf
 from vc_scheduling.framework.decisions import Bind, PodGroupStatusUpdate, QueueStatusUpdate
@@ -104,9 +104,15 @@ def test_a_status_is_sent_once_until_it_changes() -> None:
     assert not writer.offer_podgroup(replace(update, running=1))
     clock.now += COUNTS_EVERY_S
     assert writer.offer_podgroup(replace(update, running=1))
-    # A condition changing (a why-message counting pods, or a new condition) waits the same way.
-    clock.now += COUNTS_EVERY_S
+    # Long after that write, a count moving first waits COUNTS_SETTLE_S for the rest of its burst:
+    # the gang's next pods starting join the same write.
+    clock.now += 10 * COUNTS_EVERY_S
+    assert not writer.offer_podgroup(replace(update, running=2))
+    clock.now += COUNTS_SETTLE_S / 2
+    assert not writer.offer_podgroup(replace(update, running=2))
+    clock.now += COUNTS_SETTLE_S / 2
     assert writer.offer_podgroup(replace(update, running=2))
+    # A condition changing (a why-message counting pods, or a new condition) waits the same way.
     recounted = replace(cond, message="3/10 tasks in gang unschedulable")
     assert not writer.offer_podgroup(replace(update, running=2, conditions=(recounted,)))
     unschedulable = PodGroupCondition("Unschedulable", "True", "NotEnoughPods", "", "s0-3")

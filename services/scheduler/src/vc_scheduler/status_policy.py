@@ -4,7 +4,9 @@ Every cycle reports every PodGroup's status and every queue's `status.allocated`
 compare-and-set (and on kube an apiserver request), so only a change is written, and changes that
 come in bursts are spaced:
 - a PodGroup's phase changing is written at once (the job controller acts on it); anything else
-  (pod counts, conditions) is written at most once per COUNTS_EVERY_S, and a new PodGroup's first
+  (pod counts, conditions) is written at most once per COUNTS_EVERY_S and only once it has waited
+  COUNTS_SETTLE_S for the rest of its burst (a gang's pods turn Running over a second or so: the
+  first of them after a quiet spell would otherwise make a write of its own), and a new PodGroup's first
   status that keeps its phase waits as long: a gang's pods starting make one write, not one per pod,
   and so do the conditions that come and go while the job controller creates its pods and they wait
   for their binds (measured on kube, 1,000 nodes: six status PATCHes per gang, each phase change
@@ -29,6 +31,7 @@ from vc_scheduling.snapshot.cluster import PodGroupCondition, PodGroupObj
 
 STATUS_RESEND_S = 5.0
 COUNTS_EVERY_S = 3.0  # a PodGroup whose phase holds is rewritten at most this often
+COUNTS_SETTLE_S = 1.0  # and a change that keeps the phase waits this long from when it was first offered
 ALLOCATED_EVERY_S = 1.0  # a queue's status.allocated is rewritten at most this often
 
 Signature = tuple[object, ...]
@@ -114,6 +117,7 @@ class SentStatuses:
     def __init__(self) -> None:
         self._sent: dict[str, tuple[Signature, float]] = {}
         self._first_offered: dict[str, float] = {}  # PodGroups offered, never sent: since when
+        self._minor_since: dict[str, float] = {}  # a change keeping the sent phase, not yet sent: since when
         self._held = _Held()
 
     def due(self, update: PodGroupStatusUpdate, now: float, stored: PodGroupObj | None) -> bool:
@@ -127,9 +131,12 @@ class SentStatuses:
             if now - first < COUNTS_EVERY_S:
                 self._held.hold(key, first + COUNTS_EVERY_S)
                 return False  # a first status keeping the phase: the enqueue about to follow says more
-        if sent is not None and minor_only(sent[0], sig) and now - sent[1] < COUNTS_EVERY_S:
-            self._held.hold(key, sent[1] + COUNTS_EVERY_S)
-            return False  # the phase holds: wait, so a gang's pods and conditions make one write
+        if sent is not None and minor_only(sent[0], sig):
+            since = self._minor_since.setdefault(key, now)
+            until = max(sent[1] + COUNTS_EVERY_S, since + COUNTS_SETTLE_S)
+            if now < until:
+                self._held.hold(key, until)
+                return False  # the phase holds: wait, so a gang's pods and conditions make one write
         if sent is not None and sent[0] == sig:
             if stored is not None and stored_matches(stored.phase, stored.conditions, update):
                 self._held.release(key)  # written and seen: nothing to resend
@@ -141,6 +148,7 @@ class SentStatuses:
         self._held.hold(key, now + STATUS_RESEND_S)
         self._sent[key] = (sig, now)
         self._first_offered.pop(key, None)
+        self._minor_since.pop(key, None)
         return True
 
     def holds(self, key: str) -> bool:
@@ -158,9 +166,10 @@ class SentStatuses:
 
     def forget_all_but(self, live: Container[str], *, above: int) -> None:
         """Drop deleted PodGroups' entries once more than `above` are held (bounded by the cluster)."""
-        if len(self._sent) + len(self._first_offered) > above:
+        if len(self._sent) + len(self._first_offered) + len(self._minor_since) > above:
             self._sent = {k: v for k, v in self._sent.items() if k in live}
             self._first_offered = {k: v for k, v in self._first_offered.items() if k in live}
+            self._minor_since = {k: v for k, v in self._minor_since.items() if k in live}
             self._held.keep_only(live)
 
 
