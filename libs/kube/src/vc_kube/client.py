@@ -271,6 +271,11 @@ def _error_body(data: bytes) -> Json:
 
 def map_error(exc: KubeApiError, kind: str, key: str, *, expected: int | None = None) -> Exception:
     """Translate an apiserver answer into the domain error the store port promises."""
+    if exc.status == 404 and not (exc.body.get("details") or {}).get("name"):
+        # No object named: the path itself is not served (a CRD's endpoints warming up after an apiserver
+        # restart answer "the server could not find the requested resource"). Nothing is known about the
+        # object, so it is not NotFound (a create would be refused for good, a read taken as a delete).
+        return TemporaryError(f"apiserver does not serve {kind} (yet): {exc.body.get('message', '')}")
     if exc.status == 404:
         return NotFound(kind, key)
     if exc.status == 409:
