@@ -37,6 +37,13 @@ from vc_scheduling.framework.decisions import Bind
 
 log = structlog.get_logger(__name__)
 BIND_ATTEMPTS = 5
+# A gang planned before this instance's lease renewal came late (an overloaded machine: on kube, one
+# lapse dropped ~230 planned gangs, each planned again with its PodGroup's phase written Running, then
+# Pending, then Running) waits this long for the instance to re-join and settle, then commits if the
+# PodGroup is still its own. Safe: the ledger's compare-and-set and the conditional bind refuse what a
+# peer placed meanwhile, as they do between peers.
+OWN_LAPSE_WAIT_S = 5.0
+STANDING_POLL_S = 0.05
 Held = list[tuple[str, list[str]]]  # ledger key -> the pod uids reserved on it, for the rollback
 
 
@@ -66,14 +73,31 @@ class GangBinder:
         """Assume the gang's binds in the cache (the next cycle must not place them again) and queue it."""
         for bind in gang.binds:
             self._cache.assume(bind.pod, bind.node, dict(bind.annotations))
-        self._work.submit("Gang", lambda: self.commit(gang), on_failure=lambda: self._forget(gang.binds))
+        epoch = self._own.epoch
+        self._work.submit("Gang", lambda: self.commit(gang, epoch), on_failure=lambda: self._forget(gang.binds))
 
     def _forget(self, binds: tuple[Bind, ...]) -> None:
         for bind in binds:
             self._cache.forget_assumed(bind.pod)
 
-    async def commit(self, gang: Gang) -> None:
-        if gang.podgroup is not None and not self._own.owns(gang.podgroup):
+    async def _still_owned(self, podgroup: str, planned_epoch: int | None) -> bool:
+        """Whether this instance owns `podgroup`. While its own standing is what changed since the gang
+        was planned (its lease lapsed, or it re-joined under a new epoch and is settling), wait for it,
+        up to OWN_LAPSE_WAIT_S; a PodGroup another member took while this instance's standing held has
+        moved, and is dropped at once."""
+        deadline = time.monotonic() + OWN_LAPSE_WAIT_S
+        while not self._own.owns(podgroup):
+            standing_changed = not self._own.can_write() or (
+                planned_epoch is not None and self._own.epoch != planned_epoch
+            )
+            if not standing_changed or time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(STANDING_POLL_S)  # the lease and settle deadlines are clock times, not events
+        return True
+
+    async def commit(self, gang: Gang, planned_epoch: int | None = None) -> None:
+        """Reserve and bind `gang`; `planned_epoch`: this instance's epoch when the cycle planned it."""
+        if gang.podgroup is not None and not await self._still_owned(gang.podgroup, planned_epoch):
             # Ownership moved since the cycle planned it: the new owner places it.
             GANGS.labels(self.instance, "moved").inc()
             self._forget(gang.binds)
