@@ -50,6 +50,21 @@ def test_a_timely_renewal_is_no_news() -> None:
     assert not member._changed.is_set()
 
 
+def test_the_next_renewal_is_timed_from_when_the_last_was_sent() -> None:
+    clock = [1.0]  # a ttl of 3 s: renewals every second
+    member = _member(clock, takes_s=1.8)  # an acknowledgement 1.8 s late (a loaded machine)
+    asyncio.run(member._renew())
+    assert clock[0] == 2.8 and member._deadline == 4.0
+    # Due at 2.0, so at once. Counted from the answer it would be sent at 3.8 and, as slow, answered at
+    # 5.6: the lease (ending at 4.0) would lapse while it was under way.
+    assert member.next_renewal_in() == 0.0
+    clock[0] = 3.0
+    member._kv.takes_s = 0.1  # type: ignore[union-attr]
+    asyncio.run(member._renew())
+    assert member.can_write() and member._deadline == 6.0
+    assert abs(member.next_renewal_in() - 0.9) < 1e-9  # a timely one: a third of the ttl after sending
+
+
 def _spy(update, after):  # type: ignore[no-untyped-def]
     async def spied(*args, **kwargs):  # type: ignore[no-untyped-def]
         result = await update(*args, **kwargs)

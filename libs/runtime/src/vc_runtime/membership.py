@@ -60,6 +60,7 @@ class Membership:
         self._revision = 0
         self.epoch = 0
         self._deadline = 0.0
+        self._last_sent = 0.0  # when the last join or renewal was sent (the lease counts from then)
         self._settled_at = float("inf")
         self._settle_announced = False
         self._seen: dict[str, float] = {}
@@ -112,7 +113,7 @@ class Membership:
 
     async def _join(self) -> None:
         assert self._kv is not None
-        sent = self._clock()
+        sent = self._last_sent = self._clock()
         try:
             self._revision = await self._kv.create(self._key(), b"{}")
         except KeyWrongLastSequenceError:
@@ -131,12 +132,18 @@ class Membership:
         log.info("membership.joined", group=self.group, epoch=self.epoch)
 
     async def _renew_loop(self, shutdown: asyncio.Event) -> None:
-        while not await sleep_or_stop(shutdown, self.ttl_s / 3):
+        while not await sleep_or_stop(shutdown, self.next_renewal_in()):
             await self._renew()
+
+    def next_renewal_in(self) -> float:
+        """Seconds until the next renewal: ttl/3 after the last one was sent, not after it was answered.
+        Counting from the answer, one slow acknowledgement (a loaded machine: over ttl/3 late) pushed the
+        next renewal past the lease, and the instance dropped its planned work as if paused."""
+        return max(0.0, self._last_sent + self.ttl_s / 3 - self._clock())
 
     async def _renew(self) -> None:
         assert self._kv is not None
-        sent = self._clock()
+        sent = self._last_sent = self._clock()
         try:
             if sent >= self._deadline:
                 # Paused or cut off past the lease: peers may own our keys now. Re-join, new epoch.
