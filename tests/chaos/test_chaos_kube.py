@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.chaos.checker import Violation
 from tests.chaos.harness import ScheduleResult
 from tests.chaos.kube_harness import RELAY_INSTANCE, run_kube_schedule
 from tests.chaos.kube_plan import KUBE_FAULTS, KUBE_OPTIONS, make_kube_schedule
@@ -32,18 +31,6 @@ def _skip_without_a_build() -> None:
         pytest.skip("no etcd on PATH (scripts/kube/build.sh installs etcd-server)")
 
 
-# Found by this harness, not fixed yet (libs/kube is not the harness's to change): right after an
-# apiserver restart, before its CRD handlers are ready, a POST of a custom resource is answered 404;
-# vc_kube's map_error turns that into NotFound, admission replies NOT_FOUND, and a valid job is
-# refused with "Job ... not found" (seed 1 schedule 0 of `make chaos MODE=kube`). The harness still
-# reports it as a violation; this test xfails on it, naming it, as long as nothing else is violated.
-KNOWN_BUG = "known bug: a vcjob created while a restarted apiserver does not serve CRDs yet is refused as NotFound"
-
-
-def _known_bug(violation: Violation) -> bool:
-    return violation.invariant == "job-refused" and "NotFound: Job" in violation.message
-
-
 def _explain(result: ScheduleResult) -> str:
     return "\n".join([result.line(), *(v.render() for v in result.verdict.violations)])
 
@@ -52,8 +39,7 @@ async def test_a_kube_chaos_schedule_keeps_every_invariant(tmp_path: Path) -> No
     _skip_without_a_build()
     schedule = make_kube_schedule(1, 0, SLICE)
     result = await run_kube_schedule(schedule, tmp_path / "schedule-0")
-    known = [v for v in result.verdict.violations if _known_bug(v)]
-    assert [v for v in result.verdict.violations if v not in known] == [], _explain(result)
+    assert result.verdict.violations == [], _explain(result)
     assert result.skipped == [] and len(result.applied) == len(schedule.faults), result.line()
     assert {label.split(" ", 1)[0] for label in result.applied} >= set(KUBE_FAULTS), result.line()
     # The forced 410 really made the relay re-list (its log says which kinds), Pods among them.
@@ -64,5 +50,3 @@ async def test_a_kube_chaos_schedule_keeps_every_invariant(tmp_path: Path) -> No
     assert any('"watch.relist"' in line and '"kind":"Pod"' in line for line in relay_log.splitlines())
     assert result.drained and result.verdict.finished == result.acked > 0, result.line()
     assert result.verdict.binds > 0 and result.verdict.queue_full_moments > 0, result.line()
-    if known:  # everything else held; this one is Tephra's, reported, not fixed here
-        pytest.xfail(f"{KNOWN_BUG}: {'; '.join(v.message for v in known)}")
