@@ -76,7 +76,7 @@ def _drop_invalid_jobs(ssn: Session) -> None:
     before any plugin registers, so enqueue sees every pending job.
     """
     for job in list(ssn.jobs.values()):
-        if job.phase == PodGroupPhase.PENDING:
+        if job.is_pending():  # Pending, or no phase yet (a PodGroup its creator stored without a status)
             continue
         result = _opening_validity(ssn, job)
         if result is None:
