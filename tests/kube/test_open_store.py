@@ -26,4 +26,5 @@ async def test_a_missing_kubeconfig_is_a_config_error(tmp_path: Path) -> None:
 async def test_kube_backend_opens_the_mirrored_store(kube: KubeClient, nc: Client) -> None:
     store = await open_store(RuntimeSettings(service="t", backend="kube", kubeconfig=str(KUBECONFIG)), nc)
     assert isinstance(store, MirroredStore)
-    await store.kube.kube.close()
+    await store.aclose()  # what a service's shutdown calls: no apiserver connection is left open
+    assert store.kube.kube._http.closed

@@ -44,6 +44,10 @@ class MirroredStore:
         """The buckets exist even before the relay's first pass (same config as the NATS backend)."""
         await NatsStore(self._nc, replicas=self._replicas).ensure()
 
+    async def aclose(self) -> None:
+        """Close the apiserver connections (a service's shutdown; left open, aiohttp warns of them)."""
+        await self.kube.kube.close()
+
     async def get(self, kind: type[O], namespace: str | None, name: str) -> O:
         return await self.kube.get(kind, namespace, name)
 

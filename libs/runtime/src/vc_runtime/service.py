@@ -119,6 +119,9 @@ async def run_service(app: App, settings: RuntimeSettings) -> int:
             probes.set("nats")
             await ensure_events_stream(nc, replicas=settings.nats_replicas)
             store = await open_store(settings, nc)
+            close_store = getattr(store, "aclose", None)  # the kube backend holds apiserver connections
+            if close_store is not None:
+                resources.push_async_callback(close_store)
             recorder = EventRecorder(
                 store, component=f"vc-{app.name}", host=settings.instance, lookup_uid=cached_uid_lookup(nc)
             )
