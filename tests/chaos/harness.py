@@ -182,16 +182,30 @@ async def _run(world: World, history: History) -> ScheduleResult:
         stop.set()
     rules = Rules(gang_grace_s=_grace(schedule), progress_window_s=PROGRESS_WINDOW_S)
     verdict = await asyncio.to_thread(check, history, rules)
-    if verdict.violations:  # keep the evidence beside the logs
-        await asyncio.to_thread(_dump, history, world.root / "history.jsonl")
+    return await schedule_result(schedule, verdict, history, world.root, world.applied, world.skipped, drained, fleet)
+
+
+async def schedule_result(
+    schedule: Schedule,
+    verdict: Verdict,
+    history: History,
+    root: Path,
+    applied: list[str],
+    skipped: list[str],
+    drained: bool,
+    fleet: Fleet,
+) -> ScheduleResult:
+    """One schedule's outcome (either mode); with violations, the history is kept beside the logs."""
+    if verdict.violations:
+        await asyncio.to_thread(_dump, history, root / "history.jsonl")
     subs = history.submissions
     return ScheduleResult(
         schedule,
         verdict,
-        world.root,
+        root,
         0.0,
-        world.applied,
-        world.skipped,
+        applied,
+        skipped,
         submitted=len(subs),
         acked=sum(s.outcome == "acked" for s in subs),
         unknown=sum(s.outcome == "unknown" for s in subs),

@@ -25,7 +25,15 @@ from tests.chaos.etcd_recorder import EtcdRecorder
 from tests.chaos.facts import TERMINAL_JOB_PHASES
 from tests.chaos.faults import journal, wait_nats_ready
 from tests.chaos.fleet import Fleet
-from tests.chaos.harness import DRAIN_TIMEOUT_S, PROGRESS_WINDOW_S, ScheduleResult, _dump, _grace, _node_args, _until
+from tests.chaos.harness import (
+    DRAIN_TIMEOUT_S,
+    PROGRESS_WINDOW_S,
+    ScheduleResult,
+    _grace,
+    _node_args,
+    _until,
+    schedule_result,
+)
 from tests.chaos.history import RECORDED_KINDS, History
 from tests.chaos.kube_plan import RELAY
 from tests.chaos.kubed import KubeCluster
@@ -166,23 +174,7 @@ async def _run(world: KubeWorld, history: History) -> ScheduleResult:
         verdict.violations.append(
             Violation("mirror-stale", f"the relay's NATS mirror differs from the apiserver after the run: {stale[:10]}")
         )
-    if verdict.violations:
-        await asyncio.to_thread(_dump, history, world.root / "history.jsonl")
-    subs = history.submissions
-    return ScheduleResult(
-        schedule,
-        verdict,
-        world.root,
-        0.0,
-        world.applied,
-        world.skipped,
-        submitted=len(subs),
-        acked=sum(s.outcome == "acked" for s in subs),
-        unknown=sum(s.outcome == "unknown" for s in subs),
-        drained=drained,
-        crashes=fleet.crash_report(),
-        crash_lines=[line for name in sorted(fleet.crashes) for line in fleet.crash_lines(name, 2)],
-    )
+    return await schedule_result(schedule, verdict, history, world.root, world.applied, world.skipped, drained, fleet)
 
 
 async def _drain(load: Load, recorder: EtcdRecorder) -> bool:
