@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from vc_bus.buckets import open_bucket
+from vc_bus.connection import connect
+from vc_bus.server import NatsServer
 
 pytestmark = [pytest.mark.nats]
 
@@ -58,3 +61,23 @@ async def test_direct_gets_are_used_only_where_asked_and_the_bucket_allows_them(
     old = await open_bucket(js, "TEST_BUCKETS_OLD", direct_gets=True)
     await old.put("k", b"v")
     assert (await old.get("k")).value == b"v"
+
+
+async def test_opening_waits_out_a_server_that_is_not_there_yet(tmp_path: Path) -> None:
+    """A service started while JetStream is unavailable (a cluster electing its leader, a restarting
+    server) waits for it instead of crashing: the open made while the server is down completes once it
+    is back."""
+    server = NatsServer(tmp_path / "nats")
+    server.start()
+    try:
+        async with connect(server.url, name="opener") as client:
+            server.kill()
+            opening = asyncio.create_task(open_bucket(client.jetstream(timeout=1), "TEST_BUCKETS_LATE"))
+            await asyncio.sleep(1.5)  # the first attempts fail while the server is down
+            assert not opening.done()
+            server.start()
+            bucket = await asyncio.wait_for(opening, timeout=30)
+            await bucket.put("k", b"v")
+            assert (await bucket.get("k")).value == b"v"
+    finally:
+        server.stop()

@@ -12,9 +12,43 @@ be answered by any replica, a moment behind the leader, so only readers that ask
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import structlog
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext, api
-from nats.js.errors import BadRequestError, NotFoundError
+from nats.js.errors import BadRequestError, NoStreamResponseError, NotFoundError, ServiceUnavailableError
 from nats.js.kv import KeyValue
+
+log = structlog.get_logger(__name__)
+# How long start-up steps wait out JetStream being unavailable: a cluster electing its meta leader (at
+# start, or after losing its leader) answers with timeouts, 503s, "no response from stream", or "stream
+# not found" for a stream it has just been asked to create. Services started before the cluster was ready
+# crashed on it and were restarted (seen in every 3-server chaos schedule); they wait now, and give up
+# after this long.
+OPEN_WAIT_S = 60.0
+UNAVAILABLE = (NatsTimeoutError, NoRespondersError, ServiceUnavailableError, NoStreamResponseError, NotFoundError)
+
+T = TypeVar("T")
+
+
+async def while_unavailable(what: str, attempt: Callable[[], Awaitable[T]], *, wait_s: float = OPEN_WAIT_S) -> T:
+    """`attempt()`, retried with backoff while JetStream answers as unavailable, up to `wait_s`."""
+    deadline = time.monotonic() + wait_s
+    delay = 0.25
+    while True:
+        try:
+            return await attempt()
+        except UNAVAILABLE as exc:
+            if time.monotonic() + delay > deadline:
+                raise
+            log.warning("jetstream.unavailable", waiting_for=what, error=repr(exc)[:200], retry_in_s=delay)
+            await asyncio.sleep(delay)
+            delay = min(2 * delay, 2.0)
 
 
 async def open_bucket(
@@ -27,7 +61,18 @@ async def open_bucket(
     direct_gets: bool = False,
 ) -> KeyValue:
     """The bucket `name`, made on file storage with these settings when it does not exist yet; its gets
-    are direct when `direct_gets` and the bucket allows them (one made before it did does not)."""
+    are direct when `direct_gets` and the bucket allows them (one made before it did does not). While
+    JetStream is unavailable it retries, up to OPEN_WAIT_S."""
+
+    def attempt() -> Awaitable[KeyValue]:
+        return _open_once(js, name, replicas=replicas, ttl_s=ttl_s, history=history, direct_gets=direct_gets)
+
+    return await while_unavailable(f"bucket {name}", attempt)
+
+
+async def _open_once(
+    js: JetStreamContext, name: str, *, replicas: int, ttl_s: float | None, history: int, direct_gets: bool
+) -> KeyValue:
     stream = f"KV_{name}"
     try:
         info = await js.stream_info(stream)

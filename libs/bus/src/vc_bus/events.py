@@ -25,6 +25,7 @@ from nats.js import api
 from nats.js.errors import NotFoundError
 from prometheus_client import Counter
 
+from vc_bus.buckets import while_unavailable
 from vc_bus.decoding import decode_or_none
 from vc_bus.pull import Delivery, PullConsumer, refused_filter
 from vc_core.errors import InvalidObject
@@ -66,10 +67,14 @@ async def ensure_events_stream(nc: Client, *, replicas: int = 1) -> None:
         duplicate_window=120,
         num_replicas=replicas,
     )
-    try:
-        await js.stream_info(subjects.EVENTS_STREAM)
-    except NotFoundError:
-        await js.add_stream(config)
+
+    async def attempt() -> None:
+        try:
+            await js.stream_info(subjects.EVENTS_STREAM)
+        except NotFoundError:
+            await js.add_stream(config)
+
+    await while_unavailable("the events stream", attempt)
 
 
 def subject_for(event: DomainEvent) -> str:

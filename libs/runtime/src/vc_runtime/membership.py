@@ -25,7 +25,7 @@ from nats.aio.client import Client
 from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
-from vc_bus.buckets import open_bucket
+from vc_bus.buckets import open_bucket, while_unavailable
 from vc_bus.kvwatch import watch_bucket
 from vc_core.ownership import rendezvous_owner
 from vc_core.store import WatchOp
@@ -99,7 +99,7 @@ class Membership:
     # -- the worker --------------------------------------------------------------------------------
     async def run(self, shutdown: asyncio.Event) -> None:
         self._kv = await lease_bucket(self._nc, replicas=self._replicas)
-        await self._join()
+        await while_unavailable(f"the {self.group} lease", self._join)  # a cluster still electing its leader
         async with asyncio.TaskGroup() as tg:
             tg.create_task(self._renew_loop(shutdown), name=f"membership:{self.group}:renew")
             tg.create_task(self._watch_loop(shutdown), name=f"membership:{self.group}:watch")

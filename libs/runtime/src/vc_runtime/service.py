@@ -166,6 +166,14 @@ GC_THRESHOLDS = (100_000, 50, 100)
 # the whole system at 10,000 gang pods (e2e benchmark, same run, stock asyncio loop for comparison).
 
 
+def _leaf_exceptions(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    """The exceptions inside `group`, nested groups flattened, in order."""
+    leaves: list[BaseException] = []
+    for exc in group.exceptions:
+        leaves.extend(_leaf_exceptions(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return leaves or [group]
+
+
 def main_entry(app_factory: Callable[[RuntimeSettings], App], settings_factory: Callable[[], RuntimeSettings]) -> None:
     """`__main__` of every service: parse settings, configure logs, run; exit 0/1/2."""
     try:
@@ -185,7 +193,9 @@ def main_entry(app_factory: Callable[[RuntimeSettings], App], settings_factory: 
         if config is not None and rest is None:
             log.error("service.config_error", error=str(config.exceptions[0]))
             sys.exit(2)
-        log.exception("service.crashed")
+        # The group's own traceback ends in the task group; what failed is in its members.
+        leaves = _leaf_exceptions(group)
+        log.error("service.crashed", errors=[repr(e)[:300] for e in leaves[:10]], exc_info=leaves[0])
         sys.exit(1)
     except Exception:  # top level: one line with the traceback, then exit 1
         log.exception("service.crashed")

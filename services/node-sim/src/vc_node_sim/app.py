@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import msgspec
 import structlog
 from nats.aio.msg import Msg
+from nats.errors import Error as NatsError
 
 from vc_bus.decoding import UNDECODABLE, describe, report_undecodable
 from vc_bus.events import EventBatcher
@@ -173,8 +174,8 @@ class NodeSimApp:
                     return
                 try:
                     await kubelet.heartbeat(name)
-                except VcError as exc:
-                    log.warning("node.heartbeat_failed", node=name, error=str(exc))
+                except (VcError, NatsError) as exc:  # NATS unavailable for a moment: the next beat retries
+                    log.warning("node.heartbeat_failed", node=name, error=str(exc) or repr(exc))
                 await sleep_or_stop(shutdown, pause)
 
     def _control_handler(self, kubelet: Kubelet) -> Callable[[Msg], Awaitable[None]]:
