@@ -15,7 +15,7 @@ from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.idle import IDLE_CYCLE_S, IdleGate, Inputs
 from vc_scheduler.inflight import InFlight
-from vc_scheduler.status_policy import COUNTS_EVERY_S, STATUS_RESEND_S, SentStatuses
+from vc_scheduler.status_policy import COUNTS_EVERY_S, COUNTS_SETTLE_S, STATUS_RESEND_S, SentStatuses
 from vc_scheduler.status_writer import StatusWriter
 from vc_scheduling.cycle import load_scheduler_conf, run_cycle
 from vc_scheduling.framework.decisions import PodGroupStatusUpdate
@@ -113,6 +113,18 @@ def test_a_held_back_status_is_due_again_and_a_confirmed_one_is_not() -> None:
     assert not sent.due(replace(update, running=2), later + 1, stored) and sent.next_due(keep) is None
     assert not sent.due(replace(update, running=3), later + 0.5, None)  # held back again...
     assert sent.next_due(lambda key: False) is None  # ...but a PodGroup gone or no longer ours is not due
+
+
+def test_a_change_that_came_and_went_does_not_shorten_the_next_ones_settling() -> None:
+    sent = SentStatuses()
+    update = PodGroupStatusUpdate("ns/a", "Running", (), 1, 0, 0)
+    assert sent.due(update, 10.0, None)
+    assert not sent.due(replace(update, running=2), 20.0, None)  # a count moved: settling
+    stored = replace(group("a"), phase="Running")
+    assert not sent.due(update, 20.5, stored)  # and moved back: the store already says so
+    # Much later another count moves: it settles from now, not from the change that went away.
+    assert not sent.due(replace(update, running=3), 40.0, None)
+    assert sent.due(replace(update, running=3), 40.0 + COUNTS_SETTLE_S, None)
 
 
 def test_the_loop_skips_idle_periods_and_cycles_again_on_a_change() -> None:

@@ -138,6 +138,7 @@ class SentStatuses:
                 self._held.hold(key, until)
                 return False  # the phase holds: wait, so a gang's pods and conditions make one write
         if sent is not None and sent[0] == sig:
+            self._minor_since.pop(key, None)  # a change that came and went: the next one settles afresh
             if stored is not None and stored_matches(stored.phase, stored.conditions, update):
                 self._held.release(key)  # written and seen: nothing to resend
                 return False

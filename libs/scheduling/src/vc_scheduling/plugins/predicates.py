@@ -215,7 +215,7 @@ class AcrossNodes:
         return self.topology
 
     def _spread_concerns(self, pod: PodObj) -> bool:
-        return self.topology_spread and bool(pod.topology_spread) and bool(hard_constraints(pod))
+        return self.topology_spread and bool(hard_constraints(pod))
 
     def _affinity_concerns(self, pod: PodObj) -> bool:
         return self.pod_affinity and (has_required_terms(pod) or self._topology().affinity.bound_by_existing(pod))
