@@ -95,3 +95,30 @@ async def test_stray_messages_in_the_reply_inbox_are_dropped_and_requests_go_on(
         nc._on_reply(prefix.encode() + b"\xff\xfe", b"\xff", b"stray", b"NATS/1.0 503\r\nX: \xff\r\n\r\n")
         assert (await nc.request("echo", b"after", timeout=10)).data == b"after"
         assert nc.is_connected and not nc._resp_map
+
+
+async def test_a_flush_after_subscribe_returns_only_once_the_server_has_the_subscription(nc: Client) -> None:
+    """nats-py wrote its PING to the socket ahead of the SUB still in its pending buffer, so a flush
+    could return before the server had the subscription (another connection's request then met "no
+    responders"). The bytes must leave in the order the commands were given."""
+    assert nc._transport is not None
+    transport = nc._transport
+    sent: list[bytes] = []
+    write, writelines = transport.write, transport.writelines
+
+    def record_write(data: bytes) -> None:
+        sent.append(bytes(data))
+        write(data)
+
+    def record_writelines(lines: list[bytes]) -> None:
+        sent.extend(bytes(line) for line in lines)
+        writelines(lines)
+
+    transport.write, transport.writelines = record_write, record_writelines  # type: ignore[method-assign]
+    try:
+        await nc.subscribe("ordered")
+        await nc.flush()
+    finally:
+        transport.write, transport.writelines = write, writelines  # type: ignore[method-assign]
+    wire = b"".join(sent)
+    assert b"SUB ordered" in wire and wire.index(b"SUB ordered") < wire.index(b"PING\r\n")

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nats import errors
-from nats.aio.client import Client
+from nats.aio.client import PING_PROTO, Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
@@ -56,6 +56,18 @@ class RawDeliveryClient(Client):
     async def unsubscribe_raw(self, sub: Subscription) -> None:
         self._raw_handlers.pop(sub._id, None)
         await sub.unsubscribe()
+
+    async def _send_ping(self, future: asyncio.Future[bool] | None = None) -> None:
+        # nats-py writes a PING straight to the socket, ahead of the commands still waiting in its
+        # pending buffer for the flusher: `flush()` right after `subscribe()` could see its PONG before
+        # the SUB had left, and another connection's publish then find no interest ("no responders").
+        # Queued behind them, the PONG means the server has everything sent before it.
+        # While disconnected it is not queued (as nats-py's own went to the dead socket): a reconnect
+        # starts a fresh PONG queue, and a PING left over would answer a later flush too early.
+        self._pongs.append(future if future is not None else asyncio.get_running_loop().create_future())
+        if self.is_connected:
+            await self._send_command(PING_PROTO)
+            await self._flush_pending()
 
     # -- requests -------------------------------------------------------------------------------------
     async def _init_request_sub(self) -> None:
