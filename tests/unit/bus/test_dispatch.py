@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
-from vc_bus.dispatch import KeyedDispatcher
+from vc_bus.dispatch import BASE_DELAY_S, MAX_DELAY_S, KeyedDispatcher, backoff_s
 from vc_core.errors import PermanentError, TemporaryError
 
 
@@ -111,3 +111,8 @@ async def test_submit_after_delays_a_key() -> None:
     await run_until_idle(dispatcher, body)
     assert [k for k, _ in seen] == ["now", "later"]
     assert seen[1][1] >= 0.2
+
+
+def test_the_backoff_doubles_to_its_cap_and_stays_there_however_many_attempts() -> None:
+    assert [backoff_s(n) for n in (1, 2, 3)] == [BASE_DELAY_S, 2 * BASE_DELAY_S, 4 * BASE_DELAY_S]
+    assert backoff_s(30) == backoff_s(1_025) == backoff_s(10**6) == MAX_DELAY_S

@@ -13,7 +13,8 @@ from msgspec.structs import replace
 
 from tests.unit.job_controller.jc_builders import NOW, job, pod, podgroup, pods, run, task, view
 from vc_bus.testing import MemoryStore
-from vc_job_controller.controller import COUNTS_EVERY_S, JobController, ResyncDue
+from vc_core.times import rfc3339
+from vc_job_controller.controller import COUNTS_EVERY_S, COUNTS_SETTLE_S, JobController, ResyncDue
 from vc_job_controller.logic.coalesce import MAX_MERGED, mergeable, take_pass
 from vc_job_controller.logic.podgroup import build_podgroup
 from vc_job_controller.logic.pods import build_job_pod
@@ -185,11 +186,12 @@ def test_the_controller_handles_a_gang_starting_in_one_pass_with_one_history_bat
     asyncio.run(scenario())
 
 
-def test_the_controller_holds_a_count_change_right_after_a_write_and_syncs_when_it_is_due() -> None:
+def test_the_controller_holds_a_count_change_until_it_settles_and_stamps_its_task_events_when_first_seen() -> None:
     async def scenario() -> None:
-        store = MemoryStore()
+        store, events = MemoryStore(), []
 
-        async def publish(events: object) -> int:
+        async def publish(batch: object) -> int:
+            events.extend(batch)  # type: ignore[call-overload]
             return 0
 
         gang = job([task("w", 4)], name="job", phase=JobPhase.PENDING, min_available=4)
@@ -207,18 +209,28 @@ def test_the_controller_holds_a_count_change_right_after_a_write_and_syncs_when_
             assert old is not None and old.status is not None
             controller.pods.remember(await store.update(replace(old, status=replace(old.status, phase="Running"))))
 
+        def task_phases() -> list[tuple[str | None, str | None]]:
+            return [(e.phase, e.occurred_at) for e in events if e.kind == "Task"]
+
         await settle()
-        await start(0)  # the task's first Running pod: written at once
-        assert (await settle()).status.running == 1  # type: ignore[union-attr]
-        await start(1)  # counts alone, a moment after that write: held, a sync armed for later
-        assert (await settle()).status.running == 1  # type: ignore[union-attr]
-        assert key in controller.resync_armed
-        controller.status_written[key] -= COUNTS_EVERY_S  # the hold is over
+        written = (await store.get(Job, "ns", "job")).status
+        events.clear()
+        await start(0)  # the task's first Running pod: counts (and the task's phase) alone, held
+        assert (await settle()).status == written and key in controller.resync_armed and not task_phases()
+        first_seen = controller.held_since[key]
+        await start(1)  # still settling: held with the first
+        assert (await settle()).status == written and controller.held_since[key] == first_seen
+        # the hold is over: the sync writes what it finds, the task's change stamped when it was first held
+        controller.held_since[key] = (first_seen[0] - COUNTS_SETTLE_S, first_seen[1])
+        if key in controller.status_written:
+            controller.status_written[key] -= COUNTS_EVERY_S
         await controller._handle(ResyncDue(key))
         assert (await settle()).status.running == 2 and key not in controller.resync_armed  # type: ignore[union-attr]
+        assert task_phases() == [("Running", rfc3339(first_seen[1]))] and key not in controller.held_since
         await start(2)
         await start(3)  # minAvailable reached: the phase is written at once, counts with it
         done = await settle()
         assert done.status.running == 4 and done.status.state.phase == JobPhase.RUNNING  # type: ignore[union-attr]
+        assert key not in controller.held_since
 
     asyncio.run(scenario())

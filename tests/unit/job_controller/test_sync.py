@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from msgspec.structs import replace
 
-from tests.unit.job_controller.jc_builders import job, phase_after, pod, podgroup, pods, run, task, view, with_status
+from tests.unit.job_controller.jc_builders import (
+    NOW,
+    job,
+    phase_after,
+    pod,
+    podgroup,
+    pods,
+    run,
+    task,
+    view,
+    with_status,
+)
+from vc_core.times import rfc3339
 from vc_job_controller.logic import Request
 from vc_proto.batch import DependsOn, Job, JobStatus
 from vc_proto.vocabulary import Event, JobPhase
@@ -212,19 +226,23 @@ def test_status_written_only_when_something_changed() -> None:
 
 
 def test_held_counts_wait_for_a_later_pass_and_record_nothing_meanwhile() -> None:
-    """hold_counts (the shell wrote this job's status a moment ago): pods moving within their task's
-    phase are not written now; the first Running pod of a task, or the job's phase, still is."""
+    """hold_counts (the shell holds a change of counts until it settles): pods moving, and the task's
+    phase they sum to, are not written now; the pass that writes them records the task's change at the
+    time it was first held; the job's phase is written at once."""
     j = job([task("worker", 3)], phase=JobPhase.PENDING, min_available=3)
     one_running = pods(pod(j, "worker", 0, "Running"), pod(j, "worker", 1, "Pending"), pod(j, "worker", 2, "Pending"))
     first = run(view(j, one_running, podgroup(j, "Running")), hold_counts=True)
-    assert first.status is not None and first.status.running == 1  # the task became Running: written
-    assert "PhaseChanged" in [e.reason for e in first.events]
-    j = replace(j, status=first.status)
+    assert first.status is None and first.status_held and first.events == ()  # the task became Running: held
     two_running = {**one_running, **pods(pod(j, "worker", 1, "Running"))}
     held = run(view(j, two_running, podgroup(j, "Running")), hold_counts=True)
     assert held.status is None and held.status_held and held.events == ()
-    written = run(view(j, two_running, podgroup(j, "Running")))
+    first_seen = NOW - timedelta(seconds=1)
+    written = run(view(j, two_running, podgroup(j, "Running")), held_since=first_seen)
     assert written.status is not None and written.status.running == 2 and not written.status_held
+    assert [(e.reason, e.phase, e.occurred_at) for e in written.events if e.kind == "Task"] == [
+        ("PhaseChanged", "Running", rfc3339(first_seen))
+    ]
+    j = replace(j, status=written.status)
     all_running = {**two_running, **pods(pod(j, "worker", 2, "Running"))}
     phase = run(view(j, all_running, podgroup(j, "Running")), hold_counts=True)
     assert phase.status is not None and phase_after(phase, j) == JobPhase.RUNNING

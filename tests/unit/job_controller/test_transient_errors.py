@@ -16,6 +16,7 @@ from nats.js.errors import NoStreamResponseError
 
 from tests.unit.job_controller.jc_builders import job, task
 from vc_bus.testing import MemoryStore
+from vc_core.errors import TemporaryError
 from vc_job_controller.controller import JobController
 from vc_proto.events import DomainEvent
 from vc_proto.kinds import KubeObject
@@ -61,5 +62,40 @@ def test_a_new_job_is_reconciled_once_the_store_answers_again() -> None:
         await controller._handle(key)
         groups, _ = await store.list(PodGroup, "ns")
         assert len(groups) == 1  # the job got going
+
+    asyncio.run(scenario())
+
+
+def test_a_failed_pass_leaves_the_retry_to_the_dispatchers_backoff() -> None:
+    """The pass used to submit its key again on the way out, failed or not: the dispatcher then ran it at
+    once, and again, for as long as the store was down (kube-mode chaos: 1,025 attempts through an
+    apiserver restart, and the backoff's float overflowed). A failed pass waits for its retry."""
+
+    class DownStore(MemoryStore):
+        tried = asyncio.Event()
+
+        async def create(self, obj: ObjT) -> ObjT:
+            if isinstance(obj, PodGroup):
+                self.tried.set()
+                raise TemporaryError("the apiserver is restarting", delay=30.0)
+            return await super().create(obj)
+
+    async def scenario() -> None:
+        store = DownStore()
+        controller = JobController(store, _no_history, SoleOwner(), source="test")  # type: ignore[arg-type]
+        default = Queue(api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(name="default"))
+        controller.queues.remember(await store.create(default))
+        new = await store.create(job([task("worker", 2)], name="train"))
+        controller.jobs.remember(new)
+        shutdown = asyncio.Event()
+        running = asyncio.create_task(controller.dispatcher.run(shutdown))
+        controller._job_changed(None, new)
+        await store.tried.wait()
+        await asyncio.sleep(0.05)  # time for a pass run again at once (it would fail again)
+        stats = controller.dispatcher.statistics()
+        shutdown.set()
+        await running
+        assert (stats.failed, stats.waiting, stats.active, stats.delayed) == (1, 0, 0, 1)
+        assert ("ns", "train") in controller.pending  # the request waits for that retry
 
     asyncio.run(scenario())

@@ -26,6 +26,13 @@ BASE_DELAY_S = 0.005
 MAX_DELAY_S = 60.0
 
 
+def backoff_s(attempt: int) -> float:
+    """The wait before retry number `attempt` (1, 2, ...): doubling from BASE_DELAY_S, capped at
+    MAX_DELAY_S. The exponent is capped too: a key failing for hours must not overflow a float (a
+    job-controller key failing through an apiserver outage reached attempt 1,025 and crashed it)."""
+    return min(BASE_DELAY_S * 2.0 ** min(attempt - 1, 64), MAX_DELAY_S)
+
+
 @dataclass(frozen=True, slots=True)
 class DispatcherStats:
     waiting: int
@@ -142,7 +149,7 @@ class KeyedDispatcher(Generic[K]):
         self._failed += 1
         attempt = self._failures.get(key, 0) + 1
         self._failures[key] = attempt
-        backoff = min(BASE_DELAY_S * 2 ** (attempt - 1), MAX_DELAY_S)
+        backoff = backoff_s(attempt)
         self.submit_after(
             key, backoff if delay is None else max(delay, backoff if delay == 0 and attempt > 3 else delay)
         )

@@ -141,9 +141,21 @@ def run_cycle(
             report = _changed_only(ssn, memo.unreported, report)
         statuses, queues = close_session(ssn, instances, timed=timer, report=report)
         if memo is not None:
-            # Unknown is this session's verdict alone (the job failed in it with tasks running: the
-            # Unschedulable condition carries its uid); the next session reads the same job otherwise.
-            memo.reported(again=(uid for uid, status in statuses.items() if status.phase == PodGroupPhase.UNKNOWN))
+            # Reported again next cycle, as they hold only for this session: Unknown (the job failed in
+            # it with tasks running: the Unschedulable condition carries its uid), and the status of a
+            # job this session changed (placed, evicted, pipelined), which counts its decisions. Should
+            # none take effect (every bind or eviction failed), the next session reads the job as it was,
+            # rebuilds nothing, and would leave out a status that is no longer what it reported (found
+            # by the carried-state property test: a job's pod evicted, the eviction never made).
+            journal = ssn.journal
+            memo.reported(
+                again=(
+                    uid
+                    for uid, status in statuses.items()
+                    if status.phase == PodGroupPhase.UNKNOWN
+                    or (journal is not None and uid in ssn.jobs and journal.touched(ssn.jobs[uid]))
+                )
+            )
         pipelined = sorted(t.key for job in ssn.jobs.values() for t in job.tasks_in(TaskStatus.PIPELINED))
     finally:
         if memo is not None:

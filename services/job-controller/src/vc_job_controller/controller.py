@@ -77,9 +77,13 @@ RECONCILES = Counter("tephra_job_controller_reconciles_total", "Requests handled
 LATENCY = Histogram("tephra_job_controller_reconcile_seconds", "Time to handle one request")
 MERGED = Counter("tephra_job_controller_merged_requests_total", "Requests handled by the pass of an earlier one")
 MAX_PENDING_PER_JOB = 1000
-# A job whose status was written this recently has a change of pod counts alone held back (decide's
-# hold_counts) and written by a sync this long after that write: one write for a gang's pods starting.
+# A change of a job's pod counts alone (decide's hold_counts) is held back until it has settled for
+# COUNTS_SETTLE_S from when it was first held, and until COUNTS_EVERY_S after the job's last status
+# write; a sync then writes what it finds. A gang's pods are created, and start, within moments of each
+# other: one write for all of them, and often none of its own (the job's phase change, written at once,
+# carries the counts). Measured on kube: the partial-Running PATCH of most gang jobs went.
 COUNTS_EVERY_S = 1.0
+COUNTS_SETTLE_S = 1.0
 
 
 class JobController:
@@ -112,6 +116,9 @@ class JobController:
         self.pending: dict[JobKey, deque[Request]] = {}
         self.delayed: dict[JobKey, dict[str, DelayedAction]] = {}
         self.status_written: dict[JobKey, float] = {}  # monotonic time of each job's last status write
+        # Jobs with a change of counts held back: when it was first held (monotonic, and wall-clock for
+        # the task phase changes the write will record).
+        self.held_since: dict[JobKey, tuple[float, datetime]] = {}
         self.resync_armed: set[JobKey] = set()  # jobs with a sync set for when their held counts are due
         self.dispatcher: KeyedDispatcher[Work] = KeyedDispatcher(self._handle, workers=workers, name="jobs")
 
@@ -139,6 +146,7 @@ class JobController:
             self.pending.pop(key, None)
             self.delayed.pop(key, None)
             self.status_written.pop(key, None)
+            self.held_since.pop(key, None)
             self.resync_armed.discard(key)
             self.admissibility.forget(key)
             if old is not None:
@@ -226,6 +234,7 @@ class JobController:
             requests: list[Request] = []
         else:  # a run of requests that can only cause a SyncJob is one pass (logic/coalesce.py)
             requests = take_pass(job, queue, self.delayed.get(key, {}))
+        failed = False
         try:
             if job is not None:
                 await self._reconcile(key, job, requests)
@@ -236,12 +245,16 @@ class JobController:
             # leader): the dispatcher retries the key, so the requests must still be here to retry. A new
             # job has nothing else that would wake it (found by make chaos: jobs never started).
             queue.extendleft(reversed(requests))  # try the same requests again on fresh state
+            failed = True
             raise
         finally:
-            if queue:
-                self.dispatcher.submit(key)
-            else:
+            if not queue:
                 self.pending.pop(key, None)
+            elif not failed:
+                # More requests: another pass. Not after a failure: the dispatcher's retry comes after its
+                # backoff, and a submit now would run the key again at once, over and over while the store
+                # is down (found by kube-mode chaos: 1,025 attempts in an apiserver restart, and a crash).
+                self.dispatcher.submit(key)
 
     async def _reconcile(self, key: JobKey, job: Job, requests: list[Request]) -> None:
         request, merged = requests[0], requests[1:]
@@ -257,9 +270,17 @@ class JobController:
             priority_classes={pc.metadata.name or "": pc.value for pc in self.priority_classes.items.values()},
         )
         written = self.status_written.get(key)
-        hold = written is not None and time.monotonic() - written < COUNTS_EVERY_S
+        since = self.held_since.get(key)
+        hold_until = self._hold_until(written, since)
         with LATENCY.time():
-            plan = decide(view, request, datetime.now(UTC), merged=merged, hold_counts=hold)
+            plan = decide(
+                view,
+                request,
+                datetime.now(UTC),
+                merged=merged,
+                hold_counts=time.monotonic() < hold_until,
+                held_since=since[1] if since else None,
+            )
             try:
                 stored = await self.executor.execute(job, plan)
             except NotFound:
@@ -269,13 +290,25 @@ class JobController:
             self.jobs.remember(stored)
         if plan.status is not None:
             self.status_written[key] = time.monotonic()
-        if plan.status_held and written is not None and key not in self.resync_armed:
-            self.resync_armed.add(key)
-            wait = written + COUNTS_EVERY_S - time.monotonic()
-            self.dispatcher.submit_after(ResyncDue(key), wait)
+        if plan.status_held:
+            if since is None:
+                self.held_since[key] = since = (time.monotonic(), datetime.now(UTC))
+            if key not in self.resync_armed:
+                self.resync_armed.add(key)
+                self.dispatcher.submit_after(ResyncDue(key), self._hold_until(written, since) - time.monotonic())
+        else:
+            # Written, or the counts are back to what is stored: nothing is held any more.
+            self.held_since.pop(key, None)
         await self._apply_delays(key, plan.delays_to_cancel, plan.delays_to_schedule)
         RECONCILES.labels(plan.action, "ok").inc()
         MERGED.inc(len(merged))
+
+    @staticmethod
+    def _hold_until(written: float | None, since: tuple[float, datetime] | None) -> float:
+        """Until when (monotonic) a change of counts alone is held back: COUNTS_SETTLE_S after it was
+        first held (from now, for a change not held yet), and COUNTS_EVERY_S after the last write."""
+        settled = (since[0] if since else time.monotonic()) + COUNTS_SETTLE_S
+        return max(settled, written + COUNTS_EVERY_S if written is not None else 0.0)
 
     async def _refuse(self, key: JobKey, job: Job, violations: tuple[Violation, ...]) -> None:
         """Act on nothing; say why once (status, history, log, metric)."""

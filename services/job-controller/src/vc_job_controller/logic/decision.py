@@ -52,14 +52,18 @@ def decide(
     deps: PluginDeps | None = None,
     merged: Sequence[Request] = (),
     hold_counts: bool = False,
+    held_since: datetime | None = None,
 ) -> Plan:
     """The plan for `request` on `view`. `plugins` and `deps` default to the in-tree plugins and real
     RSA key generation; tests pass a deterministic key generator.
 
     `merged`: requests queued right after `request` that this pass covers too (`coalesce.take_pass`:
     each can only cause an immediate SyncJob, like `request`); their pods' transitions are recorded.
-    `hold_counts`: the shell wrote this job's status a moment ago; a change of pod counts alone (no
-    phase, no task's summarised phase) is not written now but marked `status_held`.
+    `hold_counts`: a change of pod counts alone (the job's phase the same; a task's summarised phase
+    may change) is not written now but marked `status_held`: the shell holds one while such changes are
+    still arriving (a gang's pods start within moments of each other).
+    `held_since`: when the shell first held the change this pass may write; the task phase changes it
+    records are stamped then, when they were seen, not when the hold let them through.
     """
     resolution = apply_policies(view.job, request)
     if is_deleting(view.job):
@@ -77,7 +81,7 @@ def decide(
         # e.g. a template quantity that is not one: admission should have refused it; fail, don't crash.
         plan = _new_draft(view, request, resolution, now, merged)
         _fail(plan, INVALID_JOB, str(error))
-    return _freeze(plan, hold_counts=hold_counts)
+    return _freeze(plan, hold_counts=hold_counts, held_since=held_since)
 
 
 def _new_draft(
@@ -177,27 +181,29 @@ def target_of(action: str, request: Request) -> Target | None:
     return None
 
 
-def _freeze(plan: PlanDraft, *, hold_counts: bool = False) -> Plan:
+def _freeze(plan: PlanDraft, *, hold_counts: bool = False, held_since: datetime | None = None) -> Plan:
     old = plan.view.status
     status = None if plan.status is None else finalize(old, plan.status, now=plan.now)
     if status is not None and plan.killed:
         status = replace(status, running_duration=running_duration(status, plan.view.job.metadata.creation_timestamp))
     if status is not None and not changed(old, status):
         status = None
-    if status is not None and hold_counts and counts_only(old, status) and not task_events(plan, old, status):
-        # A gang's pods start within moments of each other: their counts make one write, not one per
-        # pass (on kube each is an apiserver PATCH of the job). Nothing is recorded until it is written.
+    if status is not None and hold_counts and counts_only(old, status):
+        # A gang's pods are created, and start, within moments of each other: their counts (and the
+        # task's phase they sum to) make one write, not one per pass (on kube each is an apiserver
+        # PATCH of the job, and the job's phase change often follows at once). Nothing is recorded
+        # until it is written.
         return plan.build(status=None, status_held=True)
     if status is not None:
-        _record_status_change(plan, old, status)
+        _record_status_change(plan, old, status, held_since)
     return plan.build(status=status)
 
 
-def _record_status_change(plan: PlanDraft, old: JobStatus, new: JobStatus) -> None:
+def _record_status_change(plan: PlanDraft, old: JobStatus, new: JobStatus, held_since: datetime | None) -> None:
     phase_event = job_phase_event(plan, old, new)
     if phase_event is not None:
         plan.events.append(phase_event)
-    plan.events.extend(task_events(plan, old, new))
+    plan.events.extend(task_events(plan, old, new, at=held_since))
 
 
 def _job_event(plan: PlanDraft, reason: str, message: str) -> history.HistoryEvent:

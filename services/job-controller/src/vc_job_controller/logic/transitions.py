@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from msgspec.structs import replace
 
 from vc_core.times import rfc3339
@@ -85,8 +87,11 @@ def task_phase(counts: dict[str, int], replicas: int) -> str:
     return "Pending" if sum(counts.values()) else "Inactive"
 
 
-def task_events(plan: PlanDraft, old: JobStatus, new: JobStatus) -> list[history.HistoryEvent]:
-    """One record per task whose summarised phase changed, with its pod counts as the message."""
+def task_events(
+    plan: PlanDraft, old: JobStatus, new: JobStatus, *, at: datetime | None = None
+) -> list[history.HistoryEvent]:
+    """One record per task whose summarised phase changed, with its pod counts as the message; stamped
+    `at` (when the change was first seen, if it was held back), else now."""
     events = []
     for task in plan.view.spec.tasks or []:
         name = task.name or ""
@@ -97,7 +102,7 @@ def task_events(plan: PlanDraft, old: JobStatus, new: JobStatus) -> list[history
             continue
         events.append(
             history.HistoryEvent(
-                occurred_at=rfc3339(plan.now),
+                occurred_at=rfc3339(at or plan.now),
                 kind=history.TASK_KIND,
                 namespace=plan.view.namespace,
                 name=name,
