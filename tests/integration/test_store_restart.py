@@ -11,7 +11,7 @@ from tests.support.waiting import eventually
 from vc_bus.connection import connect
 from vc_bus.server import NatsServer
 from vc_bus.store import NatsStore
-from vc_core.errors import AlreadyExists
+from vc_core.errors import AlreadyExists, NotFound, TemporaryError
 from vc_core.store import WatchOp
 from vc_proto.core import CORE_V1, Pod
 from vc_proto.meta import ObjectMeta
@@ -76,12 +76,39 @@ async def test_data_survives_a_server_kill(tmp_path: Path) -> None:
         server.stop()
 
 
-async def _retry(op: object, attempts: int = 100) -> object:
+async def test_a_request_no_server_answers_is_a_temporary_error(tmp_path: Path) -> None:
+    """Callers retry TemporaryError (an API reply says "unavailable", a dispatcher backs off); the
+    transport's own timeout used to reach them instead."""
+    server = NatsServer(tmp_path / "nats")
+    server.start()
+    try:
+        async with connect(server.url, name="w") as nc:
+            store = NatsStore(nc, timeout=0.5)
+            await store.ensure()
+            created = await store.create(pod("p"))
+            server.stop()
+            with pytest.raises(TemporaryError, match="store get: NATS did not answer"):
+                await store.get(Pod, "default", "p")
+            with pytest.raises(TemporaryError, match="store update"):
+                await store.update(created)
+            server.start()
+            await eventually(lambda: nc.is_connected, timeout=30, interval=0.05, what="reconnected")
+            with pytest.raises(NotFound):  # an answer again: what is absent is NotFound, as before
+                await _retry(lambda: store.get(Pod, "default", "absent"), retry_not_found=False)
+    finally:
+        server.stop()
+
+
+async def _retry(op: object, attempts: int = 100, *, retry_not_found: bool = True) -> object:
     for _ in range(attempts):
         try:
             return await op()  # type: ignore[operator]
         except AlreadyExists:  # the first attempt landed but its reply was lost in the restart
             return None
+        except NotFound:
+            if not retry_not_found:
+                raise
+            await asyncio.sleep(0.1)
         except Exception:
             await asyncio.sleep(0.1)
     return await op()  # type: ignore[operator]

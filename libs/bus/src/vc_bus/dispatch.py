@@ -17,6 +17,7 @@ from typing import Generic, TypeVar
 import structlog
 
 from vc_bus import workqueue_metrics
+from vc_core import backoff
 from vc_core.errors import PermanentError, TemporaryError
 
 K = TypeVar("K", bound=Hashable)
@@ -28,9 +29,9 @@ MAX_DELAY_S = 60.0
 
 def backoff_s(attempt: int) -> float:
     """The wait before retry number `attempt` (1, 2, ...): doubling from BASE_DELAY_S, capped at
-    MAX_DELAY_S. The exponent is capped too: a key failing for hours must not overflow a float (a
-    job-controller key failing through an apiserver outage reached attempt 1,025 and crashed it)."""
-    return min(BASE_DELAY_S * 2.0 ** min(attempt - 1, 64), MAX_DELAY_S)
+    MAX_DELAY_S, however many attempts (a job-controller key failing through an apiserver outage
+    reached attempt 1,025, and 2 ** 1,024 overflowed a float)."""
+    return backoff.capped(BASE_DELAY_S, attempt - 1, MAX_DELAY_S)
 
 
 @dataclass(frozen=True, slots=True)

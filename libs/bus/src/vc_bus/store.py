@@ -8,23 +8,32 @@ Anyone who reaches NATS can put bytes into a bucket, so every value read is chec
 every reader: it must decode, be of the bucket's kind and carry the identity of its key. A watch (and
 so a list) skips a value that is not, after logging and counting it; `get` raises CorruptObject, never
 NotFound (a bad value is not an absence), and a delete without preconditions removes it.
+
+A request no server answers (down, reconnecting, or its stream electing a leader) raises the port's
+TemporaryError, not the transport's exception: callers retry it as any temporary failure (an API
+reply says "unavailable"; a dispatcher backs off).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from typing import TypeVar
 
 import structlog
 from nats.aio.client import Client
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.errors import (
     APIError,
     InvalidKeyError,
     KeyDeletedError,
     KeyNotFoundError,
     KeyWrongLastSequenceError,
+    NoStreamResponseError,
+    ServiceUnavailableError,
 )
 from nats.js.kv import KeyValue
 from prometheus_client import Counter
@@ -42,7 +51,7 @@ from vc_bus.objects import (
     stamp_new,
     with_meta,
 )
-from vc_core.errors import AlreadyExists, Conflict, NotFound, PreconditionFailed
+from vc_core.errors import AlreadyExists, Conflict, NotFound, PreconditionFailed, TemporaryError
 from vc_core.store import WatchEvent, WatchOp, collect_list, refuse_unlistable_namespace
 from vc_proto import codec, subjects
 from vc_proto.core import Pod
@@ -50,6 +59,19 @@ from vc_proto.kinds import KINDS, KubeObject
 
 ObjT = TypeVar("ObjT", bound=KubeObject)
 log = structlog.get_logger(__name__)
+# What a JetStream request raises when no server answers it for now (a stream's missing bucket is not
+# one of these: open_bucket waits that out).
+_UNAVAILABLE = (NatsTimeoutError, NoRespondersError, ServiceUnavailableError, NoStreamResponseError)
+
+
+@contextlib.contextmanager
+def _temporary_when_unavailable(operation: str) -> Iterator[None]:
+    try:
+        yield
+    except _UNAVAILABLE as exc:
+        reason = str(exc) or type(exc).__name__
+        raise TemporaryError(f"store {operation}: NATS did not answer ({reason}); retry") from exc
+
 
 OPERATIONS = Counter(
     "tephra_store_operations_total",
@@ -107,9 +129,10 @@ class NatsStore:
         return kv
 
     async def get(self, kind: type[ObjT], namespace: str | None, name: str) -> ObjT:
-        obj, _ = await self._get(kind.__name__, namespace, name)
-        assert isinstance(obj, kind)
-        return obj
+        with _temporary_when_unavailable("get"):
+            obj, _ = await self._get(kind.__name__, namespace, name)
+            assert isinstance(obj, kind)
+            return obj
 
     async def _get(self, kind: str, namespace: str | None, name: str) -> tuple[KubeObject, int]:
         kv = await self._bucket(kind)
@@ -129,51 +152,54 @@ class NatsStore:
             raise
 
     async def create(self, obj: ObjT) -> ObjT:
-        kind, namespace, name = identity(obj)
-        for _ in range(_GENERATE_NAME_ATTEMPTS):
-            stamped = stamp_new(obj, now=now_rfc3339())
-            kind, namespace, name = identity(stamped)
-            check_identity(kind, namespace, name)
-            kv = await self._bucket(kind)
-            try:
-                revision = await kv.create(subjects.object_key(namespace, name), codec.encode(stamped))
-            except KeyWrongLastSequenceError as exc:
-                _count(kind, "create", "exists")
-                if obj.metadata.name or not obj.metadata.generate_name:
-                    raise AlreadyExists(kind, _display(namespace, name)) from exc
-                continue
-            _count(kind, "create")
-            return with_meta(stamped, resource_version=str(revision))
-        raise AlreadyExists(kind, _display(namespace, name))
+        with _temporary_when_unavailable("create"):
+            kind, namespace, name = identity(obj)
+            for _ in range(_GENERATE_NAME_ATTEMPTS):
+                stamped = stamp_new(obj, now=now_rfc3339())
+                kind, namespace, name = identity(stamped)
+                check_identity(kind, namespace, name)
+                kv = await self._bucket(kind)
+                try:
+                    revision = await kv.create(subjects.object_key(namespace, name), codec.encode(stamped))
+                except KeyWrongLastSequenceError as exc:
+                    _count(kind, "create", "exists")
+                    if obj.metadata.name or not obj.metadata.generate_name:
+                        raise AlreadyExists(kind, _display(namespace, name)) from exc
+                    continue
+                _count(kind, "create")
+                return with_meta(stamped, resource_version=str(revision))
+            raise AlreadyExists(kind, _display(namespace, name))
 
     async def update(self, obj: ObjT) -> ObjT:
-        kind, namespace, name = identity(obj)
-        check_identity(kind, namespace, name)
-        expected = _revision(obj)
-        kv = await self._bucket(kind)
-        data = codec.encode(with_meta(obj, resource_version=None))
-        try:
-            revision = await kv.update(subjects.object_key(namespace, name), data, last=expected)
-        except KeyWrongLastSequenceError as exc:
-            _count(kind, "update", "conflict")
-            await self._get(kind, namespace, name)  # raises NotFound when it is gone
-            raise Conflict(kind, _display(namespace, name), expected=expected) from exc
-        _count(kind, "update")
-        return with_meta(obj, resource_version=str(revision))
+        with _temporary_when_unavailable("update"):
+            kind, namespace, name = identity(obj)
+            check_identity(kind, namespace, name)
+            expected = _revision(obj)
+            kv = await self._bucket(kind)
+            data = codec.encode(with_meta(obj, resource_version=None))
+            try:
+                revision = await kv.update(subjects.object_key(namespace, name), data, last=expected)
+            except KeyWrongLastSequenceError as exc:
+                _count(kind, "update", "conflict")
+                await self._get(kind, namespace, name)  # raises NotFound when it is gone
+                raise Conflict(kind, _display(namespace, name), expected=expected) from exc
+            _count(kind, "update")
+            return with_meta(obj, resource_version=str(revision))
 
     async def bind(self, pod: Pod, node: str, *, annotations: Mapping[str, str] | None = None) -> None:
         """A compare-and-set of the bound pod: first on the caller's copy (one write when it is current),
         then, after each lost race, on the stored pod once it is checked again (binding.py's rules)."""
-        uid = required_uid(pod)
-        current = pod
-        for _ in range(_BIND_ATTEMPTS):
-            candidate = bound_pod(current, uid, node, annotations)
-            try:
-                await self.update(candidate)
-                return
-            except Conflict:
-                current = await self.get(Pod, pod.metadata.namespace, pod.metadata.name or "")
-        raise Conflict("Pod", display(pod), expected=_revision(current))
+        with _temporary_when_unavailable("bind"):
+            uid = required_uid(pod)
+            current = pod
+            for _ in range(_BIND_ATTEMPTS):
+                candidate = bound_pod(current, uid, node, annotations)
+                try:
+                    await self.update(candidate)
+                    return
+                except Conflict:
+                    current = await self.get(Pod, pod.metadata.namespace, pod.metadata.name or "")
+            raise Conflict("Pod", display(pod), expected=_revision(current))
 
     async def delete(
         self,
@@ -185,19 +211,22 @@ class NatsStore:
         uid: str | None = None,
         grace: bool = True,
     ) -> None:
-        # Without a resourceVersion precondition the caller means "whatever is there now": a write that
-        # lands between our read and our delete (a status update) is not a conflict, so read again.
-        for attempt in range(_UNCONDITIONAL_DELETE_ATTEMPTS):
-            try:
-                await self._delete_once(kind, namespace, name, resource_version=resource_version, uid=uid, grace=grace)
-                return
-            except PreconditionFailed:
-                raise
-            except Conflict:
-                if resource_version is not None:
+        with _temporary_when_unavailable("delete"):
+            # Without a resourceVersion precondition the caller means "whatever is there now": a write that
+            # lands between our read and our delete (a status update) is not a conflict, so read again.
+            for attempt in range(_UNCONDITIONAL_DELETE_ATTEMPTS):
+                try:
+                    await self._delete_once(
+                        kind, namespace, name, resource_version=resource_version, uid=uid, grace=grace
+                    )
+                    return
+                except PreconditionFailed:
                     raise
-                await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # let a burst of writes pass
-        await self._delete_once(kind, namespace, name, resource_version=resource_version, uid=uid, grace=grace)
+                except Conflict:
+                    if resource_version is not None:
+                        raise
+                    await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # let a burst of writes pass
+            await self._delete_once(kind, namespace, name, resource_version=resource_version, uid=uid, grace=grace)
 
     async def _delete_once(
         self,

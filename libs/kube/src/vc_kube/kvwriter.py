@@ -26,6 +26,8 @@ from nats.js.client import JetStreamContext
 from nats.js.kv import KV_DEL, KV_OP
 from prometheus_client import Histogram
 
+from vc_core import backoff
+
 log = structlog.get_logger(__name__)
 
 ACK_SECONDS = Histogram(
@@ -115,7 +117,7 @@ class KvWriter:
                 break
             except Exception as exc:  # nats-py's errors share no base class (closed, buffer full, ...)
                 failures += 1
-                delay = min(MAX_BACKOFF_S, 0.1 * 2**failures)
+                delay = backoff.capped(0.1, failures, MAX_BACKOFF_S)
                 log.warning("relay.kv_retry", key=key, error=repr(exc), delay_s=delay)
                 await asyncio.sleep(delay)
         write = _Write(key, value, ack, time.monotonic())
@@ -149,7 +151,7 @@ class KvWriter:
             log.warning("relay.kv_write_failed", key=oldest.key, error=error, again=again)
             if not again:
                 continue  # a later write of this key was sent after it: that one settles the key
-            await asyncio.sleep(min(MAX_BACKOFF_S, 0.1 * 2**failures))
+            await asyncio.sleep(backoff.capped(0.1, failures, MAX_BACKOFF_S))
             if self._newest.get(oldest.key) is oldest:  # nothing newer was given while sleeping
                 await self._send(oldest.key, oldest.value)
 

@@ -34,6 +34,7 @@ from nats.aio.client import Client
 
 from vc_bus.kvwatch import watch_bucket
 from vc_bus.store import NatsStore
+from vc_core import backoff
 from vc_core.errors import VcError
 from vc_core.store import WatchOp
 from vc_kube.client import KubeApiError, KubeClient
@@ -46,6 +47,7 @@ from vc_proto.vocabulary import MANAGED_BY_LABEL, MANAGED_BY_TEPHRA
 log = structlog.get_logger(__name__)
 
 MAX_BACKOFF_S = 10.0
+PASSING_FAILURES = 5  # failures in a row of one kind's mirror logged as a warning
 # Kinds of which only Tephra's own objects are mirrored (the job plugins label what they create).
 MIRRORED_ONLY: dict[str, str] = {
     kind: f"{MANAGED_BY_LABEL}={MANAGED_BY_TEPHRA}" for kind in ("Secret", "ConfigMap", "Service", "NetworkPolicy")
@@ -104,8 +106,11 @@ class Relay:
                 raise
             except (VcError, KubeApiError, OSError, msgspec.MsgspecError) as exc:
                 failures += 1
-                delay = min(MAX_BACKOFF_S, 0.2 * 2**failures)
-                log.error("relay.kind_failed", kind=row.kind, error=str(exc), restart_in_s=delay)
+                delay = backoff.capped(0.2, failures, MAX_BACKOFF_S)
+                # A few in a row are the apiserver restarting or still serving its custom resources:
+                # a warning. Past that the mirror of this kind is stale for good reason: an error.
+                report = log.warning if failures <= PASSING_FAILURES else log.error
+                report("relay.kind_failed", kind=row.kind, error=str(exc), restart_in_s=delay, failures=failures)
                 await asyncio.sleep(delay)
             else:
                 failures = 0

@@ -28,6 +28,7 @@ import msgspec
 import structlog
 
 from vc_bus.decoding import UNDECODABLE, report_undecodable
+from vc_core import backoff
 from vc_core.errors import TemporaryError
 from vc_core.store import WatchOp
 from vc_kube.client import Json, KubeApiError, KubeClient, map_error, resource_path
@@ -169,13 +170,13 @@ async def watch_kind(
             revision = list_revision
         except TemporaryError as exc:
             failures += 1
-            delay = min(MAX_BACKOFF_S, 0.1 * 2**failures)
+            delay = backoff.capped(0.1, failures, MAX_BACKOFF_S)
             log.warning("watch.retry", kind=row.kind, revision=revision, error=str(exc), delay_s=delay)
             await asyncio.sleep(delay)
         except KubeApiError as exc:
             if exc.status == 429 or exc.status >= 500:
                 failures += 1
-                delay = min(MAX_BACKOFF_S, 0.1 * 2**failures)
+                delay = backoff.capped(0.1, failures, MAX_BACKOFF_S)
                 log.warning("watch.retry", kind=row.kind, status=exc.status, delay_s=delay)
                 await asyncio.sleep(delay)
                 continue
