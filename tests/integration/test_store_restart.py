@@ -89,7 +89,7 @@ async def test_a_request_no_server_answers_is_a_temporary_error(tmp_path: Path) 
             server.stop()
             with pytest.raises(TemporaryError, match="store get: NATS did not answer"):
                 await store.get(Pod, "default", "p")
-            with pytest.raises(TemporaryError, match="store update"):
+            with pytest.raises(TemporaryError, match=r"store update: NATS did not answer .*read before retrying"):
                 await store.update(created)
             server.start()
             await eventually(lambda: nc.is_connected, timeout=30, interval=0.05, what="reconnected")

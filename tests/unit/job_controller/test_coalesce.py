@@ -217,20 +217,55 @@ def test_the_controller_holds_a_count_change_until_it_settles_and_stamps_its_tas
         events.clear()
         await start(0)  # the task's first Running pod: counts (and the task's phase) alone, held
         assert (await settle()).status == written and key in controller.resync_armed and not task_phases()
-        first_seen = controller.held_since[key]
+        first_seen, task_seen = controller.held_since[key], controller.held_tasks[key]
+        assert task_seen == {"w": ("Running", task_seen["w"][1])}
         await start(1)  # still settling: held with the first
         assert (await settle()).status == written and controller.held_since[key] == first_seen
+        assert controller.held_tasks[key] == task_seen  # the same task phase: still first seen then
         # the hold is over: the sync writes what it finds, the task's change stamped when it was first held
-        controller.held_since[key] = (first_seen[0] - COUNTS_SETTLE_S, first_seen[1])
+        controller.held_since[key] = first_seen - COUNTS_SETTLE_S
         if key in controller.status_written:
             controller.status_written[key] -= COUNTS_EVERY_S
         await controller._handle(ResyncDue(key))
         assert (await settle()).status.running == 2 and key not in controller.resync_armed  # type: ignore[union-attr]
-        assert task_phases() == [("Running", rfc3339(first_seen[1]))] and key not in controller.held_since
+        assert task_phases() == [("Running", rfc3339(task_seen["w"][1]))]
+        assert key not in controller.held_since and key not in controller.held_tasks
         await start(2)
         await start(3)  # minAvailable reached: the phase is written at once, counts with it
         done = await settle()
         assert done.status.running == 4 and done.status.state.phase == JobPhase.RUNNING  # type: ignore[union-attr]
         assert key not in controller.held_since
+
+    asyncio.run(scenario())
+
+
+def test_a_hold_is_forgotten_when_another_instance_owns_the_job() -> None:
+    """Its times would be stale should the job come back: the first change then would skip its settle
+    and its task records would be stamped minutes early."""
+
+    class Elsewhere(SoleOwner):
+        def owns(self, key: str) -> bool:
+            return False
+
+    async def scenario() -> None:
+        store = MemoryStore()
+
+        async def publish(events: object) -> int:
+            return 0
+
+        gang = job([task("w", 4)], name="job", phase=JobPhase.PENDING, min_available=4)
+        controller = await controller_with_a_gang(store, publish, gang)
+        key = ("ns", "job")
+        while key in controller.pending:
+            await controller._handle(key)
+            controller.jobs.remember(await store.get(Job, "ns", "job"))
+        old = controller.pods.get("ns", "job-w-0")
+        assert old is not None and old.status is not None
+        controller.pods.remember(await store.update(replace(old, status=replace(old.status, phase="Running"))))
+        await controller._handle(key)
+        assert key in controller.held_since and key in controller.held_tasks
+        controller.membership = Elsewhere()
+        await controller._handle(ResyncDue(key))
+        assert key not in controller.held_since and key not in controller.held_tasks
 
     asyncio.run(scenario())

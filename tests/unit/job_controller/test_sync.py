@@ -233,11 +233,12 @@ def test_held_counts_wait_for_a_later_pass_and_record_nothing_meanwhile() -> Non
     one_running = pods(pod(j, "worker", 0, "Running"), pod(j, "worker", 1, "Pending"), pod(j, "worker", 2, "Pending"))
     first = run(view(j, one_running, podgroup(j, "Running")), hold_counts=True)
     assert first.status is None and first.status_held and first.events == ()  # the task became Running: held
+    assert first.held_tasks == (("worker", "Running"),)
     two_running = {**one_running, **pods(pod(j, "worker", 1, "Running"))}
     held = run(view(j, two_running, podgroup(j, "Running")), hold_counts=True)
     assert held.status is None and held.status_held and held.events == ()
     first_seen = NOW - timedelta(seconds=1)
-    written = run(view(j, two_running, podgroup(j, "Running")), held_since=first_seen)
+    written = run(view(j, two_running, podgroup(j, "Running")), tasks_seen={"worker": ("Running", first_seen)})
     assert written.status is not None and written.status.running == 2 and not written.status_held
     assert [(e.reason, e.phase, e.occurred_at) for e in written.events if e.kind == "Task"] == [
         ("PhaseChanged", "Running", rfc3339(first_seen))
@@ -246,3 +247,15 @@ def test_held_counts_wait_for_a_later_pass_and_record_nothing_meanwhile() -> Non
     all_running = {**two_running, **pods(pod(j, "worker", 2, "Running"))}
     phase = run(view(j, all_running, podgroup(j, "Running")), hold_counts=True)
     assert phase.status is not None and phase_after(phase, j) == JobPhase.RUNNING
+
+
+def test_a_written_change_stamps_each_task_when_it_was_first_seen_in_the_phase_it_reached() -> None:
+    """Only a task that reached the phase the shell saw it held at takes that time; a task that moved
+    later, or on to another phase since, is stamped now."""
+    j = job([task("a", 1), task("b", 1), task("c", 1)], phase=JobPhase.PENDING, min_available=3)
+    running = pods(pod(j, "a", 0, "Running"), pod(j, "b", 0, "Running"), pod(j, "c", 0, "Running"))
+    a_seen, c_seen = NOW - timedelta(seconds=0.9), NOW - timedelta(seconds=0.5)
+    seen = {"a": ("Running", a_seen), "c": ("Pending", c_seen)}  # c was held Pending, is Running now
+    plan = run(view(j, running, podgroup(j, "Running")), tasks_seen=seen)
+    stamps = {e.task: e.occurred_at for e in plan.events if e.kind == "Task"}
+    assert stamps == {"a": rfc3339(a_seen), "b": rfc3339(NOW), "c": rfc3339(NOW)}

@@ -61,13 +61,18 @@ class RawDeliveryClient(Client):
         # nats-py writes a PING straight to the socket, ahead of the commands still waiting in its
         # pending buffer for the flusher: `flush()` right after `subscribe()` could see its PONG before
         # the SUB had left, and another connection's publish then find no interest ("no responders").
-        # Queued behind them, the PONG means the server has everything sent before it.
-        # While disconnected it is not queued (as nats-py's own went to the dead socket): a reconnect
-        # starts a fresh PONG queue, and a PING left over would answer a later flush too early.
+        # The pending commands go first, then the PING, both now: the PONG means the server has them.
+        # (Not queued behind them: a PING left in the buffer across a reconnect would be sent on the
+        # new connection, and its PONG answer a later flush too early.)
         self._pongs.append(future if future is not None else asyncio.get_running_loop().create_future())
-        if self.is_connected:
-            await self._send_command(PING_PROTO)
-            await self._flush_pending()
+        if self._transport is None or not self.is_connected:
+            return  # as nats-py's own would: no PONG comes, the flush times out or a reconnect resets it
+        if self._pending_data_size > 0:
+            self._transport.writelines(self._pending[:])
+            self._pending = []
+            self._pending_data_size = 0
+        self._transport.write(PING_PROTO)
+        await self._flush_pending()
 
     # -- requests -------------------------------------------------------------------------------------
     async def _init_request_sub(self) -> None:

@@ -70,7 +70,10 @@ def _temporary_when_unavailable(operation: str) -> Iterator[None]:
         yield
     except _UNAVAILABLE as exc:
         reason = str(exc) or type(exc).__name__
-        raise TemporaryError(f"store {operation}: NATS did not answer ({reason}); retry") from exc
+        # A write may have been made all the same (its answer is what was lost): a retry of a create
+        # with generateName would make a second object, so the caller is told to look first.
+        outcome = "retry" if operation == "get" else "it may have been applied: read before retrying"
+        raise TemporaryError(f"store {operation}: NATS did not answer ({reason}); {outcome}") from exc
 
 
 OPERATIONS = Counter(

@@ -116,9 +116,10 @@ class JobController:
         self.pending: dict[JobKey, deque[Request]] = {}
         self.delayed: dict[JobKey, dict[str, DelayedAction]] = {}
         self.status_written: dict[JobKey, float] = {}  # monotonic time of each job's last status write
-        # Jobs with a change of counts held back: when it was first held (monotonic, and wall-clock for
-        # the task phase changes the write will record).
-        self.held_since: dict[JobKey, tuple[float, datetime]] = {}
+        # Jobs with a change of counts held back: when it was first held (monotonic), and for each task
+        # whose phase it moves, that phase and when it was first seen (for the records the write makes).
+        self.held_since: dict[JobKey, float] = {}
+        self.held_tasks: dict[JobKey, dict[str, tuple[str, datetime]]] = {}
         self.resync_armed: set[JobKey] = set()  # jobs with a sync set for when their held counts are due
         self.dispatcher: KeyedDispatcher[Work] = KeyedDispatcher(self._handle, workers=workers, name="jobs")
 
@@ -146,7 +147,7 @@ class JobController:
             self.pending.pop(key, None)
             self.delayed.pop(key, None)
             self.status_written.pop(key, None)
-            self.held_since.pop(key, None)
+            self._forget_hold(key)
             self.resync_armed.discard(key)
             self.admissibility.forget(key)
             if old is not None:
@@ -225,6 +226,8 @@ class JobController:
 
     async def _handle_job(self, key: JobKey) -> None:
         queue = self.pending.get(key)
+        if not self.owns(key):
+            self._forget_hold(key)  # another instance writes its status now; ours may be stale when it returns
         if not queue or not self.owns(key):
             self.pending.pop(key, None)
             return
@@ -271,15 +274,14 @@ class JobController:
         )
         written = self.status_written.get(key)
         since = self.held_since.get(key)
-        hold_until = self._hold_until(written, since)
         with LATENCY.time():
             plan = decide(
                 view,
                 request,
                 datetime.now(UTC),
                 merged=merged,
-                hold_counts=time.monotonic() < hold_until,
-                held_since=since[1] if since else None,
+                hold_counts=time.monotonic() < self._hold_until(written, since),
+                tasks_seen=self.held_tasks.get(key),
             )
             try:
                 stored = await self.executor.execute(job, plan)
@@ -291,24 +293,37 @@ class JobController:
         if plan.status is not None:
             self.status_written[key] = time.monotonic()
         if plan.status_held:
-            if since is None:
-                self.held_since[key] = since = (time.monotonic(), datetime.now(UTC))
+            since = self.held_since.setdefault(key, time.monotonic())
+            self._note_held_tasks(key, plan.held_tasks)
             if key not in self.resync_armed:
                 self.resync_armed.add(key)
                 self.dispatcher.submit_after(ResyncDue(key), self._hold_until(written, since) - time.monotonic())
         else:
             # Written, or the counts are back to what is stored: nothing is held any more.
-            self.held_since.pop(key, None)
+            self._forget_hold(key)
         await self._apply_delays(key, plan.delays_to_cancel, plan.delays_to_schedule)
         RECONCILES.labels(plan.action, "ok").inc()
         MERGED.inc(len(merged))
 
     @staticmethod
-    def _hold_until(written: float | None, since: tuple[float, datetime] | None) -> float:
+    def _hold_until(written: float | None, since: float | None) -> float:
         """Until when (monotonic) a change of counts alone is held back: COUNTS_SETTLE_S after it was
         first held (from now, for a change not held yet), and COUNTS_EVERY_S after the last write."""
-        settled = (since[0] if since else time.monotonic()) + COUNTS_SETTLE_S
+        settled = (since if since is not None else time.monotonic()) + COUNTS_SETTLE_S
         return max(settled, written + COUNTS_EVERY_S if written is not None else 0.0)
+
+    def _note_held_tasks(self, key: JobKey, moved: tuple[tuple[str, str], ...]) -> None:
+        """Each task the held change moves, in the phase it moves to, first seen when: kept from an earlier
+        pass while the task's phase is the same, now otherwise (a later change has its own time)."""
+        before = self.held_tasks.get(key, {})
+        now = datetime.now(UTC)
+        self.held_tasks[key] = {
+            task: before[task] if task in before and before[task][0] == phase else (phase, now) for task, phase in moved
+        }
+
+    def _forget_hold(self, key: JobKey) -> None:
+        self.held_since.pop(key, None)
+        self.held_tasks.pop(key, None)
 
     async def _refuse(self, key: JobKey, job: Job, violations: tuple[Violation, ...]) -> None:
         """Act on nothing; say why once (status, history, log, metric)."""
@@ -319,6 +334,7 @@ class JobController:
             return
         report_refused(kind="Job", key=f"{key[0]}/{key[1]}", rule=violations[0].rule, message=message)
         plan = plan_refusal(job, message, datetime.now(UTC))
+        self._forget_hold(key)  # the refusal's status replaces whatever was held
         stored = await self.executor.execute(job, plan)
         self.jobs.remember(stored)
         RECONCILES.labels("Refuse", "ok").inc()
@@ -352,6 +368,8 @@ class JobController:
         job = self.jobs.get(*key)
         if job is not None and self.owns(key):
             self.enqueue(key, rq.Request(event=rq.Event.OUT_OF_SYNC.value, job_uid=job.metadata.uid or ""))
+        else:
+            self._forget_hold(key)
 
     async def _run_command(self, due: CommandDue) -> None:
         """Delete the Command first (at most once, as Volcano), then run its action on the job."""

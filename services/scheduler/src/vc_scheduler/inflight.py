@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from vc_core.errors import Fenced, VcError
+from vc_core.errors import Fenced, TemporaryError, VcError
 from vc_scheduler.metrics import ERRORS, FENCED
 
 log = structlog.get_logger(__name__)
@@ -86,10 +86,14 @@ class InFlight:
             FENCED.labels(self.instance).inc()
             log.info("decision.fenced", decision=queued.kind, error=str(exc))
             self._undo(queued)
+        except TemporaryError as exc:  # the store did not answer (a NATS timeout under load): counted as before
+            ERRORS.labels(self.instance).inc()
+            log.warning("decision.error", decision=queued.kind, error=str(exc))
+            self._undo(queued)
         except VcError as exc:
             log.info("decision.failed", decision=queued.kind, error=str(exc))
             self._undo(queued)
-        except Exception as exc:  # transport boundary (a NATS timeout under load): the next cycle retries
+        except Exception as exc:  # transport boundary: the next cycle retries
             ERRORS.labels(self.instance).inc()
             log.warning("decision.error", decision=queued.kind, error=repr(exc))
             self._undo(queued)

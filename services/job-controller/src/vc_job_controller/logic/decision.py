@@ -7,7 +7,7 @@ policies make no sense is failed with a condition saying why instead of erroring
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from msgspec.structs import replace
@@ -52,7 +52,7 @@ def decide(
     deps: PluginDeps | None = None,
     merged: Sequence[Request] = (),
     hold_counts: bool = False,
-    held_since: datetime | None = None,
+    tasks_seen: Mapping[str, tuple[str, datetime]] | None = None,
 ) -> Plan:
     """The plan for `request` on `view`. `plugins` and `deps` default to the in-tree plugins and real
     RSA key generation; tests pass a deterministic key generator.
@@ -62,8 +62,8 @@ def decide(
     `hold_counts`: a change of pod counts alone (the job's phase the same; a task's summarised phase
     may change) is not written now but marked `status_held`: the shell holds one while such changes are
     still arriving (a gang's pods start within moments of each other).
-    `held_since`: when the shell first held the change this pass may write; the task phase changes it
-    records are stamped then, when they were seen, not when the hold let them through.
+    `tasks_seen`: for tasks whose phase change was held, the phase and when the shell first saw it: a
+    record of that change is stamped then, not when the hold let it through.
     """
     resolution = apply_policies(view.job, request)
     if is_deleting(view.job):
@@ -81,7 +81,7 @@ def decide(
         # e.g. a template quantity that is not one: admission should have refused it; fail, don't crash.
         plan = _new_draft(view, request, resolution, now, merged)
         _fail(plan, INVALID_JOB, str(error))
-    return _freeze(plan, hold_counts=hold_counts, held_since=held_since)
+    return _freeze(plan, hold_counts=hold_counts, tasks_seen=tasks_seen)
 
 
 def _new_draft(
@@ -181,7 +181,9 @@ def target_of(action: str, request: Request) -> Target | None:
     return None
 
 
-def _freeze(plan: PlanDraft, *, hold_counts: bool = False, held_since: datetime | None = None) -> Plan:
+def _freeze(
+    plan: PlanDraft, *, hold_counts: bool = False, tasks_seen: Mapping[str, tuple[str, datetime]] | None = None
+) -> Plan:
     old = plan.view.status
     status = None if plan.status is None else finalize(old, plan.status, now=plan.now)
     if status is not None and plan.killed:
@@ -193,17 +195,20 @@ def _freeze(plan: PlanDraft, *, hold_counts: bool = False, held_since: datetime 
         # task's phase they sum to) make one write, not one per pass (on kube each is an apiserver
         # PATCH of the job, and the job's phase change often follows at once). Nothing is recorded
         # until it is written.
-        return plan.build(status=None, status_held=True)
+        moved = tuple((e.task or "", e.phase or "") for e in task_events(plan, old, status))
+        return plan.build(status=None, status_held=True, held_tasks=moved)
     if status is not None:
-        _record_status_change(plan, old, status, held_since)
+        _record_status_change(plan, old, status, tasks_seen)
     return plan.build(status=status)
 
 
-def _record_status_change(plan: PlanDraft, old: JobStatus, new: JobStatus, held_since: datetime | None) -> None:
+def _record_status_change(
+    plan: PlanDraft, old: JobStatus, new: JobStatus, tasks_seen: Mapping[str, tuple[str, datetime]] | None
+) -> None:
     phase_event = job_phase_event(plan, old, new)
     if phase_event is not None:
         plan.events.append(phase_event)
-    plan.events.extend(task_events(plan, old, new, at=held_since))
+    plan.events.extend(task_events(plan, old, new, seen=tasks_seen))
 
 
 def _job_event(plan: PlanDraft, reason: str, message: str) -> history.HistoryEvent:

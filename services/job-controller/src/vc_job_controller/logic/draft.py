@@ -71,11 +71,14 @@ class PlanDraft:
             if key not in self.delays_to_cancel:
                 self.delays_to_cancel.append(key)
 
-    def build(self, *, status: JobStatus | None, status_held: bool = False) -> Plan:
+    def build(
+        self, *, status: JobStatus | None, status_held: bool = False, held_tasks: tuple[tuple[str, str], ...] = ()
+    ) -> Plan:
         return Plan(
             action=self.action,
             status=status,
             status_held=status_held,
+            held_tasks=held_tasks,
             pods_to_create=tuple(self.pods_to_create),
             pods_to_delete=tuple(self.pods_to_delete),
             podgroup_to_create=self.podgroup_to_create,

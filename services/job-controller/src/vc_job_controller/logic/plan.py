@@ -83,6 +83,9 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
     # A status change of pod counts alone, not written now (`decide(..., hold_counts=True)`): the shell
     # syncs the job again once the hold is over, and that pass writes the counts it finds then.
     status_held: bool = False
+    # With it: (task, phase) of each task whose summarised phase the held change moves (the shell notes
+    # when it first saw each, for the records the write will make).
+    held_tasks: tuple[tuple[str, str], ...] = ()
 
     @property
     def is_empty(self) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 
 from msgspec.structs import replace
@@ -88,10 +89,10 @@ def task_phase(counts: dict[str, int], replicas: int) -> str:
 
 
 def task_events(
-    plan: PlanDraft, old: JobStatus, new: JobStatus, *, at: datetime | None = None
+    plan: PlanDraft, old: JobStatus, new: JobStatus, *, seen: Mapping[str, tuple[str, datetime]] | None = None
 ) -> list[history.HistoryEvent]:
     """One record per task whose summarised phase changed, with its pod counts as the message; stamped
-    `at` (when the change was first seen, if it was held back), else now."""
+    when `seen` says the task was first seen in that phase (a change held back), else now."""
     events = []
     for task in plan.view.spec.tasks or []:
         name = task.name or ""
@@ -100,9 +101,11 @@ def task_events(
         before, after = task_phase(before_counts, task.replicas or 0), task_phase(after_counts, task.replicas or 0)
         if before == after:
             continue
+        first = (seen or {}).get(name)
+        at = first[1] if first is not None and first[0] == after else plan.now
         events.append(
             history.HistoryEvent(
-                occurred_at=rfc3339(at or plan.now),
+                occurred_at=rfc3339(at),
                 kind=history.TASK_KIND,
                 namespace=plan.view.namespace,
                 name=name,
