@@ -24,6 +24,8 @@ from nats.js import JetStreamContext, api
 from nats.js.errors import BadRequestError, NoStreamResponseError, NotFoundError, ServiceUnavailableError
 from nats.js.kv import KeyValue
 
+from vc_core import backoff
+
 log = structlog.get_logger(__name__)
 # How long start-up steps wait out JetStream being unavailable: a cluster electing its meta leader (at
 # start, or after losing its leader) answers with timeouts, 503s, "no response from stream", or "stream
@@ -31,7 +33,9 @@ log = structlog.get_logger(__name__)
 # crashed on it and were restarted (seen in every 3-server chaos schedule); they wait now, and give up
 # after this long.
 OPEN_WAIT_S = 60.0
-UNAVAILABLE = (NatsTimeoutError, NoRespondersError, ServiceUnavailableError, NoStreamResponseError, NotFoundError)
+# What a JetStream request raises when no server answers it for now (NatsStore maps these to TemporaryError).
+NO_ANSWER = (NatsTimeoutError, NoRespondersError, ServiceUnavailableError, NoStreamResponseError)
+UNAVAILABLE = (*NO_ANSWER, NotFoundError)
 
 T = TypeVar("T")
 
@@ -39,16 +43,17 @@ T = TypeVar("T")
 async def while_unavailable(what: str, attempt: Callable[[], Awaitable[T]], *, wait_s: float = OPEN_WAIT_S) -> T:
     """`attempt()`, retried with backoff while JetStream answers as unavailable, up to `wait_s`."""
     deadline = time.monotonic() + wait_s
-    delay = 0.25
+    failures = 0
     while True:
         try:
             return await attempt()
         except UNAVAILABLE as exc:
+            delay = backoff.capped(0.25, failures, 2.0)
             if time.monotonic() + delay > deadline:
                 raise
             log.warning("jetstream.unavailable", waiting_for=what, error=repr(exc)[:200], retry_in_s=delay)
             await asyncio.sleep(delay)
-            delay = min(2 * delay, 2.0)
+            failures += 1
 
 
 async def open_bucket(

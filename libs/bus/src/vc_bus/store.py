@@ -24,22 +24,18 @@ from typing import TypeVar
 
 import structlog
 from nats.aio.client import Client
-from nats.errors import NoRespondersError
-from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.errors import (
     APIError,
     InvalidKeyError,
     KeyDeletedError,
     KeyNotFoundError,
     KeyWrongLastSequenceError,
-    NoStreamResponseError,
-    ServiceUnavailableError,
 )
 from nats.js.kv import KeyValue
 from prometheus_client import Counter
 
 from vc_bus.binding import bound_pod, display, required_uid
-from vc_bus.buckets import open_bucket
+from vc_bus.buckets import NO_ANSWER, open_bucket
 from vc_bus.decoding import UNDECODABLE, CorruptObject, describe, report_undecodable
 from vc_bus.kvwatch import watch_bucket
 from vc_bus.objects import (
@@ -59,16 +55,13 @@ from vc_proto.kinds import KINDS, KubeObject
 
 ObjT = TypeVar("ObjT", bound=KubeObject)
 log = structlog.get_logger(__name__)
-# What a JetStream request raises when no server answers it for now (a stream's missing bucket is not
-# one of these: open_bucket waits that out).
-_UNAVAILABLE = (NatsTimeoutError, NoRespondersError, ServiceUnavailableError, NoStreamResponseError)
 
 
 @contextlib.contextmanager
 def _temporary_when_unavailable(operation: str) -> Iterator[None]:
     try:
         yield
-    except _UNAVAILABLE as exc:
+    except NO_ANSWER as exc:
         reason = str(exc) or type(exc).__name__
         # A write may have been made all the same (its answer is what was lost): a retry of a create
         # with generateName would make a second object, so the caller is told to look first.

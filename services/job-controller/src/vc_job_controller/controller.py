@@ -226,9 +226,10 @@ class JobController:
 
     async def _handle_job(self, key: JobKey) -> None:
         queue = self.pending.get(key)
-        if not self.owns(key):
+        owned = self.owns(key)
+        if not owned:
             self._forget_hold(key)  # another instance writes its status now; ours may be stale when it returns
-        if not queue or not self.owns(key):
+        if not queue or not owned:
             self.pending.pop(key, None)
             return
         job = self.jobs.get(key[0], key[1])
