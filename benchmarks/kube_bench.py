@@ -8,7 +8,7 @@
 3. The seeds' deadlock case for both: 4 one-GPU nodes, two 4-pod jobs. A gang scheduler places one
    job whole; the default scheduler places pods regardless of their group (2 + 2: both jobs stuck).
 
-For every run: CPU seconds of every process over the load phase (kube-apiserver and etcd included)
+For every run: CPU seconds of every process over the load phase (kube-apiserver, etcd and nats-server included)
 and apiserver requests per pod by verb and resource (from the apiserver's own request counter).
 Tephra's rate is printed as a ratio to the unthrottled kube-scheduler's. Needs `make kube-up`.
 """
@@ -531,6 +531,9 @@ class Run:
     procs: Procs
     spies: Spies
     stall_s: float
+    # The bus both systems' runs go through (node-sim and the relay it reads through take part in
+    # kube-scheduler's run too): its CPU counts in each run's figure.
+    nats_pid: int | None = None
 
 
 async def measured(
@@ -548,7 +551,7 @@ async def measured(
     watcher = asyncio.create_task(binds.follow(run.kube))
     groups = asyncio.create_task(stages.follow_podgroups(run.kube)) if stages is not None else None
     await asyncio.sleep(1)  # the watch is established
-    pids = {**run.procs.pids(), **apiserver_pids()}
+    pids = {**run.procs.pids(), **apiserver_pids(), "nats-server": run.nats_pid}
     meter = CpuMeter(pids)
     requests_before = await request_counts(run.kubeconfig)
     samples_before = await service_samples(run.procs.metrics_ports)
@@ -662,6 +665,7 @@ async def main_async(args: argparse.Namespace, kubeconfig: str, binary: Path, wo
         procs = Procs(workdir)
         run = Run(kube, kubeconfig, procs, Spies(args.py_spy), args.stall)
         with nats(workdir / "throughput") as server:
+            run.nats_pid = server.pid
             try:
                 results.append(await run_tephra(run, server.url, nodes=args.nodes, pods=args.pods, gang=args.gang))
                 # Same nodes for kube-scheduler: Tephra's writers stop, node-sim (and the relay it reads
