@@ -91,6 +91,12 @@ async def test_a_request_no_server_answers_is_a_temporary_error(tmp_path: Path) 
                 await store.get(Pod, "default", "p")
             with pytest.raises(TemporaryError, match=r"store update: NATS did not answer .*read before retrying"):
                 await store.update(created)
+            with pytest.raises(TemporaryError, match=r"store create: NATS did not answer .*read before retrying"):
+                await store.create(pod("q"))
+            with pytest.raises(TemporaryError, match="store update: NATS did not answer"):  # a bind is an update
+                await store.bind(created, "node-1")
+            with pytest.raises(TemporaryError, match=r"store delete: NATS did not answer .*read before retrying"):
+                await store.delete(Pod, "default", "p")
             server.start()
             await eventually(lambda: nc.is_connected, timeout=30, interval=0.05, what="reconnected")
             with pytest.raises(NotFound):  # an answer again: what is absent is NotFound, as before

@@ -184,18 +184,18 @@ class NatsStore:
 
     async def bind(self, pod: Pod, node: str, *, annotations: Mapping[str, str] | None = None) -> None:
         """A compare-and-set of the bound pod: first on the caller's copy (one write when it is current),
-        then, after each lost race, on the stored pod once it is checked again (binding.py's rules)."""
-        with _temporary_when_unavailable("bind"):
-            uid = required_uid(pod)
-            current = pod
-            for _ in range(_BIND_ATTEMPTS):
-                candidate = bound_pod(current, uid, node, annotations)
-                try:
-                    await self.update(candidate)
-                    return
-                except Conflict:
-                    current = await self.get(Pod, pod.metadata.namespace, pod.metadata.name or "")
-            raise Conflict("Pod", display(pod), expected=_revision(current))
+        then, after each lost race, on the stored pod once it is checked again (binding.py's rules).
+        Made of `update` and `get`: a request no server answers raises their TemporaryError."""
+        uid = required_uid(pod)
+        current = pod
+        for _ in range(_BIND_ATTEMPTS):
+            candidate = bound_pod(current, uid, node, annotations)
+            try:
+                await self.update(candidate)
+                return
+            except Conflict:
+                current = await self.get(Pod, pod.metadata.namespace, pod.metadata.name or "")
+        raise Conflict("Pod", display(pod), expected=_revision(current))
 
     async def delete(
         self,
