@@ -104,3 +104,41 @@ def test_a_podgroup_without_pods_is_enqueued_in_its_first_session_whatever_its_s
         group["status"] = stored
     result = run_cycle(snapshot(node("n1"), group), load_scheduler_conf())
     assert result.podgroups["default/j"].phase == "Inqueue"
+
+
+def _unschedulable(result: object, key: str = "default/j") -> tuple[str, str]:
+    update = result.podgroups[key]  # type: ignore[attr-defined]
+    (condition,) = [c for c in update.conditions if c.type == "Unschedulable"]
+    return condition.reason, condition.message
+
+
+def test_a_gang_enqueued_before_its_pods_exist_says_its_pods_are_missing_as_later_sessions_do() -> None:
+    """The session that enqueues a vcjob's PodGroup finds none of its pods (they are created once it is
+    Inqueue). It says what the next sessions say while the pods are being created, so the PodGroup's
+    condition does not change (and is not rewritten) between them: on kube that was a PATCH for a third
+    of the gangs, replacing "10/0 tasks in gang unschedulable" a few seconds after it was written."""
+    group = podgroup("j", min_member=10, phase="Pending")
+    group["spec"]["minTaskMember"] = {"w": 10}
+    enqueued = run_cycle(snapshot(node("n1", cpu="100"), group), load_scheduler_conf())
+    assert enqueued.podgroups["default/j"].phase == "Inqueue"
+    assert _unschedulable(enqueued) == ("NotEnoughPodsOfTask", "Not enough valid pods of each task for gang-scheduling")
+
+    group["status"] = {"phase": "Inqueue"}
+    some = []
+    for i in range(3):
+        created = pod(f"j-w-{i}", "j")
+        created["metadata"]["annotations"]["volcano.sh/task-spec"] = "w"
+        some.append(created)
+    creating = run_cycle(snapshot(node("n1", cpu="100"), group, *some), load_scheduler_conf())
+    assert _unschedulable(creating) == _unschedulable(enqueued)
+
+
+def test_a_gang_left_pending_still_says_why_it_is_not_enqueued() -> None:
+    group = podgroup("j", min_member=10, phase="Pending")
+    group["spec"]["minTaskMember"] = {"w": 10}
+    group["spec"]["minResources"] = {"cpu": "1000"}  # more than the cluster has: enqueue declines it
+    result = run_cycle(snapshot(node("n1", cpu="4"), group), load_scheduler_conf())
+    assert result.podgroups["default/j"].phase == "Pending"
+    reason, message = _unschedulable(result)
+    assert reason == "NotEnoughResources"
+    assert "tasks in gang unschedulable" in message and "overused cpu" in message

@@ -14,7 +14,7 @@ from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.gangs import gangs_of, hierarchical
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.ledger import View
-from vc_scheduler.status_policy import ALLOCATED_EVERY_S, COUNTS_EVERY_S, COUNTS_SETTLE_S
+from vc_scheduler.status_policy import ALLOCATED_EVERY_S, BINDS_SEEN_S, COUNTS_EVERY_S, COUNTS_SETTLE_S
 from vc_scheduler.status_writer import StatusWriter
 from vc_scheduling.cycle import load_scheduler_conf
 from vc_scheduling.framework.decisions import Bind, PodGroupStatusUpdate, QueueStatusUpdate
@@ -82,6 +82,45 @@ def test_a_gang_is_reserved_on_every_capped_ancestor_of_its_queue() -> None:
     assert not hierarchical(load_scheduler_conf())
     (flat,) = gangs_of(binds, snap, View(), tree=False)
     assert [name for name, _ in flat.capped_queues] == ["leaf"]
+
+
+def test_a_placed_gang_waits_for_its_binds_so_scheduled_and_running_make_one_write() -> None:
+    """Placed whole, a gang says Scheduled at once but reads Running only once its binds are seen: the
+    Scheduled condition waits for that phase change (up to BINDS_SEEN_S) and goes with it."""
+    cache, clock = SchedulerCache(), Clock()
+    cache.podgroups["ns/a"] = replace(group("a", "q", min_member=2), phase="Pending")
+    writer, work = writer_with(cache, clock)
+    missing = PodGroupCondition("Unschedulable", "True", "NotEnoughPodsOfTask", "pods missing", "s0-1")
+    assert writer.offer_podgroup(PodGroupStatusUpdate("ns/a", "Inqueue", (missing,), 0, 0, 0))  # enqueued: at once
+    scheduled = PodGroupCondition("Scheduled", "True", "tasks in gang are ready to be scheduled", "", "s0-2")
+    placed = PodGroupStatusUpdate("ns/a", "Inqueue", (missing, scheduled), 0, 0, 0)
+    clock.now += 2 * COUNTS_EVERY_S  # past the spacing an ordinary condition change waits
+    assert not writer.offer_podgroup(placed)
+    clock.now += BINDS_SEEN_S / 2
+    assert not writer.offer_podgroup(placed)
+    # The binds are seen: Running, written at once, with the Scheduled condition.
+    assert writer.offer_podgroup(replace(placed, phase="Running"))
+    assert work.backlog == 1
+
+
+def test_a_scheduled_condition_whose_binds_are_never_seen_is_written_after_binds_seen_s() -> None:
+    cache, clock = SchedulerCache(), Clock()
+    cache.podgroups["ns/a"] = replace(group("a", "q", min_member=2), phase="Pending")
+    writer, _ = writer_with(cache, clock)
+    assert writer.offer_podgroup(PodGroupStatusUpdate("ns/a", "Inqueue", (), 0, 0, 0))
+    scheduled = PodGroupCondition("Scheduled", "True", "tasks in gang are ready to be scheduled", "", "s0-2")
+    placed = PodGroupStatusUpdate("ns/a", "Inqueue", (scheduled,), 0, 0, 0)
+    assert not writer.offer_podgroup(placed)
+    clock.now += BINDS_SEEN_S - 0.1
+    assert not writer.offer_podgroup(placed)
+    clock.now += 0.1
+    assert writer.offer_podgroup(placed)
+    # Any other condition change on an Inqueue PodGroup is spaced as before, not held for the binds.
+    other = PodGroupCondition("Unschedulable", "True", "NotEnoughResources", "short of cpu", "s0-3")
+    clock.now += COUNTS_EVERY_S
+    assert not writer.offer_podgroup(replace(placed, conditions=(scheduled, other)))
+    clock.now += COUNTS_SETTLE_S
+    assert writer.offer_podgroup(replace(placed, conditions=(scheduled, other)))
 
 
 def test_a_status_is_sent_once_until_it_changes() -> None:

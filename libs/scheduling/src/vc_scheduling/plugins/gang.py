@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar, Final
 
+from vc_proto.vocabulary import PodGroupPhase
 from vc_scheduling.framework.explain import explain_job
 from vc_scheduling.framework.interfaces import ExtensionPoint, PluginArgs, ValidateResult, Verdict, Vote
 from vc_scheduling.framework.model import ALLOCATED_STATUSES, JobInfo, TaskInfo, TaskStatus
@@ -94,6 +95,16 @@ class GangPlugin:
                 continue
             if job.tasks:  # Volcano's volcano_job_retry_counts: one more session that left it unready
                 ssn.retried_jobs.append(job.uid)
+            missing_pods = self.job_valid(job) if job.phase == PodGroupPhase.INQUEUE else None
+            if missing_pods is not None:
+                # Enqueued this session before its pods exist (a vcjob's are created once it is Inqueue):
+                # say so in the words the sessions after this one use (framework's invalid-job check)
+                # rather than "10/0 tasks in gang unschedulable", which one of them would only replace.
+                condition = PodGroupCondition(
+                    "Unschedulable", "True", missing_pods.reason, missing_pods.message, ssn.uid
+                )
+                ssn.update_podgroup_condition(job, condition)
+                continue
             message = unschedulable_message(job)
             job.job_fit_errors = message
             why = explain_job(ssn, job)
