@@ -14,7 +14,13 @@ from msgspec.structs import replace
 from tests.unit.job_controller.jc_builders import NOW, job, pod, podgroup, pods, run, task, view
 from vc_bus.testing import MemoryStore
 from vc_core.times import rfc3339
-from vc_job_controller.controller import COUNTS_EVERY_S, COUNTS_SETTLE_S, JobController, ResyncDue
+from vc_job_controller.controller import (
+    COUNTS_EVERY_S,
+    COUNTS_SETTLE_S,
+    CREATED_PODS_WAIT_S,
+    JobController,
+    ResyncDue,
+)
 from vc_job_controller.logic.coalesce import MAX_MERGED, mergeable, take_pass
 from vc_job_controller.logic.podgroup import build_podgroup
 from vc_job_controller.logic.pods import build_job_pod
@@ -235,6 +241,73 @@ def test_the_controller_holds_a_count_change_until_it_settles_and_stamps_its_tas
         done = await settle()
         assert done.status.running == 4 and done.status.state.phase == JobPhase.RUNNING  # type: ignore[union-attr]
         assert key not in controller.held_since
+
+    asyncio.run(scenario())
+
+
+def test_pods_only_created_wait_for_their_start_so_the_job_writes_once_for_both() -> None:
+    """A gang's pods are created as soon as its PodGroup is Inqueue and start once bound, seconds later
+    on a busy cluster: the count change of their creation waits up to CREATED_PODS_WAIT_S, and the job's
+    phase change when they run carries it (one status write, not two)."""
+
+    async def scenario() -> None:
+        store = MemoryStore()
+
+        async def publish(events: object) -> int:
+            return 0
+
+        gang = job([task("w", 4)], name="job", phase=JobPhase.PENDING, min_available=4)
+        controller = await controller_with_a_gang(store, publish, gang)
+        key = ("ns", "job")
+
+        async def settle() -> Job:
+            while key in controller.pending:
+                await controller._handle(key)
+                controller.jobs.remember(await store.get(Job, "ns", "job"))
+            return await store.get(Job, "ns", "job")
+
+        before = await store.get(Job, "ns", "job")
+        assert (await settle()).status == before.status  # four pods created, none started: held
+        assert controller._only_created(key)
+        since = controller.held_since[key]
+        assert controller.resync_armed[key] >= since + CREATED_PODS_WAIT_S
+        # Past the ordinary settle the resync still holds it.
+        controller.held_since[key] = since - 2 * COUNTS_SETTLE_S
+        controller.status_written.pop(key, None)
+        await controller._handle(ResyncDue(key))
+        assert (await settle()).status == before.status
+        for i in range(4):
+            old = controller.pods.get("ns", f"job-w-{i}")
+            assert old is not None and old.status is not None
+            controller.pods.remember(await store.update(replace(old, status=replace(old.status, phase="Running"))))
+        after = await settle()
+        assert after.status is not None and after.status.state is not None
+        assert after.status.state.phase == JobPhase.RUNNING and after.status.running == 4 and after.status.pending == 0
+        assert int(after.metadata.resource_version or 0) == int(before.metadata.resource_version or 0) + 1
+        assert key not in controller.held_since
+
+    asyncio.run(scenario())
+
+
+def test_pods_created_and_never_started_are_written_after_created_pods_wait_s() -> None:
+    async def scenario() -> None:
+        store = MemoryStore()
+
+        async def publish(events: object) -> int:
+            return 0
+
+        gang = job([task("w", 4)], name="job", phase=JobPhase.PENDING, min_available=4)
+        controller = await controller_with_a_gang(store, publish, gang)
+        key = ("ns", "job")
+        while key in controller.pending:
+            await controller._handle(key)
+        controller.held_since[key] -= CREATED_PODS_WAIT_S
+        await controller._handle(ResyncDue(key))
+        while key in controller.pending:
+            await controller._handle(key)
+        written = await store.get(Job, "ns", "job")
+        assert written.status is not None and written.status.pending == 4
+        assert written.status.state is not None and written.status.state.phase == JobPhase.PENDING
 
     asyncio.run(scenario())
 
