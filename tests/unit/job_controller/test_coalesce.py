@@ -17,7 +17,7 @@ from vc_core.times import rfc3339
 from vc_job_controller.controller import (
     COUNTS_EVERY_S,
     COUNTS_SETTLE_S,
-    CREATED_PODS_WAIT_S,
+    STARTING_WAIT_S,
     JobController,
     ResyncDue,
 )
@@ -228,8 +228,9 @@ def test_the_controller_holds_a_count_change_until_it_settles_and_stamps_its_tas
         await start(1)  # still settling: held with the first
         assert (await settle()).status == written and controller.held_since[key] == first_seen
         assert controller.held_tasks[key] == task_seen  # the same task phase: still first seen then
-        # the hold is over: the sync writes what it finds, the task's change stamped when it was first held
-        controller.held_since[key] = first_seen - COUNTS_SETTLE_S
+        # the hold is over (a Pending job's gang coming up waits STARTING_WAIT_S): the sync writes what it
+        # finds, the task's change stamped when it was first held
+        controller.held_since[key] = first_seen - STARTING_WAIT_S
         if key in controller.status_written:
             controller.status_written[key] -= COUNTS_EVERY_S
         await controller._handle(ResyncDue(key))
@@ -245,10 +246,10 @@ def test_the_controller_holds_a_count_change_until_it_settles_and_stamps_its_tas
     asyncio.run(scenario())
 
 
-def test_pods_only_created_wait_for_their_start_so_the_job_writes_once_for_both() -> None:
-    """A gang's pods are created as soon as its PodGroup is Inqueue and start once bound, seconds later
-    on a busy cluster: the count change of their creation waits up to CREATED_PODS_WAIT_S, and the job's
-    phase change when they run carries it (one status write, not two)."""
+def test_a_pending_jobs_gang_coming_up_waits_so_the_job_writes_once_when_it_runs() -> None:
+    """A gang's pods are created as soon as its PodGroup is Inqueue and start once bound, over seconds
+    on a busy cluster: while the job is Pending its count changes wait up to STARTING_WAIT_S, and the
+    job's phase change when minAvailable pods run carries them (one status write, not three)."""
 
     async def scenario() -> None:
         store = MemoryStore()
@@ -268,9 +269,9 @@ def test_pods_only_created_wait_for_their_start_so_the_job_writes_once_for_both(
 
         before = await store.get(Job, "ns", "job")
         assert (await settle()).status == before.status  # four pods created, none started: held
-        assert controller._only_created(key)
+        assert controller._gang_starting(key, before)
         since = controller.held_since[key]
-        assert controller.resync_armed[key] >= since + CREATED_PODS_WAIT_S
+        assert controller.resync_armed[key] >= since + STARTING_WAIT_S
         # Past the ordinary settle the resync still holds it.
         controller.held_since[key] = since - 2 * COUNTS_SETTLE_S
         controller.status_written.pop(key, None)
@@ -280,6 +281,9 @@ def test_pods_only_created_wait_for_their_start_so_the_job_writes_once_for_both(
             old = controller.pods.get("ns", f"job-w-{i}")
             assert old is not None and old.status is not None
             controller.pods.remember(await store.update(replace(old, status=replace(old.status, phase="Running"))))
+            if i < 3:  # starting, short of minAvailable: still held, even past the ordinary settle
+                controller.held_since[key] -= 2 * COUNTS_SETTLE_S
+                assert (await settle()).status == before.status
         after = await settle()
         assert after.status is not None and after.status.state is not None
         assert after.status.state.phase == JobPhase.RUNNING and after.status.running == 4 and after.status.pending == 0
@@ -289,7 +293,7 @@ def test_pods_only_created_wait_for_their_start_so_the_job_writes_once_for_both(
     asyncio.run(scenario())
 
 
-def test_pods_created_and_never_started_are_written_after_created_pods_wait_s() -> None:
+def test_pods_created_and_never_started_are_written_after_starting_wait_s() -> None:
     async def scenario() -> None:
         store = MemoryStore()
 
@@ -301,7 +305,7 @@ def test_pods_created_and_never_started_are_written_after_created_pods_wait_s() 
         key = ("ns", "job")
         while key in controller.pending:
             await controller._handle(key)
-        controller.held_since[key] -= CREATED_PODS_WAIT_S
+        controller.held_since[key] -= STARTING_WAIT_S
         await controller._handle(ResyncDue(key))
         while key in controller.pending:
             await controller._handle(key)

@@ -36,7 +36,7 @@ from vc_proto.batch import Job
 from vc_proto.bus import Command
 from vc_proto.core import Pod, PriorityClass
 from vc_proto.scheduling import PodGroup, Queue
-from vc_proto.vocabulary import DEFAULT_QUEUE, JOB_VERSION_KEY, PodPhase
+from vc_proto.vocabulary import DEFAULT_QUEUE, JOB_VERSION_KEY, JobPhase, PodPhase
 from vc_runtime.informer import Informer
 from vc_runtime.membership import Membership
 from vc_runtime.refusals import report_refused
@@ -84,12 +84,13 @@ MAX_PENDING_PER_JOB = 1000
 # carries the counts). Measured on kube: the partial-Running PATCH of most gang jobs went.
 COUNTS_EVERY_S = 1.0
 COUNTS_SETTLE_S = 1.0
-# A held change that only brings pods into being (every task it moves is Pending: a gang's pods, created
-# as soon as its PodGroup is Inqueue) waits up to CREATED_PODS_WAIT_S instead: what comes next is those
-# pods starting once they are bound, and that write (or the job's phase change) carries them. On kube,
-# 1,000 nodes under load, 5-9 s passed between the two for most jobs: a PATCH of its own per job. Once
-# the held change moves a task past Pending it settles afresh, as any other.
-CREATED_PODS_WAIT_S = 10.0
+# While a Pending job's gang comes up (every task the held change moves is Pending or Running: its pods
+# created as soon as its PodGroup is Inqueue, then starting once bound) a change of counts waits up to
+# STARTING_WAIT_S instead: the job's phase change when minAvailable pods run is written at once and
+# carries them. On kube, 1,000 nodes under load, 5-9 s passed between pods created and the gang running,
+# and its pods started over seconds: one or two PATCHes of their own per job.
+STARTING_WAIT_S = 10.0
+_COMING_UP = frozenset((PodPhase.PENDING, PodPhase.RUNNING))  # task phases (logic.transitions.task_phase)
 
 
 class JobController:
@@ -281,14 +282,14 @@ class JobController:
         )
         written = self.status_written.get(key)
         since = self.held_since.get(key)
-        created_only = self._only_created(key)
+        starting = self._gang_starting(key, job)
         with LATENCY.time():
             plan = decide(
                 view,
                 request,
                 datetime.now(UTC),
                 merged=merged,
-                hold_counts=time.monotonic() < self._hold_until(written, since, created_only=created_only),
+                hold_counts=time.monotonic() < self._hold_until(written, since, starting=starting),
                 tasks_seen=self.held_tasks.get(key),
             )
             try:
@@ -304,9 +305,7 @@ class JobController:
             now = time.monotonic()
             since = self.held_since.setdefault(key, now)
             self._note_held_tasks(key, plan.held_tasks)
-            if created_only and not self._only_created(key):
-                since = self.held_since[key] = now  # the created pods started: that burst settles afresh
-            due = self._hold_until(written, since, created_only=self._only_created(key))
+            due = self._hold_until(written, since, starting=self._gang_starting(key, job))
             armed = self.resync_armed.get(key)
             if armed is None or due < armed:
                 self.resync_armed[key] = due
@@ -319,19 +318,22 @@ class JobController:
         MERGED.inc(len(merged))
 
     @staticmethod
-    def _hold_until(written: float | None, since: float | None, *, created_only: bool = False) -> float:
+    def _hold_until(written: float | None, since: float | None, *, starting: bool = False) -> float:
         """Until when (monotonic) a change of counts alone is held back: COUNTS_SETTLE_S after it was
-        first held (from now, for a change not held yet), CREATED_PODS_WAIT_S for one that only brought
-        pods into being, and COUNTS_EVERY_S after the last write."""
-        settle = CREATED_PODS_WAIT_S if created_only else COUNTS_SETTLE_S
+        first held (from now, for a change not held yet), STARTING_WAIT_S while a Pending job's gang
+        comes up, and COUNTS_EVERY_S after the last write."""
+        settle = STARTING_WAIT_S if starting else COUNTS_SETTLE_S
         settled = (since if since is not None else time.monotonic()) + settle
         return max(settled, written + COUNTS_EVERY_S if written is not None else 0.0)
 
-    def _only_created(self, key: JobKey) -> bool:
-        """The change held for this job moves tasks to Pending and nowhere else (pods created, none
-        started or gone)."""
+    def _gang_starting(self, key: JobKey, job: Job) -> bool:
+        """The job is Pending and the change held for it moves tasks to Pending or Running only (its pods
+        created, or starting; none finished or gone)."""
+        state = job.status.state if job.status else None
+        if state is not None and state.phase not in ("", JobPhase.PENDING):
+            return False
         held = self.held_tasks.get(key) or {}
-        return bool(held) and all(phase == PodPhase.PENDING for phase, _ in held.values())
+        return bool(held) and all(phase in _COMING_UP for phase, _ in held.values())
 
     def _note_held_tasks(self, key: JobKey, moved: tuple[tuple[str, str], ...]) -> None:
         """Each task the held change moves, in the phase it moves to, first seen when: kept from an earlier
