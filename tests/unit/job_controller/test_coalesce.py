@@ -161,6 +161,29 @@ async def controller_with_a_gang(store: MemoryStore, publish: object, gang: Job)
     return controller
 
 
+KEY = ("ns", "job")
+
+
+async def pending_gang(store: MemoryStore, publish: object) -> JobController:
+    """A controller holding a Pending job "job" whose gang of four (minAvailable 4) is created."""
+    gang = job([task("w", 4)], name="job", phase=JobPhase.PENDING, min_available=4)
+    return await controller_with_a_gang(store, publish, gang)
+
+
+async def run_passes(controller: JobController, store: MemoryStore) -> Job:
+    """Run the job's passes until none is pending (its writes delivered back, as its watch would)."""
+    while KEY in controller.pending:
+        await controller._handle(KEY)
+        controller.jobs.remember(await store.get(Job, "ns", "job"))
+    return await store.get(Job, "ns", "job")
+
+
+async def start(controller: JobController, store: MemoryStore, i: int) -> None:
+    old = controller.pods.get("ns", f"job-w-{i}")
+    assert old is not None and old.status is not None
+    controller.pods.remember(await store.update(replace(old, status=replace(old.status, phase="Running"))))
+
+
 def test_the_controller_handles_a_gang_starting_in_one_pass_with_one_history_batch() -> None:
     async def scenario() -> None:
         store, batches = MemoryStore(), []
@@ -200,33 +223,25 @@ def test_the_controller_holds_a_count_change_until_it_settles_and_stamps_its_tas
             events.extend(batch)  # type: ignore[call-overload]
             return 0
 
-        gang = job([task("w", 4)], name="job", phase=JobPhase.PENDING, min_available=4)
-        controller = await controller_with_a_gang(store, publish, gang)
-        key = ("ns", "job")
-
-        async def settle() -> Job:
-            while key in controller.pending:
-                await controller._handle(key)
-                controller.jobs.remember(await store.get(Job, "ns", "job"))
-            return await store.get(Job, "ns", "job")
-
-        async def start(i: int) -> None:
-            old = controller.pods.get("ns", f"job-w-{i}")
-            assert old is not None and old.status is not None
-            controller.pods.remember(await store.update(replace(old, status=replace(old.status, phase="Running"))))
+        controller = await pending_gang(store, publish)
+        key = KEY
 
         def task_phases() -> list[tuple[str | None, str | None]]:
             return [(e.phase, e.occurred_at) for e in events if e.kind == "Task"]
 
-        await settle()
+        await run_passes(controller, store)
         written = (await store.get(Job, "ns", "job")).status
         events.clear()
-        await start(0)  # the task's first Running pod: counts (and the task's phase) alone, held
-        assert (await settle()).status == written and key in controller.resync_armed and not task_phases()
+        await start(controller, store, 0)  # the task's first Running pod: counts (and the task's phase) alone, held
+        assert (
+            (await run_passes(controller, store)).status == written
+            and key in controller.resync_armed
+            and not task_phases()
+        )
         first_seen, task_seen = controller.held_since[key], controller.held_tasks[key]
         assert task_seen == {"w": ("Running", task_seen["w"][1])}
-        await start(1)  # still settling: held with the first
-        assert (await settle()).status == written and controller.held_since[key] == first_seen
+        await start(controller, store, 1)  # still settling: held with the first
+        assert (await run_passes(controller, store)).status == written and controller.held_since[key] == first_seen
         assert controller.held_tasks[key] == task_seen  # the same task phase: still first seen then
         # the hold is over (a Pending job's gang coming up waits STARTING_WAIT_S): the sync writes what it
         # finds, the task's change stamped when it was first held
@@ -234,12 +249,12 @@ def test_the_controller_holds_a_count_change_until_it_settles_and_stamps_its_tas
         if key in controller.status_written:
             controller.status_written[key] -= COUNTS_EVERY_S
         await controller._handle(ResyncDue(key))
-        assert (await settle()).status.running == 2 and key not in controller.resync_armed  # type: ignore[union-attr]
+        assert (await run_passes(controller, store)).status.running == 2 and key not in controller.resync_armed  # type: ignore[union-attr]
         assert task_phases() == [("Running", rfc3339(task_seen["w"][1]))]
         assert key not in controller.held_since and key not in controller.held_tasks
-        await start(2)
-        await start(3)  # minAvailable reached: the phase is written at once, counts with it
-        done = await settle()
+        await start(controller, store, 2)
+        await start(controller, store, 3)  # minAvailable reached: the phase is written at once, counts with it
+        done = await run_passes(controller, store)
         assert done.status.running == 4 and done.status.state.phase == JobPhase.RUNNING  # type: ignore[union-attr]
         assert key not in controller.held_since
 
@@ -257,18 +272,10 @@ def test_a_pending_jobs_gang_coming_up_waits_so_the_job_writes_once_when_it_runs
         async def publish(events: object) -> int:
             return 0
 
-        gang = job([task("w", 4)], name="job", phase=JobPhase.PENDING, min_available=4)
-        controller = await controller_with_a_gang(store, publish, gang)
-        key = ("ns", "job")
-
-        async def settle() -> Job:
-            while key in controller.pending:
-                await controller._handle(key)
-                controller.jobs.remember(await store.get(Job, "ns", "job"))
-            return await store.get(Job, "ns", "job")
-
+        controller = await pending_gang(store, publish)
+        key = KEY
         before = await store.get(Job, "ns", "job")
-        assert (await settle()).status == before.status  # four pods created, none started: held
+        assert (await run_passes(controller, store)).status == before.status  # four pods created, none started: held
         assert controller._gang_starting(key, before)
         since = controller.held_since[key]
         assert controller.resync_armed[key] >= since + STARTING_WAIT_S
@@ -276,15 +283,13 @@ def test_a_pending_jobs_gang_coming_up_waits_so_the_job_writes_once_when_it_runs
         controller.held_since[key] = since - 2 * COUNTS_SETTLE_S
         controller.status_written.pop(key, None)
         await controller._handle(ResyncDue(key))
-        assert (await settle()).status == before.status
+        assert (await run_passes(controller, store)).status == before.status
         for i in range(4):
-            old = controller.pods.get("ns", f"job-w-{i}")
-            assert old is not None and old.status is not None
-            controller.pods.remember(await store.update(replace(old, status=replace(old.status, phase="Running"))))
+            await start(controller, store, i)
             if i < 3:  # starting, short of minAvailable: still held, even past the ordinary settle
                 controller.held_since[key] -= 2 * COUNTS_SETTLE_S
-                assert (await settle()).status == before.status
-        after = await settle()
+                assert (await run_passes(controller, store)).status == before.status
+        after = await run_passes(controller, store)
         assert after.status is not None and after.status.state is not None
         assert after.status.state.phase == JobPhase.RUNNING and after.status.running == 4 and after.status.pending == 0
         assert int(after.metadata.resource_version or 0) == int(before.metadata.resource_version or 0) + 1
@@ -300,16 +305,11 @@ def test_pods_created_and_never_started_are_written_after_starting_wait_s() -> N
         async def publish(events: object) -> int:
             return 0
 
-        gang = job([task("w", 4)], name="job", phase=JobPhase.PENDING, min_available=4)
-        controller = await controller_with_a_gang(store, publish, gang)
-        key = ("ns", "job")
-        while key in controller.pending:
-            await controller._handle(key)
-        controller.held_since[key] -= STARTING_WAIT_S
-        await controller._handle(ResyncDue(key))
-        while key in controller.pending:
-            await controller._handle(key)
-        written = await store.get(Job, "ns", "job")
+        controller = await pending_gang(store, publish)
+        await run_passes(controller, store)
+        controller.held_since[KEY] -= STARTING_WAIT_S
+        await controller._handle(ResyncDue(KEY))
+        written = await run_passes(controller, store)
         assert written.status is not None and written.status.pending == 4
         assert written.status.state is not None and written.status.state.phase == JobPhase.PENDING
 
