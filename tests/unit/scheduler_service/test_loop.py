@@ -14,7 +14,13 @@ from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.gangs import gangs_of, hierarchical
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.ledger import View
-from vc_scheduler.status_policy import ALLOCATED_EVERY_S, BINDS_SEEN_S, COUNTS_EVERY_S, COUNTS_SETTLE_S
+from vc_scheduler.status_policy import (
+    ALLOCATED_EVERY_S,
+    BINDS_SEEN_S,
+    COUNTS_EVERY_S,
+    COUNTS_SETTLE_S,
+    PODS_START_S,
+)
 from vc_scheduler.status_writer import StatusWriter
 from vc_scheduling.cycle import load_scheduler_conf
 from vc_scheduling.framework.decisions import Bind, PodGroupStatusUpdate, QueueStatusUpdate
@@ -98,9 +104,30 @@ def test_a_placed_gang_waits_for_its_binds_so_scheduled_and_running_make_one_wri
     assert not writer.offer_podgroup(placed)
     clock.now += BINDS_SEEN_S / 2
     assert not writer.offer_podgroup(placed)
-    # The binds are seen: Running, written at once, with the Scheduled condition.
-    assert writer.offer_podgroup(replace(placed, phase="Running"))
+    # The binds are seen: Running, but its pods are still starting: that waits too (PODS_START_S) ...
+    bound = replace(placed, phase="Running")
+    assert not writer.offer_podgroup(bound)
+    clock.now += PODS_START_S / 2
+    assert not writer.offer_podgroup(replace(bound, running=1))
+    # ... until minMember of them run: Running, the Scheduled condition and the counts in one write.
+    assert writer.offer_podgroup(replace(bound, running=2))
     assert work.backlog == 1
+
+
+def test_a_bound_gang_whose_pods_do_not_start_reads_running_after_pods_start_s() -> None:
+    cache, clock = SchedulerCache(), Clock()
+    cache.podgroups["ns/a"] = replace(group("a", "q", min_member=2), phase="Pending")
+    writer, _ = writer_with(cache, clock)
+    assert writer.offer_podgroup(PodGroupStatusUpdate("ns/a", "Inqueue", (), 0, 0, 0))
+    bound = PodGroupStatusUpdate("ns/a", "Running", (), 1, 0, 0)
+    assert not writer.offer_podgroup(bound)
+    clock.now += PODS_START_S - 0.1
+    assert not writer.offer_podgroup(bound)
+    clock.now += 0.1
+    assert writer.offer_podgroup(bound)
+    # Other phase changes are written at once (Running -> Completed).
+    clock.now += 1
+    assert writer.offer_podgroup(replace(bound, phase="Completed", running=0, succeeded=2))
 
 
 def test_a_scheduled_condition_whose_binds_are_never_seen_is_written_after_binds_seen_s() -> None:

@@ -15,6 +15,11 @@ come in bursts are spaced:
   Inqueue with a Scheduled condition not yet sent, that condition waits up to BINDS_SEEN_S for the
   phase change, which is written at once and carries it (measured on kube, 1,000 nodes: a condition-only
   PATCH for half the gangs, a few seconds before the Running one);
+- a gang whose binds are seen reads Running while its pods are still starting: from Inqueue, that phase
+  change waits up to PODS_START_S for minMember of them to run, so the pod counts that follow within
+  seconds go with it (Inqueue, Running and counts were three PATCHes per gang; the job controller and
+  the queues count an admitted PodGroup the same whether Inqueue or Running, and the scheduler's own
+  enqueue accounting subtracts what is placed);
 - an update equal to what was last sent is re-sent only after STATUS_RESEND_S, and only if the
   stored status still disagrees (the write failed, or another writer won); until then the watch
   simply has not caught up;
@@ -39,6 +44,7 @@ COUNTS_EVERY_S = 3.0  # a PodGroup whose phase holds is rewritten at most this o
 COUNTS_SETTLE_S = 1.0  # and a change that keeps the phase waits this long from when it was first offered
 ALLOCATED_EVERY_S = 1.0  # a queue's status.allocated is rewritten at most this often
 BINDS_SEEN_S = 15.0  # a new Scheduled condition on an Inqueue PodGroup waits this long for Running
+PODS_START_S = 10.0  # Inqueue -> Running waits this long for minMember pods to run
 SCHEDULED = "Scheduled"
 
 Signature = tuple[object, ...]
@@ -95,6 +101,17 @@ def newly_scheduled(sent: Signature, update: PodGroupStatusUpdate) -> bool:
     return dict(sent_conditions).get(SCHEDULED) != now
 
 
+def starting(sent: Signature, update: PodGroupStatusUpdate, stored: PodGroupObj | None) -> bool:
+    """Inqueue was sent and the update reads Running with fewer than minMember pods running: the gang
+    is bound and its pods are starting."""
+    return (
+        sent[0] == PodGroupPhase.INQUEUE
+        and update.phase == PodGroupPhase.RUNNING
+        and stored is not None
+        and update.running < stored.min_member
+    )
+
+
 def stored_matches(phase: str, stored: tuple[PodGroupCondition, ...], update: PodGroupStatusUpdate) -> bool:
     """The stored status already says what the update says (stored conditions may hold more types:
     a write keeps the conditions an update does not mention)."""
@@ -137,6 +154,7 @@ class SentStatuses:
         self._sent: dict[str, tuple[Signature, float]] = {}
         self._first_offered: dict[str, float] = {}  # PodGroups offered, never sent: since when
         self._minor_since: dict[str, float] = {}  # a change keeping the sent phase, not yet sent: since when
+        self._starting_since: dict[str, float] = {}  # Running offered after Inqueue, pods not running yet
         self._held = _Held()
 
     def due(self, update: PodGroupStatusUpdate, now: float, stored: PodGroupObj | None) -> bool:
@@ -150,6 +168,11 @@ class SentStatuses:
             if now - first < COUNTS_EVERY_S:
                 self._held.hold(key, first + COUNTS_EVERY_S)
                 return False  # a first status keeping the phase: the enqueue about to follow says more
+        if sent is not None and starting(sent[0], update, stored):
+            first = self._starting_since.setdefault(key, now)
+            if now - first < PODS_START_S:
+                self._held.hold(key, first + PODS_START_S)
+                return False  # bound, pods starting: the counts about to follow go in the same write
         if sent is not None and minor_only(sent[0], sig):
             since = self._minor_since.setdefault(key, now)
             until = max(sent[1] + COUNTS_EVERY_S, since + COUNTS_SETTLE_S)
@@ -171,6 +194,7 @@ class SentStatuses:
         self._sent[key] = (sig, now)
         self._first_offered.pop(key, None)
         self._minor_since.pop(key, None)
+        self._starting_since.pop(key, None)
         return True
 
     def holds(self, key: str) -> bool:
@@ -188,10 +212,11 @@ class SentStatuses:
 
     def forget_all_but(self, live: Container[str], *, above: int) -> None:
         """Drop deleted PodGroups' entries once more than `above` are held (bounded by the cluster)."""
-        if len(self._sent) + len(self._first_offered) + len(self._minor_since) > above:
+        if len(self._sent) + len(self._first_offered) + len(self._minor_since) + len(self._starting_since) > above:
             self._sent = {k: v for k, v in self._sent.items() if k in live}
             self._first_offered = {k: v for k, v in self._first_offered.items() if k in live}
             self._minor_since = {k: v for k, v in self._minor_since.items() if k in live}
+            self._starting_since = {k: v for k, v in self._starting_since.items() if k in live}
             self._held.keep_only(live)
 
 
