@@ -13,7 +13,7 @@ come in bursts are spaced:
   followed by condition-only writes a second apart);
 - a gang placed whole reads Scheduled at once, but Running only once its binds are seen: while it is
   Inqueue with a Scheduled condition not yet sent, that condition waits up to BINDS_SEEN_S for the
-  phase change, which is written at once and carries it (measured on kube, 1,000 nodes: a condition-only
+  phase change, which carries it (measured on kube, 1,000 nodes: a condition-only
   PATCH for half the gangs, a few seconds before the Running one);
 - a gang whose binds are seen reads Running while its pods are still starting: from Inqueue, that phase
   change waits up to PODS_START_S for minMember of them to run, so the pod counts that follow within
@@ -173,6 +173,8 @@ class SentStatuses:
             if now - first < PODS_START_S:
                 self._held.hold(key, first + PODS_START_S)
                 return False  # bound, pods starting: the counts about to follow go in the same write
+        else:
+            self._starting_since.pop(key, None)
         if sent is not None and minor_only(sent[0], sig):
             since = self._minor_since.setdefault(key, now)
             until = max(sent[1] + COUNTS_EVERY_S, since + COUNTS_SETTLE_S)
