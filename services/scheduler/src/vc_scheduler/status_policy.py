@@ -17,9 +17,10 @@ come in bursts are spaced:
   PATCH for half the gangs, a few seconds before the Running one);
 - a gang whose binds are seen reads Running while its pods are still starting: from Inqueue, that phase
   change waits up to PODS_START_S for minMember of them to run, so the pod counts that follow within
-  seconds go with it (Inqueue, Running and counts were three PATCHes per gang; the job controller and
-  the queues count an admitted PodGroup the same whether Inqueue or Running, and the scheduler's own
-  enqueue accounting subtracts what is placed);
+  seconds go with it (Inqueue, Running and counts were three PATCHes per gang). Nothing acts on the
+  difference: the job controller creates pods for either phase, the scheduler's enqueue accounting
+  reserves an admitted gang's unplaced minResources in either, and a queue's status counts it Inqueue
+  meanwhile;
 - an update equal to what was last sent is re-sent only after STATUS_RESEND_S, and only if the
   stored status still disagrees (the write failed, or another writer won); until then the watch
   simply has not caught up;
