@@ -19,8 +19,8 @@ come in bursts are spaced:
   change waits up to PODS_START_S for minMember of them to run, so the pod counts that follow within
   seconds go with it (Inqueue, Running and counts were three PATCHes per gang). Nothing acts on the
   difference: the job controller creates pods for either phase, the scheduler's enqueue accounting
-  reserves an admitted gang's unplaced minResources in either, and a queue's status counts it Inqueue
-  meanwhile;
+  reserves an admitted gang's unplaced minResources in either; only a queue's status (its Inqueue count
+  and inqueueResources, which vcctl and the dashboard show) counts it Inqueue meanwhile;
 - an update equal to what was last sent is re-sent only after STATUS_RESEND_S, and only if the
   stored status still disagrees (the write failed, or another writer won); until then the watch
   simply has not caught up;
