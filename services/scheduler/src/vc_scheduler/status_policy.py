@@ -103,13 +103,13 @@ def newly_scheduled(sent: Signature, update: PodGroupStatusUpdate) -> bool:
 
 
 def starting(sent: Signature, update: PodGroupStatusUpdate, stored: PodGroupObj | None) -> bool:
-    """Inqueue was sent and the update reads Running with fewer than minMember pods running: the gang
-    is bound and its pods are starting."""
+    """Inqueue was sent and the update reads Running with fewer than minMember pods running or finished
+    (a short pod may finish before its last sibling starts): the gang is bound, its pods are starting."""
     return (
         sent[0] == PodGroupPhase.INQUEUE
         and update.phase == PodGroupPhase.RUNNING
         and stored is not None
-        and update.running < stored.min_member
+        and update.running + update.succeeded + update.failed < stored.min_member
     )
 
 
