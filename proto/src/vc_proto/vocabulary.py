@@ -58,6 +58,13 @@ class PodGroupPhase(StrEnum):
     COMPLETED = "Completed"
 
 
+class PodGroupConditionType(StrEnum):
+    """The PodGroup conditions the scheduler writes (Volcano's PodGroupConditionType)."""
+
+    UNSCHEDULABLE = "Unschedulable"
+    SCHEDULED = "Scheduled"
+
+
 class QueueState(StrEnum):
     OPEN = "Open"
     CLOSED = "Closed"

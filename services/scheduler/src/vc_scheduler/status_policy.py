@@ -36,7 +36,7 @@ from typing import cast
 
 from vc_proto.scheduling import PodGroupCondition as StoredCondition
 from vc_proto.scheduling import PodGroupStatus
-from vc_proto.vocabulary import PodGroupPhase
+from vc_proto.vocabulary import PodGroupConditionType, PodGroupPhase
 from vc_scheduling.framework.decisions import PodGroupStatusUpdate, QueueStatusUpdate
 from vc_scheduling.snapshot.cluster import PodGroupCondition, PodGroupObj
 
@@ -46,7 +46,7 @@ COUNTS_SETTLE_S = 1.0  # and a change that keeps the phase waits this long from 
 ALLOCATED_EVERY_S = 1.0  # a queue's status.allocated is rewritten at most this often
 BINDS_SEEN_S = 15.0  # a new Scheduled condition on an Inqueue PodGroup waits this long for Running
 PODS_START_S = 10.0  # Inqueue -> Running waits this long for minMember pods to run
-SCHEDULED = "Scheduled"
+SCHEDULED = PodGroupConditionType.SCHEDULED
 
 Signature = tuple[object, ...]
 

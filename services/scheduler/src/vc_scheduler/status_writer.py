@@ -21,6 +21,7 @@ from vc_core.ownership import Ownership
 from vc_core.store import ObjectStore, VersionMemory
 from vc_proto import events as ev
 from vc_proto.scheduling import PodGroup, PodGroupStatus, Queue, QueueStatus
+from vc_proto.vocabulary import PodGroupConditionType
 from vc_runtime.sharding import FencedStore
 from vc_scheduler.cache import SchedulerCache, revision_of, stored_object
 from vc_scheduler.events import SchedulerEvents, timestamp
@@ -211,7 +212,7 @@ class StatusWriter:
         for cond in new.conditions or []:
             if cond.status != "True" or before.get(cond.type or "") == (cond.status, cond.message):
                 continue
-            reason = ev.UNSCHEDULABLE if cond.type == "Unschedulable" else ev.SCHEDULED
+            reason = ev.UNSCHEDULABLE if cond.type == PodGroupConditionType.UNSCHEDULABLE else ev.SCHEDULED
             job = self._cache.owner_job.get(f"{pg.metadata.namespace}/{pg.metadata.name}")
             await self._events.publish(
                 kind="PodGroup",

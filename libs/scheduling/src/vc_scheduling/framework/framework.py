@@ -8,6 +8,7 @@ from functools import partial
 
 import numpy as np
 
+from vc_proto.vocabulary import PodGroupConditionType
 from vc_scheduling.framework.carried import CarriedState
 from vc_scheduling.framework.conf import SchedulerConf
 from vc_scheduling.framework.decisions import PodGroupStatusUpdate, QueueStatusUpdate
@@ -24,9 +25,9 @@ from vc_scheduling.framework.registry import Registry
 from vc_scheduling.framework.resources import format_amount
 from vc_scheduling.framework.session import Session
 from vc_scheduling.framework.session_cluster import remember_snapshot
-from vc_scheduling.snapshot.cluster import ROOT_QUEUE, ClusterSnapshot, PodGroupCondition
+from vc_scheduling.snapshot.cluster import ROOT_QUEUE, ClusterSnapshot
 
-UNSCHEDULABLE = "Unschedulable"
+UNSCHEDULABLE = PodGroupConditionType.UNSCHEDULABLE
 
 
 def open_session(
@@ -81,8 +82,7 @@ def _drop_invalid_jobs(ssn: Session) -> None:
         result = _opening_validity(ssn, job)
         if result is None:
             continue
-        condition = PodGroupCondition(UNSCHEDULABLE, "True", result.reason, result.message, ssn.uid)
-        ssn.update_podgroup_condition(job, condition)
+        ssn.mark_invalid(job, result)
         ssn.invalid_jobs[job.uid] = ssn.jobs.pop(job.uid)
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from vc_proto.vocabulary import PodGroupConditionType
 from vc_scheduling.framework.conf import SchedulerConf, Tier
 from vc_scheduling.framework.decisions import Bind, Evict
 from vc_scheduling.framework.equivalence import EquivalenceCache
@@ -439,6 +440,13 @@ class Session:
 
     def update_podgroup_condition(self, job: JobInfo, condition: PodGroupCondition) -> None:
         job.conditions[condition.type] = condition
+
+    def mark_invalid(self, job: JobInfo, result: ValidateResult) -> None:
+        """The Unschedulable condition of a job failing JobValid: its reason and message as they are."""
+        condition = PodGroupCondition(
+            PodGroupConditionType.UNSCHEDULABLE, "True", result.reason, result.message, self.uid
+        )
+        self.update_podgroup_condition(job, condition)
 
     def queue_of(self, job: JobInfo) -> QueueInfo | None:
         return self.queues.get(job.queue)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar, Final
 
-from vc_proto.vocabulary import PodGroupPhase
+from vc_proto.vocabulary import PodGroupConditionType, PodGroupPhase
 from vc_scheduling.framework.explain import explain_job
 from vc_scheduling.framework.interfaces import ExtensionPoint, PluginArgs, ValidateResult, Verdict, Vote
 from vc_scheduling.framework.model import ALLOCATED_STATUSES, JobInfo, TaskInfo, TaskStatus
@@ -22,6 +22,8 @@ NOT_ENOUGH_RESOURCES: Final = "NotEnoughResources"
 NOT_ENOUGH_TASKS: Final = "NotEnoughTasks"
 NOT_ENOUGH_PODS_OF_TASK: Final = "NotEnoughPodsOfTask"
 READY_REASON: Final = "tasks in gang are ready to be scheduled"
+SCHEDULED: Final = PodGroupConditionType.SCHEDULED
+UNSCHEDULABLE: Final = PodGroupConditionType.UNSCHEDULABLE
 
 
 class GangPlugin:
@@ -91,26 +93,23 @@ class GangPlugin:
     def on_session_close(self, ssn: Session) -> None:
         for job in ssn.jobs.values():
             if job.is_ready():
-                ssn.update_podgroup_condition(job, PodGroupCondition("Scheduled", "True", READY_REASON, "", ssn.uid))
+                ssn.update_podgroup_condition(job, PodGroupCondition(SCHEDULED, "True", READY_REASON, "", ssn.uid))
                 continue
             if job.tasks:  # Volcano's volcano_job_retry_counts: one more session that left it unready
                 ssn.retried_jobs.append(job.uid)
-            missing_pods = self.job_valid(job) if job.phase == PodGroupPhase.INQUEUE else None
-            if missing_pods is not None:
+            invalid = ssn.job_valid(job) if job.phase == PodGroupPhase.INQUEUE else None
+            if invalid is not None:
                 # Enqueued this session before its pods exist (a vcjob's are created once it is Inqueue):
-                # say so in the words the sessions after this one use (framework's invalid-job check)
+                # say so as the sessions after this one will (framework's invalid-job check at open)
                 # rather than "10/0 tasks in gang unschedulable", which one of them would only replace.
-                condition = PodGroupCondition(
-                    "Unschedulable", "True", missing_pods.reason, missing_pods.message, ssn.uid
-                )
-                ssn.update_podgroup_condition(job, condition)
+                ssn.mark_invalid(job, invalid)
                 continue
             message = unschedulable_message(job)
             job.job_fit_errors = message
             why = explain_job(ssn, job)
             if why:
                 message = f"{message}{'' if message.endswith('.') else '.'} {why}"
-            condition = PodGroupCondition("Unschedulable", "True", NOT_ENOUGH_RESOURCES, message, ssn.uid)
+            condition = PodGroupCondition(UNSCHEDULABLE, "True", NOT_ENOUGH_RESOURCES, message, ssn.uid)
             ssn.update_podgroup_condition(job, condition)
         self.jobs = {}
 

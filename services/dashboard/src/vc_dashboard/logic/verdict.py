@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Final
 
 from vc_proto.scheduling import PodGroup
+from vc_proto.vocabulary import PodGroupConditionType
 
-UNSCHEDULABLE: Final = "Unschedulable"
+UNSCHEDULABLE: Final = PodGroupConditionType.UNSCHEDULABLE
 WAITING_JOB_PHASES: Final = frozenset({"", "Pending", "Restarting"})
 WAITING_GROUP_PHASES: Final = frozenset({"", "Pending", "Inqueue"})
 
