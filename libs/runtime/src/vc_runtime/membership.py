@@ -11,6 +11,12 @@ Keys (jobs, queues, PodGroups) belong to the live member with the highest rendez
 paused instance (SIGSTOP) that wakes after its lease lapsed therefore writes nothing; it re-joins
 under a new epoch and waits a settle period, so the peers that took over its keys have seen it before
 it claims any back.
+
+Vouches: a lease may also say which peers this instance has caught up with (`vouch`): what that
+promise means is the group's own (the scheduler's: its binds made without the placement ledger while
+it ran alone are in the ledger, and it writes the ledger again; see vc_scheduler/solo.py). `vouches_of`
+holds each member's last published set; a member whose lease has no such field (an older version)
+is absent from it.
 """
 
 from __future__ import annotations
@@ -67,6 +73,11 @@ class Membership:
         self.members: tuple[str, ...] = ()
         self._changed = asyncio.Event()
         self._ready = asyncio.Event()
+        self._vouches: frozenset[str] = frozenset()
+        self.vouches_of: dict[str, frozenset[str]] = {}
+        self.watched_revision = 0  # the newest lease revision the watch delivered
+        self._watched = asyncio.Event()
+        self._write_lock = asyncio.Lock()  # renewals and vouches compare-and-set the same lease
 
     # -- queries -----------------------------------------------------------------------------------
     def can_write(self) -> bool:
@@ -109,7 +120,24 @@ class Membership:
         return f"{self.group}.{self.instance}"
 
     def _value(self) -> bytes:
-        return json.dumps({"instance": self.instance, "epoch": self.epoch, "ttl_s": self.ttl_s}).encode()
+        value = {"instance": self.instance, "epoch": self.epoch, "ttl_s": self.ttl_s, "vouches": sorted(self._vouches)}
+        return json.dumps(value).encode()
+
+    async def vouch(self, peers: frozenset[str]) -> int:
+        """Publish, in this instance's lease now, the peers it has caught up with; the lease's revision
+        once written (a failure raises: the caller tries again; the lease itself is the renewals' job)."""
+        assert self._kv is not None, "vouch before run() joined"
+        async with self._write_lock:
+            self._vouches = frozenset(peers)
+            self._revision = await self._kv.update(self._key(), self._value(), last=self._revision)
+            return self._revision
+
+    async def wait_watched(self, revision: int) -> None:
+        """Until the watch has delivered every lease change up to `revision` (so the member set then
+        known includes every instance that joined before it)."""
+        while self.watched_revision < revision:
+            self._watched.clear()
+            await self._watched.wait()
 
     async def _join(self) -> None:
         assert self._kv is not None
@@ -142,6 +170,10 @@ class Membership:
         return max(0.0, self._last_sent + self.ttl_s / 3 - self._clock())
 
     async def _renew(self) -> None:
+        async with self._write_lock:
+            await self._renew_locked()
+
+    async def _renew_locked(self) -> None:
         assert self._kv is not None
         sent = self._last_sent = self._clock()
         try:
@@ -175,11 +207,30 @@ class Membership:
             name = entry.key.partition(".")[2]
             if entry.op is WatchOp.PUT and entry.value != b"{}":
                 self._seen[name] = self._clock()
+                self._note_vouches(name, entry.value)
             elif entry.op is WatchOp.DELETE:
                 self._seen.pop(name, None)
+                self.vouches_of.pop(name, None)
             elif entry.op is WatchOp.SYNCED:
                 self._ready.set()
+            if entry.revision > self.watched_revision:
+                self.watched_revision = entry.revision
+                self._watched.set()
             self._recompute()
+
+    def _note_vouches(self, name: str, value: bytes) -> None:
+        """A lease value's vouches; a value that is not a lease of this version vouches for nobody
+        (never for everybody: a garbage value must not let a peer skip waiting)."""
+        try:
+            vouches = json.loads(value).get("vouches")
+        except (ValueError, AttributeError):
+            vouches = []
+        if vouches is None:
+            self.vouches_of.pop(name, None)  # an older version's lease: it has no such promise to make
+        elif isinstance(vouches, list) and all(isinstance(v, str) for v in vouches):
+            self.vouches_of[name] = frozenset(vouches)
+        else:
+            self.vouches_of[name] = frozenset()
 
     def _recompute(self) -> None:
         now = self._clock()

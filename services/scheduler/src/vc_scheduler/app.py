@@ -29,6 +29,7 @@ from vc_scheduler.inflight import InFlight
 from vc_scheduler.ledger_kv import Ledger
 from vc_scheduler.ledger_sweep import LedgerSweeper
 from vc_scheduler.loop import SchedulingLoop
+from vc_scheduler.solo import SoloLedger
 from vc_scheduler.status_writer import StatusWriter
 from vc_scheduling.cycle import load_scheduler_conf
 
@@ -80,12 +81,13 @@ class SchedulerApp:
         )
         js = ctx.nc.jetstream()
         ledger = Ledger(js, instance=membership.instance, can_write=membership.can_write, replicas=replicas)
+        solo = SoloLedger(membership, ledger)
         work = InFlight(membership.instance)
         events = SchedulerEvents(ctx.events.publish, source=source)
         loop = SchedulingLoop(
             cache,
             self.conf,
-            binder=GangBinder(ctx.store, cache, events, ownership=membership, work=work, ledger_kv=ledger),
+            binder=GangBinder(ctx.store, cache, events, ownership=membership, work=work, ledger_kv=ledger, solo=solo),
             evictor=Evictor(ctx.store, events, ownership=membership, work=work),
             statuses=StatusWriter(ctx.store, cache, events, ownership=membership, work=work),
             period_s=self.period_s,
@@ -120,6 +122,7 @@ class SchedulerApp:
             FnWorker("membership", membership.run),
             *(FnWorker(f"cache:{kind}", partial(cache.follow, js, kind)) for kind in KINDS),
             FnWorker("ledger", ledger.follow),
+            FnWorker("solo", solo.run),
             FnWorker("loop", schedule),
             FnWorker("ledger-sweep", sweeper.run),
             FnWorker("membership-follow", follow_membership),

@@ -6,7 +6,8 @@ reservations already made). Only then are its pods bound, each a compare-and-set
 unbound, undeleted pod of the same uid is bound, the fence the binding subresource gives in
 Kubernetes); a pod that could not be bound gives its reservations back. Every write stops at the
 membership fence (the ledger's own, and a FencedStore for the pods), so an instance whose lease lapsed
-(paused, partitioned) writes nothing.
+(paused, partitioned) writes nothing. An instance running alone skips the ledger and journals what it
+would have reserved; with peers it binds only once they vouch for it (solo.py).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from vc_scheduler.gangs import Gang
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.ledger_kv import Ledger, node_key, queue_key
 from vc_scheduler.metrics import BINDS, GANGS, STAGE, TASK_LATENCY
+from vc_scheduler.solo import SoloLedger
 from vc_scheduling.framework.decisions import Bind
 
 log = structlog.get_logger(__name__)
@@ -57,6 +59,7 @@ class GangBinder:
         ownership: Ownership,
         work: InFlight,
         ledger_kv: Ledger | None = None,
+        solo: SoloLedger | None = None,
     ) -> None:
         self._store = FencedStore(store, ownership)
         self._cache = cache
@@ -64,6 +67,7 @@ class GangBinder:
         self._own = ownership
         self._work = work
         self._ledger = ledger_kv
+        self._solo = solo
 
     @property
     def instance(self) -> str:
@@ -103,8 +107,20 @@ class GangBinder:
             self._forget(gang.binds)
             return
         held: Held = []
+        alone = self._ledger is not None and self._solo is not None and self._solo.solo()
         try:
-            reserved = self._ledger is None or await self.reserve(gang, held)
+            if self._ledger is None:
+                reserved = True
+            elif alone:
+                assert self._solo is not None
+                self._solo.journal(self._reservations(gang))  # before any bind is sent (see solo.py)
+                reserved = True
+            elif not await self._cleared():
+                GANGS.labels(self.instance, "unvouched").inc()
+                self._forget(gang.binds)
+                return
+            else:
+                reserved = await self.reserve(gang, held)
         except Exception:
             await self._release(held)  # all or nothing, also when a write failed half-way
             raise
@@ -118,12 +134,38 @@ class GangBinder:
         if failed:
             self._forget(tuple(b for b in gang.binds if b.uid in failed))
             await self._release([(key, [u for u in uids if u in failed]) for key, uids in held])
+            if alone and self._solo is not None:
+                self._solo.forget(frozenset(failed))
         for outcome in outcomes:
             if isinstance(outcome, Fenced):
                 raise outcome
         GANGS.labels(self.instance, "ok" if not failed else "partial").inc()
 
     # -- the ledger --------------------------------------------------------------------------------
+    async def _cleared(self) -> bool:
+        """Whether every peer vouches for this instance, waiting up to OWN_LAPSE_WAIT_S (a peer that just
+        saw it join is writing its journal into the ledger); False: the gang is planned again later."""
+        if self._solo is None:
+            return True
+        deadline = time.monotonic() + OWN_LAPSE_WAIT_S
+        while not self._solo.cleared():
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(STANDING_POLL_S)  # vouches arrive on the lease watch
+        return True
+
+    def _reservations(self, gang: Gang) -> dict[str, dict[str, ledger.Reservation]]:
+        """By ledger key, the reservations `reserve` would make for the gang (for the solo journal)."""
+        stamp, epoch = time.time(), self._own.epoch
+        out: dict[str, dict[str, ledger.Reservation]] = {}
+        for b in gang.binds:
+            requests = gang.requests.get(b.uid, {})
+            made = ledger.reservation(b.pod, requests, instance=self.instance, epoch=epoch, at=stamp)
+            out.setdefault(node_key(b.node), {})[b.uid] = made
+            for queue, _ in gang.capped_queues:
+                out.setdefault(queue_key(queue), {})[b.uid] = made
+        return out
+
     async def reserve(self, gang: Gang, held: Held) -> bool:
         """All of the gang's reservations, its capped queues first, then every node at once; False if any
         refused (what was taken is in `held`, for the caller to roll back)."""

@@ -145,6 +145,15 @@ class Ledger:
             LEDGER_CONFLICTS.labels(self.instance, "node" if node is not None else "queue").inc()
         return outcome
 
+    async def add_bound(self, key: str, reservations: Mapping[str, Reservation]) -> None:
+        """Add reservations whatever the key's usage (pods already bound or being bound: see solo.py)."""
+
+        def change(record: Record) -> Outcome:
+            missing = {uid: r for uid, r in reservations.items() if uid not in record.reservations}
+            return Outcome(Record({**record.reservations, **missing}) if missing else record, 0)
+
+        await self._cas(key, change, fresh_on_reject=False)
+
     async def release(self, key: str, uids: Iterable[str]) -> None:
         drop = frozenset(uids)
 

@@ -210,7 +210,7 @@ QUEUE_WRITES = Counter(
 )
 GANGS = Counter(
     "tephra_scheduler_gang_commits_total",
-    "Gang commits by outcome (ok, conflict, fenced, moved, error)",
+    "Gang commits by outcome (ok, partial, conflict, unvouched, fenced, moved, error)",
     ["instance", "outcome"],
 )
 LEDGER_WRITES = Counter("tephra_scheduler_ledger_writes_total", "Ledger compare-and-set writes that won", ["instance"])
