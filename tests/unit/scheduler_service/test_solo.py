@@ -183,3 +183,23 @@ def test_the_journal_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     for i in range(10):
         solo.journal(_reservations(f"u{i}", "n1"))
     assert solo._journaled <= 3
+
+
+def test_a_settling_round_that_hangs_is_given_up_and_tried_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(solo_module, "SETTLE_TIMEOUT_S", 0.05)
+    monkeypatch.setattr(solo_module, "RETRY_S", 0.01)
+
+    async def scenario() -> None:
+        members = Members()
+        solo = _solo(members, RecordingLedger())
+        stop = asyncio.Event()
+        worker = asyncio.create_task(solo.run(stop))
+        await asyncio.sleep(0.2)  # the watch never shows the vouch: rounds time out, not solo
+        assert not solo.solo() and len(members.published) >= 2
+        members.members = ("s0", "s1")  # a peer: the worker is not stuck, it vouches for it
+        await asyncio.sleep(0.2)
+        assert members.published[-1] == frozenset({"s1"})
+        stop.set()
+        await worker
+
+    asyncio.run(scenario())

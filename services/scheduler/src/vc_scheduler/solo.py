@@ -36,6 +36,9 @@ from vc_scheduler.ledger_kv import Ledger
 log = structlog.get_logger(__name__)
 RECHECK_S = 0.5  # membership changes wake the worker; this also covers one it missed while busy
 RETRY_S = 1.0  # after a failed backfill or lease write (NATS unavailable)
+# One settling round may not hang on a watch or a write that never answers (a cluster losing its
+# leader): past this it is given up, not solo, and tried again, so a peer is never kept waiting for ever.
+SETTLE_TIMEOUT_S = 5.0
 MAX_JOURNAL = 500_000  # reservations kept (a minute of binds at a rate no instance reaches)
 
 
@@ -91,8 +94,9 @@ class SoloLedger:
     async def run(self, shutdown: asyncio.Event) -> None:
         while not shutdown.is_set():
             try:
-                await self._settle()
-            except Exception as exc:  # NATS unavailable: not solo, no new vouch; try again
+                async with asyncio.timeout(SETTLE_TIMEOUT_S):
+                    await self._settle()
+            except Exception as exc:  # NATS unavailable, or no answer in time: not solo, no new vouch; again
                 self._solo = False
                 log.warning("solo.settle_failed", error=repr(exc))
                 await asyncio.sleep(RETRY_S)
@@ -111,12 +115,14 @@ class SoloLedger:
             self._solo = False  # solo() already says no; this keeps it so when the peers go again
             await self._backfill()
             if self._vouched != others:
+                self._vouched = None
                 await self._members.vouch(others)
                 self._vouched = others
                 log.info("solo.vouched", peers=sorted(others))
             return
         if self._solo:
             return
+        self._vouched = None  # unknown until the write answers (it may land and still raise)
         revision = await self._members.vouch(frozenset())
         self._vouched = frozenset()
         await self._members.wait_watched(revision)
