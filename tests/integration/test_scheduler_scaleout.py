@@ -30,6 +30,7 @@ from nats.aio.client import Client
 
 from tests.support.services import ServiceProcess
 from tests.support.system import System, start_system
+from tests.support.waiting import eventually
 from vc_bus.connection import connect
 from vc_bus.store import NatsStore
 from vc_cli.client import Tephra
@@ -37,6 +38,7 @@ from vc_core.quantity import parse_quantity
 from vc_proto.batch import Job
 from vc_proto.core import Pod
 from vc_proto.scheduling import PodGroup
+from vc_runtime.membership import Membership
 from vc_runtime.sharding import SoleOwner
 from vc_scheduler import ledger as pure
 from vc_scheduler.binder import BOUND_BY, GangBinder
@@ -45,6 +47,7 @@ from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.gangs import Gang
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.ledger_kv import Ledger, node_key
+from vc_scheduler.solo import SoloLedger
 from vc_scheduling.framework.decisions import Bind
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
@@ -384,3 +387,32 @@ async def test_instances_racing_in_sibling_queues_never_exceed_their_parents_cap
     kv = await js.key_value("vc-sched-ledger")
     org = pure.decode((await kv.get("queue.org")).value)
     assert len(org.reservations) == 6
+
+
+async def test_a_joining_instance_is_cleared_only_once_the_sole_ones_binds_are_in_the_ledger(nc: Client) -> None:
+    """The hand-over of solo.py on a real nats-server: an instance alone goes solo and journals a
+    bind; once a second instance joins, the first stops at once, and the second is let bind only
+    after the first's bind is a reservation in the stored ledger record."""
+    js = nc.jetstream()
+    stop = asyncio.Event()
+    members = {name: Membership(nc, group="handover", instance=name, ttl_s=3.0) for name in ("a", "b")}
+    solos = {name: SoloLedger(m, Ledger(js, instance=name, can_write=m.can_write)) for name, m in members.items()}
+    key = node_key("handover-n1")
+    async with asyncio.TaskGroup() as tg:
+        tg.create_task(members["a"].run(stop))
+        tg.create_task(solos["a"].run(stop))
+        await eventually(solos["a"].solo)
+        bound = pure.reservation("ns/p1", {"cpu": Fraction(1)}, instance="a", epoch=members["a"].epoch, at=time.time())
+        solos["a"].journal({key: {"uid-1": bound}})
+
+        tg.create_task(members["b"].run(stop))
+        tg.create_task(solos["b"].run(stop))
+        await eventually(lambda: members["a"].members == ("a", "b"))
+        assert not solos["a"].solo()  # a peer is seen: no more binds without the ledger
+        while not solos["b"].cleared():  # noqa: ASYNC110 - the vouch arrives on b's lease watch
+            await asyncio.sleep(0.005)
+        kv = await js.key_value("vc-sched-ledger")
+        stored = pure.decode((await kv.get(key)).value)
+        assert "uid-1" in stored.reservations, "b was let bind before a's solo bind was in the ledger"
+        await eventually(solos["a"].cleared)  # b, which never ran alone, vouches for a too
+        stop.set()

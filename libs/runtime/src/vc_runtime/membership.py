@@ -128,6 +128,8 @@ class Membership:
         once written (a failure raises: the caller tries again; the lease itself is the renewals' job)."""
         assert self._kv is not None, "vouch before run() joined"
         async with self._write_lock:
+            # Taken before the write answers: a renewal or re-join after a failed vouch carries it too,
+            # and the caller only vouches for what it has already made true.
             self._vouches = frozenset(peers)
             self._revision = await self._kv.update(self._key(), self._value(), last=self._revision)
             return self._revision
