@@ -19,6 +19,8 @@ from vc_core.store import ObjectStore, WatchEvent, WatchOp
 from vc_proto.core import CORE_V1, Container, Pod, PodSpec
 from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec
+from vc_proto.selectors import pods_bound_to, pods_naming_no_group
+from vc_proto.vocabulary import GROUP_NAME_ANNOTATION
 
 
 @pytest.fixture(
@@ -202,6 +204,47 @@ async def test_watch_from_revision_sees_only_newer_changes(store: ObjectStore) -
     events = store.watch(Queue, from_revision=revision)
     seen = await take(events, 2)
     assert [(e.op, e.name) for e in seen] == [(WatchOp.PUT, "q2"), (WatchOp.DELETE, "q1")]
+    await events.aclose()
+
+
+def volcano_pod(name: str, annotations: dict[str, str] | None = None) -> Pod:
+    spec = PodSpec(scheduler_name="volcano", containers=[Container(name="main", image="busybox")])
+    meta = ObjectMeta(name=name, namespace="ns1", annotations=annotations)
+    return Pod(api_version=CORE_V1, metadata=meta, spec=spec)
+
+
+async def test_a_selected_watch_yields_only_selected_objects(store: ObjectStore) -> None:
+    await store.create(pod("unbound"))
+    bound = await store.create(pod("bound"))
+    await store.bind(bound, "n1")
+    await store.bind(await store.create(pod("elsewhere")), "n2")
+    events = store.watch(Pod, select=pods_bound_to({"n1"}))
+    first = await take_until_synced(events)
+    # A refused object is seen as a DELETE, never as a PUT (a reader holding it drops it).
+    assert {e.name for e in first if e.op is WatchOp.PUT} == {"bound"}
+    assert all(e.obj is None for e in first if e.op is not WatchOp.PUT)
+    late = await store.get(Pod, "ns1", "unbound")
+    await store.bind(late, "n1")
+    (entered,) = await take(events, 1)
+    assert entered.op is WatchOp.PUT and entered.name == "unbound"
+    assert isinstance(entered.obj, Pod) and entered.obj.spec and entered.obj.spec.node_name == "n1"
+    await events.aclose()
+
+
+async def test_an_object_leaving_the_selection_is_seen_deleted(store: ObjectStore) -> None:
+    created = await store.create(volcano_pod("p1"))
+    events = store.watch(Pod, select=pods_naming_no_group({"volcano"}))
+    first = await take_until_synced(events)
+    assert [e.name for e in first if e.op is WatchOp.PUT] == ["p1"]
+    annotations = {GROUP_NAME_ANNOTATION: "pg1"}
+    await store.update(
+        msgspec.structs.replace(created, metadata=msgspec.structs.replace(created.metadata, annotations=annotations))
+    )
+    (left,) = await take(events, 1)
+    assert (left.op, left.name, left.obj) == (WatchOp.DELETE, "p1", None)
+    await store.delete(Pod, "ns1", "p1", grace=False)
+    (gone,) = await take(events, 1)
+    assert (gone.op, gone.name) == (WatchOp.DELETE, "p1")
     await events.aclose()
 
 

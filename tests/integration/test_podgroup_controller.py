@@ -8,6 +8,7 @@ from collections import defaultdict
 from collections.abc import AsyncIterator
 from typing import TypeVar
 
+import msgspec
 import pytest
 
 from tests.support.inprocess import WriteLog, memberships_settled, run_app
@@ -80,6 +81,22 @@ async def test_plain_volcano_pod_gets_podgroup_and_annotation(nats_server: NatsS
         assert [(r.kind, r.uid, r.controller) for r in refs] == [("Pod", created.metadata.uid, True)]
         assert await group_of(nats_store, "not-ours") is None
         assert other.metadata.name == "not-ours"
+
+
+async def test_only_pods_that_may_want_a_group_are_cached(nats_server: NatsServer, nats_store: NatsStore) -> None:
+    """A vcjob's pods name their group from the start and are never decoded into the cache; a pod leaves
+    it once annotated (its change is seen as a delete)."""
+    async with running(nats_server.url, "pg-a") as app:
+        has_group = pod("of-a-vcjob")
+        annotations = {GROUP_NAME_ANNOTATION: "job-1"}
+        has_group = msgspec.structs.replace(
+            has_group, metadata=msgspec.structs.replace(has_group.metadata, annotations=annotations)
+        )
+        await nats_store.create(has_group)
+        await nats_store.create(pod("other-scheduler", scheduler="default-scheduler"))
+        created = await nats_store.create(pod("plain"))
+        await eventually(lambda: grouped(nats_store, "plain", f"podgroup-{created.metadata.uid}"))
+        await eventually(lambda: not app.controller.pods.items, what="an empty pod cache")
 
 
 async def test_pods_of_one_workload_share_one_group(nats_server: NatsServer, nats_store: NatsStore) -> None:

@@ -22,8 +22,10 @@ from vc_kube.mirrored import MirroredStore
 from vc_kube.relay import Relay
 from vc_kube.store import KubeStore
 from vc_proto import codec, subjects
+from vc_proto.core import CORE_V1, Container, Pod, PodSpec
 from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec
+from vc_proto.selectors import pods_bound_to
 
 pytestmark = pytest.mark.kube
 
@@ -93,6 +95,36 @@ async def test_relay_mirrors_puts_and_deletes_with_the_apiservers_resource_versi
         (q,) = [q for q in cached if q.metadata.name == "before"]
         await mirror.update(msgspec.structs.replace(q, spec=QueueSpec(weight=8)))
         await converge(store, mirror)
+
+
+async def test_a_selected_mirror_watch_reads_the_apiservers_json(kube: KubeClient, nats: Client) -> None:
+    """The mirror holds the apiserver's own JSON: a selector decides on it as on the NATS store's."""
+    store = KubeStore(kube)
+    containers = [Container(name="main", image="busybox")]
+    for name in ("waits", "runs"):
+        await store.create(
+            Pod(
+                api_version=CORE_V1,
+                metadata=ObjectMeta(name=name, namespace="sel"),
+                spec=PodSpec(containers=containers),
+            )
+        )
+    await store.bind(await store.get(Pod, "sel", "runs"), "n1")
+    mirror = MirroredStore(store, nats)
+    async with running(Relay(kube, nats, kinds=["Pod"])):
+        events = mirror.watch(Pod, namespace="sel", select=pods_bound_to({"n1"}))
+        async with asyncio.timeout(20):
+            seen = {}
+            async for event in events:
+                if event.op is WatchOp.SYNCED:
+                    break
+                seen[event.name] = event.op
+            assert seen == {"waits": WatchOp.DELETE, "runs": WatchOp.PUT}
+            await store.bind(await store.get(Pod, "sel", "waits"), "n1")
+            async for event in events:
+                assert (event.op, event.name) == (WatchOp.PUT, "waits")
+                break
+        await events.aclose()
 
 
 async def test_a_restarted_relay_drops_objects_deleted_while_it_was_away(kube: KubeClient, nats: Client) -> None:

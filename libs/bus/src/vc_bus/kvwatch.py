@@ -11,7 +11,7 @@ The consumer is `pull.PullConsumer`: deliveries arrive in bulk, with no task or 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import structlog
@@ -22,12 +22,9 @@ from vc_bus.pull import PullConsumer, refused_filter
 from vc_core import backoff
 from vc_core.errors import InvalidObject
 from vc_core.store import WatchOp
+from vc_proto.selectors import Selector
 
 log = structlog.get_logger(__name__)
-
-# Decides from a PUT's key and raw value, before anything is decoded, whether the reader wants it
-# (deletes always pass): see `watch_bucket`.
-RawSelector = Callable[[str, bytes], bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,19 +41,20 @@ def watch_bucket(
     key_filter: str = ">",
     from_revision: int = 0,
     *,
-    select: RawSelector | None = None,
+    select: Selector | None = None,
 ) -> AsyncIterator[RawEntry]:
     """The bucket's entries under `key_filter` after `from_revision` (see the module docstring).
 
-    With `select`, a PUT it refuses is not yielded (the feed still moves past it, and SYNCED still comes
-    at the same point): the cheapest place to drop what a reader never acts on, before any decoding.
+    With `select`, a PUT whose value it refuses is yielded as a DELETE of its key (the value left the
+    reader's selection, or never entered it): the cheapest place to drop what a reader never acts on,
+    before any decoding, while a reader that held the key's earlier value still learns to drop it.
     """
     return _Feed(js, bucket, key_filter, from_revision, select).run()
 
 
 class _Feed:
     def __init__(
-        self, js: JetStreamContext, bucket: str, key_filter: str, from_revision: int, select: RawSelector | None
+        self, js: JetStreamContext, bucket: str, key_filter: str, from_revision: int, select: Selector | None
     ) -> None:
         self._js = js
         self._stream = f"KV_{bucket}"
@@ -86,9 +84,9 @@ class _Feed:
                         revision = delivery.sequence
                         self._last = revision
                         key = delivery.subject[prefix:]
-                        if delivery.removed:
+                        if delivery.removed or (select is not None and not select(delivery.data)):
                             yield RawEntry(WatchOp.DELETE, revision, key)
-                        elif select is None or select(key, delivery.data):
+                        else:
                             yield RawEntry(WatchOp.PUT, revision, key, delivery.data)
                         if not self._synced and (revision >= self._sync_at or delivery.pending == 0):
                             yield self._mark_synced()

@@ -52,6 +52,7 @@ from vc_core.store import WatchEvent, WatchOp, collect_list, refuse_unlistable_n
 from vc_proto import codec, subjects
 from vc_proto.core import Pod
 from vc_proto.kinds import KINDS, KubeObject
+from vc_proto.selectors import Selector
 
 ObjT = TypeVar("ObjT", bound=KubeObject)
 log = structlog.get_logger(__name__)
@@ -274,13 +275,18 @@ class NatsStore:
         return await collect_list(self.watch(kind, namespace=namespace), kind)
 
     async def watch(
-        self, kind: type[ObjT], *, namespace: str | None = None, from_revision: int = 0
+        self,
+        kind: type[ObjT],
+        *,
+        namespace: str | None = None,
+        from_revision: int = 0,
+        select: Selector | None = None,
     ) -> AsyncIterator[WatchEvent]:
         refuse_unlistable_namespace(namespace)
         await self._bucket(kind.__name__)
         key_filter = subjects.namespace_filter(namespace)
         bucket = subjects.bucket(kind.__name__)
-        async for entry in watch_bucket(self._js, bucket, key_filter, from_revision):
+        async for entry in watch_bucket(self._js, bucket, key_filter, from_revision, select=select):
             if entry.op is WatchOp.PUT:
                 try:
                     obj = decode_stored(kind.__name__, entry.key, entry.value, entry.revision)

@@ -26,8 +26,10 @@ from vc_bus.objects import (
 )
 from vc_core.errors import AlreadyExists, Conflict, NotFound, PreconditionFailed
 from vc_core.store import ObjectStore, WatchEvent, WatchOp, refuse_unlistable_namespace
+from vc_proto import codec
 from vc_proto.core import Pod
 from vc_proto.kinds import KubeObject
+from vc_proto.selectors import Selector
 
 ObjT = TypeVar("ObjT", bound=KubeObject)
 Key = tuple[str | None, str]
@@ -139,7 +141,12 @@ class MemoryStore:
         return items, bucket.revision  # type: ignore[return-value]
 
     async def watch(
-        self, kind: type[ObjT], *, namespace: str | None = None, from_revision: int = 0
+        self,
+        kind: type[ObjT],
+        *,
+        namespace: str | None = None,
+        from_revision: int = 0,
+        select: Selector | None = None,
     ) -> AsyncIterator[WatchEvent]:
         refuse_unlistable_namespace(namespace)
         bucket = self._bucket(kind.__name__)
@@ -148,7 +155,7 @@ class MemoryStore:
         last = from_revision
         synced = from_revision > 0
         while True:
-            for event in self._after(bucket, namespace, last):
+            for event in self._after(bucket, namespace, last, select):
                 last = event.revision
                 yield event
             if not synced:
@@ -159,7 +166,9 @@ class MemoryStore:
                     await bucket.changed.wait()
 
     @staticmethod
-    def _after(bucket: _Bucket, namespace: str | None, revision: int) -> builtins.list[WatchEvent]:
+    def _after(
+        bucket: _Bucket, namespace: str | None, revision: int, select: Selector | None
+    ) -> builtins.list[WatchEvent]:
         newer = sorted(
             (
                 (key, e)
@@ -170,7 +179,7 @@ class MemoryStore:
         )
         events = []
         for (ns, name), entry in newer:
-            if entry.obj is None:
+            if entry.obj is None or (select is not None and not select(codec.encode(entry.obj))):
                 events.append(WatchEvent(WatchOp.DELETE, entry.revision, ns, name))
             else:
                 obj = with_meta(entry.obj, resource_version=str(entry.revision))

@@ -17,6 +17,7 @@ from vc_core.store import ObjectStore, ObjT, WatchEvent
 from vc_proto import subjects
 from vc_proto.core import Pod
 from vc_proto.kinds import KINDS
+from vc_proto.selectors import Selector
 
 # nats-py hands over the server's error in lower case, the subject in it too.
 _KIND_OF_STREAM: Final = {f"kv_{subjects.bucket(kind)}": kind for kind in KINDS}
@@ -67,7 +68,12 @@ class ScopedStore:
         return found, revision
 
     def watch(
-        self, kind: type[ObjT], *, namespace: str | None = None, from_revision: int = 0
+        self,
+        kind: type[ObjT],
+        *,
+        namespace: str | None = None,
+        from_revision: int = 0,
+        select: Selector | None = None,
     ) -> AsyncIterator[WatchEvent]:
         if namespace is None and KINDS[kind.__name__].namespaced:
             if len(self._namespaces) > 1:
@@ -75,7 +81,7 @@ class ScopedStore:
                     f"a watch reads one namespace at a time: give -n (one of {', '.join(self._namespaces)})", code=2
                 )
             namespace = self._namespaces[0]
-        return self._inner.watch(kind, namespace=namespace, from_revision=from_revision)
+        return self._inner.watch(kind, namespace=namespace, from_revision=from_revision, select=select)
 
 
 def describe_refusal(error: str, identity: str, namespaces: frozenset[str] | None) -> str:

@@ -20,6 +20,7 @@ from vc_core.errors import InvalidObject
 from vc_proto import subjects
 from vc_proto.core import Pod
 from vc_proto.kinds import KubeObject
+from vc_proto.selectors import Selector
 
 ObjT = TypeVar("ObjT", bound=KubeObject)
 
@@ -95,12 +96,20 @@ class ObjectStore(Protocol):
         ...
 
     def watch(
-        self, kind: type[ObjT], *, namespace: str | None = None, from_revision: int = 0
+        self,
+        kind: type[ObjT],
+        *,
+        namespace: str | None = None,
+        from_revision: int = 0,
+        select: Selector | None = None,
     ) -> AsyncIterator[WatchEvent]:
         """Changes after `from_revision`; with 0, first the current state, then SYNCED, then changes.
 
         The iterator survives reconnects and server restarts: it resumes after the last revision it
         yielded, so nothing is missed (an object changed twice may be seen once, at its newest state).
+
+        With `select` (vc_proto.selectors), a change whose stored JSON it refuses is yielded as a DELETE
+        of that key, undecoded: the object left (or never entered) the reader's selection.
         """
         ...
 

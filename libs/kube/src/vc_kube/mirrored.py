@@ -29,6 +29,7 @@ from vc_kube.store import KubeStore
 from vc_proto import subjects
 from vc_proto.core import Pod
 from vc_proto.kinds import KubeObject
+from vc_proto.selectors import Selector
 
 O = TypeVar("O", bound=KubeObject)  # noqa: E741
 
@@ -83,12 +84,18 @@ class MirroredStore:
         return await collect_list(self.watch(kind, namespace=namespace), kind)
 
     async def watch(
-        self, kind: type[O], *, namespace: str | None = None, from_revision: int = 0
+        self,
+        kind: type[O],
+        *,
+        namespace: str | None = None,
+        from_revision: int = 0,
+        select: Selector | None = None,
     ) -> AsyncIterator[WatchEvent]:
         refuse_unlistable_namespace(namespace)  # a watch on such a key filter is never answered
         kind_name = kind.__name__
         bucket = subjects.bucket(kind_name)
-        async for entry in watch_bucket(self._js, bucket, subjects.namespace_filter(namespace), from_revision):
+        feed = watch_bucket(self._js, bucket, subjects.namespace_filter(namespace), from_revision, select=select)
+        async for entry in feed:
             if entry.op is WatchOp.SYNCED:
                 yield WatchEvent(WatchOp.SYNCED, entry.revision)
                 continue

@@ -37,6 +37,7 @@ from vc_kube.watching import decode_object, from_list_item, list_raw, watch_kind
 from vc_proto import codec
 from vc_proto.core import Pod
 from vc_proto.kinds import KINDS, Kind, KubeObject, kind_of
+from vc_proto.selectors import Selector
 
 O = TypeVar("O", bound=KubeObject)  # noqa: E741
 
@@ -125,7 +126,7 @@ class KubeStore:
         self._remember(obj)
 
     def forget(self, kind: str, namespace: str | None, name: str) -> None:
-        """The object was deleted (the mirror's watch says so)."""
+        """The object was deleted, or changed outside the mirror watch's selection (the version known is stale)."""
         self._seen.pop((kind, namespace, name), None)
 
     def _remember(self, obj: KubeObject) -> KubeObject:
@@ -147,12 +148,19 @@ class KubeStore:
         return [o for o in out if isinstance(o, kind)], revision
 
     def watch(
-        self, kind: type[O], *, namespace: str | None = None, from_revision: int = 0
+        self,
+        kind: type[O],
+        *,
+        namespace: str | None = None,
+        from_revision: int = 0,
+        select: Selector | None = None,
     ) -> AsyncIterator[WatchEvent]:
         refuse_unlistable_namespace(namespace)
-        return self._watch(_row(kind), namespace, from_revision)
+        return self._watch(_row(kind), namespace, from_revision, select)
 
-    async def _watch(self, row: Kind, namespace: str | None, from_revision: int) -> AsyncIterator[WatchEvent]:
+    async def _watch(
+        self, row: Kind, namespace: str | None, from_revision: int, select: Selector | None
+    ) -> AsyncIterator[WatchEvent]:
         async for change in watch_kind(self.kube, row, namespace=namespace, from_revision=from_revision):
             if change.op is WatchOp.SYNCED:
                 yield WatchEvent(WatchOp.SYNCED, change.revision)
@@ -161,6 +169,9 @@ class KubeStore:
             if change.op is WatchOp.PUT and change.obj is None:
                 continue  # not a valid object here (reported by the watch): keep the last one seen
             obj = change.obj if change.op is WatchOp.PUT else None
+            if obj is not None and select is not None and not select(codec.encode(obj)):
+                yield WatchEvent(WatchOp.DELETE, change.revision, ns, name)  # it left the selection
+                continue
             yield WatchEvent(change.op, change.revision, ns, name, obj)
 
     # --- writes --------------------------------------------------------------------------------

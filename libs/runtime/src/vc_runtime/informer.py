@@ -18,6 +18,7 @@ from typing import Generic, TypeVar
 from vc_bus.decoding import report_unprocessable
 from vc_core.store import ObjectStore, WatchOp
 from vc_proto.kinds import KubeObject
+from vc_proto.selectors import Selector
 from vc_runtime.aio import until
 
 ObjT = TypeVar("ObjT", bound=KubeObject)
@@ -34,9 +35,18 @@ def key_of(obj: KubeObject) -> ObjectKey:
 
 
 class Informer(Generic[ObjT]):
-    def __init__(self, store: ObjectStore, kind: type[ObjT], *, on_change: OnChange[ObjT] | None = None) -> None:
+    def __init__(
+        self,
+        store: ObjectStore,
+        kind: type[ObjT],
+        *,
+        on_change: OnChange[ObjT] | None = None,
+        select: Selector | None = None,
+    ) -> None:
+        """`select`: the objects to cache (ObjectStore.watch); one that leaves the selection is dropped."""
         self._store = store
         self.kind = kind
+        self._select = select
         self._on_change = on_change
         self.items: dict[ObjectKey, ObjT] = {}
         self.synced = asyncio.Event()
@@ -53,7 +63,7 @@ class Informer(Generic[ObjT]):
         self._delete((namespace or None, name))
 
     async def run(self, shutdown: asyncio.Event) -> None:
-        async for event in until(shutdown, self._store.watch(self.kind)):
+        async for event in until(shutdown, self._store.watch(self.kind, select=self._select)):
             if event.op is WatchOp.SYNCED:
                 self.synced.set()
             elif event.op is WatchOp.PUT and isinstance(event.obj, self.kind):

@@ -17,6 +17,7 @@ from vc_core.ownership import Ownership
 from vc_core.store import ObjectStore, WatchEvent
 from vc_proto.core import Pod
 from vc_proto.kinds import KubeObject
+from vc_proto.selectors import Selector
 
 __all__ = ["FencedStore", "Ownership", "SoleOwner"]
 ObjT = TypeVar("ObjT", bound=KubeObject)
@@ -83,6 +84,11 @@ class FencedStore:
         return await self._store.list(kind, namespace)
 
     def watch(
-        self, kind: type[ObjT], *, namespace: str | None = None, from_revision: int = 0
+        self,
+        kind: type[ObjT],
+        *,
+        namespace: str | None = None,
+        from_revision: int = 0,
+        select: Selector | None = None,
     ) -> AsyncIterator[WatchEvent]:
-        return self._store.watch(kind, namespace=namespace, from_revision=from_revision)
+        return self._store.watch(kind, namespace=namespace, from_revision=from_revision, select=select)

@@ -12,6 +12,7 @@ from typing import TypeVar
 from vc_core.store import ObjectStore, WatchEvent
 from vc_proto.core import Pod
 from vc_proto.kinds import KubeObject
+from vc_proto.selectors import Selector
 
 O = TypeVar("O", bound=KubeObject)  # noqa: E741
 
@@ -33,9 +34,14 @@ class ReadOnlyStore:
         return await self._store.list(kind, namespace)
 
     def watch(
-        self, kind: type[O], *, namespace: str | None = None, from_revision: int = 0
+        self,
+        kind: type[O],
+        *,
+        namespace: str | None = None,
+        from_revision: int = 0,
+        select: Selector | None = None,
     ) -> AsyncIterator[WatchEvent]:
-        return self._store.watch(kind, namespace=namespace, from_revision=from_revision)
+        return self._store.watch(kind, namespace=namespace, from_revision=from_revision, select=select)
 
     async def create(self, obj: O) -> O:
         raise ReadOnlyStoreError("create")

@@ -27,6 +27,7 @@ from vc_node_sim.statuses import finished_status, node_object, node_ready, rejec
 from vc_proto import events as ev
 from vc_proto.core import Node, Pod, PodStatus
 from vc_proto.events import DomainEvent
+from vc_proto.selectors import pods_bound_to
 from vc_runtime.aio import until
 from vc_runtime.refusals import report_refused
 
@@ -138,7 +139,8 @@ class Kubelet:
 
     # -- pods --------------------------------------------------------------------------------------
     async def follow_pods(self, shutdown: asyncio.Event) -> None:
-        async for event in until(shutdown, self.store.watch(Pod)):
+        # Only pods bound to these nodes are decoded: most changes under load are of pods still unbound.
+        async for event in until(shutdown, self.store.watch(Pod, select=pods_bound_to(self.nodes))):
             if event.op is WatchOp.SYNCED:
                 self.synced.set()
                 continue

@@ -23,6 +23,7 @@ from vc_podgroup_controller.metrics import ANNOTATED, CREATED
 from vc_proto.core import Pod
 from vc_proto.kinds import KINDS
 from vc_proto.scheduling import PodGroup
+from vc_proto.selectors import pods_naming_no_group
 from vc_proto.vocabulary import GROUP_NAME_ANNOTATION
 from vc_runtime.informer import Informer, ObjectKey
 from vc_runtime.refusals import report_refused
@@ -52,7 +53,11 @@ class PodGroupController:
         self._ownership = ownership
         self._scheduler_names = scheduler_names
         self._submit = submit
-        self.pods: Informer[Pod] = Informer(store, Pod, on_change=self._pod_changed)
+        # Only pods that may want a group are decoded and cached: a vcjob's pods (nearly every pod under
+        # load) name theirs from the start, and a pod this controller annotated leaves the cache.
+        self.pods: Informer[Pod] = Informer(
+            store, Pod, on_change=self._pod_changed, select=pods_naming_no_group(scheduler_names)
+        )
         self._waiting: dict[GroupKey, set[ObjectKey]] = {}
         self._refused: set[tuple[ObjectKey, str]] = set()  # (pod key, uid) already reported
 

@@ -1,0 +1,71 @@
+"""Watch selectors decide on stored JSON exactly as the typed checks of their readers decide on objects."""
+
+from __future__ import annotations
+
+import itertools
+
+import msgspec
+import pytest
+
+from vc_podgroup_controller.logic.selection import wants_podgroup
+from vc_proto import codec
+from vc_proto.core import CORE_V1, Container, Pod, PodSpec
+from vc_proto.meta import ObjectMeta
+from vc_proto.selectors import pods_bound_to, pods_naming_no_group
+from vc_proto.vocabulary import GROUP_NAME_ANNOTATION
+
+
+def pod(
+    *,
+    node: str | None = None,
+    scheduler: str | None = "volcano",
+    annotations: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+) -> Pod:
+    meta = ObjectMeta(name="p", namespace="ns", uid="u1", annotations=annotations, labels=labels)
+    spec = PodSpec(node_name=node, scheduler_name=scheduler, containers=[Container(name="c", image="busybox")])
+    return Pod(api_version=CORE_V1, metadata=meta, spec=spec)
+
+
+@pytest.mark.parametrize(
+    ("node", "selected"),
+    [(None, False), ("", False), ("n1", True), ("n2", True), ("n3", False)],
+)
+def test_pods_bound_to_reads_the_node_name(node: str | None, selected: bool) -> None:
+    assert pods_bound_to({"n1", "n2"})(codec.encode(pod(node=node))) is selected
+
+
+def test_pods_bound_to_reads_the_node_set_at_each_call() -> None:
+    nodes: dict[str, object] = {}
+    select = pods_bound_to(nodes)
+    data = codec.encode(pod(node="late"))
+    assert not select(data)
+    nodes["late"] = object()
+    assert select(data)
+
+
+def test_a_pod_the_controller_wants_is_always_selected() -> None:
+    """The selector may keep more than `wants_podgroup` (the reader re-checks) but never less."""
+    names = frozenset({"volcano"})
+    select = pods_naming_no_group(names)
+    schedulers = (None, "volcano", "default-scheduler")
+    annotation_sets = (None, {}, {GROUP_NAME_ANNOTATION: "g"}, {"other": GROUP_NAME_ANNOTATION})
+    label_sets = (None, {GROUP_NAME_ANNOTATION: "g"})
+    for scheduler, notes, labels in itertools.product(schedulers, annotation_sets, label_sets):
+        candidate = pod(scheduler=scheduler, annotations=notes, labels=labels)
+        expected = scheduler == "volcano" and GROUP_NAME_ANNOTATION not in (notes or {})
+        assert select(codec.encode(candidate)) is expected, (scheduler, notes, labels)
+        assert not wants_podgroup(candidate, names) or expected
+
+
+@pytest.mark.parametrize("data", [b"", b"not json", b"[]", b'{"metadata": {"annotations": {"a": 1}}}'])
+def test_bytes_a_selector_cannot_read_are_let_through_to_the_decoder(data: bytes) -> None:
+    # The full decode then reports them as undecodable, as it does without a selector.
+    assert pods_bound_to({"n1"})(data)
+    assert pods_naming_no_group({"volcano"})(data)
+
+
+def test_a_pod_without_spec_is_selected_by_neither() -> None:
+    bare = msgspec.structs.replace(pod(), spec=None)
+    assert not pods_bound_to({"n1"})(codec.encode(bare))
+    assert not pods_naming_no_group({"volcano"})(codec.encode(bare))
