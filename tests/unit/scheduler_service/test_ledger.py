@@ -7,7 +7,6 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vc_core.resources import add
 from vc_scheduler import ledger
 from vc_scheduler.ledger import (
     ABANDONED_AFTER_S,
@@ -186,18 +185,3 @@ def test_property_concurrent_writers_never_exceed_capacity(attempts: list[tuple[
             seen[writer] = (committed, revision)
         total = sum((r.resources()["cpu"] for r in committed.reservations.values()), Fraction(0))
         assert total <= CAP["cpu"]
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    st.lists(
-        st.dictionaries(
-            st.sampled_from(["cpu", "memory", "pods", "nvidia.com/gpu"]),
-            st.fractions(min_value=0, max_value=10**12, max_denominator=3000),
-            max_size=3,
-        ),
-        max_size=12,
-    )
-)
-def test_totals_in_thousandths_are_exactly_the_fraction_sums(parts: list[dict[str, Fraction]]) -> None:
-    assert ledger.total_of(parts) == add(*parts)

@@ -25,7 +25,7 @@ from typing import Final
 
 import msgspec
 
-from vc_core.resources import PODS, Resources, less_equal
+from vc_core.resources import PODS, Resources, add, less_equal
 
 # A reservation of a dead instance whose pod is still unbound is reclaimed after this long: by then
 # the dead instance was fenced (its lease expired before peers saw it go) and any bind it sent landed.
@@ -189,28 +189,7 @@ def usage(record: Record, occupying: Mapping[str, Resources]) -> Resources:
     """Union by pod uid of the record's reservations and the pods the view sees occupying."""
     parts: list[Mapping[str, Fraction]] = [r.resources() for r in record.reservations.values()]
     parts.extend(req for uid, req in occupying.items() if uid not in record.reservations)
-    return total_of(parts)
-
-
-def total_of(parts: Iterable[Mapping[str, Fraction]]) -> Resources:
-    """resources.add(*parts), exactly, summed in integer thousandths while the amounts are whole
-    thousandths (Kubernetes quantities nearly always are); the rest in Fractions. A reservation sums
-    a node's every pod and reservation: Fraction additions were most of a ledger write's time."""
-    milli: dict[str, int] = {}
-    rest: dict[str, Fraction] = {}
-    for part in parts:
-        for name, value in part.items():
-            denominator = value.denominator
-            if denominator == 1:
-                milli[name] = milli.get(name, 0) + value.numerator * 1000
-            elif 1000 % denominator == 0:
-                milli[name] = milli.get(name, 0) + value.numerator * (1000 // denominator)
-            else:
-                rest[name] = rest.get(name, Fraction(0)) + value
-    out = {name: Fraction(amount, 1000) for name, amount in milli.items()}
-    for name, value in rest.items():
-        out[name] = out.get(name, Fraction(0)) + value
-    return out
+    return add(*parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +222,7 @@ def try_reserve(
     if not fresh:
         return Outcome(pruned, dropped)
     total = usage(pruned, {uid: req for uid, req in occupying.items() if uid not in fresh})
-    wanted = total_of([total, *(r.resources() for r in fresh.values())])
+    wanted = add(total, *(r.resources() for r in fresh.values()))
     # Only the resources the reservations ask for matter: a node already past capacity in something
     # they do not request (e.g. a pod bound outside the ledger) must not block them.
     asked = {name for r in fresh.values() for name, v in r.resources().items() if v > 0}
