@@ -17,9 +17,12 @@ Errors become domain errors here, at the boundary (style B6).
 
 from __future__ import annotations
 
+import platform
+import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from importlib import metadata
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -92,15 +95,31 @@ def resource_path(kind: Kind, namespace: str | None = None, name: str | None = N
     return base
 
 
+def user_agent(agent: str) -> str:
+    """client-go's shape, `<program>/<version> (<os>/<arch>) <origin>`: the apiserver takes the part before
+    the first '/' as the default field manager, so managedFields say which Tephra service wrote a field."""
+    try:
+        version = metadata.version("vc-kube")
+    except metadata.PackageNotFoundError:  # a source tree that was not installed
+        version = "unknown"
+    return f"{agent}/{version} ({sys.platform}/{platform.machine()}) tephra"
+
+
 class KubeClient:
     """JSON requests against one apiserver. Use `async with` or call `close()`."""
 
-    def __init__(self, cfg: k8s_client.Configuration) -> None:
+    def __init__(self, cfg: k8s_client.Configuration, *, agent: str = "tephra") -> None:
+        """`agent`: who is asking (the service's name); the apiserver names it as the field manager of
+        what it writes and in its audit log."""
         self._cfg = cfg
         cfg.connection_pool_maxsize = MAX_CONNECTIONS
         self._rest = k8s_client.ApiClient(cfg).rest_client
         self._http = aiohttp.ClientSession(
-            connector=self._rest.pool_manager.connector, connector_owner=False, trust_env=False, read_bufsize=2**21
+            connector=self._rest.pool_manager.connector,
+            connector_owner=False,
+            trust_env=False,
+            read_bufsize=2**21,
+            headers={"User-Agent": user_agent(agent)},
         )
         assert cfg.host is not None  # kubernetes_asyncio defaults it ("http://localhost"); a kubeconfig sets it
         self._host = cfg.host.rstrip("/")
@@ -108,8 +127,8 @@ class KubeClient:
         self._served: dict[str, Kind] = {}  # kind -> its row at the apiVersion this apiserver serves
 
     @classmethod
-    async def connect(cls, kubeconfig: str | None) -> KubeClient:
-        return cls(await load_config(kubeconfig))
+    async def connect(cls, kubeconfig: str | None, *, agent: str = "tephra") -> KubeClient:
+        return cls(await load_config(kubeconfig), agent=agent)
 
     async def close(self) -> None:
         await self._http.close()

@@ -115,13 +115,15 @@ class MirroredStore:
                 yield WatchEvent(WatchOp.DELETE, entry.revision, namespace_, name)
 
 
-async def open_mirrored_store(kubeconfig: str | None, nc: Client, *, replicas: int = 1) -> MirroredStore:
+async def open_mirrored_store(
+    kubeconfig: str | None, nc: Client, *, replicas: int = 1, agent: str = "tephra"
+) -> MirroredStore:
     """What `open_store` returns for `--backend kube`: kubeconfig file, else in-cluster credentials."""
     from vc_core.errors import ConfigError
     from vc_kube.client import KubeClient
 
     try:
-        kube = await KubeClient.connect(kubeconfig)
+        kube = await KubeClient.connect(kubeconfig, agent=agent)
     except Exception as exc:  # kubeconfig/in-cluster loading raises assorted types; all mean bad config
         raise ConfigError(
             f"--backend kube: cannot load kube credentials ({kubeconfig or 'in-cluster'}): {exc}"

@@ -82,7 +82,8 @@ async def open_store(settings: RuntimeSettings, nc: Client) -> ObjectStore:
         # Imported here: only the kube backend needs vc_kube (and kubernetes-asyncio).
         from vc_kube.mirrored import open_mirrored_store
 
-        return await open_mirrored_store(settings.kubeconfig, nc, replicas=settings.nats_replicas)
+        agent = f"vc-{settings.service}"
+        return await open_mirrored_store(settings.kubeconfig, nc, replicas=settings.nats_replicas, agent=agent)
     if settings.backend != "nats":
         raise ConfigError(f"--backend {settings.backend}: unknown backend")
     store = NatsStore(nc, replicas=settings.nats_replicas)

@@ -187,7 +187,7 @@ async def _self_managed(
     from vc_kube.client import KubeClient
 
     try:
-        kube = await KubeClient.connect(kubeconfig)
+        kube = await KubeClient.connect(kubeconfig, agent="vc-admission")
     except Exception as exc:  # kubeconfig/in-cluster loading raises assorted types; all mean bad config
         raise ConfigError(f"--cert-secret: cannot load kube credentials ({kubeconfig or 'in-cluster'}): {exc}") from exc
     stack.push_async_callback(kube.close)

@@ -21,7 +21,9 @@ class RelayApp:
         self.settings = settings
 
     async def open(self, ctx: ServiceContext) -> Sequence[Worker]:
-        kube = await ctx.resources.enter_async_context(await KubeClient.connect(self.settings.kubeconfig))
+        kube = await ctx.resources.enter_async_context(
+            await KubeClient.connect(self.settings.kubeconfig, agent="vc-kube-relay")
+        )
         relay = Relay(kube, ctx.nc, replicas=self.settings.nats_replicas)
         ctx.probes.require("relay-synced")
 
