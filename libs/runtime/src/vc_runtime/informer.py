@@ -17,6 +17,7 @@ from typing import Generic, TypeVar
 
 from vc_bus.decoding import report_unprocessable
 from vc_core.store import ObjectStore, WatchOp
+from vc_proto import codec
 from vc_proto.kinds import KubeObject
 from vc_proto.selectors import Selector
 from vc_runtime.aio import until
@@ -55,7 +56,12 @@ class Informer(Generic[ObjT]):
         return self.items.get((namespace or None, name))
 
     def remember(self, obj: ObjT) -> None:
-        """Record an object this instance just wrote, so the next pass does not read a stale copy."""
+        """Record an object this instance just wrote, so the next pass does not read a stale copy. One the
+        write took out of the selection is dropped (the watch's echo may come first, or later: either
+        way the cache ends without it)."""
+        if self._select is not None and not self._select(codec.encode(obj)):
+            self._delete(key_of(obj))
+            return
         self._put(key_of(obj), obj)
 
     def forget(self, namespace: str | None, name: str) -> None:
