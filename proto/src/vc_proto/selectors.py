@@ -1,9 +1,10 @@
 """Watch selections: which stored objects a reader acts on, decided from their JSON before decoding.
 
-A service that acts on a few of a kind's objects (node-sim: the pods bound to its nodes; the podgroup
-controller: pods that name no group) would otherwise decode every change of every object, the largest
-part of its CPU under load. A selector reads only the few fields it needs (msgspec skips the rest without
-building anything), so a refused change costs a scan of its bytes instead of a full decode.
+A service that acts on a few of a kind's objects would otherwise decode every change of every object,
+the largest part of its CPU under load: node-sim acts on the pods bound to its nodes, the podgroup
+controller on pods that name no group, the job controller on the pods of vcjobs (on a shared cluster
+most pods are someone else's). A selector reads only the few fields it needs (msgspec skips the rest
+without building anything), so a refused change costs a scan of its bytes instead of a full decode.
 
 A selector decides on the JSON form every store keeps (Kubernetes' field names), so one definition
 serves every backend (see ObjectStore.watch). Bytes it cannot read are let through: the full decode
@@ -16,13 +17,21 @@ from collections.abc import Callable, Collection
 
 import msgspec
 
-from vc_proto.vocabulary import GROUP_NAME_ANNOTATION
+from vc_proto.batch import BATCH_V1ALPHA1
+from vc_proto.vocabulary import GROUP_NAME_ANNOTATION, JOB_NAME_KEY, JOB_VERSION_KEY, TASK_SPEC_KEY
 
 Selector = Callable[[bytes], bool]
 
 
-class _Meta(msgspec.Struct):
+class _OwnerRef(msgspec.Struct, rename="camel"):
+    api_version: str | None = None
+    kind: str | None = None
+    controller: bool | None = None
+
+
+class _Meta(msgspec.Struct, rename="camel"):
     annotations: dict[str, str] | None = None
+    owner_references: list[_OwnerRef] | None = None
 
 
 class _PodSpec(msgspec.Struct, rename="camel"):
@@ -71,3 +80,21 @@ def pods_naming_no_group(scheduler_names: Collection[str]) -> Selector:
         return not annotations or GROUP_NAME_ANNOTATION not in annotations
 
     return select
+
+
+_VCJOB_ANNOTATIONS = (JOB_NAME_KEY, JOB_VERSION_KEY, TASK_SPEC_KEY)
+
+
+def pods_of_vcjobs(data: bytes) -> bool:
+    """Pods a vcjob controls: its annotations name the job, version and task, and their controller is a
+    batch.volcano.sh/v1alpha1 Job (what the job controller creates and acts on)."""
+    head = _head(data)
+    if head is None:
+        return True
+    meta = head.metadata
+    if meta is None or not meta.annotations or not all(k in meta.annotations for k in _VCJOB_ANNOTATIONS):
+        return False
+    return any(
+        ref.controller and ref.kind == "Job" and ref.api_version == BATCH_V1ALPHA1
+        for ref in meta.owner_references or ()
+    )

@@ -7,12 +7,14 @@ import itertools
 import msgspec
 import pytest
 
+from vc_job_controller.requests import owning_job
 from vc_podgroup_controller.logic.selection import wants_podgroup
 from vc_proto import codec
+from vc_proto.batch import BATCH_V1ALPHA1
 from vc_proto.core import CORE_V1, Container, Pod, PodSpec
-from vc_proto.meta import ObjectMeta
-from vc_proto.selectors import pods_bound_to, pods_naming_no_group
-from vc_proto.vocabulary import GROUP_NAME_ANNOTATION
+from vc_proto.meta import ObjectMeta, OwnerReference
+from vc_proto.selectors import pods_bound_to, pods_naming_no_group, pods_of_vcjobs
+from vc_proto.vocabulary import GROUP_NAME_ANNOTATION, JOB_NAME_KEY, JOB_VERSION_KEY, TASK_SPEC_KEY
 
 
 def pod(
@@ -63,9 +65,29 @@ def test_bytes_a_selector_cannot_read_are_let_through_to_the_decoder(data: bytes
     # The full decode then reports them as undecodable, as it does without a selector.
     assert pods_bound_to({"n1"})(data)
     assert pods_naming_no_group({"volcano"})(data)
+    assert pods_of_vcjobs(data)
 
 
 def test_a_pod_without_spec_is_selected_by_neither() -> None:
     bare = msgspec.structs.replace(pod(), spec=None)
     assert not pods_bound_to({"n1"})(codec.encode(bare))
     assert not pods_naming_no_group({"volcano"})(codec.encode(bare))
+
+
+def test_pods_of_vcjobs_are_exactly_those_the_job_controller_owns() -> None:
+    vcjob = OwnerReference(api_version=BATCH_V1ALPHA1, kind="Job", name="j", uid="ju", controller=True)
+    refs = (
+        None,
+        [vcjob],
+        [msgspec.structs.replace(vcjob, controller=None)],
+        [msgspec.structs.replace(vcjob, api_version="batch/v1")],
+        [OwnerReference(api_version="apps/v1", kind="ReplicaSet", name="r", uid="ru", controller=True), vcjob],
+    )
+    full = {JOB_NAME_KEY: "j", JOB_VERSION_KEY: "0", TASK_SPEC_KEY: "worker"}
+    annotation_sets = (None, full, {k: v for k, v in full.items() if k != TASK_SPEC_KEY})
+    for owners, notes in itertools.product(refs, annotation_sets):
+        candidate = pod(annotations=notes)
+        candidate = msgspec.structs.replace(
+            candidate, metadata=msgspec.structs.replace(candidate.metadata, owner_references=owners)
+        )
+        assert pods_of_vcjobs(codec.encode(candidate)) is (owning_job(candidate) is not None), (owners, notes)

@@ -36,6 +36,7 @@ from vc_proto.batch import Job
 from vc_proto.bus import Command
 from vc_proto.core import Pod, PriorityClass
 from vc_proto.scheduling import PodGroup, Queue
+from vc_proto.selectors import pods_of_vcjobs
 from vc_proto.vocabulary import DEFAULT_QUEUE, JOB_VERSION_KEY, JobPhase, PodPhase
 from vc_runtime.informer import Informer
 from vc_runtime.membership import Membership
@@ -112,7 +113,8 @@ class JobController:
         self.writer = FencedStore(store, membership)
         self.executor = PlanExecutor(self.writer, publish, source=source, remember=self._remember_created)
         self.jobs = Informer(store, Job, on_change=self._job_changed)
-        self.pods = Informer(store, Pod, on_change=self._pod_changed)
+        # Only vcjobs' pods are decoded and cached (on a shared cluster most pods are not Volcano's).
+        self.pods = Informer(store, Pod, on_change=self._pod_changed, select=pods_of_vcjobs)
         self.podgroups = Informer(store, PodGroup, on_change=self._podgroup_changed)
         self.commands = Informer(store, Command, on_change=self._command_changed)
         self.priority_classes = Informer(store, PriorityClass)
