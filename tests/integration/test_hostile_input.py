@@ -40,6 +40,7 @@ from vc_proto.core import CORE_V1, Container, Node, Pod, PodSpec, ResourceRequir
 from vc_proto.events import DomainEvent
 from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import PodGroup
+from vc_proto.selectors import pods_bound_to
 from vc_runtime.informer import Informer
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration]
@@ -171,6 +172,34 @@ async def test_bad_values_are_skipped_by_watch_and_list_and_get_raises_corrupt_o
     await nats_store.delete(Job, "default", "garbage")  # no precondition: the bad value goes
     with pytest.raises(NotFound):
         await nats_store.get(Job, "default", "garbage")
+
+
+async def test_a_selected_watch_lets_what_its_selector_cannot_read_through_to_be_reported(
+    nats_store: NatsStore, nc: Client
+) -> None:
+    """A selector reads a few fields; bytes it cannot read (not JSON, deeply nested) go on to the decoder,
+    which reports them, and the watch goes on (a selector that raised would have stuck it for ever)."""
+    container = [Container(name="c", image="busybox")]
+    created = await nats_store.create(
+        Pod(
+            api_version=CORE_V1,
+            metadata=ObjectMeta(name="good", namespace="default"),
+            spec=PodSpec(containers=container),
+        )
+    )
+    await nats_store.bind(created, "n1")
+    before = skipped("Pod")
+    await put_raw(nc, "Pod", "default.deep", DEEP_POD)
+    await put_raw(nc, "Pod", "default.not-json", b"\xff")
+    seen = []
+    async with asyncio.timeout(20):
+        async for event in nats_store.watch(Pod, select=pods_bound_to({"n1"})):
+            if event.op is WatchOp.SYNCED:
+                break
+            if event.op is WatchOp.PUT:
+                seen.append(event.name)
+    assert seen == ["good"]
+    assert skipped("Pod") == before + 2
 
 
 async def test_an_informer_survives_a_handler_that_chokes_on_one_object(nats_store: NatsStore) -> None:

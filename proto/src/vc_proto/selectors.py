@@ -48,9 +48,12 @@ _pod_head = msgspec.json.Decoder(_PodHead)
 
 
 def _head(data: bytes) -> _PodHead | None:
+    """The few fields, or None for bytes that are not a pod's JSON. Skipping an unknown field recurses
+    into it: a deeply nested one raises RecursionError, which must not escape into the watch (its
+    consumer would retry the same entry forever)."""
     try:
         return _pod_head.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (ValueError, RecursionError):  # msgspec's DecodeError and ValidationError are ValueErrors
         return None
 
 

@@ -60,7 +60,15 @@ def test_a_pod_the_controller_wants_is_always_selected() -> None:
         assert not wants_podgroup(candidate, names) or expected
 
 
-@pytest.mark.parametrize("data", [b"", b"not json", b"[]", b'{"metadata": {"annotations": {"a": 1}}}'])
+DEEP = b"[" * 100_000 + b"]" * 100_000
+DEEP_IN_A_SKIPPED_FIELD = b'{"spec":{"containers":[{"livenessProbe":%s}]}}' % DEEP
+DEEP_IN_METADATA = b'{"metadata":' * 50_000 + b"{}" + b"}" * 50_000
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"", b"not json", b"[]", b'{"metadata": {"annotations": {"a": 1}}}', DEEP_IN_A_SKIPPED_FIELD, DEEP_IN_METADATA],
+)
 def test_bytes_a_selector_cannot_read_are_let_through_to_the_decoder(data: bytes) -> None:
     # The full decode then reports them as undecodable, as it does without a selector.
     assert pods_bound_to({"n1"})(data)
