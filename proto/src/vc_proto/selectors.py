@@ -7,8 +7,10 @@ most pods are someone else's). A selector reads only the few fields it needs (ms
 without building anything), so a refused change costs a scan of its bytes instead of a full decode.
 
 A selector decides on the JSON form every store keeps (Kubernetes' field names), so one definition
-serves every backend (see ObjectStore.watch). Bytes it cannot read are let through: the full decode
-then reports them as it reports any undecodable value.
+serves every backend (see ObjectStore.watch). It refuses only values that are plainly pods (their kind
+and name are there): anything else (not JSON, nested deeper than the decoder goes, another kind, no
+name) goes on to the full decode, which reports it as it reports any undecodable value. A selector never
+sees the key, so a pod stored under another pod's key is judged by its content, like any other.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Callable, Collection
 import msgspec
 
 from vc_proto.batch import BATCH_V1ALPHA1
-from vc_proto.vocabulary import GROUP_NAME_ANNOTATION, JOB_NAME_KEY, JOB_VERSION_KEY, TASK_SPEC_KEY
+from vc_proto.vocabulary import GROUP_NAME_ANNOTATION
 
 Selector = Callable[[bytes], bool]
 
@@ -30,6 +32,7 @@ class _OwnerRef(msgspec.Struct, rename="camel"):
 
 
 class _Meta(msgspec.Struct, rename="camel"):
+    name: str | None = None
     annotations: dict[str, str] | None = None
     owner_references: list[_OwnerRef] | None = None
 
@@ -40,6 +43,7 @@ class _PodSpec(msgspec.Struct, rename="camel"):
 
 
 class _PodHead(msgspec.Struct):
+    kind: str | None = None
     metadata: _Meta | None = None
     spec: _PodSpec | None = None
 
@@ -48,13 +52,15 @@ _pod_head = msgspec.json.Decoder(_PodHead)
 
 
 def _head(data: bytes) -> _PodHead | None:
-    """The few fields, or None for bytes that are not a pod's JSON. Skipping an unknown field recurses
-    into it: a deeply nested one raises RecursionError, which must not escape into the watch (its
-    consumer would retry the same entry forever)."""
+    """The few fields of a pod, or None when the bytes are not plainly a pod (see the module docstring).
+    Skipping an unknown field recurses into it: a deeply nested one raises RecursionError here."""
     try:
-        return _pod_head.decode(data)
+        head = _pod_head.decode(data)
     except (ValueError, RecursionError):  # msgspec's DecodeError and ValidationError are ValueErrors
         return None
+    if head.kind != "Pod" or head.metadata is None or not head.metadata.name:
+        return None
+    return head
 
 
 def pods_bound_to(nodes: Collection[str]) -> Selector:
@@ -85,19 +91,15 @@ def pods_naming_no_group(scheduler_names: Collection[str]) -> Selector:
     return select
 
 
-_VCJOB_ANNOTATIONS = (JOB_NAME_KEY, JOB_VERSION_KEY, TASK_SPEC_KEY)
-
-
 def pods_of_vcjobs(data: bytes) -> bool:
-    """Pods a vcjob controls: its annotations name the job, version and task, and their controller is a
-    batch.volcano.sh/v1alpha1 Job (what the job controller creates and acts on)."""
+    """Pods whose controller is a batch.volcano.sh/v1alpha1 Job. The job controller also asks for the
+    job's annotations (owning_job); they are left to it, so that a pod whose annotations someone edits
+    stays a change it ignores, as it always was, instead of seeming deleted (which is an eviction)."""
     head = _head(data)
     if head is None:
         return True
-    meta = head.metadata
-    if meta is None or not meta.annotations or not all(k in meta.annotations for k in _VCJOB_ANNOTATIONS):
-        return False
+    assert head.metadata is not None  # _head answers only for pods with metadata
     return any(
         ref.controller and ref.kind == "Job" and ref.api_version == BATCH_V1ALPHA1
-        for ref in meta.owner_references or ()
+        for ref in head.metadata.owner_references or ()
     )

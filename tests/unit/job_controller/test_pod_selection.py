@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+import msgspec
+
 from tests.support.waiting import eventually
 from vc_bus.testing import MemoryStore
 from vc_job_controller.controller import JobController
 from vc_proto.batch import BATCH_V1ALPHA1
 from vc_proto.core import CORE_V1, Container, Pod, PodSpec
 from vc_proto.meta import ObjectMeta, OwnerReference
-from vc_proto.vocabulary import JOB_NAME_KEY, JOB_VERSION_KEY, TASK_SPEC_KEY
+from vc_proto.vocabulary import JOB_NAME_KEY, JOB_VERSION_KEY, TASK_SPEC_KEY, Event
 from vc_runtime.sharding import SoleOwner
 
 
@@ -42,8 +44,22 @@ async def test_only_vcjob_pods_reach_the_cache_and_the_jobs() -> None:
         await eventually(lambda: len(controller.pods.items) == 2, what="both vcjob pods cached")
         assert {name for _, name in controller.pods.items} == {"train-worker-0", "train-worker-1"}
         assert set(controller.pods_by_job[("ns", "train")]) == {"train-worker-0", "train-worker-1"}
+        # Someone strips a pod's annotations: the pod is still the job's child; the controller keeps its
+        # copy and takes the change for nothing, as it always did (not a deletion, which is an eviction).
+        stripped = await store.get(Pod, "ns", "train-worker-0")
+        await store.update(
+            msgspec.structs.replace(stripped, metadata=msgspec.structs.replace(stripped.metadata, annotations=None))
+        )
+        await eventually(lambda: _annotations_gone(controller), what="the stripped pod's new version cached")
+        assert set(controller.pods_by_job[("ns", "train")]) == {"train-worker-0", "train-worker-1"}
+        assert all(r.event != Event.POD_EVICTED.value for r in controller.pending.get(("ns", "train"), ()))
     finally:
         shutdown.set()
         follow.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await follow
+
+
+def _annotations_gone(controller: JobController) -> bool:
+    cached = controller.pods.get("ns", "train-worker-0")
+    return cached is not None and not cached.metadata.annotations

@@ -15,6 +15,7 @@ import structlog
 from prometheus_client import Counter
 
 from vc_core.errors import PermanentError
+from vc_proto.selectors import Selector
 
 T = TypeVar("T")
 log = structlog.get_logger(__name__)
@@ -54,6 +55,16 @@ def report_unprocessable(*, source: str, kind: str, error: Exception, **where: o
     that a handler could not digest, so the stage that met it goes on with the next."""
     DECODE_ERRORS.labels(source, kind).inc()
     log.error("decode.unprocessable", source=source, kind=kind, error=describe(error), exc_info=error, **where)
+
+
+def selected(select: Selector, data: bytes, *, source: str) -> bool:
+    """`select(data)`, or True (reported) when the selector itself fails: the full decode then judges the
+    value, so a selector's failure costs a decode, never a change skipped unseen or a watch ended."""
+    try:
+        return select(data)
+    except Exception as exc:  # whatever a selector raises, the change must still reach the decoder
+        report_unprocessable(source=source, kind="Selector", error=exc)
+        return True
 
 
 def describe(error: BaseException | str) -> str:

@@ -18,6 +18,7 @@ import structlog
 from nats.js import api
 from nats.js.client import JetStreamContext
 
+from vc_bus.decoding import selected
 from vc_bus.pull import PullConsumer, refused_filter
 from vc_core import backoff
 from vc_core.errors import InvalidObject
@@ -84,7 +85,9 @@ class _Feed:
                         revision = delivery.sequence
                         self._last = revision
                         key = delivery.subject[prefix:]
-                        if delivery.removed or (select is not None and not select(delivery.data)):
+                        if delivery.removed or (
+                            select is not None and not selected(select, delivery.data, source=self._stream)
+                        ):
                             yield RawEntry(WatchOp.DELETE, revision, key)
                         else:
                             yield RawEntry(WatchOp.PUT, revision, key, delivery.data)

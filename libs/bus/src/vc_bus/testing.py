@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from vc_bus.binding import bound_pod, required_uid
+from vc_bus.decoding import selected
 from vc_bus.objects import (
     check_identity,
     identity,
@@ -179,7 +180,9 @@ class MemoryStore:
         )
         events = []
         for (ns, name), entry in newer:
-            if entry.obj is None or (select is not None and not select(codec.encode(entry.obj))):
+            if entry.obj is None or (
+                select is not None and not selected(select, codec.encode(entry.obj), source="memory")
+            ):
                 events.append(WatchEvent(WatchOp.DELETE, entry.revision, ns, name))
             else:
                 obj = with_meta(entry.obj, resource_version=str(entry.revision))

@@ -29,6 +29,7 @@ import structlog
 
 from vc_bus.binding import display as pod_display
 from vc_bus.binding import refuse_unbindable, required_uid
+from vc_bus.decoding import selected
 from vc_bus.objects import check_identity, identity
 from vc_core.errors import AlreadyExists, Conflict, PreconditionFailed, TemporaryError
 from vc_core.store import WatchEvent, WatchOp, refuse_unlistable_namespace
@@ -169,7 +170,7 @@ class KubeStore:
             if change.op is WatchOp.PUT and change.obj is None:
                 continue  # not a valid object here (reported by the watch): keep the last one seen
             obj = change.obj if change.op is WatchOp.PUT else None
-            if obj is not None and select is not None and not select(codec.encode(obj)):
+            if obj is not None and select is not None and not selected(select, codec.encode(obj), source="kube"):
                 yield WatchEvent(WatchOp.DELETE, change.revision, ns, name)  # it left the selection
                 continue
             yield WatchEvent(change.op, change.revision, ns, name, obj)
