@@ -66,7 +66,13 @@ def _reservations(uid: str, node: str, at: float = 1000.0) -> dict[str, dict[str
     return {node_key(node): {uid: reservation(f"ns/{uid}", {}, instance="s0", epoch=1, at=at)}}
 
 
-def test_alone_it_goes_solo_only_once_its_watch_has_passed_its_vouch_for_nobody() -> None:
+@pytest.mark.parametrize(
+    ("seen", "goes_solo"),
+    [(("s0",), True), (("s0", "s1"), False)],  # alone; a member whose lease came before the vouch's
+)
+def test_it_goes_solo_only_once_its_watch_has_passed_its_vouch_for_nobody_with_no_one_else_seen(
+    seen: tuple[str, ...], goes_solo: bool
+) -> None:
     async def scenario() -> None:
         members, ledger = Members(), RecordingLedger()
         solo = _solo(members, ledger)
@@ -74,23 +80,10 @@ def test_alone_it_goes_solo_only_once_its_watch_has_passed_its_vouch_for_nobody(
         await asyncio.sleep(0.01)
         assert members.published == [frozenset()]
         assert not solo.solo()  # the watch has not shown the members that joined before the vouch
+        members.members = seen
         members.watch_up_to(members.revision)
         await settling
-        assert solo.solo()
-
-    asyncio.run(scenario())
-
-
-def test_a_member_seen_joining_meanwhile_keeps_it_from_going_solo() -> None:
-    async def scenario() -> None:
-        members, ledger = Members(), RecordingLedger()
-        solo = _solo(members, ledger)
-        settling = asyncio.create_task(solo._settle())
-        await asyncio.sleep(0.01)
-        members.members = ("s0", "s1")  # its lease came before the vouch's on the watch
-        members.watch_up_to(members.revision)
-        await settling
-        assert not solo.solo()
+        assert solo.solo() is goes_solo
 
     asyncio.run(scenario())
 
