@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import random
 import shutil
 import signal
 import socket
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,15 +67,35 @@ def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
     return arm
 
 
+# Ports handed out for something to listen on come from below Linux's ephemeral range (32768-60999).
+# A port the kernel picks for bind(0) is from that range, and between handing it out and the listener
+# binding it, any outgoing connection on the machine may take it as its source port (a service's probe
+# port was lost that way: "address already in use"). Below the range only another listener can.
+_LISTEN_PORTS = range(20000, 32768)
+# Two calls in a row must not return the same port before either is bound: the last few thousand
+# handed out are not handed out again. The choice is not from `random`'s shared generator, which a
+# test or a chaos run may seed (two processes seeded alike would pick alike).
+_RECENT_PORTS = 4096
+_recent: deque[int] = deque(maxlen=_RECENT_PORTS)
+_pick = random.SystemRandom()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port on 127.0.0.1 that nothing listens on now, for a server about to be started."""
+    for _ in range(1000):
+        port = _pick.choice(_LISTEN_PORTS)
+        if port in _recent or port_in_use(port, reuse=False):
+            continue
+        _recent.append(port)
+        return port
+    raise OSError(f"no free port in {_LISTEN_PORTS.start}-{_LISTEN_PORTS.stop - 1} after 1000 tries")
 
 
-def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+def port_in_use(port: int, host: str = "127.0.0.1", *, reuse: bool = True) -> bool:
+    """Whether binding `port` fails now (`reuse`: a port in TIME_WAIT counts as free, as for a server)."""
     with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:
