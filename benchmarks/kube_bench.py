@@ -71,6 +71,7 @@ class Result:
     requests: str = ""
     stages: str = ""
     latencies: str = ""  # mean latencies inside Tephra's services over the phase
+    tls: str = ""  # TLS handshakes Tephra's services made with the apiserver over the phase
     bound_curve: list[tuple[float, int]] = field(default_factory=list)  # (seconds since start, pods bound)
 
     @property
@@ -190,7 +191,8 @@ def per_pod(before: ApiserverReading, after: ApiserverReading, pods: int) -> str
 
 
 async def service_samples(ports: dict[str, int]) -> dict[str, dict[tuple[str, str, str], float]]:
-    """Per service: (histogram, labels, sum|count) -> value, from each service's /metrics."""
+    """Per service: (histogram, labels, sum|count) -> value, and (counter, labels, "total") for the
+    counters in _COUNTERS, from each service's /metrics."""
     out: dict[str, dict[tuple[str, str, str], float]] = {}
     async with aiohttp.ClientSession() as http:
         for service, port in ports.items():
@@ -201,6 +203,11 @@ async def service_samples(ports: dict[str, int]) -> dict[str, dict[tuple[str, st
                 continue
             samples: dict[tuple[str, str, str], float] = {}
             for line in text.splitlines():
+                if line.startswith(_COUNTERS):
+                    name_labels, _, value = line.rpartition(" ")
+                    name, _, labels = name_labels.partition("{")
+                    samples[(name.removesuffix("_total"), labels.rstrip("}"), "total")] = float(value)
+                    continue
                 if line.startswith("#") or not ("_sum" in line or "_count" in line):
                     continue
                 name_labels, _, value = line.rpartition(" ")
@@ -218,6 +225,25 @@ _LATENCIES = {
     "tephra_relay_kv_ack_seconds": "relay KV ack",
     "tephra_job_controller_reconcile_seconds": "reconcile",
 }
+
+
+_COUNTERS = ("tephra_kube_tls_handshakes_total{",)
+
+
+def handshakes(
+    before: dict[str, dict[tuple[str, str, str], float]], after: dict[str, dict[tuple[str, str, str], float]]
+) -> str:
+    """'N full, M resumed' over the phase, all services together (vc_kube.tls)."""
+    counts = {"false": 0.0, "true": 0.0}
+    for service, samples in after.items():
+        old = before.get(service, {})
+        for (name, labels, part), total in samples.items():
+            if name == "tephra_kube_tls_handshakes" and part == "total":
+                resumed = labels.partition("=")[2].strip('"')
+                counts[resumed] = counts.get(resumed, 0.0) + total - old.get((name, labels, part), 0.0)
+    if not any(counts.values()):
+        return ""
+    return f"{int(counts['false'])} full, {int(counts['true'])} resumed"
 
 
 def latencies(
@@ -583,6 +609,7 @@ async def measured(
         requests=per_pod(requests_before, requests_after, max(1, len(binds.bound))),
         stages=timeline,
         latencies=latencies(samples_before, samples_after),
+        tls=handshakes(samples_before, samples_after),
         bound_curve=running_curve(binds.bound_at.values(), start),
     )
 
@@ -713,6 +740,8 @@ def report(args: argparse.Namespace, results: list[Result], deadlock: list[str])
         print(f"    stages: {r.stages}")
         if r.latencies:
             print(f"    latencies: {r.latencies}")
+        if r.tls:
+            print(f"    tls handshakes with the apiserver: {r.tls}")
     print(
         "  (kube-apiserver 1.20's request metric calls a GET of one namespaced custom resource a LIST: during\n"
         "   the load, 'LIST podgroups' and 'LIST jobs' are reads of single objects, not lists)"

@@ -1,12 +1,12 @@
 """bench-kube's figures from what it observed (pure: no apiserver; the numbers are made up, the arithmetic
 is the bench's): the per-stage gang latencies, the unbound backlog, requests per pod with the server's time,
-and the services' mean latencies."""
+and the services' mean latencies and TLS handshakes."""
 
 from __future__ import annotations
 
 from collections import Counter
 
-from benchmarks.kube_bench import ApiserverReading, Binds, Stages, backlog, latencies, per_pod
+from benchmarks.kube_bench import ApiserverReading, Binds, Stages, backlog, handshakes, latencies, per_pod
 
 
 def observed() -> tuple[Binds, Stages]:
@@ -67,3 +67,15 @@ def test_service_latencies_are_means_over_the_phase_by_method() -> None:
         },
     }
     assert latencies(before, after) == "job-controller: apiserver POST 300 ms x100; kube-relay: relay KV ack 2 ms x1000"
+
+
+def test_tls_handshakes_are_counted_over_the_phase_across_services() -> None:
+    full, resumed = ('resumed="false"', "total"), ('resumed="true"', "total")
+    name = "tephra_kube_tls_handshakes"
+    before = {"scheduler": {(name, *full): 1.0, (name, *resumed): 10.0}}
+    after = {
+        "scheduler": {(name, *full): 1.0, (name, *resumed): 510.0},
+        "job-controller": {(name, *full): 2.0, (name, *resumed): 300.0},  # started during the phase
+    }
+    assert handshakes(before, after) == "2 full, 800 resumed"
+    assert handshakes(after, after) == ""  # none in the phase: nothing to print

@@ -1,13 +1,16 @@
 """The kube client's request options: the proxy is resolved once, as aiohttp's trust_env would (pure); which
-version of a kind it asks for (discovery stubbed: no apiserver)."""
+version of a kind it asks for (discovery stubbed: no apiserver); the TLS set-up a configuration gives."""
 
 from __future__ import annotations
+
+import ssl
 
 import pytest
 from kubernetes_asyncio import client as k8s_client
 from yarl import URL
 
 from vc_kube.client import KubeClient, _request_options, resource_path
+from vc_kube.tls import client_context
 from vc_proto.kinds import KINDS
 
 
@@ -61,3 +64,12 @@ async def test_a_kind_is_asked_at_the_newest_version_the_apiserver_serves(listed
         assert (
             resource_path(await kube.served(pdb), "ns", "b") == f"/apis/{expected}/namespaces/ns/poddisruptionbudgets/b"
         )
+
+
+def test_the_tls_context_keeps_the_configurations_verification_switches() -> None:
+    checked = client_context(config())  # no CA file: the system's, and full verification
+    assert checked.verify_mode == ssl.CERT_REQUIRED and checked.check_hostname
+    cfg = config()
+    cfg.verify_ssl = False  # a kubeconfig's insecure-skip-tls-verify
+    unchecked = client_context(cfg)
+    assert unchecked.verify_mode == ssl.CERT_NONE and not unchecked.check_hostname

@@ -1,12 +1,13 @@
-"""A thin JSON client for the kube-apiserver on top of kubernetes-asyncio's configuration and REST pool.
+"""A thin JSON client for the kube-apiserver on top of kubernetes-asyncio's configuration.
 
 Why not the generated API classes: Tephra's objects are msgspec Structs in Kubernetes JSON shape, and
 half the kinds are CRDs. Raw paths (`/api/v1/...`, `/apis/<group>/<version>/...`) treat built-in
 kinds and CRDs alike and skip the OpenAPI model round trip. kubernetes-asyncio still does the hard
-parts: kubeconfig/in-cluster loading, TLS, tokens, and the aiohttp session.
+parts: kubeconfig/in-cluster loading and tokens.
 
-Requests go through kubernetes-asyncio's connection pool (its TLS set-up; keep-alive, MAX_CONNECTIONS)
-but a session of our own that does not trust the environment: with trust_env, aiohttp re-reads the
+Requests go through a connection pool of our own (keep-alive, MAX_CONNECTIONS) whose TLS is
+kubernetes-asyncio's set-up with session resumption (vc_kube.tls: a new connection skips the full
+handshake), and a session that does not trust the environment: with trust_env, aiohttp re-reads the
 netrc file and the proxy variables on every request (half of a request's client CPU); the proxy is
 resolved once here instead. Bodies are encoded and answers decoded by msgspec: `request_bytes` hands
 the answer's bytes to a caller that decodes them into typed objects (vc_kube.store), `stream` hands
@@ -35,6 +36,7 @@ from prometheus_client import Histogram
 from yarl import URL
 
 from vc_core.errors import AlreadyExists, Conflict, InvalidObject, NotFound, PermanentError, TemporaryError
+from vc_kube.tls import client_context
 from vc_proto.kinds import Kind
 
 Json = dict[str, Any]
@@ -56,7 +58,8 @@ _decode_json = msgspec.json.Decoder().decode
 # client's concurrency: at kubernetes-asyncio's 100, a loaded apiserver answering in ~1.5 s capped a
 # service at ~65 requests/s, and the scheduler's binds queued ~4.7 s in its own pool before even being
 # sent (bench-kube's latencies line: client mean 6.3 s, the apiserver's own 1.6 s). client-go talks
-# HTTP/2, many streams on one connection: no such cap. Each connection costs one TLS handshake, once.
+# HTTP/2, many streams on one connection: no such cap. Each connection costs one TLS handshake, once,
+# and all but the first resume a session (vc_kube.tls).
 MAX_CONNECTIONS = 512
 
 
@@ -112,11 +115,8 @@ class KubeClient:
         """`agent`: who is asking (the service's name); the apiserver names it as the field manager of
         what it writes and in its audit log."""
         self._cfg = cfg
-        cfg.connection_pool_maxsize = MAX_CONNECTIONS
-        self._rest = k8s_client.ApiClient(cfg).rest_client
         self._http = aiohttp.ClientSession(
-            connector=self._rest.pool_manager.connector,
-            connector_owner=False,
+            connector=aiohttp.TCPConnector(limit=MAX_CONNECTIONS, ssl=client_context(cfg)),
             trust_env=False,
             read_bufsize=2**21,
             headers={"User-Agent": user_agent(agent)},
@@ -132,7 +132,6 @@ class KubeClient:
 
     async def close(self) -> None:
         await self._http.close()
-        await self._rest.close()
 
     async def __aenter__(self) -> KubeClient:
         return self
