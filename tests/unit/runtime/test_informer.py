@@ -11,10 +11,11 @@ import msgspec
 
 from tests.support.waiting import eventually
 from vc_bus.testing import MemoryStore
+from vc_core.store import WatchEvent, WatchOp
 from vc_proto.core import CORE_V1, Container, Pod, PodSpec
 from vc_proto.meta import ObjectMeta
 from vc_proto.selectors import pods_bound_to
-from vc_runtime.informer import Informer
+from vc_runtime.informer import Informer, revision_of
 
 
 def pod(name: str) -> Pod:
@@ -70,5 +71,54 @@ async def test_remembering_an_object_outside_the_selection_drops_it() -> None:
         moved = msgspec.structs.replace(created, spec=msgspec.structs.replace(created.spec, node_name="n2"))
         informer.remember(moved)  # as if our write's answer came before the watch's echo
         assert ("ns", "p") not in informer.items
-        informer.remember(created)
+        informer.remember(created)  # no newer than the write that took it out: not taken back
+        assert ("ns", "p") not in informer.items
+        informer.remember(at_revision(created, revision_of(created) + 1))  # selected again, later
         assert ("ns", "p") in informer.items
+
+
+def at_revision(obj: Pod, revision: int) -> Pod:
+    return msgspec.structs.replace(obj, metadata=msgspec.structs.replace(obj.metadata, resource_version=str(revision)))
+
+
+class ScriptedStore:
+    """A watch that hands over exactly the events the test puts in, in that order."""
+
+    def __init__(self) -> None:
+        self.events: asyncio.Queue[WatchEvent] = asyncio.Queue()
+
+    async def watch(self, kind: type[Pod], **kw: object) -> AsyncIterator[WatchEvent]:
+        yield WatchEvent(WatchOp.SYNCED, 0)
+        while True:
+            yield await self.events.get()
+
+
+async def test_a_late_copy_from_before_the_write_that_took_it_out_is_not_taken_back() -> None:
+    """The watch lags: after the writer's own write took the pod out of the selection (and `remember`
+    dropped it), the watch still delivers the version before that write, which was selected."""
+    store = ScriptedStore()
+    revisions: list[tuple[int | None, int | None]] = []  # (old, new) per change, None for absent
+    informer = Informer(
+        store,  # type: ignore[arg-type]
+        Pod,
+        select=pods_bound_to({"n1"}),
+        on_change=lambda old, new: revisions.append(
+            (revision_of(old) if old else None, revision_of(new) if new else None)
+        ),
+    )
+    bound = at_revision(pod("p"), 5)
+    assert bound.spec is not None
+    bound = msgspec.structs.replace(bound, spec=msgspec.structs.replace(bound.spec, node_name="n1"))
+    moved = at_revision(msgspec.structs.replace(bound, spec=msgspec.structs.replace(bound.spec, node_name="n2")), 6)
+    async with following(informer):
+        await store.events.put(WatchEvent(WatchOp.PUT, 4, "ns", "p", at_revision(bound, 4)))
+        await eventually(lambda: ("ns", "p") in informer.items, what="the bound pod cached")
+        informer.remember(moved)
+        await store.events.put(WatchEvent(WatchOp.PUT, 5, "ns", "p", bound))  # the late copy
+        await store.events.put(WatchEvent(WatchOp.DELETE, 6, "ns", "p"))  # the echo of the write
+        await eventually(lambda: store.events.empty(), what="both events read")
+        await asyncio.sleep(0)
+        assert revisions == [(None, 4), (4, None)]  # cached, dropped: the late copy never came back
+        # After the echo, the pod may come back, newer: a later write selects it again.
+        await store.events.put(WatchEvent(WatchOp.PUT, 7, "ns", "p", at_revision(bound, 7)))
+        await eventually(lambda: ("ns", "p") in informer.items, what="the newer version cached")

@@ -50,6 +50,9 @@ class Informer(Generic[ObjT]):
         self._select = select
         self._on_change = on_change
         self.items: dict[ObjectKey, ObjT] = {}
+        # Objects this instance's own write took out of the selection, at that write's revision: until
+        # the watch says more (the echo, a deletion), an older version it delivers late is not taken back.
+        self._left: dict[ObjectKey, int] = {}
         self.synced = asyncio.Event()
 
     def get(self, namespace: str | None, name: str) -> ObjT | None:
@@ -58,11 +61,14 @@ class Informer(Generic[ObjT]):
     def remember(self, obj: ObjT) -> None:
         """Record an object this instance just wrote, so the next pass does not read a stale copy. One the
         write took out of the selection is dropped (the watch's echo may come first, or later: either
-        way the cache ends without it)."""
+        way the cache ends without it), and a version no newer than that write, which a lagging watch may
+        still deliver, is not taken back."""
+        key = key_of(obj)
         if self._select is not None and not self._select(codec.encode(obj)):
-            self._delete(key_of(obj))
+            self._left[key] = max(revision_of(obj), self._left.get(key, 0))
+            self._delete(key)
             return
-        self._put(key_of(obj), obj)
+        self._put(key, obj)
 
     def forget(self, namespace: str | None, name: str) -> None:
         """Record a deletion this instance just made."""
@@ -75,9 +81,16 @@ class Informer(Generic[ObjT]):
             elif event.op is WatchOp.PUT and isinstance(event.obj, self.kind):
                 self._put((event.namespace or None, event.name), event.obj)
             else:
-                self._delete((event.namespace or None, event.name))
+                key = (event.namespace or None, event.name)
+                self._left.pop(key, None)  # the echo of the write that took it out, or its deletion
+                self._delete(key)
 
     def _put(self, key: ObjectKey, obj: ObjT) -> None:
+        left = self._left.get(key)
+        if left is not None:
+            if revision_of(obj) <= left:
+                return  # a version from before our own write took it out of the selection
+            del self._left[key]  # a newer version, selected again
         old = self.items.get(key)
         if old is not None and revision_of(old) >= revision_of(obj):
             return  # an echo of our own write, or an older state arriving late
