@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -39,9 +38,7 @@ def lines_until_ready(proc: subprocess.Popen[str], log: Path, timeout: float = 9
 
 
 def test_up_prints_the_dashboard_url_before_ready_and_serves_it(tmp_path: Path) -> None:
-    with socket.socket() as taken:  # the given port is used even when the default would be free
-        taken.bind(("127.0.0.1", 0))
-        wanted = taken.getsockname()[1]
+    wanted = free_port()  # the given port is used even when the default would be free
     log = tmp_path / "up.log"
     argv = [
         str(BIN / "vcctl"),

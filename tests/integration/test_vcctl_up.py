@@ -38,7 +38,7 @@ def free_ports(count: int) -> int:
 
     # Above the kernel's ephemeral range (32768-60999 on Linux), where no outgoing connection takes a
     # port, and apart from free_port()'s 20000-32767, where this test's other servers get theirs.
-    first = random.randrange(61000, 65000 - count)
+    first = random.randrange(61000, 65536 - 100 * count)  # every base tried below stays under 65536
     for base in range(first, first + 100 * count, count):
         try:
             with contextlib.ExitStack() as held:

@@ -69,6 +69,8 @@ async def test_a_kind_is_asked_at_the_newest_version_the_apiserver_serves(listed
 def test_the_tls_context_keeps_the_configurations_verification_switches() -> None:
     checked = client_context(config())  # no CA file: the system's, and full verification
     assert checked.verify_mode == ssl.CERT_REQUIRED and checked.check_hostname
+    default = ssl.create_default_context()  # kubernetes-asyncio's starting point
+    assert (checked.verify_flags, checked.options) == (default.verify_flags, default.options)
     cfg = config()
     cfg.verify_ssl = False  # a kubeconfig's insecure-skip-tls-verify
     unchecked = client_context(cfg)

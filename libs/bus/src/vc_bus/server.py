@@ -67,11 +67,27 @@ def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
     return arm
 
 
-# Ports handed out for something to listen on come from below Linux's ephemeral range (32768-60999).
-# A port the kernel picks for bind(0) is from that range, and between handing it out and the listener
-# binding it, any outgoing connection on the machine may take it as its source port (a service's probe
-# port was lost that way: "address already in use"). Below the range only another listener can.
-_LISTEN_PORTS = range(20000, 32768)
+# Ports handed out for something to listen on come from outside the machine's ephemeral range (Linux's
+# default 32768-60999). A port the kernel picks for bind(0) is from that range, and between handing it
+# out and the listener binding it, any outgoing connection on the machine may take it as its source
+# port (a service's probe port was lost that way: "address already in use"). Outside it only another
+# listener can.
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_LOWEST_PORT = 20000  # clear of the well-known and most registered ports
+
+
+def _listen_ports() -> range:
+    """The larger side of the ports outside the ephemeral range (all from _LOWEST_PORT if neither)."""
+    try:
+        low, high = (int(bound) for bound in _EPHEMERAL_RANGE.read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    below, above = range(_LOWEST_PORT, max(low, _LOWEST_PORT)), range(max(high + 1, _LOWEST_PORT), 65536)
+    wider = max(below, above, key=len)
+    return wider if len(wider) >= 1000 else range(_LOWEST_PORT, 65536)
+
+
+_LISTEN_PORTS = _listen_ports()
 # Two calls in a row must not return the same port before either is bound: the last few thousand
 # handed out are not handed out again. The choice is not from `random`'s shared generator, which a
 # test or a chaos run may seed (two processes seeded alike would pick alike).

@@ -22,13 +22,16 @@ TLS_HANDSHAKES = Counter(
     ["resumed"],
 )
 _handshakes = {True: TLS_HANDSHAKES.labels("true"), False: TLS_HANDSHAKES.labels("false")}
+# Reads of a connection looked at for a ticket: one comes with the first answers or not at all (a
+# server that issues none is not asked on every read for as long as the connection lives).
+_TICKET_READS = 8
 
 
 class _ResumingSSLObject(ssl.SSLObject):
     """Counts its handshake, and hands the first session ticket it receives to its context. (TLS 1.3
     sends tickets after the handshake, with the connection's first answers: hence on read.)"""
 
-    _ticket_kept = False
+    _reads_checked = 0
 
     def do_handshake(self) -> None:
         super().do_handshake()  # raises SSLWantReadError until the handshake is complete
@@ -36,13 +39,14 @@ class _ResumingSSLObject(ssl.SSLObject):
 
     def read(self, len: int = 1024, buffer: Any = None) -> Any:
         data = super().read(len, buffer)
-        if not self._ticket_kept:
+        if self._reads_checked < _TICKET_READS:
+            self._reads_checked += 1
             session = self.session
             if session is not None and session.has_ticket:
                 context = self.context
                 if isinstance(context, ResumingContext):
                     context.remember(self.server_hostname, session)
-                self._ticket_kept = True
+                self._reads_checked = _TICKET_READS
         return data
 
 
@@ -78,7 +82,13 @@ class ResumingContext(ssl.SSLContext):
 def client_context(cfg: k8s_client.Configuration) -> ResumingContext:
     """kubernetes-asyncio's TLS set-up for a configuration (its CA, else the system's; its client
     certificate; its verification switches), in a context that resumes sessions."""
+    # kubernetes-asyncio starts from create_default_context: its verification flags (Python 3.13 adds
+    # strict X.509 and partial chains there) and its SSLKEYLOGFILE.
+    reference = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
     context = ResumingContext()
+    context.verify_flags = reference.verify_flags
+    if reference.keylog_filename:
+        context.keylog_filename = reference.keylog_filename
     if cfg.ssl_ca_cert:
         context.load_verify_locations(cafile=cfg.ssl_ca_cert)
     else:

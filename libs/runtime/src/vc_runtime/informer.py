@@ -51,7 +51,10 @@ class Informer(Generic[ObjT]):
         self._on_change = on_change
         self.items: dict[ObjectKey, ObjT] = {}
         # Objects this instance's own write took out of the selection, at that write's revision: until
-        # the watch says more (the echo, a deletion), an older version it delivers late is not taken back.
+        # the key's next watch event that is not older (a delete: the write's echo, or a deletion; or a
+        # newer version), an older version the watch delivers late is not taken back. (A delete clears
+        # the mark whatever its revision: watch revisions are not comparable across stores, a mirror's
+        # count its own entries; a late delete older than the write is a narrower case left open.)
         self._left: dict[ObjectKey, int] = {}
         self.synced = asyncio.Event()
 
