@@ -25,7 +25,6 @@ import re
 import shutil
 import signal
 import socket
-import ssl as ssl_module
 import subprocess
 import sys
 import tempfile
@@ -38,12 +37,13 @@ from typing import Any
 
 import aiohttp
 
+from benchmarks import apiserver_profile
 from benchmarks.procstat import CpuMeter, Spies
 from benchmarks.progress import Progress
 from benchmarks.report import BenchReport, running_curve
 from vc_bus.server import NatsServer
 from vc_core.store import WatchOp
-from vc_kube.client import KubeApiError, KubeClient, load_config, resource_path
+from vc_kube.client import KubeApiError, KubeClient, resource_path
 from vc_kube.crds import ensure_crds
 from vc_kube.store import KubeStore
 from vc_kube.watching import list_raw, watch_kind
@@ -72,6 +72,7 @@ class Result:
     stages: str = ""
     latencies: str = ""  # mean latencies inside Tephra's services over the phase
     tls: str = ""  # TLS handshakes Tephra's services made with the apiserver over the phase
+    apiserver_profile: str = ""  # where the apiserver's CPU went (--apiserver-profile), and the file
     bound_curve: list[tuple[float, int]] = field(default_factory=list)  # (seconds since start, pods bound)
 
     @property
@@ -148,12 +149,7 @@ class ApiserverReading:
 
 async def request_counts(kubeconfig: str) -> ApiserverReading:
     """The apiserver's request counter and its time spent per request kind, from /metrics."""
-    cfg = await load_config(kubeconfig)
-    auth = (await cfg.auth_settings()).values()
-    headers = {a["key"]: a["value"] for a in auth if a.get("in") == "header" and a.get("value")}
-    ssl: Any = ssl_module.create_default_context(cafile=cfg.ssl_ca_cert) if cfg.verify_ssl else False
-    async with aiohttp.ClientSession() as http, http.get(f"{cfg.host}/metrics", headers=headers, ssl=ssl) as resp:
-        text = await resp.text()
+    text = (await apiserver_profile.fetch(kubeconfig, "/metrics")).decode()
     reading = ApiserverReading()
     for match in _REQUEST.finditer(text):
         labels = dict(_LABEL.findall(match.group(2)))
@@ -560,6 +556,7 @@ class Run:
     # The bus both systems' runs go through (node-sim and the relay it reads through take part in
     # kube-scheduler's run too): its CPU counts in each run's figure.
     nats_pid: int | None = None
+    profile_dir: Path | None = None  # --apiserver-profile
 
 
 async def measured(
@@ -583,6 +580,10 @@ async def measured(
     samples_before = await service_samples(run.procs.metrics_ports)
     meter.start()
     run.spies.start(run.procs.pids(), suffix=f"-{name.split()[0]}")
+    profiling = None
+    if run.profile_dir is not None:
+        out = run.profile_dir / f"apiserver-{name.split()[0]}.pprof"
+        profiling = asyncio.create_task(apiserver_profile.take(run.kubeconfig, out))
     start = time.monotonic()
     await create()
     with Progress(f"  {name}: pods bound", pods) as progress:
@@ -599,6 +600,7 @@ async def measured(
                 await task
     whole, started = gangs_whole(binds.bound, size=size, by_label=group_of)
     timeline = backlog(binds) + ("; " + stages.report(binds) if stages is not None else "")
+    profiled = await profile_summary(profiling)
     return Result(
         name,
         pods,
@@ -610,8 +612,21 @@ async def measured(
         stages=timeline,
         latencies=latencies(samples_before, samples_after),
         tls=handshakes(samples_before, samples_after),
+        apiserver_profile=profiled,
         bound_curve=running_curve(binds.bound_at.values(), start),
     )
+
+
+async def profile_summary(profiling: asyncio.Task[Path] | None) -> str:
+    """The phase's apiserver profile, once taken: its shares by kind of work, and the file."""
+    if profiling is None:
+        return ""
+    try:
+        path = await profiling
+    except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        return f"not taken ({exc!r})"
+    shares = await apiserver_profile.summary(path)
+    return f"{shares or 'no summary without Go'} of the first {apiserver_profile.PROFILE_S} s ({path})"
 
 
 async def run_tephra(run: Run, nats_url: str, *, nodes: int, pods: int, gang: int) -> Result:
@@ -690,7 +705,7 @@ async def main_async(args: argparse.Namespace, kubeconfig: str, binary: Path, wo
         await wipe(kube)
         await default_queue(kube)
         procs = Procs(workdir)
-        run = Run(kube, kubeconfig, procs, Spies(args.py_spy), args.stall)
+        run = Run(kube, kubeconfig, procs, Spies(args.py_spy), args.stall, profile_dir=args.apiserver_profile)
         with nats(workdir / "throughput") as server:
             run.nats_pid = server.pid
             try:
@@ -742,6 +757,8 @@ def report(args: argparse.Namespace, results: list[Result], deadlock: list[str])
             print(f"    latencies: {r.latencies}")
         if r.tls:
             print(f"    tls handshakes with the apiserver: {r.tls}")
+        if r.apiserver_profile:
+            print(f"    apiserver cpu by kind of work (cumulative, overlapping): {r.apiserver_profile}")
     print(
         "  (kube-apiserver 1.20's request metric calls a GET of one namespaced custom resource a LIST: during\n"
         "   the load, 'LIST podgroups' and 'LIST jobs' are reads of single objects, not lists)"
@@ -789,6 +806,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--skip-default-qps", action="store_true", help="only the unthrottled kube-scheduler run")
     parser.add_argument("--py-spy", type=Path, help="sample Tephra's processes with py-spy (collapsed stacks here)")
+    parser.add_argument(
+        "--apiserver-profile", type=Path, help="take a Go CPU profile of the kube-apiserver in each run (files here)"
+    )
     parser.add_argument("--json", type=Path, help="also write the results as JSON to this file")
     parser.add_argument("--workdir")
     parser.add_argument("--keep", action="store_true", help="keep the logs")

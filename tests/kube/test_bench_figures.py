@@ -1,11 +1,12 @@
 """bench-kube's figures from what it observed (pure: no apiserver; the numbers are made up, the arithmetic
 is the bench's): the per-stage gang latencies, the unbound backlog, requests per pod with the server's time,
-and the services' mean latencies and TLS handshakes."""
+and the services' mean latencies and TLS handshakes; the apiserver profile by kind of work."""
 
 from __future__ import annotations
 
 from collections import Counter
 
+from benchmarks.apiserver_profile import shares
 from benchmarks.kube_bench import ApiserverReading, Binds, Stages, backlog, handshakes, latencies, per_pod
 
 
@@ -79,3 +80,25 @@ def test_tls_handshakes_are_counted_over_the_phase_across_services() -> None:
     }
     assert handshakes(before, after) == "2 full, 800 resumed"
     assert handshakes(after, after) == ""  # none in the phase: nothing to print
+
+
+def test_the_apiserver_profile_is_read_by_kind_of_work() -> None:
+    vendor = "k8s.io/kubernetes/vendor/k8s.io"
+    top = "\n".join(
+        [
+            "File: kube-apiserver",
+            "      flat  flat%   sum%        cum   cum%",
+            f"         0     0%     0%      0.65s  5.03%  {vendor}/apiserver/pkg/endpoints/handlers"
+            ".PatchResource.func1",
+            f"         0     0%     0%      5.41s 41.84%  {vendor}/apiserver/pkg/endpoints/handlers"
+            ".(*patcher).patchResource.func2",
+            f"         0     0%     0%      5.39s 41.69%  {vendor}/apiserver/pkg/endpoints/handlers"
+            ".(*patcher).patchResource.func3",
+            f"         0     0%     0%      2.26s 17.48%  {vendor}/apiextensions-apiserver/pkg/registry/customresource"
+            ".(*StatusREST).Update",
+            "     0.52s  4.02% 11.21%      1.64s 12.68%  runtime.gcBgMarkWorker.func2",
+            "         0     0%     0%      0.10s  0.77%  example.com/unrelated.patchResourcesLater",
+        ]
+    )
+    assert shares(top) == {"PATCH": 41.84, "custom-resource status writes": 17.48, "garbage collection": 12.68}
+    assert shares("no profile here") == {}
