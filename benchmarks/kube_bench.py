@@ -585,9 +585,14 @@ async def measured(
         out = run.profile_dir / f"apiserver-{name.split()[0]}.pprof"
         profiling = asyncio.create_task(apiserver_profile.take(run.kubeconfig, out))
     start = time.monotonic()
-    await create()
-    with Progress(f"  {name}: pods bound", pods) as progress:
-        await binds.wait(pods, stall_s=run.stall_s, progress=progress)
+    try:
+        await create()
+        with Progress(f"  {name}: pods bound", pods) as progress:
+            await binds.wait(pods, stall_s=run.stall_s, progress=progress)
+    except BaseException:
+        if profiling is not None:
+            profiling.cancel()  # the run failed: no profile to wait for
+        raise
     seconds = (binds.last_bind or time.monotonic()) - start
     meter.stop()
     run.spies.stop()
