@@ -1,9 +1,10 @@
 """The kube-apiserver under the profiler: a Go CPU profile of a bench phase, and where its time went.
 
 The apiserver serves its own pprof endpoints (`--profiling`, on by default) to a caller allowed the
-non-resource URL /debug/pprof (the bench's admin token is). `take` saves one profile; `summary` reads it
-with `go tool pprof` when Go is installed (it is wherever the apiserver was built from source) and says
-which share of the samples fell under each kind of work below (cumulative: the kinds overlap).
+non-resource URL /debug/pprof (the bench's admin token is; the bench's own client asks). `take` saves
+one profile; `summary` reads it with `go tool pprof` when Go is installed (it is wherever the apiserver
+was built from source) and says which share of the samples fell under each kind of work below
+(cumulative: the kinds overlap).
 """
 
 from __future__ import annotations
@@ -11,13 +12,9 @@ from __future__ import annotations
 import asyncio
 import re
 import shutil
-import ssl
 from pathlib import Path
-from typing import Any
 
-import aiohttp
-
-from vc_kube.client import load_config
+from vc_kube.client import KubeClient
 
 PROFILE_S = 15  # from the phase's first create: both systems' phases last longer here
 # Kind of work -> the function whose cumulative share measures it (its closures, `.funcN`, count as it).
@@ -37,24 +34,11 @@ _ROW = re.compile(r"^\s*\S+\s+\S+%\s+\S+%\s+\S+\s+([\d.]+)%\s+(.+?)\s*$")
 _CLOSURE = re.compile(r"(\.func\d+)+(\.\d+)*$")
 
 
-async def fetch(kubeconfig: str, path: str, *, timeout_s: float = 30.0) -> bytes:
-    """GET `path` from the apiserver as the kubeconfig's user."""
-    cfg = await load_config(kubeconfig)
-    auth = (await cfg.auth_settings()).values()
-    headers = {a["key"]: a["value"] for a in auth if a.get("in") == "header" and a.get("value")}
-    verify: Any = ssl.create_default_context(cafile=cfg.ssl_ca_cert) if cfg.verify_ssl else False
-    timeout = aiohttp.ClientTimeout(total=timeout_s)
-    async with (
-        aiohttp.ClientSession(timeout=timeout) as http,
-        http.get(f"{cfg.host}{path}", headers=headers, ssl=verify) as resp,
-    ):
-        resp.raise_for_status()
-        return await resp.read()
-
-
-async def take(kubeconfig: str, out: Path, seconds: int = PROFILE_S) -> Path:
+async def take(kube: KubeClient, out: Path, seconds: int = PROFILE_S) -> Path:
     """A CPU profile of the next `seconds`, saved to `out`."""
-    data = await fetch(kubeconfig, f"/debug/pprof/profile?seconds={seconds}", timeout_s=seconds + 30)
+    data = await kube.request_bytes(
+        "GET", "/debug/pprof/profile", query={"seconds": str(seconds)}, request_timeout_s=seconds + 30
+    )
     await asyncio.to_thread(_save, out, data)
     return out
 

@@ -42,6 +42,7 @@ from benchmarks.procstat import CpuMeter, Spies
 from benchmarks.progress import Progress
 from benchmarks.report import BenchReport, running_curve
 from vc_bus.server import NatsServer
+from vc_core.errors import TemporaryError
 from vc_core.store import WatchOp
 from vc_kube.client import KubeApiError, KubeClient, resource_path
 from vc_kube.crds import ensure_crds
@@ -147,9 +148,9 @@ class ApiserverReading:
     seconds: dict[tuple[str, str], float] = field(default_factory=dict)
 
 
-async def request_counts(kubeconfig: str) -> ApiserverReading:
+async def request_counts(kube: KubeClient) -> ApiserverReading:
     """The apiserver's request counter and its time spent per request kind, from /metrics."""
-    text = (await apiserver_profile.fetch(kubeconfig, "/metrics")).decode()
+    text = (await kube.request_bytes("GET", "/metrics")).decode()
     reading = ApiserverReading()
     for match in _REQUEST.finditer(text):
         labels = dict(_LABEL.findall(match.group(2)))
@@ -576,14 +577,14 @@ async def measured(
     await asyncio.sleep(1)  # the watch is established
     pids = {**run.procs.pids(), **apiserver_pids(), "nats-server": run.nats_pid}
     meter = CpuMeter(pids)
-    requests_before = await request_counts(run.kubeconfig)
+    requests_before = await request_counts(run.kube)
     samples_before = await service_samples(run.procs.metrics_ports)
     meter.start()
     run.spies.start(run.procs.pids(), suffix=f"-{name.split()[0]}")
     profiling = None
     if run.profile_dir is not None:
         out = run.profile_dir / f"apiserver-{name.split()[0]}.pprof"
-        profiling = asyncio.create_task(apiserver_profile.take(run.kubeconfig, out))
+        profiling = asyncio.create_task(apiserver_profile.take(run.kube, out))
     start = time.monotonic()
     try:
         await create()
@@ -596,7 +597,7 @@ async def measured(
     seconds = (binds.last_bind or time.monotonic()) - start
     meter.stop()
     run.spies.stop()
-    requests_after = await request_counts(run.kubeconfig)
+    requests_after = await request_counts(run.kube)
     samples_after = await service_samples(run.procs.metrics_ports)
     for task in (watcher, groups):
         if task is not None:
@@ -628,8 +629,8 @@ async def profile_summary(profiling: asyncio.Task[Path] | None) -> str:
         return ""
     try:
         path = await profiling
-    except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-        return f"not taken ({exc!r})"
+    except (KubeApiError, TemporaryError, OSError) as exc:  # refused, unreachable, or not saved
+        return f"not taken ({exc})"
     shares = await apiserver_profile.summary(path)
     return f"{shares or 'no summary without Go'} of the first {apiserver_profile.PROFILE_S} s ({path})"
 

@@ -4,27 +4,17 @@ from __future__ import annotations
 
 import socket
 from collections import deque
-from pathlib import Path
 
 import pytest
 
 from vc_bus import server
-from vc_bus.server import free_port, port_in_use
-
-
-def ephemeral() -> range:
-    """This machine's ip_local_port_range (Linux's default where it cannot be read)."""
-    try:
-        low, high = (int(bound) for bound in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
-    except (OSError, ValueError):
-        low, high = 32768, 60999
-    return range(low, high + 1)
+from vc_bus.server import ephemeral_ports, free_port, listen_ports, port_in_use
 
 
 def test_ports_are_bindable_distinct_and_outside_the_ephemeral_range() -> None:
     ports = [free_port() for _ in range(200)]
     assert len(set(ports)) == len(ports)  # none handed out twice before it is bound
-    assert not any(port in ephemeral() for port in ports)
+    assert not any(port in ephemeral_ports() for port in ports)
     for port in ports[:20]:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", port))
@@ -44,3 +34,16 @@ def test_a_port_something_listens_on_is_not_handed_out(monkeypatch: pytest.Monke
         assert free_port() == first + 1
         with pytest.raises(OSError, match="no free port"):
             free_port()  # the held one is in use, the other was just handed out
+
+
+@pytest.mark.parametrize(
+    ("ephemeral", "expected"),
+    [
+        (range(32768, 61000), range(20000, 32768)),  # Linux's default: the side below is wider
+        (range(1024, 50000), range(50000, 65536)),  # a low range: the ports above it
+        (range(1024, 65536), range(20000, 65536)),  # no side left: every port from 20000
+        (range(20500, 65000), range(20000, 65536)),  # neither side has 1,000: every port from 20000
+    ],
+)
+def test_the_ports_handed_out_avoid_the_machines_ephemeral_range(ephemeral: range, expected: range) -> None:
+    assert listen_ports(ephemeral) == expected

@@ -76,18 +76,26 @@ _EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 _LOWEST_PORT = 20000  # clear of the well-known and most registered ports
 
 
-def _listen_ports() -> range:
-    """The larger side of the ports outside the ephemeral range (all from _LOWEST_PORT if neither)."""
+def ephemeral_ports() -> range:
+    """The ports this machine draws outgoing connections' source ports from (Linux's default where
+    ip_local_port_range cannot be read)."""
     try:
         low, high = (int(bound) for bound in _EPHEMERAL_RANGE.read_text().split())
     except (OSError, ValueError):
         low, high = 32768, 60999
-    below, above = range(_LOWEST_PORT, max(low, _LOWEST_PORT)), range(max(high + 1, _LOWEST_PORT), 65536)
+    return range(low, high + 1)
+
+
+def listen_ports(ephemeral: range) -> range:
+    """The larger side of the ports from _LOWEST_PORT outside `ephemeral`; all of them when neither side
+    has 1,000 (a machine whose ephemeral range covers nearly everything: the race is back, but rarer)."""
+    below = range(_LOWEST_PORT, max(ephemeral.start, _LOWEST_PORT))
+    above = range(max(ephemeral.stop, _LOWEST_PORT), 65536)
     wider = max(below, above, key=len)
     return wider if len(wider) >= 1000 else range(_LOWEST_PORT, 65536)
 
 
-_LISTEN_PORTS = _listen_ports()
+_LISTEN_PORTS = listen_ports(ephemeral_ports())
 # Two calls in a row must not return the same port before either is bound: the last few thousand
 # handed out are not handed out again. The choice is not from `random`'s shared generator, which a
 # test or a chaos run may seed (two processes seeded alike would pick alike).
