@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Awaitable, Callable
 from fractions import Fraction
 
 from vc_runtime.sharding import SoleOwner
@@ -64,6 +66,8 @@ def offline_loop(
     owner: SoleOwner | None = None,
     members: SoleOwner | None = None,
     work: InFlight | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> SchedulingLoop:
     """A scheduling loop over `cache` with no store (its binder, evictor and status writer hold None: the
     tests drive `run_once` or watch the loop's decisions, never a write)."""
@@ -79,4 +83,6 @@ def offline_loop(
         period_s=period_s,
         instance="s0",
         **({"members": members} if members is not None else {}),
+        clock=clock,
+        sleep=sleep,
     )

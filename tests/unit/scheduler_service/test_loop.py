@@ -7,6 +7,8 @@ import asyncio
 from dataclasses import replace
 from fractions import Fraction
 
+import pytest
+
 from tests.unit.scheduler_service.service_builders import group, node, offline_loop, pod
 from vc_runtime.sharding import SoleOwner
 from vc_scheduler.cache import SchedulerCache
@@ -14,6 +16,7 @@ from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.gangs import gangs_of, hierarchical
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.ledger import View
+from vc_scheduler.loop import MIN_GAP_S, rest_after
 from vc_scheduler.status_policy import (
     ALLOCATED_EVERY_S,
     BINDS_SEEN_S,
@@ -248,3 +251,40 @@ def test_status_writes_go_before_queued_gangs() -> None:
         assert done == ["s1", "g1", "g2", "e1"] and work.unfinished("Gang") == 0
 
     asyncio.run(scenario())
+
+
+def test_after_a_cycle_the_loop_rests_as_long_as_the_cycle_took() -> None:
+    """A cycle plans holding the GIL: the loop leaves the binder, the cache and the other services at
+    least as much time as the cycle took before it starts another. A period that ran no cycle, or a
+    cycle shorter than MIN_GAP_S, rests MIN_GAP_S."""
+
+    async def scenario() -> None:
+        cache = SchedulerCache()
+        cache.nodes["n1"] = node("n1")
+        cache.queues["default"] = QueueObj(name="default")
+        cache.podgroups["ns/a"] = group("a", min_member=2)
+        for name in ("a0", "a1"):
+            cache.pods[f"ns/{name}"] = pod(name, "a")
+        clock, rests, shutdown = Clock(), [], asyncio.Event()
+
+        async def sleep(seconds: float) -> None:
+            rests.append(seconds)
+            clock.now += seconds
+            if len(rests) == 2:
+                shutdown.set()
+
+        loop = offline_loop(cache, period_s=0.5, clock=clock, sleep=sleep)
+        plan = loop.run_once
+
+        async def slow_cycle():  # type: ignore[no-untyped-def]
+            result = await plan()
+            clock.now += 0.4  # the cycle took 0.4 s
+            return result
+
+        loop.run_once = slow_cycle  # type: ignore[method-assign]
+        await loop.run(shutdown)
+        assert next(loop.cycles) == 2  # one cycle ran: the second period had nothing new to plan
+        assert rests == [pytest.approx(0.4), MIN_GAP_S]
+
+    asyncio.run(scenario())
+    assert rest_after(0.01) == MIN_GAP_S and rest_after(1.5) == 1.5

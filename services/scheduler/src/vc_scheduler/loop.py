@@ -6,7 +6,8 @@ for those writes; they run bounded in the in-flight queue (inflight.py).
 
 A period with nothing changed and nothing due by time alone runs no cycle (idle.py has the rule). What
 a cycle builds is carried to the next (the session's opening state, the ledger view, ownership), so
-a cycle's cost follows what changed since the last one.
+a cycle's cost follows what changed since the last one. After a cycle the loop rests at least as long
+as the cycle took (rest_after).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import asyncio
 import itertools
 import time
 import traceback
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 import structlog
@@ -50,6 +52,16 @@ HOLD_BACK_MAX_S = 2.0  # ...but not longer than this since the last cycle (new P
 FULL_REPORT_S = 60.0
 
 
+def rest_after(cycle_s: float) -> float:
+    """How long the loop rests after a cycle that took `cycle_s` before it may start the next: as long
+    as the cycle took, at least MIN_GAP_S. A cycle plans in a worker thread holding the GIL, so cycles
+    back to back starve the event loop (the binder, the cache's following) and, on shared cores, the
+    other services; and most of a cycle's cost is the whole cluster's (bringing the carried state up
+    to every change, the plugins' opening over every job), not its batch's, so a cycle that waits
+    longer carries more work for the same cost. Planning then takes at most half of the loop's time."""
+    return max(MIN_GAP_S, cycle_s)
+
+
 class SchedulingLoop:
     def __init__(
         self,
@@ -64,6 +76,8 @@ class SchedulingLoop:
         members: Ownership | None = None,
         ledger_kv: Ledger | None = None,
         work: InFlight | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.cache = cache
         self.conf = conf
@@ -75,6 +89,7 @@ class SchedulingLoop:
         self.members: Ownership = members or SoleOwner(instance)
         self.ledger = ledger_kv
         self.work = work  # the writes' queue, to hold planning back while binds are backlogged
+        self._clock, self._sleep = clock, sleep
         self.cycles = itertools.count(1)
         self.last: CycleResult | None = None
         self.last_view: View | None = None  # the ledger sweeper prunes against it
@@ -93,16 +108,18 @@ class SchedulingLoop:
 
     async def run(self, shutdown: asyncio.Event) -> None:
         while not shutdown.is_set():
-            started = time.monotonic()
+            started = self._clock()
+            rest = MIN_GAP_S
             self.cache.changed.clear()
             if self.members.can_write():
                 if self._binds_backlogged(started):
                     self.held_back += 1
                 elif self._cycle_needed(started):
                     await self._cycle(started)
+                    rest = rest_after(self._clock() - started)
                 else:
                     self.skipped += 1
-            await self._wait_for_work(shutdown, started)
+            await self._wait_for_work(shutdown, started, rest)
 
     def _binds_backlogged(self, now: float) -> bool:
         """Too many gangs wait for the binder, and the last cycle started less than HOLD_BACK_MAX_S ago."""
@@ -113,7 +130,7 @@ class SchedulingLoop:
         """Every owned PodGroup's status, not only those that may have changed: on the first cycle, when
         the members change (PodGroups this instance did not report may be its own now), and at least
         every FULL_REPORT_S."""
-        now = time.monotonic()
+        now = self._clock()
         members = tuple(members)
         if members != self._reported_members or now - self._full_report_at >= FULL_REPORT_S:
             self._reported_members, self._full_report_at = members, now
@@ -206,23 +223,23 @@ class SchedulingLoop:
         cluster = self.cache.snapshot
         metrics.record_cycle(plan.result, plan.snapshot, cluster, instance=self.instance, owned=owned, members=members)
 
-    async def _wait_for_work(self, shutdown: asyncio.Event, started: float) -> None:
-        """Sleep until the period is over, or earlier (but not busier than MIN_GAP_S) when work for this
+    async def _wait_for_work(self, shutdown: asyncio.Event, started: float, rest: float) -> None:
+        """Rest `rest` seconds, then sleep until the period is over, or earlier when work for this
         instance arrives: resources freed, a node or queue changed, or new demands of a PodGroup it owns
         (another instance's new pods wait for the period: that instance places them). While binds are
         backlogged, look again every MIN_GAP_S."""
-        await asyncio.sleep(MIN_GAP_S)
-        if self._binds_backlogged(time.monotonic()):
+        await self._sleep(rest)
+        if shutdown.is_set() or self._binds_backlogged(self._clock()):
             return
         deadline = started + self.period_s
-        while not shutdown.is_set() and time.monotonic() < deadline:
+        while not shutdown.is_set() and self._clock() < deadline:
             if self.cache.changed.is_set():
                 self.cache.changed.clear()
                 if self._work_for_us():
                     return
                 continue
             try:
-                async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                async with asyncio.timeout(max(0.0, deadline - self._clock())):
                     await self.cache.changed.wait()
             except TimeoutError:
                 return
