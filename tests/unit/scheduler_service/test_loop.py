@@ -207,14 +207,20 @@ def test_queue_allocated_is_sent_when_it_changes_at_most_every_second() -> None:
     assert work.backlog == 1
 
 
+def cache_with_one_gang() -> SchedulerCache:
+    """One node, the default queue and a pending gang of two that fits it."""
+    cache = SchedulerCache()
+    cache.nodes["n1"] = node("n1")
+    cache.queues["default"] = QueueObj(name="default")
+    cache.podgroups["ns/a"] = group("a", min_member=2)
+    for name in ("a0", "a1"):
+        cache.pods[f"ns/{name}"] = pod(name, "a")
+    return cache
+
+
 def test_a_cycle_assumes_its_binds_and_hands_gangs_and_statuses_over_without_waiting() -> None:
     async def scenario() -> None:
-        cache = SchedulerCache()
-        cache.nodes["n1"] = node("n1")
-        cache.queues["default"] = QueueObj(name="default")
-        cache.podgroups["ns/a"] = group("a", min_member=2)
-        for name in ("a0", "a1"):
-            cache.pods[f"ns/{name}"] = pod(name, "a")
+        cache = cache_with_one_gang()
         work = InFlight("s0")
         loop = offline_loop(cache, work=work)
         result = await loop.run_once()
@@ -259,12 +265,7 @@ def test_after_a_cycle_the_loop_rests_as_long_as_the_cycle_took() -> None:
     cycle shorter than MIN_GAP_S, rests MIN_GAP_S."""
 
     async def scenario() -> None:
-        cache = SchedulerCache()
-        cache.nodes["n1"] = node("n1")
-        cache.queues["default"] = QueueObj(name="default")
-        cache.podgroups["ns/a"] = group("a", min_member=2)
-        for name in ("a0", "a1"):
-            cache.pods[f"ns/{name}"] = pod(name, "a")
+        cache = cache_with_one_gang()
         clock, rests, shutdown = Clock(), [], asyncio.Event()
 
         async def sleep(seconds: float) -> None:
