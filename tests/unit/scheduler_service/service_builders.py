@@ -79,7 +79,7 @@ def offline_loop(
         load_scheduler_conf(),
         binder=GangBinder(None, cache, events, ownership=owner, work=work),  # type: ignore[arg-type]
         evictor=Evictor(None, events, ownership=owner, work=work),  # type: ignore[arg-type]
-        statuses=StatusWriter(None, cache, events, ownership=owner, work=work),  # type: ignore[arg-type]
+        statuses=StatusWriter(None, cache, events, ownership=owner, work=work, clock=clock),  # type: ignore[arg-type]
         period_s=period_s,
         instance="s0",
         **({"members": members} if members is not None else {}),

@@ -25,7 +25,7 @@ from vc_scheduler.status_policy import (
     PODS_START_S,
 )
 from vc_scheduler.status_writer import StatusWriter
-from vc_scheduling.cycle import load_scheduler_conf
+from vc_scheduling.cycle import CycleResult, load_scheduler_conf
 from vc_scheduling.framework.decisions import Bind, PodGroupStatusUpdate, QueueStatusUpdate
 from vc_scheduling.snapshot.cluster import ClusterSnapshot, PodGroupCondition, QueueObj
 
@@ -265,7 +265,6 @@ def test_after_a_cycle_the_loop_rests_as_long_as_the_cycle_took() -> None:
     cycle shorter than MIN_GAP_S, rests MIN_GAP_S."""
 
     async def scenario() -> None:
-        cache = cache_with_one_gang()
         clock, rests, shutdown = Clock(), [], asyncio.Event()
 
         async def sleep(seconds: float) -> None:
@@ -274,18 +273,59 @@ def test_after_a_cycle_the_loop_rests_as_long_as_the_cycle_took() -> None:
             if len(rests) == 2:
                 shutdown.set()
 
-        loop = offline_loop(cache, period_s=0.5, clock=clock, sleep=sleep)
+        loop = offline_loop(cache_with_one_gang(), period_s=0.5, clock=clock, sleep=sleep)
         plan = loop.run_once
 
-        async def slow_cycle():  # type: ignore[no-untyped-def]
+        async def slow_cycle() -> CycleResult:
             result = await plan()
             clock.now += 0.4  # the cycle took 0.4 s
             return result
 
         loop.run_once = slow_cycle  # type: ignore[method-assign]
         await loop.run(shutdown)
-        assert next(loop.cycles) == 2  # one cycle ran: the second period had nothing new to plan
+        assert loop.skipped == 1  # the second period had nothing new to plan
         assert rests == [pytest.approx(0.4), MIN_GAP_S]
 
     asyncio.run(scenario())
     assert rest_after(0.01) == MIN_GAP_S and rest_after(1.5) == 1.5
+
+
+def test_shutdown_ends_the_rest() -> None:
+    """A long rest (a long cycle's) does not hold a stopping scheduler."""
+
+    async def scenario() -> None:
+        shutdown, resting = asyncio.Event(), asyncio.Event()
+
+        async def sleep(seconds: float) -> None:
+            resting.set()
+            await asyncio.Event().wait()  # a rest that would never end by itself
+
+        loop = offline_loop(cache_with_one_gang(), sleep=sleep)
+        running = asyncio.create_task(loop.run(shutdown))
+        await resting.wait()
+        shutdown.set()
+        await asyncio.wait_for(running, 10)  # a bound for a broken build, not a measurement
+
+    asyncio.run(scenario())
+
+
+def test_a_change_of_members_wakes_the_loop_before_the_period_ends() -> None:
+    """Ownership moved (follow_membership sets cache.changed): PodGroups may now be this instance's, so
+    the loop plans again after its rest instead of waiting out the period."""
+
+    async def scenario() -> None:
+        cache, owner, shutdown, rests = cache_with_one_gang(), SoleOwner("s0"), asyncio.Event(), []
+
+        async def sleep(seconds: float) -> None:
+            rests.append(seconds)
+            if len(rests) == 1:
+                owner.members, owner.epoch = ("s0", "s1"), owner.epoch + 1
+                cache.changed.set()
+            else:
+                shutdown.set()
+
+        loop = offline_loop(cache, period_s=3600.0, members=owner, sleep=sleep)
+        await asyncio.wait_for(loop.run(shutdown), 10)  # a bound for a broken build: the period is an hour
+        assert next(loop.cycles) == 3  # two cycles ran, the second for the new members
+
+    asyncio.run(scenario())

@@ -43,7 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="refuse a conf that names a Volcano plugin Tephra lacks (default: load without it, with a warning)",
     )
-    parser.add_argument("--schedule-period", type=float, help="seconds between cycles")
+    parser.add_argument(
+        "--schedule-period",
+        type=float,
+        help="the longest wait between cycles while no new work arrives, in seconds "
+        "(after a cycle the loop also rests as long as the cycle took)",
+    )
     parser.add_argument("--lease-ttl", type=float, help="seconds before a silent instance's PodGroups move")
 
 
@@ -109,7 +114,8 @@ class SchedulerApp:
             await loop.run(shutdown)
 
         async def follow_membership(shutdown: asyncio.Event) -> None:
-            # Ownership moved (a join, a leave, a crash): plan at once instead of at the next period.
+            # Ownership moved (a join, a leave, a crash): wake the loop, which plans for the new members
+            # once its rest after the last cycle is over instead of at the next period.
             while not shutdown.is_set():
                 changed = asyncio.create_task(membership.wait_changed())
                 stop = asyncio.create_task(shutdown.wait())
