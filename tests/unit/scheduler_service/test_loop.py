@@ -329,3 +329,27 @@ def test_a_change_of_members_wakes_the_loop_before_the_period_ends() -> None:
         assert next(loop.cycles) == 3  # two cycles ran, the second for the new members
 
     asyncio.run(scenario())
+
+
+def test_a_change_of_members_wakes_only_an_instance_that_may_write() -> None:
+    """An instance whose lease lapsed runs no cycle, so its gate never catches up with the new members:
+    waking it for them would only spin the loop until it re-joins."""
+
+    class Owner(SoleOwner):
+        writable = True
+
+        def can_write(self) -> bool:
+            return self.writable
+
+    async def scenario() -> None:
+        owner = Owner("s0")
+        loop = offline_loop(cache_with_one_gang(), members=owner)
+        await loop._cycle(0.0)
+        assert not loop._work_for_us()
+        owner.members, owner.epoch = ("s0", "s1"), owner.epoch + 1
+        owner.writable = False
+        assert not loop._work_for_us()
+        owner.writable = True
+        assert loop._work_for_us()
+
+    asyncio.run(scenario())

@@ -46,8 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--schedule-period",
         type=float,
-        help="the longest wait between cycles while no new work arrives, in seconds "
-        "(after a cycle the loop also rests as long as the cycle took)",
+        help="how long the loop waits for new work before it looks again, in seconds "
+        "(after a cycle it first rests as long as the cycle took)",
     )
     parser.add_argument("--lease-ttl", type=float, help="seconds before a silent instance's PodGroups move")
 
