@@ -3,17 +3,29 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.unit.scheduler_service.service_builders import group, pod
+from tests.unit.scheduler_service.service_builders import group, node, pod
 from vc_core.ownership import rendezvous_owner
 from vc_scheduler import ledger
 from vc_scheduler.ledger_view import LedgerViews
-from vc_scheduler.sharding import ledger_view, live_reservations, node_capacity, owner_filter, shard_snapshot
+from vc_scheduler.planning import plan_cycle
+from vc_scheduler.sharding import (
+    ReservedPlacements,
+    ledger_view,
+    live_reservations,
+    node_capacity,
+    owner_filter,
+    shard,
+    shard_snapshot,
+)
+from vc_scheduling.cycle import load_scheduler_conf
+from vc_scheduling.framework.carried import CarriedState
 from vc_scheduling.snapshot.cluster import ClusterSnapshot, NodeObj, QueueObj
 
 NOW = 1_000_000.0
@@ -27,6 +39,64 @@ def test_keeps_owned_pending_every_bound_and_reserved_as_bound() -> None:
     out = shard_snapshot(snap, lambda key: key == "ns/g1", {"uid-reserved": "n2"})
     assert {p.name: p.node_name for p in out.pods} == {"mine": "", "bound": "n1", "reserved": "n2"}
     assert out.podgroups == snap.podgroups  # every PodGroup stays: queue shares see the whole cluster
+
+
+def test_a_reserved_pod_is_the_same_copy_while_neither_it_nor_its_node_changes() -> None:
+    reserved, other = pod("reserved", "g2"), pod("other", "g2")
+    snap = ClusterSnapshot(pods=(reserved, other), podgroups=(group("g2"),))
+    placements = ReservedPlacements()
+
+    def placed(snapshot: ClusterSnapshot, reservations: dict[str, str]) -> dict[str, Any]:
+        return {p.name: p for p in shard(snapshot, lambda _key: False, reservations, placements)[0].pods}
+
+    first = placed(snap, {"uid-reserved": "n1", "uid-other": "n1"})
+    again = placed(snap, {"uid-reserved": "n1", "uid-other": "n1"})
+    assert again["reserved"] is first["reserved"] and again["other"] is first["other"]
+    assert placed(snap, {"uid-reserved": "n2", "uid-other": "n1"})["reserved"].node_name == "n2"  # node moved
+    changed = replace(reserved, labels={"a": "b"})
+    fresh = placed(replace(snap, pods=(changed, other)), {"uid-reserved": "n2"})["reserved"]
+    assert fresh.labels == {"a": "b"} and fresh.node_name == "n2"  # the pod changed: a new copy of it
+    # "other" was not reserved in the last call: its copy is forgotten, a later reservation copies anew.
+    assert placed(snap, {"uid-other": "n1"})["other"] is not first["other"]
+
+
+def test_a_cycle_over_unchanged_reservations_rebuilds_no_job_and_no_node() -> None:
+    """Another instance's reserved pods must not count as changed in every cycle while their binds are in
+    flight (each cycle re-derived them and rebuilt their jobs and node rows)."""
+    snap = ClusterSnapshot(
+        nodes=(node("n1"), node("n2")),
+        pods=(pod("mine", "g1"), pod("theirs", "g2")),
+        podgroups=(group("g1"), group("g2")),
+        queues=(QueueObj("default"),),
+    )
+    members = ("a", "b")
+    mine = rendezvous_owner("ns/g1", members)
+    theirs = next(m for m in members if m != mine)
+    record = ledger.Record({"uid-theirs": ledger.reservation("ns/theirs", {}, instance=theirs, epoch=1, at=NOW)})
+    memo, placements = CarriedState(), ReservedPlacements()
+
+    def cycle() -> None:
+        plan_cycle(
+            snap,
+            load_scheduler_conf(),
+            instance=mine,
+            epoch=1,
+            members=members,
+            gone=frozenset(),
+            assumed=frozenset(),
+            ledger_records=[("node.n2", record)],
+            session_uid="s",
+            sharded=True,
+            now=datetime.fromtimestamp(NOW, UTC),
+            wall_s=NOW,
+            timer=lambda: 0.0,
+            memo=memo,
+            placements=placements,
+        )
+
+    cycle()
+    cycle()
+    assert memo.rebuilt == (0, 0)
 
 
 def test_owner_filter_matches_rendezvous_and_partitions() -> None:

@@ -35,7 +35,7 @@ from vc_scheduler.ledger import View
 from vc_scheduler.ledger_kv import Ledger
 from vc_scheduler.ledger_view import LedgerViews
 from vc_scheduler.planning import Plan, plan_cycle
-from vc_scheduler.sharding import Owners
+from vc_scheduler.sharding import Owners, ReservedPlacements
 from vc_scheduler.status_writer import StatusWriter
 from vc_scheduling.cycle import CycleResult
 from vc_scheduling.framework.carried import CarriedState
@@ -105,6 +105,7 @@ class SchedulingLoop:
         self._memo = CarriedState()
         self._views = LedgerViews()
         self._owners = Owners()
+        self._placements = ReservedPlacements()
         self._tree = hierarchical(conf)
         self._gate = IdleGate()
         self._last_plan: Plan | None = None
@@ -191,6 +192,7 @@ class SchedulingLoop:
             memo=self._memo,
             views=self._views,
             owners=self._owners,
+            placements=self._placements,
             now=datetime.now(UTC),
             wall_s=time.time(),
             timer=time.perf_counter,

@@ -13,7 +13,7 @@ from datetime import datetime
 
 from vc_scheduler.ledger import Record, View
 from vc_scheduler.ledger_view import LedgerViews
-from vc_scheduler.sharding import Owners, live_reservations, shard
+from vc_scheduler.sharding import Owners, ReservedPlacements, live_reservations, shard
 from vc_scheduling.cycle import CycleResult, run_cycle
 from vc_scheduling.framework.carried import CarriedState
 from vc_scheduling.framework.conf import SchedulerConf
@@ -52,12 +52,14 @@ def plan_cycle(
     memo: CarriedState | None = None,
     views: LedgerViews | None = None,
     owners: Owners | None = None,
+    placements: ReservedPlacements | None = None,
     report_all: bool = True,
 ) -> Plan:
     """View, shard, one scheduling cycle. `now`: the session's time (conditions, SLA waits); `wall_s`:
     Unix time, against which reservation stamps age; `timer`: seconds from any origin, for the
-    reported durations. The carried state (`memo`, `views`, `owners`, held by the caller between calls)
-    makes a call's cost follow what changed since the previous one; the plan is the same without it.
+    reported durations. The carried state (`memo`, `views`, `owners`, `placements`, held by the caller
+    between calls) makes a call's cost follow what changed since the previous one; the plan is the same
+    without it.
     Without `report_all`, PodGroup statuses that cannot have changed since the last report are left out
     (run_cycle's report_unchanged)."""
     started = timer()
@@ -70,7 +72,7 @@ def plan_cycle(
             instance, members, live=len(full.podgroups) + len(full.queues)
         )
         reserved = live_reservations(ledger_records, view, wall_s)
-        snapshot, by_reservation = shard(full, owns, reserved)
+        snapshot, by_reservation = shard(full, owns, reserved, placements)
         owned = sum(1 for pg in full.podgroups if owns(pg.key))
         # Instances search the nodes from evenly spaced starts (apart, their reservations rarely meet).
         search_start = members.index(instance) / len(members) if instance in members else 0.0

@@ -24,7 +24,7 @@ from vc_scheduler.ledger import Record, View, keep
 from vc_scheduler.ledger_view import TERMINAL, LedgerViews, podgroup_key
 from vc_scheduling.snapshot.cluster import ClusterSnapshot, NodeObj, PodObj
 
-__all__ = ["TERMINAL", "LedgerViews", "Owners", "podgroup_key"]
+__all__ = ["TERMINAL", "LedgerViews", "Owners", "ReservedPlacements", "podgroup_key"]
 UNLIMITED_PODS = Fraction(10**9)
 
 
@@ -41,9 +41,12 @@ def shard(
     snapshot: ClusterSnapshot,
     owns: Callable[[str], bool],
     reserved: Mapping[str, str],
+    placements: ReservedPlacements | None = None,
 ) -> tuple[ClusterSnapshot, int]:
     """shard_snapshot, and how many pending pods it placed on a node only because of a reservation (the
-    reservation may lapse with time alone: the loop keeps cycling while any does)."""
+    reservation may lapse with time alone: the loop keeps cycling while any does). `placements`, held by
+    the caller between calls, keeps those pods the same objects while nothing about them changes."""
+    placements = placements if placements is not None else ReservedPlacements()
     pods: list[PodObj] = []
     placed_by_reservation = 0
     for pod in snapshot.pods:
@@ -52,14 +55,42 @@ def shard(
             continue
         node = reserved.get(pod.uid)
         if node:
-            pods.append(replace(pod, node_name=node))
+            pods.append(placements.place(pod, node))
             placed_by_reservation += 1
             continue
         key = podgroup_key(pod)
         if key is None or owns(key):
             # Pods of no PodGroup are never Volcano's to schedule; keeping them costs nothing.
             pods.append(pod)
+    placements.settle()
     return replace(snapshot, pods=tuple(pods)), placed_by_reservation
+
+
+class ReservedPlacements:
+    """Another instance's pending pods placed on the nodes they are reserved on, carried between cycles.
+
+    The carried state (vc_scheduling's CarriedState) patches what changed since the last cycle, telling
+    a changed pod by identity; a pod copied anew each cycle would count as changed each time, and the
+    session would re-derive it and rebuild its job and its node's row every cycle while the reservation
+    lives (a second or two: hundreds of pods under load). So the same pod object reserved on the same
+    node is given the same copy. Only the last call's placements are kept (a reservation that lapses, or
+    whose pod is bound, is forgotten at the next)."""
+
+    def __init__(self) -> None:
+        self._copies: dict[str, tuple[PodObj, str, PodObj]] = {}  # uid -> (pod as stored, node, copy)
+        self._used: dict[str, tuple[PodObj, str, PodObj]] = {}
+
+    def place(self, pod: PodObj, node: str) -> PodObj:
+        """`pod` as if bound to `node`: the copy made before when neither changed."""
+        hit = self._copies.get(pod.uid)
+        if hit is None or hit[0] is not pod or hit[1] != node:
+            hit = (pod, node, replace(pod, node_name=node))
+        self._used[pod.uid] = hit
+        return hit[2]
+
+    def settle(self) -> None:
+        """End a shard: keep only the copies it used."""
+        self._copies, self._used = self._used, {}
 
 
 def node_capacity(node: NodeObj) -> dict[str, Fraction]:
