@@ -37,6 +37,7 @@ def main() -> int:
     soak_minutes = args.soak_minutes if args.soak_minutes is not None else (2 if quick else 60)
     failures = 0
     failures += run("store_throughput.py", "--writes", "5000" if quick else "20000") != 0
+    failures += run("delivery_cost.py", *(["--writes", "2000"] if quick else [])) != 0
     failures += run("node_sim_capacity.py", *(["--nodes", "1000", "--pods", "5000"] if quick else [])) != 0
     failures += run("scheduler_session.py", *(["--nodes", "1000", "--gangs", "100"] if quick else [])) != 0
     failures += run("scheduler_affinity.py", *(["--nodes", "1000", "--gangs", "100"] if quick else [])) != 0

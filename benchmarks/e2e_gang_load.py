@@ -37,6 +37,7 @@ from typing import Any
 from benchmarks.procstat import CpuMeter, Spies, cpu_seconds
 from benchmarks.progress import Progress
 from benchmarks.report import BenchReport, running_curve
+from benchmarks.streamstat import describe, stream_sequences, writes_per_pod
 from vc_bus.connection import connect
 from vc_bus.server import NatsServer, SyncMode, free_port
 from vc_bus.store import NatsStore
@@ -278,6 +279,7 @@ async def run_once(
                 await asyncio.sleep(0.5)
                 pids = {p.name: (p.proc.pid if p.proc else None) for p in procs} | {"nats-server": server.pid}
                 meter, spies = CpuMeter(pids), Spies(spy)
+                sequences = await stream_sequences(nc)
                 meter.start()
                 spies.start(pids, suffix=f"-{schedulers}")
                 start = time.perf_counter()
@@ -295,6 +297,7 @@ async def run_once(
                     print(f"  timed out: {tl.running}/{pods} pods Running", flush=True)
                 total_s = time.perf_counter() - start
                 watcher.cancel()
+                writes = writes_per_pod(sequences, await stream_sequences(nc), tl.running)
             cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
             meter.stop()
             spies.stop()
@@ -335,14 +338,18 @@ async def run_once(
         f"refusals), {retries:,.0f} CAS retries",
         flush=True,
     )
-    writes = {  # the scheduler's writes to the store, per pod Running (each a JetStream request)
+    scheduler_writes = {  # the scheduler's writes to the store, per pod Running (each a JetStream request)
         "binds": "tephra_scheduler_binds_total",
         "ledger": "tephra_scheduler_ledger_writes_total",
         "PodGroup status": "tephra_scheduler_podgroup_status_writes_total",
         "queue status": "tephra_scheduler_queue_status_writes_total",
     }
-    per_pod = {name: sum(metric_sum(t, metric) for t in texts) / max(1, tl.running) for name, metric in writes.items()}
+    per_pod = {
+        name: sum(metric_sum(t, metric) for t in texts) / max(1, tl.running)
+        for name, metric in scheduler_writes.items()
+    }
     print("  scheduler writes per pod: " + ", ".join(f"{name} {n:.2f}" for name, n in per_pod.items()), flush=True)
+    print(f"  JetStream writes (each an fsync at fsync always), first submit -> last Running: {describe(writes)}")
     busiest = sorted(cpu.items(), key=lambda kv: -kv[1])
     print("  cpu seconds (whole run): " + ", ".join(f"{name} {seconds:.1f}" for name, seconds in busiest), flush=True)
     per_pod_ms = 1000 * sum(meter.used.values()) / max(1, tl.running)
