@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.machine import Speed, reference_seconds
 from benchmarks.procstat import CpuMeter, Spies, cpu_seconds
 from benchmarks.progress import Progress
 from benchmarks.report import BenchReport, running_curve
@@ -280,6 +281,7 @@ async def run_once(
                 pids = {p.name: (p.proc.pid if p.proc else None) for p in procs} | {"nats-server": server.pid}
                 meter, spies = CpuMeter(pids), Spies(spy)
                 sequences = await stream_sequences(nc)
+                before_ms = 1000 * reference_seconds()  # the services idle: this process has a core to itself
                 meter.start()
                 spies.start(pids, suffix=f"-{schedulers}")
                 start = time.perf_counter()
@@ -298,6 +300,7 @@ async def run_once(
                 total_s = time.perf_counter() - start
                 watcher.cancel()
                 writes = writes_per_pod(sequences, await stream_sequences(nc), tl.running)
+                speed = Speed(before_ms, 1000 * reference_seconds())
             cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
             meter.stop()
             spies.stop()
@@ -354,13 +357,20 @@ async def run_once(
     print("  cpu seconds (whole run): " + ", ".join(f"{name} {seconds:.1f}" for name, seconds in busiest), flush=True)
     per_pod_ms = 1000 * sum(meter.used.values()) / max(1, tl.running)
     print(f"  first submit -> last Running, all processes: {meter.report(tl.running)}", flush=True)
+    print(f"  {speed.describe()}: {speed.in_references(per_pod_ms / 1000):.3f} references per pod", flush=True)
     if profile:
         for name, _ in busiest[:3]:
             path = profile / f"{name}-{schedulers}.prof"
             if path.exists():
                 print(f"  -- profile of {name} (internal time, top 30; the main thread only)")
                 pstats.Stats(str(path)).sort_stats("tottime").print_stats(30)
-    figures = {"pods_per_s": tl.running / total_s, "total_s": total_s, "cpu_ms_per_pod": per_pod_ms}
+    figures = {
+        "pods_per_s": tl.running / total_s,
+        "total_s": total_s,
+        "cpu_ms_per_pod": per_pod_ms,
+        "reference_ms": speed.mean_ms,
+        "references_per_pod": speed.in_references(per_pod_ms / 1000),
+    }
     if report is not None:
         running = running_curve((t for times in tl.pod_running.values() for t in times.values()), start)
         report.add(f"tephra, {schedulers} scheduler{'s' if schedulers > 1 else ''}", figures, running)

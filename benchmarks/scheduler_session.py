@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from benchmarks.machine import Speed, reference_seconds
 from benchmarks.report import BenchReport
 from vc_scheduling.cycle import apply_result, load_scheduler_conf, run_cycle
 from vc_scheduling.framework.carried import CarriedState
@@ -168,7 +169,9 @@ def main() -> None:
     if args.profile:
         profiler = cProfile.Profile()
         profiler.enable()
+    before_ms = 1000 * reference_seconds()
     seconds, cpu_s, bound, durations = run_timed(snapshot, conf_text)
+    speed = Speed(before_ms, 1000 * reference_seconds())
     if args.profile:
         profiler.disable()
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
@@ -180,9 +183,18 @@ def main() -> None:
     print(f"  snapshot load     {load_s:8.3f} s")
     print(f"  session           {seconds:8.3f} s  ({bound} pods bound; {cpu_s:.3f} CPU seconds)")
     print(f"  pods decided/s    {pods / seconds:8.0f}")
+    print(f"  {speed.describe()}: the session's CPU is {speed.in_references(cpu_s):.1f} references")
     for name, spent in sorted(durations.items(), key=lambda item: -item[1])[:6]:
         print(f"    {name:<28} {spent:8.3f} s")
-    figures: dict[str, float] = {"load_s": load_s, "session_s": seconds, "bound": bound, "pods_per_s": pods / seconds}
+    figures: dict[str, float] = {
+        "load_s": load_s,
+        "session_s": seconds,
+        "bound": bound,
+        "pods_per_s": pods / seconds,
+        "session_cpu_s": cpu_s,
+        "reference_ms": speed.mean_ms,
+        "session_references": speed.in_references(cpu_s),
+    }
     if args.cycles:
         for i, (spent, cpu, binds) in enumerate(carried_cycles(snapshot, args.cycles, conf_text), start=1):
             print(f"  carried cycle {i:<3} {spent:8.3f} s  ({binds} pods bound; {cpu:.3f} CPU seconds)")
