@@ -33,7 +33,8 @@ run: deps ## start the embedded system in the foreground (Ctrl-C stops it; state
 # The kube tests need a real kube-apiserver: `make test` starts one when none answers (the binary
 # builds once from Debian's source and is cached, see kube-up) and stops it afterwards. If it cannot be
 # had, the kube tests skip and say why; KUBE_FOR_TESTS=0 skips the attempt. The last lines say how many
-# kube tests ran, in a banner when any skipped for want of an apiserver (tests/kube/summary.py).
+# kube tests ran, in a banner when any skipped for want of an apiserver (tests/kube/summary.py). The
+# slowest 15 tests are listed first (--durations): the suite is kept under 25 minutes on a 2-core machine.
 KUBE_FOR_TESTS ?= 1
 KUBE_ANSWERS := $(BIN)/python -c "import sys; from tests.kube.support import unavailable_reason as r; sys.exit(r() is not None)"
 
@@ -42,7 +43,7 @@ test: deps ## the whole test suite: unit, real nats-server, real kube-apiserver
 		echo "[test] starting a kube-apiserver for the kube tests (.kube-test-up.log)" >&2; \
 		if scripts/kube/up.sh > .kube-test-up.log 2>&1; then touch .kube/started-by-test; \
 		else echo "[test] no kube-apiserver (see .kube-test-up.log): the kube tests will skip" >&2; fi; fi
-	@status=0; summary=$$(mktemp); TEPHRA_KUBE_TEST_SUMMARY=$$summary $(BIN)/pytest -q || status=$$?; \
+	@status=0; summary=$$(mktemp); TEPHRA_KUBE_TEST_SUMMARY=$$summary $(BIN)/pytest -q --durations=15 || status=$$?; \
 		if [ -f .kube/started-by-test ]; then rm -f .kube/started-by-test; scripts/kube/down.sh > /dev/null 2>&1; fi; \
 		echo; if [ -s $$summary ]; then cat $$summary; else echo "[test] kube tests: no count (none selected, or pytest stopped early)"; fi; \
 		rm -f $$summary; exit $$status
