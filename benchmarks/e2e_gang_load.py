@@ -352,7 +352,8 @@ async def run_once(
         for name, metric in scheduler_writes.items()
     }
     print("  scheduler writes per pod: " + ", ".join(f"{name} {n:.2f}" for name, n in per_pod.items()), flush=True)
-    print(f"  JetStream writes (each an fsync at fsync always), first submit -> last Running: {describe(writes)}")
+    each = " (each an fsync)" if sync == "always" else ""
+    print(f"  JetStream writes{each}, first submit -> last Running: {describe(writes)}", flush=True)
     busiest = sorted(cpu.items(), key=lambda kv: -kv[1])
     print("  cpu seconds (whole run): " + ", ".join(f"{name} {seconds:.1f}" for name, seconds in busiest), flush=True)
     per_pod_ms = 1000 * sum(meter.used.values()) / max(1, tl.running)
