@@ -340,6 +340,54 @@ def test_a_change_of_members_wakes_the_loop_before_the_period_ends() -> None:
     asyncio.run(scenario())
 
 
+def test_a_change_of_members_ends_the_rest() -> None:
+    """With several instances the rest lasts several cycles' time: a member that leaves (or joins) must
+    not wait it out before its PodGroups are planned by the others."""
+
+    class Owner(SoleOwner):
+        def __init__(self, instance: str) -> None:
+            super().__init__(instance)
+            self.moved = asyncio.Event()
+
+        async def wait_changed(self) -> None:
+            self.moved.clear()
+            await self.moved.wait()
+
+    async def scenario() -> None:
+        cache, owner, shutdown, resting, cycled = (
+            cache_with_one_gang(),
+            Owner("s0"),
+            *(asyncio.Event() for _ in range(3)),
+        )
+        owner.members = ("s0", "s1")
+
+        async def sleep(seconds: float) -> None:
+            resting.set()
+            await asyncio.Event().wait()  # a rest that would never end by itself
+
+        loop = offline_loop(cache, period_s=3600.0, members=owner, sleep=sleep)
+        plan, cycles = loop.run_once, []
+
+        async def counted() -> CycleResult:
+            cycles.append(tuple(owner.members))
+            if len(cycles) == 2:
+                cycled.set()
+            return await plan()
+
+        loop.run_once = counted  # type: ignore[method-assign]
+        running = asyncio.create_task(loop.run(shutdown))
+        await asyncio.wait_for(resting.wait(), 10)
+        owner.members, owner.epoch = ("s0",), owner.epoch + 1  # s1 left: its PodGroups are s0's now
+        cache.changed.set()  # as follow_membership does
+        owner.moved.set()
+        await asyncio.wait_for(cycled.wait(), 10)  # a bound for a broken build: the rest never ends
+        assert cycles == [("s0", "s1"), ("s0",)]
+        shutdown.set()
+        await asyncio.wait_for(running, 10)
+
+    asyncio.run(scenario())
+
+
 def test_a_change_of_members_wakes_only_an_instance_that_may_write() -> None:
     """An instance whose lease lapsed runs no cycle, so its gate never catches up with the new members:
     waking it for them would only spin the loop until it re-joins."""

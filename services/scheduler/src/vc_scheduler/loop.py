@@ -71,7 +71,7 @@ def rest_after(cycle_s: float, members: int = 1) -> float:
     10,000 pods, fsync always (2026-11-28, runs alternated with the rest of one cycle's length): 30-41
     cycles instead of 49-53, the two instances' CPU 1.17-1.25 ms per pod instead of 1.36-1.72, the
     system's 2.87-3.08 (once 3.53) instead of 3.20-3.98; a gang's allocate+bind median 4.2-4.6 s against
-    4.0-4.4 s. A change of members is acted on once the rest is over (up to `members` cycles' time)."""
+    4.0-4.4 s. A change of members ends the rest (SchedulingLoop._rest)."""
     return max(MIN_GAP_S, cycle_s * max(1, members))
 
 
@@ -244,11 +244,11 @@ class SchedulingLoop:
         metrics.record_cycle(plan.result, plan.snapshot, cluster, instance=self.instance, owned=owned, members=members)
 
     async def _wait_for_work(self, shutdown: asyncio.Event, started: float, rest: float) -> None:
-        """Rest `rest` seconds (shutdown ends it), then sleep until the period is over, or earlier when
-        work for this instance arrives: resources freed, a node or queue changed, new demands of a
-        PodGroup it owns (another instance's new pods wait for the period: that instance places them),
-        or the members changed (PodGroups may have moved to it). While binds are backlogged, look again
-        every MIN_GAP_S."""
+        """Rest `rest` seconds (shutdown or a change of members ends it), then sleep until the period is
+        over, or earlier when work for this instance arrives: resources freed, a node or queue changed,
+        new demands of a PodGroup it owns (another instance's new pods wait for the period: that instance
+        places them), or the members changed (PodGroups may have moved to it). While binds are
+        backlogged, look again every MIN_GAP_S."""
         await self._rest(rest, shutdown)
         if shutdown.is_set() or self._binds_backlogged(self._clock()):
             return
@@ -266,13 +266,18 @@ class SchedulingLoop:
                 return
 
     async def _rest(self, seconds: float, shutdown: asyncio.Event) -> None:
+        """Rest `seconds`; shutdown ends it, and so does a change of members: the rest spaces cycles out,
+        and with several instances it lasts several cycles' time, which PodGroups an instance that left
+        held (or a joining one takes) should not wait out."""
         resting = asyncio.ensure_future(self._sleep(seconds))
         stopping = asyncio.ensure_future(shutdown.wait())
+        moving = asyncio.ensure_future(self.members.wait_changed())
         try:
-            await asyncio.wait((resting, stopping), return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait((resting, stopping, moving), return_when=asyncio.FIRST_COMPLETED)
         finally:
             resting.cancel()
             stopping.cancel()
+            moving.cancel()
         if resting.done() and not resting.cancelled():
             resting.result()  # a sleep that raised says so (cancel() on a finished task would hide it)
 
