@@ -67,11 +67,12 @@ def rest_after(cycle_s: float, members: int = 1) -> float:
 
     With several instances every one of them pays that whole-cluster cost per cycle for its share of
     the PodGroups, so each rests `members` times its cycle (planning at most 1/(members+1) of its time):
-    fewer cycles in all, each carrying more of its share. Two instances at 1,000 nodes /
-    10,000 pods, fsync always (2026-11-28, runs alternated with the rest of one cycle's length): 30-41
-    cycles instead of 49-53, the two instances' CPU 1.17-1.25 ms per pod instead of 1.36-1.72, the
-    system's 2.87-3.08 (once 3.53) instead of 3.20-3.98; a gang's allocate+bind median 4.2-4.6 s against
-    4.0-4.4 s. A change of members ends the rest (SchedulingLoop._rest)."""
+    fewer cycles in all, each carrying more of its share. Two instances at 1,000 nodes / 10,000 pods,
+    fsync always, five runs alternated with a rest of one cycle's length (2026-11-28, the machine's
+    speed moving by 1.6x between them): 30-41 cycles against 46-53; the two instances' CPU lower in every
+    pair measured (1.17-1.53 ms per pod against 1.36-1.77); the rate higher in four pairs of five
+    (458-582 pods/s against 408-529); a gang's allocate+bind median 4.2-5.3 s against 3.8-5.9 s. A
+    change of members ends the rest (SchedulingLoop._rest)."""
     return max(MIN_GAP_S, cycle_s * max(1, members))
 
 
