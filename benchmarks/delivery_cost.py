@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from subprocess import DEVNULL, PIPE
 
+from nats.aio.client import Client
+
 from benchmarks.procstat import cpu_seconds
 from benchmarks.store_throughput import bounded
 from vc_bus.connection import connect
@@ -75,13 +77,15 @@ def vcjob_pod(i: int) -> Pod:
     )
 
 
-async def read_refusing(url: str, expected: int) -> float:
-    """A reader's whole life: follow the pod bucket, refusing every change, until `expected` arrived.
-    Returns its CPU seconds from the first change to the last (its start-up is not the changes' cost)."""
+async def read_refusing(url: str, after: int, expected: int) -> float:
+    """A reader's whole life: follow the pod bucket from after revision `after` (the phase's own writes
+    only: a watch from revision 0 would first replay every pod already stored, and stop before the
+    phase's writes were delivered), refusing every change, until `expected` arrived. Returns its CPU
+    seconds from the first change to the last (its start-up is not the changes' cost)."""
     async with connect(url, name="bench-reader") as nc:
         select = pods_bound_to(frozenset({"no-such-node"}))
         seen, started = 0, 0.0
-        async for entry in watch_bucket(nc.jetstream(), BUCKET, select=select):
+        async for entry in watch_bucket(nc.jetstream(), BUCKET, from_revision=after, select=select):
             if entry.op is WatchOp.PUT:
                 raise SystemExit("a change the selector should have refused came through")
             if entry.op is WatchOp.DELETE:
@@ -98,16 +102,19 @@ async def write_all(store: NatsStore, first: int, writes: int, in_flight: int) -
 
 
 async def phase(
-    server: NatsServer, store: NatsStore, first: int, writes: int, readers: int, in_flight: int
+    server: NatsServer, nc: Client, store: NatsStore, first: int, writes: int, readers: int, in_flight: int
 ) -> dict[str, float]:
     """Write `writes` pods with `readers` reader processes following: nats-server's CPU seconds over the
     writes and their delivery, the readers' CPU seconds over the changes, and the writes' wall time."""
-    argv = ["-m", "benchmarks.delivery_cost", "--reader", server.url, "--expect", str(writes)]
+    after = (await nc.jetstream().stream_info(f"KV_{BUCKET}")).state.last_seq
+    argv = ["-m", "benchmarks.delivery_cost", "--reader", server.url, "--after", str(after), "--expect", str(writes)]
     procs = [
         await asyncio.create_subprocess_exec(sys.executable, *argv, stdin=DEVNULL, stdout=PIPE) for _ in range(readers)
     ]
     try:
-        await asyncio.sleep(3.0)  # the readers start and open their consumers (the bucket's past is not asked)
+        # Let the readers start and open their consumers, so that they follow the writes live; they count
+        # from `after` whenever they start, and the server's CPU is read once every one has all of them.
+        await asyncio.sleep(3.0)
         server_before, writer_before = cpu_seconds(server.pid), time.process_time()
         start = time.perf_counter()
         await write_all(store, first, writes, in_flight)
@@ -134,8 +141,8 @@ async def measure(writes: int, readers: int, in_flight: int, sync: SyncMode) -> 
             store = NatsStore(nc)
             await store.ensure()
             await write_all(store, 10**9, 500, in_flight)  # warm the server and the bucket up
-            alone = await phase(server, store, 0, writes, 0, in_flight)
-            followed = await phase(server, store, writes, writes, readers, in_flight)
+            alone = await phase(server, nc, store, 0, writes, 0, in_flight)
+            followed = await phase(server, nc, store, writes, writes, readers, in_flight)
     per_write_us = 1e6 * alone["server"] / writes
     writer_us = 1e6 * alone["writer"] / writes
     deliveries = writes * readers
@@ -165,10 +172,11 @@ def main() -> None:
     parser.add_argument("--in-flight", type=int, default=256)
     parser.add_argument("--sync", choices=("always", "default"), default="always")
     parser.add_argument("--reader", help=argparse.SUPPRESS)  # internal: run as one reader of this server
+    parser.add_argument("--after", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--expect", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.reader:
-        print(asyncio.run(read_refusing(args.reader, args.expect)), flush=True)
+        print(asyncio.run(read_refusing(args.reader, args.after, args.expect)), flush=True)
         return
     asyncio.run(measure(args.writes, args.readers, args.in_flight, args.sync))
 

@@ -19,13 +19,13 @@ podgroup controller. A key carrying either would move, and a move is a second wr
 delete marker under the old one that every reader of the old subject must see) on top of the bind or the
 annotation, where a refused delivery costs a reader a scan of the bytes. `python -m
 benchmarks.delivery_cost` measures both on one nats-server (2026-11-28, 10,000 vcjob pods, 4 readers
-refusing every change): a refused delivery 7-15 us of CPU (nats-server 0-5, the reader 9-11), a write
-123-314 us (nats-server and writer; fsync on every write or the default). node-sim refuses about one
-change per pod (its unbound create) and the podgroup controller three or four: together well under one
-write's cost, which is what the move alone would add per pod, before its deliveries. The other tokens a
-key could carry for good (a pod's owner kind) would change the `<namespace>.<name>` key every store,
-the kube relay's mirror and every reader by name rely on, to save the job and podgroup controllers a
-few scans each.
+refusing every change): a refused delivery 14-23 us of CPU (nats-server 3-9, the reader 11-14), a
+write 107-133 us with the default fsync and 225-232 us with fsync on every write (nats-server and
+writer). node-sim refuses about one change per pod (its unbound create) and the podgroup controller three
+or four: 60-115 us per pod together, less than the move alone would add (a write, and its delete
+marker's deliveries to every reader of the old key). The other tokens a key could carry for good (a
+pod's owner kind) would change the `<namespace>.<name>` key every store, the kube relay's mirror and
+every reader by name rely on, to save the job and podgroup controllers a few scans each.
 """
 
 from __future__ import annotations
