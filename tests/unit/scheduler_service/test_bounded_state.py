@@ -8,7 +8,7 @@ from unittest import mock
 from tests.unit.scheduler_service.service_builders import group
 from vc_scheduler import cache as cache_module
 from vc_scheduler.cache import TOMBSTONE_TTL_S, SchedulerCache
-from vc_scheduler.sharding import Owners
+from vc_scheduler.share import Partition
 from vc_scheduler.status_policy import SentStatuses
 from vc_scheduler.status_writer import SENT_MIN
 from vc_scheduling.framework.decisions import PodGroupStatusUpdate
@@ -27,13 +27,12 @@ def test_tombstones_expire_once_no_reservation_could_need_them() -> None:
 
 
 def test_owner_answers_are_forgotten_beyond_four_times_the_live_keys() -> None:
-    owners = Owners()
-    owns = owners.filter("s0", ("s0", "s1"), live=10)
+    partition = Partition("s0", ("s0", "s1"))
     for i in range(4 * 256 + 1):  # PodGroups that came and went
-        owns(f"ns/job-{i}")
-    assert len(owners._memo) == 4 * 256 + 1
-    owners.filter("s0", ("s0", "s1"), live=10)
-    assert owners._memo == {}
+        partition.owns(f"ns/job-{i}")
+    assert len(partition._memo) == 4 * 256 + 1
+    partition.bound(live=10)
+    assert partition._memo == {}
 
 
 def test_sent_statuses_of_deleted_podgroups_are_pruned_past_the_floor() -> None:

@@ -25,8 +25,8 @@ from vc_core.store import WatchOp
 from vc_proto import codec, subjects
 from vc_proto.kinds import KubeObject
 from vc_runtime.aio import until
+from vc_scheduler.cluster_index import TERMINAL, ClusterIndex
 from vc_scheduler.ledger import UNSEEN_AFTER_S
-from vc_scheduler.sharding import TERMINAL
 from vc_scheduling.snapshot.cluster import (
     ClusterSnapshot,
     HyperNodeObj,
@@ -163,6 +163,9 @@ class SchedulerCache:
         # first reading the pod back (a stale copy only costs a Conflict and the read after all).
         self._unbound_raw: dict[str, tuple[bytes, int]] = {}
         self._podgroup_raw: dict[str, tuple[bytes, int]] = {}  # the same for status writes
+        # What the objects add up to, kept per change (pods by node and PodGroup, the ledger's view,
+        # queue sums and node usage): an instance's cycle gathers its share from it (share.py).
+        self.index = ClusterIndex()
 
     def snapshot(self) -> ClusterSnapshot:
         return ClusterSnapshot(
@@ -191,6 +194,7 @@ class SchedulerCache:
             assumed = replace(pod, node_name=node, annotations=merged)
             self.pods[pod_key] = assumed
             self._assumed[pod_key] = (assumed, time.monotonic())
+            self.index.place(pod_key, assumed)
 
     def forget_assumed(self, pod_key: str) -> None:
         """Undo an assume whose bind did not happen. Only while the cache still holds the assumed
@@ -200,6 +204,7 @@ class SchedulerCache:
             return  # the store has the bind after all (the watch showed it): nothing to undo
         if held is not None and self.pods.get(pod_key) is held[0]:
             self.pods[pod_key] = replace(held[0], node_name="")
+            self.index.place(pod_key, self.pods[pod_key])
         self.version += 1
         self.shared_work = True  # the node it was assumed on has room again
         self.changed.set()
@@ -233,6 +238,9 @@ class SchedulerCache:
             key = f"{namespace}/{name}" if namespace else name
             if entry.op is WatchOp.DELETE:
                 old = table.pop(key, None)
+                self._index_gone(kind, key)
+                if kind == "Queue":
+                    self.index.queues(self.queues.values())
                 self.owner_job.pop(key, None)
                 if kind == "Pod":
                     self._unbound_raw.pop(key, None)
@@ -247,6 +255,10 @@ class SchedulerCache:
                 old = table.get(key)
                 changed = self._put(kind, key, entry.value, table)
                 new = table.get(key)
+                if kind == "Pod" and new is not old:
+                    self.index.place(key, new)
+                elif kind == "Queue":
+                    self.index.queues(self.queues.values())
                 if kind == "Pod":
                     self._track_unbound(key, new, entry.value, entry.revision)
                 elif kind == "PodGroup":
@@ -307,6 +319,7 @@ class SchedulerCache:
             self.decode_errors += 1
             report_undecodable(source=subjects.bucket(kind), kind=kind, error=exc, key=key)
             return False
+        self._index_stored(kind, key, obj)
         if kind == "PodGroup":
             job = next((o.name for o in meta.owner_references if o.kind == "Job"), None)
             if job:
@@ -322,6 +335,23 @@ class SchedulerCache:
             self._tombstone(old.uid)  # deleted and re-created under the same name
         table[key] = obj
         return True
+
+    def _index_stored(self, kind: str, key: str, obj: Any) -> None:
+        if kind == "Pod":
+            self.index.stored_pod(key, obj)
+        elif kind == "PodGroup":
+            self.index.stored_podgroup(key, obj)
+        elif kind == "Node":
+            self.index.stored_node(key, obj)
+
+    def _index_gone(self, kind: str, key: str) -> None:
+        if kind == "Pod":
+            self.index.stored_pod(key, None)
+            self.index.place(key, None)
+        elif kind == "PodGroup":
+            self.index.stored_podgroup(key, None)
+        elif kind == "Node":
+            self.index.stored_node(key, None)
 
     def _table(self, kind: str) -> dict[str, Any]:
         tables: dict[str, dict[str, Any]] = {

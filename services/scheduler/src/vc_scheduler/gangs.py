@@ -9,12 +9,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
-from vc_core.resources import Resources
+from vc_core.resources import PODS, Resources
+from vc_scheduler.cluster_index import podgroup_key
 from vc_scheduler.ledger import View, queue_chain
-from vc_scheduler.sharding import node_capacity, podgroup_key
 from vc_scheduling.framework.conf import SchedulerConf
 from vc_scheduling.framework.decisions import Bind, Evict
-from vc_scheduling.snapshot.cluster import ROOT_QUEUE, ClusterSnapshot, PodGroupObj, QueueObj
+from vc_scheduling.snapshot.cluster import ROOT_QUEUE, ClusterSnapshot, NodeObj, PodGroupObj, QueueObj
+
+UNLIMITED_PODS = Fraction(10**9)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +57,21 @@ def capped_queues(
     return tuple((q.name, dict(q.capability)) for q in chain if q.capability)
 
 
-def gangs_of(decisions: tuple[Bind | Evict, ...], snapshot: ClusterSnapshot, view: View, *, tree: bool) -> list[Gang]:
-    """The cycle's binds grouped by PodGroup, each with what its ledger reservations need."""
+def node_capacity(node: NodeObj) -> dict[str, Fraction]:
+    return {**node.allocatable, PODS: Fraction(node.max_pods) if node.max_pods is not None else UNLIMITED_PODS}
+
+
+def gangs_of(
+    decisions: tuple[Bind | Evict, ...],
+    snapshot: ClusterSnapshot,
+    view: View,
+    *,
+    tree: bool,
+    nodes: Mapping[str, NodeObj] | None = None,
+) -> list[Gang]:
+    """The cycle's binds grouped by PodGroup, each with what its ledger reservations need. `nodes`: the
+    nodes as stored, for their capacities (a borrowing snapshot shows others' nodes shrunk to what
+    they have left), by default the snapshot's."""
     binds = [d for d in decisions if isinstance(d, Bind)]
     if not binds:
         return []
@@ -66,7 +81,7 @@ def gangs_of(decisions: tuple[Bind | Evict, ...], snapshot: ClusterSnapshot, vie
     pods = {b.pod: by_uid[b.uid] for b in binds if b.uid in by_uid and by_uid[b.uid].key == b.pod}
     groups = {pg.key: pg for pg in snapshot.podgroups}
     queues = {q.name: q for q in snapshot.queues}
-    nodes = {n.name: n for n in snapshot.nodes}
+    nodes = nodes if nodes is not None else {n.name: n for n in snapshot.nodes}
     by_group: dict[str | None, list[Bind]] = defaultdict(list)
     for decision in binds:
         pod = pods.get(decision.pod)

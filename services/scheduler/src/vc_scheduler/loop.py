@@ -34,9 +34,8 @@ from vc_scheduler.idle import IdleGate, Inputs
 from vc_scheduler.inflight import MAX_IN_FLIGHT, InFlight
 from vc_scheduler.ledger import View
 from vc_scheduler.ledger_kv import Ledger
-from vc_scheduler.ledger_view import LedgerViews
-from vc_scheduler.planning import Plan, plan_cycle
-from vc_scheduler.sharding import Owners, ReservedPlacements
+from vc_scheduler.planning import Cycle, Plan, plan_borrowing, plan_cycle
+from vc_scheduler.share import Partition, Share, left_over, reserved_pods
 from vc_scheduler.status_writer import StatusWriter
 from vc_scheduling.cycle import CycleResult
 from vc_scheduling.framework.carried import CarriedState
@@ -52,6 +51,7 @@ BACKLOG_GANGS = 2 * MAX_IN_FLIGHT
 HOLD_BACK_MAX_S = 2.0  # ...but not longer than this since the last cycle (new PodGroups wait to be enqueued)
 # A cycle reports only the PodGroup statuses that may have changed; one at least this often reports all.
 FULL_REPORT_S = 60.0
+BORROW_EVERY_S = 1.0
 
 
 def rest_after(cycle_s: float, members: int = 1) -> float:
@@ -113,9 +113,9 @@ class SchedulingLoop:
         # Carried between cycles (a cycle's cost follows what changed): the session's opening state, the
         # ledger view and who owns which PodGroup.
         self._memo = CarriedState()
-        self._views = LedgerViews()
-        self._owners = Owners()
-        self._placements = ReservedPlacements()
+        self._share = Share(cache.snapshot, cache.pods, cache.index)
+        self._parts: Partition | None = None
+        self._borrowed_at = -BORROW_EVERY_S
         self._tree = hierarchical(conf)
         self._gate = IdleGate()
         self._last_plan: Plan | None = None
@@ -185,37 +185,37 @@ class SchedulingLoop:
         self._gate.ran(inputs, started, failed=False, recheck_at=result.recheck_at, by_reservation=by_reservation)
 
     async def run_once(self) -> CycleResult:
-        cycle = next(self.cycles)
+        number = next(self.cycles)
         members = self.members
-        plan = await asyncio.to_thread(
-            plan_cycle,
-            self.cache.snapshot(),
-            self.conf,
-            instance=members.instance,
-            epoch=members.epoch,
-            members=members.members,
-            gone=self.cache.gone(),
-            assumed=self.cache.assumed(),
-            ledger_records=self.ledger.records() if self.ledger else [],
-            session_uid=f"{self.instance}-{cycle}",
-            sharded=self.ledger is not None,
-            memo=self._memo,
-            views=self._views,
-            owners=self._owners,
-            placements=self._placements,
-            now=datetime.now(UTC),
-            wall_s=time.time(),
-            timer=time.perf_counter,
+        partition = self._partition()
+        reserved: dict[str, tuple[str, str]] = {}
+        view = self._view()
+        if self.ledger is not None:
+            reserved = reserved_pods(self.ledger.records(), view, time.time())
+        snapshot, by_reservation = self._share.snapshot(partition, reserved)
+        cycle = Cycle(
+            snapshot,
+            partition,
+            f"{self.instance}-{number}",
+            datetime.now(UTC),
             report_all=self._report_all(members.members),
+            placed_by_reservation=by_reservation,
         )
+        plan = await asyncio.to_thread(plan_cycle, cycle, self.conf, self._memo, time.perf_counter)
+        if not partition.alone():
+            waiting = left_over(snapshot, plan.result.binds)
+            if waiting and self._may_borrow():
+                metrics.BORROWING.labels(self.instance).inc()
+                borrowing = self._share.borrowing(snapshot, partition, reserved)
+                plan = await asyncio.to_thread(plan_borrowing, plan, borrowing, waiting, self.conf, cycle)
         result = plan.result
         self.last = result
-        self.last_view = plan.view
+        self.last_view = view
         self._last_plan = plan
-        self._record(plan)
+        self._record(plan, partition)
         if not members.can_write():
             return result  # the lease lapsed while we planned: another instance may own these now
-        for gang in gangs_of(result.decisions, plan.snapshot, plan.view, tree=self._tree):
+        for gang in gangs_of(result.decisions, plan.snapshot, view, tree=self._tree, nodes=self.cache.nodes):
             self.binder.submit(gang)
         for decision in result.decisions:
             if isinstance(decision, Evict):
@@ -228,21 +228,54 @@ class SchedulingLoop:
         if result.decisions:
             log.info(
                 "cycle.finished",
-                cycle=cycle,
+                cycle=number,
                 binds=len(result.binds),
                 evictions=len(result.evictions),
                 pending=result.stats.tasks_pending,
                 owned=plan.owned,
                 members=len(members.members),
                 duration_ms=round(result.stats.duration_s * 1000, 1),
-                shard_ms=round(plan.shard_s * 1000, 1),
             )
         return result
 
-    def _record(self, plan: Plan) -> None:
+    def _partition(self) -> Partition:
+        """Who owns what among the members as they are now; the cache's index recounts what the others
+        own when they change."""
+        members = tuple(self.members.members) or (self.instance,)
+        if self._parts is None or (self._parts.instance, self._parts.members) != (self.members.instance, members):
+            self._parts = Partition(self.members.instance, members)
+            self.cache.index.regroup(self._parts.owns, self._parts.owns_node)
+        self._parts.bound(len(self.cache.podgroups) + len(self.cache.nodes) + len(self.cache.queues))
+        return self._parts
+
+    def _view(self) -> View:
+        return self.cache.index.view(
+            gone=self.cache.gone(),
+            live=frozenset(self.members.members),
+            instance=self.members.instance,
+            epoch=self.members.epoch,
+        )
+
+    def _may_borrow(self) -> bool:
+        """At most one borrowing session every BORROW_EVERY_S: it covers every node, and what waits
+        because the whole cluster is full would otherwise pay for one each cycle."""
+        now = self._clock()
+        if now - self._borrowed_at < BORROW_EVERY_S:
+            return False
+        self._borrowed_at = now
+        return True
+
+    def _record(self, plan: Plan, partition: Partition) -> None:
         owned, members = plan.owned, len(self.members.members)
         cluster = self.cache.snapshot
         metrics.record_cycle(plan.result, plan.snapshot, cluster, instance=self.instance, owned=owned, members=members)
+        if not partition.alone():
+            metrics.OWNED_NODES.labels(self.instance).set(
+                sum(1 for n in plan.snapshot.nodes if partition.owns_node(n.name))
+            )
+            foreign = sum(1 for node in plan.result.binds.values() if not partition.owns_node(node))
+            if foreign:
+                metrics.FOREIGN_BINDS.labels(self.instance).inc(foreign)
 
     async def _wait_for_work(self, shutdown: asyncio.Event, started: float, rest: float) -> None:
         """Rest `rest` seconds (shutdown or a change of members ends it), then sleep until the period is
@@ -288,7 +321,5 @@ class SchedulingLoop:
         moved = last is not None and (last.members, last.epoch) != (now.members, now.epoch)
         if shared or (moved and self.members.can_write()):
             return True
-        owns = self._owners.filter(
-            self.members.instance, tuple(self.members.members), live=len(self.cache.podgroups) + len(self.cache.queues)
-        )
-        return any(owns(key) for key in demands)
+        partition = self._partition()
+        return any(partition.owns(key) for key in demands)

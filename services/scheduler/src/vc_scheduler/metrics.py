@@ -223,6 +223,17 @@ LEDGER_CONFLICTS = Counter(
     ["instance", "scope"],
 )
 OWNED = Gauge("tephra_scheduler_owned_podgroups", "PodGroups this instance owns", ["instance"])
+OWNED_NODES = Gauge("tephra_scheduler_owned_nodes", "Nodes this instance owns (plans on first)", ["instance"])
+FOREIGN_BINDS = Counter(
+    "tephra_scheduler_foreign_node_binds_total",
+    "Binds a cycle planned onto nodes another instance owns (capacity borrowed for what did not fit)",
+    ["instance"],
+)
+BORROWING = Counter(
+    "tephra_scheduler_borrowing_sessions_total",
+    "Second sessions over other instances' nodes, for admitted PodGroups the share could not place",
+    ["instance"],
+)
 MEMBERS = Gauge("tephra_scheduler_members", "Live scheduler instances as this instance sees them", ["instance"])
 ERRORS = Counter(
     "tephra_scheduler_dispatch_errors_total",

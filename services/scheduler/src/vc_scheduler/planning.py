@@ -1,93 +1,97 @@
-"""PURE (runs in a worker thread): one instance's plan for a cycle. The ledger view of every pod, this
-instance's share of the cluster (sharding.py), and one scheduling session over it (vc_scheduling).
+"""PURE (runs in a worker thread): one instance's plan for a cycle: a scheduling session over its share
+of the cluster (share.py), and when some admitted PodGroup of its share still waits, a second session
+that may borrow capacity on other instances' nodes.
 
-No clock is read here: the caller passes the session's time, the wall-clock time the ledger's
-reservation stamps are compared with, and a timer for the durations it reports.
+No clock is read here: the caller passes the session's time and a timer for the durations it reports.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
-from vc_scheduler.ledger import Record, View
-from vc_scheduler.ledger_view import LedgerViews
-from vc_scheduler.sharding import Owners, ReservedPlacements, live_reservations, shard
-from vc_scheduling.cycle import CycleResult, run_cycle
+from vc_scheduler.share import Partition
+from vc_scheduling.cycle import CycleResult, apply_result, run_cycle
 from vc_scheduling.framework.carried import CarriedState
 from vc_scheduling.framework.conf import SchedulerConf
+from vc_scheduling.framework.decisions import Bind
 from vc_scheduling.snapshot.cluster import ClusterSnapshot
 
 
 @dataclass(frozen=True, slots=True)
+class Cycle:
+    """What one cycle plans on, gathered on the event loop."""
+
+    snapshot: ClusterSnapshot  # the instance's share (the whole cluster while it runs alone)
+    owner: Partition  # who owns which PodGroup and node among the live members
+    session_uid: str
+    now: datetime  # the session's time (conditions, SLA waits)
+    report_all: bool = True  # False: leave out PodGroup statuses that cannot have changed
+    placed_by_reservation: int = 0  # others' pending pods planned around as bound, by their reservation
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
-    """What one cycle produced, with the views the binder checks its reservations against."""
+    """What one cycle produced."""
 
     result: CycleResult
-    snapshot: ClusterSnapshot
-    view: View
-    owned: int
-    shard_s: float
-    # Pending pods of other instances' PodGroups planned around as bound, only by their reservation: a
-    # reservation lapses with time alone (ledger.keep), so a cycle may decide otherwise later.
+    snapshot: ClusterSnapshot  # the snapshot the binds were planned on (the borrowing one, if any)
+    owned: int  # PodGroups the instance owns
     placed_by_reservation: int = 0
 
 
-def plan_cycle(
-    full: ClusterSnapshot,
-    conf: SchedulerConf,
-    *,
-    instance: str,
-    epoch: int,
-    members: tuple[str, ...],
-    gone: frozenset[str],
-    assumed: frozenset[str],
-    ledger_records: list[tuple[str, Record]],
-    session_uid: str,
-    sharded: bool,
-    now: datetime,
-    wall_s: float,
-    timer: Callable[[], float],
-    memo: CarriedState | None = None,
-    views: LedgerViews | None = None,
-    owners: Owners | None = None,
-    placements: ReservedPlacements | None = None,
-    report_all: bool = True,
-) -> Plan:
-    """View, shard, one scheduling cycle. `now`: the session's time (conditions, SLA waits); `wall_s`:
-    Unix time, against which reservation stamps age; `timer`: seconds from any origin, for the
-    reported durations. The carried state (`memo`, `views`, `owners`, `placements`, held by the caller
-    between calls) makes a call's cost follow what changed since the previous one; the plan is the same
-    without it.
-    Without `report_all`, PodGroup statuses that cannot have changed since the last report are left out
-    (run_cycle's report_unchanged)."""
-    started = timer()
-    views = views if views is not None else LedgerViews()
-    view = views.view(full, gone=gone, live=frozenset(members), instance=instance, epoch=epoch, assumed=assumed)
-    owns: Callable[[str], bool] | None = None
-    search_start = 0.0
-    if sharded:
-        owns = (owners if owners is not None else Owners()).filter(
-            instance, members, live=len(full.podgroups) + len(full.queues)
-        )
-        reserved = live_reservations(ledger_records, view, wall_s)
-        snapshot, by_reservation = shard(full, owns, reserved, placements)
-        owned = sum(1 for pg in full.podgroups if owns(pg.key))
-        # Instances search the nodes from evenly spaced starts (apart, their reservations rarely meet).
-        search_start = members.index(instance) / len(members) if instance in members else 0.0
-    else:
-        snapshot, owned, by_reservation = full, len(full.podgroups), 0
-    shard_s = timer() - started
+def plan_cycle(cycle: Cycle, conf: SchedulerConf, memo: CarriedState, timer: Callable[[], float]) -> Plan:
+    """One session over the share, on the state carried in `memo` (held by the caller between calls, so a
+    call's cost follows what changed since the previous one; the plan is the same without it)."""
+    owner = cycle.owner
+    members = owner.members
+    # Instances search their nodes from evenly spaced starts (their borrowing rarely meets).
+    start = members.index(owner.instance) / len(members) if owner.instance in members else 0.0
+    report = None if owner.alone() else owner.owns
     result = run_cycle(
-        snapshot,
+        cycle.snapshot,
         conf,
-        now=now,
-        session_uid=session_uid,
+        now=cycle.now,
+        session_uid=cycle.session_uid,
         memo=memo,
         clock=timer,
-        search_start=search_start,
-        report=owns,
-        report_unchanged=report_all,
+        search_start=start,
+        report=report,
+        report_unchanged=cycle.report_all,
     )
-    return Plan(result, snapshot, view, owned, shard_s, by_reservation)
+    owned = len(cycle.snapshot.podgroups)
+    return Plan(result, cycle.snapshot, owned, cycle.placed_by_reservation)
+
+
+BORROWING_ACTIONS = ("allocate", "backfill")  # the second session places; it evicts nothing
+
+
+def plan_borrowing(
+    first: Plan, borrowing: ClusterSnapshot, waiting: frozenset[str], conf: SchedulerConf, cycle: Cycle
+) -> Plan:
+    """A second session over `borrowing` (the share with other instances' nodes at the capacity they
+    have left, after the first session's decisions), for the PodGroups in `waiting`, which the first
+    could not place: its binds and their statuses are added to the first's. It only places (allocate,
+    backfill: the first session already preempted and reclaimed for the same jobs), and is built anew:
+    it runs only while something waits, and its nodes are not carried."""
+    second = run_cycle(
+        apply_result(borrowing, first.result),
+        replace(conf, actions=tuple(a for a in conf.actions if a in BORROWING_ACTIONS)),
+        now=cycle.now,
+        session_uid=f"{cycle.session_uid}-b",
+        report=waiting.__contains__,
+    )
+    return replace(first, result=merge(first.result, second), snapshot=borrowing)
+
+
+def merge(first: CycleResult, second: CycleResult) -> CycleResult:
+    """The second session's binds after the first's decisions, its statuses over the first's."""
+    stats = replace(first.stats, duration_s=first.stats.duration_s + second.stats.duration_s)
+    return replace(
+        first,
+        decisions=first.decisions + tuple(d for d in second.decisions if isinstance(d, Bind)),
+        podgroups={**first.podgroups, **second.podgroups},
+        pipelined=tuple(sorted(set(first.pipelined) | set(second.pipelined))),
+        stats=stats,
+    )

@@ -36,6 +36,8 @@ def resource_space(snapshot: ClusterSnapshot) -> ResourceSpace:
         names.update(pg.min_resources or {})
     for queue in snapshot.queues:
         names.update(queue.capability, queue.deserved, queue.guarantee)
+    if snapshot.outside is not None:
+        names.update(snapshot.outside.names())
     return ResourceSpace.of(names)
 
 

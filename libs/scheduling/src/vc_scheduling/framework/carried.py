@@ -464,6 +464,8 @@ def _space_names(names: Counter[str], snapshot: ClusterSnapshot) -> tuple[str, .
     present = {name for name, count in names.items() if count > 0}
     for queue in snapshot.queues:
         present.update(queue.capability, queue.deserved, queue.guarantee)
+    if snapshot.outside is not None:
+        present.update(snapshot.outside.names())
     return ResourceSpace.of(present).names
 
 

@@ -56,6 +56,8 @@ def open_session(
         journal=journal,
     )
     ssn.pods_relate = opening.pods_relate
+    if snapshot.outside is not None:
+        ssn.take_outside(snapshot.outside)
     remember_snapshot(ssn, snapshot)
     instances: list[Plugin] = []
     for tier in conf.tiers:
@@ -155,6 +157,9 @@ def queue_statuses(ssn: Session) -> list[QueueStatusUpdate]:
     for queue, extra in ssn.queue_allocated_extra.items():
         if queue in index:
             direct[index[queue]] = np.maximum(direct[index[queue]] + extra, 0.0)
+    for queue, sums in ssn.outside_queues.items():
+        if queue in index:
+            direct[index[queue]] += sums.allocated
     allocated = {name: ssn.space.zeros() for name in ssn.queues}
     for name, i in index.items():
         if direct[i].any():

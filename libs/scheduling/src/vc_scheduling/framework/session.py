@@ -30,7 +30,7 @@ from vc_scheduling.framework.interfaces import (
 from vc_scheduling.framework.model import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from vc_scheduling.framework.nodes import NodeInfo, NodeTable
 from vc_scheduling.framework.resources import ResourceSpace, Vector
-from vc_scheduling.snapshot.cluster import PodGroupCondition, PriorityClassObj
+from vc_scheduling.snapshot.cluster import Outside, PodGroupCondition, PriorityClassObj
 from vc_scheduling.snapshot.vgpu import VGPUDeviceFigures, VGPUPodFigures
 
 if TYPE_CHECKING:
@@ -38,6 +38,15 @@ if TYPE_CHECKING:
 
 P = ExtensionPoint
 Rows = NDArray[np.intp]
+
+
+@dataclass(frozen=True, slots=True)
+class OutsideQueue:
+    """A queue's sums over the PodGroups outside the snapshot (cluster.QueueSums), as vectors."""
+
+    request: Vector
+    allocated: Vector
+    reserved: Vector
 
 
 @dataclass(slots=True)
@@ -76,6 +85,10 @@ class Session:
         self.priority_classes = priority_classes
         self.now = now
         self.total_resource: Vector = nodes.total_allocatable()
+        # Usage of the nodes outside the snapshot, and per queue the sums of the PodGroups outside it
+        # (take_outside); zero for a full snapshot.
+        self.outside_used: Vector = space.zeros()
+        self.outside_queues: dict[str, OutsideQueue] = {}
         self.invalid_jobs: dict[str, JobInfo] = {}
         self.decisions: list[Bind | Evict] = []
         # Per task uid, annotations its bind carries (plugins merge them when they allocate a device,
@@ -106,6 +119,17 @@ class Session:
         self.retried_jobs: list[str] = []
         self.vgpu_devices: dict[tuple[str, str], VGPUDeviceFigures] = {}
         self.vgpu_pods: dict[tuple[str, str, str], VGPUPodFigures] = {}
+
+    def take_outside(self, outside: Outside) -> None:
+        """Count what a partial snapshot leaves out (cluster.Outside) in the session's whole-cluster
+        figures: the total allocatable, the nodes' usage, each queue's sums."""
+        space = self.space
+        self.total_resource = self.total_resource + space.vector(outside.allocatable)
+        self.outside_used = space.vector(outside.used)
+        self.outside_queues = {
+            name: OutsideQueue(space.vector(s.request), space.vector(s.allocated), space.vector(s.reserved))
+            for name, s in outside.queues.items()
+        }
 
     # -- registration (plugins call these from on_session_open) -----------------------------------
 

@@ -51,6 +51,7 @@ class CapacityPlugin:
         for name in self._top_down(ssn, names):
             self._new_attr(ssn, ssn.queues[name])
         self.ledger.add_jobs(ssn.jobs.values())
+        self.ledger.add_outside(ssn.outside_queues)
         for attr in self.ledger.attrs.values():
             attr.share = self._share(attr)
         return ledger

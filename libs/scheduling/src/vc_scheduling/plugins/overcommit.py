@@ -72,8 +72,10 @@ class OvercommitPlugin:
 
     def _build(self, ssn: Session) -> None:
         self.space = ssn.space
-        self.idle = ssn.total_resource * self.factor - ssn.nodes.used.sum(axis=0)
+        self.idle = ssn.total_resource * self.factor - ssn.nodes.used.sum(axis=0) - ssn.outside_used
         self.inqueue = ssn.space.zeros()
+        for sums in ssn.outside_queues.values():
+            self.inqueue += sums.reserved
         for job in ssn.jobs.values():
             reserved = _opening_unplaced(job)
             if reserved is not None:

@@ -81,6 +81,7 @@ class ProportionPlugin:
                 np.clip(total - total_guarantee, 0, None) + attr.guarantee, attr.capability
             )
         ledger.add_jobs(ssn.jobs.values())
+        ledger.add_outside(ssn.outside_queues)
         water_fill(total, list(ledger.attrs.values()), ssn.space.tolerance)
         for attr in ledger.attrs.values():
             attr.share = share(attr.allocated, attr.deserved)

@@ -7,7 +7,7 @@ exactly, per resource, and a job's own reservation shrinks as its tasks are plac
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,7 +15,7 @@ import numpy as np
 from vc_scheduling.framework.interfaces import ALLOWED, Check, EventHandler
 from vc_scheduling.framework.model import ALLOCATED_STATUSES, JobInfo, PodGroupPhase, QueueInfo, TaskInfo, TaskStatus
 from vc_scheduling.framework.resources import ResourceSpace, Vector, exceeding, format_amount
-from vc_scheduling.framework.session import Session
+from vc_scheduling.framework.session import OutsideQueue, Session
 
 INF = float("inf")
 
@@ -88,6 +88,16 @@ class QueueLedger:
         self._add_rows("allocated", queues, allocated)
         self._add_rows("request", queues, requested)
         self._add_rows("reserved", [q for q, _ in reserving], [r for _, r in reserving])
+
+    def add_outside(self, outside: Mapping[str, OutsideQueue]) -> None:
+        """The sums of the PodGroups outside a partial snapshot (another scheduler instance's share), so
+        each queue's figures are the whole cluster's."""
+        for name, sums in outside.items():
+            attr = self.attrs.get(name)
+            if attr is not None:
+                attr.allocated = attr.allocated + sums.allocated
+                attr.request = attr.request + sums.request
+                attr.reserved = attr.reserved + sums.reserved
 
     def _add_rows(self, field: str, queues: list[str], rows: list[Vector]) -> None:
         """attr.<field> += row for each (queue, row) in order: one np.add.at (adds in index order, the

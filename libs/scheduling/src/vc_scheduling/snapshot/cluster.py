@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from vc_core.resources import Resources
@@ -192,6 +193,35 @@ class NamespaceObj:
 
 
 @dataclass(frozen=True, slots=True)
+class QueueSums:
+    """One queue's figures over PodGroups a snapshot leaves out, in the units of Resources (cpu in cores,
+    memory in bytes): Σ requests of their placed and pending pods, of their placed pods, and the unplaced
+    minResources of admitted ones (as the queue plugins sum the jobs they see)."""
+
+    request: Mapping[str, float] = field(default_factory=dict)
+    allocated: Mapping[str, float] = field(default_factory=dict)
+    reserved: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Outside:
+    """What a partial snapshot leaves out but whole-cluster rules need (one scheduler instance's share
+    of a cluster shared by several): the total allocatable and usage of the nodes it leaves out, and
+    per queue the sums of the PodGroups it leaves out. A session adds them to its own totals, so fair
+    share, quotas and the cluster's size are the whole cluster's. A full snapshot has none."""
+
+    allocatable: Mapping[str, float] = field(default_factory=dict)
+    used: Mapping[str, float] = field(default_factory=dict)
+    queues: Mapping[str, QueueSums] = field(default_factory=dict)
+
+    def names(self) -> set[str]:
+        names = set(self.allocatable) | set(self.used)
+        for sums in self.queues.values():
+            names.update(sums.request, sums.allocated, sums.reserved)
+        return names
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterSnapshot:
     nodes: tuple[NodeObj, ...] = ()
     pods: tuple[PodObj, ...] = ()
@@ -206,3 +236,4 @@ class ClusterSnapshot:
     hypernodes: tuple[HyperNodeObj, ...] = ()
     persistent_volume_claims: tuple[PersistentVolumeClaimObj, ...] = ()
     persistent_volumes: tuple[PersistentVolumeObj, ...] = ()
+    outside: Outside | None = None  # set when the snapshot is one instance's share of the cluster

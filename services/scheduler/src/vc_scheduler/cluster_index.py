@@ -1,0 +1,357 @@
+"""PURE (kept on the event loop by the cache): what the cache's objects add up to, updated per change.
+
+A scheduler instance plans over its share of the cluster (share.py), so nothing a cycle needs may cost
+a walk over every pod. The cache hands every change of a pod, PodGroup, node or queue to this index,
+which keeps, at the cost of the change:
+
+- where each pod is (its node as the cycle sees it, assumed binds included) and which pods each
+  PodGroup has, so a share is gathered from its own nodes and PodGroups;
+- the placement ledger's view of every pod (its stored node, whether it is terminal, its requests, its
+  queue), with the occupying pods indexed by node and by queue and its ancestors (ledger.View);
+- per PodGroup the sums the queue plugins take of a job (Σ requests of placed and pending pods, of
+  placed ones, the unplaced minResources of an admitted one), and per queue their totals over the
+  PodGroups of other instances (cluster.Outside: fair share and quotas are the whole cluster's);
+- per node its usage by stored pods, and the total allocatable and usage of other instances' nodes.
+
+What is "other instances'" follows the ownership the caller sets (`regroup`), recounted only when the
+members change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import TypeVar
+
+from vc_core.resources import PODS, Resources
+from vc_scheduler.ledger import PodState, View, queue_chain
+from vc_scheduling.snapshot.cluster import (
+    ROOT_QUEUE,
+    NodeObj,
+    Outside,
+    PodGroupObj,
+    PodObj,
+    QueueObj,
+    QueueSums,
+)
+
+TERMINAL = frozenset({"Succeeded", "Failed"})
+OCCUPYING = frozenset({"Pending", "Running"})
+Amounts = dict[str, float]
+V = TypeVar("V")
+
+
+def podgroup_key(pod: PodObj) -> str | None:
+    group = pod.group_name
+    return f"{pod.namespace}/{group}" if group else None
+
+
+def _floats(requests: Mapping[str, Fraction]) -> Amounts:
+    return {name: value.numerator / value.denominator for name, value in requests.items() if name != PODS}
+
+
+def _add(into: Amounts, amounts: Mapping[str, float], sign: float) -> None:
+    for name, value in amounts.items():
+        into[name] = into.get(name, 0.0) + sign * value
+
+
+def _placed(pod: PodObj) -> bool:
+    """Volcano's allocated statuses as the store shows them: bound or running, not leaving."""
+    return bool(pod.node_name) and pod.phase in OCCUPYING and not pod.deleting
+
+
+def _asked(pod: PodObj) -> bool:
+    """Counted in its job's request: placed, or pending and unbound."""
+    return _placed(pod) or (pod.phase == "Pending" and not pod.deleting and not pod.node_name)
+
+
+@dataclass(slots=True)
+class _Group:
+    """One PodGroup's sums (the queue plugins' _opening_sums over its stored pods)."""
+
+    request: Amounts = field(default_factory=dict)
+    allocated: Amounts = field(default_factory=dict)
+    placed: int = 0  # pods counted in `allocated`
+    asked: int = 0  # pods counted in `request`
+    reserved: Amounts = field(default_factory=dict)  # the unplaced minResources of an admitted PodGroup
+    pg: PodGroupObj | None = None
+
+
+@dataclass(slots=True)
+class _Usage:
+    used: Amounts = field(default_factory=dict)
+    pods: int = 0
+
+
+class ClusterIndex:
+    def __init__(self) -> None:
+        self.pods_on: dict[str, dict[str, None]] = {}  # node -> keys of the pods on it (assumed included)
+        self.pods_of: dict[str, dict[str, None]] = {}  # PodGroup key -> keys of its pods
+        self._node_of: dict[str, str] = {}  # pod key -> its node as indexed in pods_on
+        self._group_of: dict[str, str] = {}  # pod key -> its PodGroup key as indexed in pods_of
+        # The ledger's view (stored binds only): by uid, and occupying pods by node and by queue chain.
+        self.states: dict[str, PodState] = {}
+        self._uid_of: dict[str, str] = {}  # pod key -> uid of its state
+        self._group_uids: dict[str, dict[str, None]] = {}  # PodGroup key -> uids whose state names its queue
+        self._uid_group: dict[str, str] = {}  # uid -> its PodGroup key in _group_uids
+        self.by_node: dict[str, dict[str, Resources]] = {}
+        self.by_queue: dict[str, dict[str, Resources]] = {}
+        self._queue_of: dict[str, str] = {}  # PodGroup key -> its queue
+        self._parents: dict[str, str] = {}
+        self._chains: dict[str, tuple[str, ...]] = {}
+        # The queue sums and node usage, and their totals over what other instances own.
+        self._groups: dict[str, _Group] = {}
+        self._stored: dict[str, PodObj] = {}  # pod key -> the stored pod counted in the sums
+        self._usage: dict[str, _Usage] = {}
+        self._nodes: dict[str, NodeObj] = {}
+        self._owns_group: Callable[[str], bool] = lambda _key: True
+        self._owns_node: Callable[[str], bool] = lambda _name: True
+        self._foreign_queues: dict[str, QueueSums] = {}
+        self._foreign_sums: dict[str, tuple[Amounts, Amounts, Amounts]] = {}
+        self._foreign_allocatable: Amounts = {}
+        self._foreign_used: Amounts = {}
+
+    # -- where pods are (the cycle's side: assumed binds count) ---------------------------------------
+    def place(self, key: str, pod: PodObj | None) -> None:
+        """The pod as the cache holds it now (None: gone): its node and PodGroup entries."""
+        node = pod.node_name if pod is not None else ""
+        group = (podgroup_key(pod) or "") if pod is not None else ""
+        old_node = self._node_of.get(key, "")
+        if old_node != node:
+            if old_node:
+                _drop(self.pods_on, old_node, key)
+            if node:
+                self.pods_on.setdefault(node, {})[key] = None
+                self._node_of[key] = node
+            else:
+                self._node_of.pop(key, None)
+        old_group = self._group_of.get(key, "")
+        if old_group != group:
+            if old_group:
+                _drop(self.pods_of, old_group, key)
+            if group:
+                self.pods_of.setdefault(group, {})[key] = None
+                self._group_of[key] = group
+            else:
+                self._group_of.pop(key, None)
+
+    # -- stored objects ----------------------------------------------------------------------------
+    def stored_pod(self, key: str, pod: PodObj | None) -> None:
+        """A pod as stored (None: deleted): the ledger's view, the queue sums, the node usage."""
+        old = self._stored.pop(key, None)
+        if old is not None:
+            self._count_pod(old, -1.0)
+        if pod is not None:
+            self._stored[key] = pod
+            self._count_pod(pod, 1.0)
+        self._state(key, pod)
+
+    def stored_podgroup(self, key: str, pg: PodGroupObj | None) -> None:
+        group = self._groups.get(key)
+        if group is None:
+            if pg is None:
+                return
+            group = self._groups[key] = _Group()
+        self._count_group(key, group, -1.0)
+        group.pg = pg
+        self._count_group(key, group, 1.0)
+        if pg is None and not group.asked:
+            del self._groups[key]
+        queue = pg.queue if pg is not None else ""
+        if self._queue_of.get(key, "") != queue:
+            if queue:
+                self._queue_of[key] = queue
+            else:
+                self._queue_of.pop(key, None)
+            for uid in list(self._group_uids.get(key, ())):
+                state = self.states.get(uid)
+                if state is not None:
+                    self._restate(uid, PodState(state.node, state.terminal, state.requests, queue))
+
+    def stored_node(self, name: str, node: NodeObj | None) -> None:
+        old = self._nodes.pop(name, None)
+        foreign = not self._owns_node(name)
+        if old is not None and foreign:
+            _add(self._foreign_allocatable, _floats(old.allocatable), -1.0)
+        if node is not None:
+            self._nodes[name] = node
+            if foreign:
+                _add(self._foreign_allocatable, _floats(node.allocatable), 1.0)
+
+    def queues(self, queues: Iterable[QueueObj]) -> None:
+        """The queue tree (the ledger counts a pod under its queue's ancestors)."""
+        parents = {q.name: q.parent or ROOT_QUEUE for q in queues if q.name != ROOT_QUEUE}
+        if parents == self._parents:
+            return
+        self._parents, self._chains = parents, {}
+        self.by_queue = {}
+        for uid, state in self.states.items():
+            if state.node and not state.terminal and state.queue:
+                for queue in self._chain(state.queue):
+                    self.by_queue.setdefault(queue, {})[uid] = state.requests
+
+    # -- ownership ---------------------------------------------------------------------------------
+    def regroup(self, owns_group: Callable[[str], bool], owns_node: Callable[[str], bool]) -> None:
+        """Which PodGroups and nodes this instance owns changed (the members did): recount the totals
+        over the others' (a walk over PodGroups and nodes, once per change of members)."""
+        self._owns_group, self._owns_node = owns_group, owns_node
+        self._foreign_sums = {}
+        for key, group in self._groups.items():
+            if not owns_group(key):
+                self._to_foreign(group, 1.0)
+        self._foreign_allocatable, self._foreign_used = {}, {}
+        for name, node in self._nodes.items():
+            if not owns_node(name):
+                _add(self._foreign_allocatable, _floats(node.allocatable), 1.0)
+        for name, usage in self._usage.items():
+            if not owns_node(name):
+                _add(self._foreign_used, usage.used, 1.0)
+
+    def outside(self) -> Outside:
+        """What the PodGroups and nodes other instances own add up to (cluster.Outside)."""
+        queues = {
+            queue: QueueSums(dict(request), dict(allocated), dict(reserved))
+            for queue, (request, allocated, reserved) in self._foreign_sums.items()
+        }
+        return Outside(dict(self._foreign_allocatable), dict(self._foreign_used), queues)
+
+    def usage(self, node: str) -> tuple[Amounts, int]:
+        """A node's usage by stored pods (requests without `pods`), and how many pods occupy it."""
+        usage = self._usage.get(node)
+        return (dict(usage.used), usage.pods) if usage is not None else ({}, 0)
+
+    def view(self, *, gone: frozenset[str], live: frozenset[str], instance: str, epoch: int) -> View:
+        """The ledger's view, live: it follows the cache as changes arrive (read it on the event loop, or
+        by key look-ups only)."""
+        return View(
+            pods=self.states,
+            gone=gone,
+            live=live,
+            instance=instance,
+            epoch=epoch,
+            by_node=self.by_node,
+            by_queue=self.by_queue,
+        )
+
+    # -- inside ------------------------------------------------------------------------------------
+    def _count_pod(self, pod: PodObj, sign: float) -> None:
+        amounts = None
+        if pod.node_name and pod.phase in OCCUPYING:
+            amounts = _floats(pod.requests)
+            usage = self._usage.setdefault(pod.node_name, _Usage())
+            _add(usage.used, amounts, sign)
+            usage.pods += int(sign)
+            if not self._owns_node(pod.node_name):
+                _add(self._foreign_used, amounts, sign)
+            if not usage.pods:
+                del self._usage[pod.node_name]
+        key = podgroup_key(pod)
+        if key is None or not _asked(pod):
+            return
+        group = self._groups.get(key)
+        if group is None:
+            group = self._groups[key] = _Group()
+        amounts = amounts if amounts is not None else _floats(pod.requests)
+        self._count_group(key, group, -1.0)
+        _add(group.request, amounts, sign)
+        group.asked += int(sign)
+        if _placed(pod):
+            _add(group.allocated, amounts, sign)
+            group.placed += int(sign)
+        self._count_group(key, group, 1.0)
+        if group.pg is None and not group.asked:
+            self._count_group(key, group, -1.0)
+            del self._groups[key]
+
+    def _count_group(self, key: str, group: _Group, sign: float) -> None:
+        """Take a PodGroup's sums out of (-1) or into (+1) the totals over other instances' PodGroups;
+        the reservation is recomputed on the way in."""
+        if sign > 0:
+            group.reserved = _reservation(group)
+        if not self._owns_group(key):
+            self._to_foreign(group, sign)
+
+    def _to_foreign(self, group: _Group, sign: float) -> None:
+        if group.pg is None:
+            return  # no queue yet: a pod may arrive before its PodGroup
+        sums = self._foreign_sums.get(group.pg.queue)
+        if sums is None:
+            sums = self._foreign_sums[group.pg.queue] = ({}, {}, {})
+        _add(sums[0], group.request, sign)
+        _add(sums[1], group.allocated, sign)
+        _add(sums[2], group.reserved, sign)
+
+    def _state(self, key: str, pod: PodObj | None) -> None:
+        old_uid = self._uid_of.pop(key, None)
+        if old_uid is not None and (pod is None or pod.uid != old_uid):
+            self._restate(old_uid, None)
+        if pod is None:
+            return
+        self._uid_of[key] = pod.uid
+        group = podgroup_key(pod) or ""
+        queue = self._queue_of.get(group, "") if group else ""
+        old = self.states.get(pod.uid)
+        requests: Resources = {**pod.requests, PODS: Fraction(1)}
+        if old is not None and old.requests == requests:
+            requests = old.requests  # one object per pod while its requests stay
+        if group and self._uid_group.get(pod.uid) != group:
+            if pod.uid in self._uid_group:
+                _drop(self._group_uids, self._uid_group[pod.uid], pod.uid)
+            self._group_uids.setdefault(group, {})[pod.uid] = None
+            self._uid_group[pod.uid] = group
+        self._restate(pod.uid, PodState(pod.node_name, pod.phase in TERMINAL, requests, queue))
+
+    def _restate(self, uid: str, state: PodState | None) -> None:
+        old = self.states.get(uid)
+        if old == state:
+            return
+        if old is not None and old.node and not old.terminal:
+            _drop(self.by_node, old.node, uid)
+            if old.queue:
+                for queue in self._chain(old.queue):
+                    _drop(self.by_queue, queue, uid)
+        if state is None:
+            self.states.pop(uid, None)
+            group = self._uid_group.pop(uid, None)
+            if group is not None:
+                _drop(self._group_uids, group, uid)
+            return
+        self.states[uid] = state
+        if state.node and not state.terminal:
+            self.by_node.setdefault(state.node, {})[uid] = state.requests
+            if state.queue:
+                for queue in self._chain(state.queue):
+                    self.by_queue.setdefault(queue, {})[uid] = state.requests
+
+    def _chain(self, queue: str) -> tuple[str, ...]:
+        chain = self._chains.get(queue)
+        if chain is None:
+            chain = self._chains[queue] = queue_chain(queue, self._parents)
+        return chain
+
+
+def _reservation(group: _Group) -> Amounts:
+    """The queue plugins' reservation of a job: its unplaced minResources, while it is Inqueue, or
+    Running with at least minMember pods placed."""
+    pg = group.pg
+    if pg is None or pg.min_resources is None:
+        return {}
+    if not (pg.phase == "Inqueue" or (pg.phase == "Running" and group.placed >= pg.min_member)):
+        return {}
+    out: Amounts = {}
+    for name, value in pg.min_resources.items():
+        if name == PODS:
+            continue
+        unplaced = value.numerator / value.denominator - group.allocated.get(name, 0.0)
+        if unplaced > 0:
+            out[name] = unplaced
+    return out
+
+
+def _drop(index: dict[str, dict[str, V]], name: str, key: str) -> None:
+    entry = index.get(name)
+    if entry is not None:
+        entry.pop(key, None)
+        if not entry:
+            del index[name]

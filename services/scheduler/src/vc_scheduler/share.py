@@ -1,0 +1,196 @@
+"""PURE (read on the event loop): one scheduler instance's share of the cluster, and the snapshots it plans on.
+
+Several instances run active-active. Rendezvous hashing over the live members gives every PodGroup one
+owner and every node one owner (as Volcano's multi-scheduler hash mode puts job owners and node names on
+one ring), so an instance plans over its share, and a cycle costs what the share costs:
+
+- the share snapshot: its own nodes with every pod on them (pods of other instances' PodGroups there
+  count as occupying, nothing more), its own PodGroups with all their pods, the pods other instances
+  have reserved on its nodes (their binds are in flight) as if bound there, every queue and the other
+  small kinds, and `outside` (cluster.Outside): what the others' nodes and PodGroups add up to, so fair
+  share and quotas are the whole cluster's;
+- the borrowing snapshot, only for what did not fit: the share snapshot plus the other instances'
+  nodes, each shrunk to the capacity it has left (its stored pods and live reservations taken off), so
+  a gang larger than the instance's nodes, or a pod whose selector matches only others' nodes, is
+  placed (soft partitions, as in Godel). Pods on others' nodes are not seen there: inter-pod affinity
+  and topology spread judge other instances' nodes by the pods of this instance's share only.
+
+Every commit, on an instance's own nodes or on borrowed ones, goes through the placement ledger, which
+checks actual fit (ledger.try_reserve), so partitions only decide where each instance looks first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from fractions import Fraction
+
+from vc_core.ownership import rendezvous_owner
+from vc_core.resources import PODS
+from vc_proto.subjects import unescape_token
+from vc_scheduler.cluster_index import TERMINAL, ClusterIndex
+from vc_scheduler.ledger import Record, View, keep
+from vc_scheduling.snapshot.cluster import ClusterSnapshot, NodeObj, PodObj
+
+
+def node_owner_key(node: str) -> str:
+    """The rendezvous key of a node (apart from PodGroup keys, which are "<namespace>/<name>")."""
+    return f"node:{node}"
+
+
+class Partition:
+    """Which PodGroups and nodes each live member owns (rendezvous hashing), memoised per key while the
+    members hold."""
+
+    def __init__(self, instance: str, members: tuple[str, ...]) -> None:
+        self.instance = instance
+        self.members = members
+        self._memo: dict[str, bool] = {}
+
+    def bound(self, live: int) -> None:
+        """Forget the answers when they number more than 4x the `live` keys (at least 1,024): the rest are
+        deleted PodGroups' and nodes'."""
+        if len(self._memo) > 4 * max(live, 256):
+            self._memo = {}
+
+    def owns(self, key: str) -> bool:
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = rendezvous_owner(key, self.members) == self.instance
+        return hit
+
+    def owns_node(self, name: str) -> bool:
+        return self.owns(node_owner_key(name))
+
+    def alone(self) -> bool:
+        return self.members == (self.instance,)
+
+
+def reserved_pods(records: Iterable[tuple[str, Record]], view: View, now: float) -> dict[str, tuple[str, str]]:
+    """Pod uid -> (pod key, node) of the ledger's node reservations still holding resources for a pod
+    not yet bound (ledger.keep): other instances' binds in flight."""
+    out: dict[str, tuple[str, str]] = {}
+    pods = view.pods
+    for key, record in records:
+        if not key.startswith("node."):
+            continue
+        node = unescape_token(key.removeprefix("node."))
+        for uid, res in record.reservations.items():
+            state = pods.get(uid)
+            if state is not None and (state.node or state.terminal):
+                continue
+            if keep(uid, res, view, now, node=node):
+                out[uid] = (res.pod, node)
+    return out
+
+
+class Share:
+    """Builds the snapshots of one instance's share from the cache's tables and index."""
+
+    def __init__(self, tables: Callable[[], ClusterSnapshot], pods: Mapping[str, PodObj], index: ClusterIndex) -> None:
+        self._tables = tables  # the cache's snapshot of every kind (tuples of its current objects)
+        self._pods = pods
+        self._index = index
+        self._copies: dict[str, tuple[PodObj, str, PodObj]] = {}  # uid -> (pod as stored, node, copy)
+
+    def snapshot(self, owner: Partition, reserved: Mapping[str, tuple[str, str]]) -> tuple[ClusterSnapshot, int]:
+        """The share snapshot, and how many pods it placed only by another instance's reservation."""
+        full = self._tables()
+        if owner.alone():
+            return self._alone(full, reserved)
+        index, pods = self._index, self._pods
+        nodes = tuple(n for n in full.nodes if owner.owns_node(n.name))
+        groups = tuple(pg for pg in full.podgroups if owner.owns(pg.key))
+        keys: dict[str, None] = {}
+        for node in nodes:
+            keys.update(index.pods_on.get(node.name, {}))
+        for pg in groups:
+            keys.update(index.pods_of.get(pg.key, {}))
+        chosen = [pods[k] for k in keys if k in pods]
+        by_reservation = 0
+        copies: dict[str, tuple[PodObj, str, PodObj]] = {}
+        for uid, (key, at) in reserved.items():
+            pod = pods.get(key)
+            if pod is None or pod.uid != uid or pod.node_name or key in keys or not owner.owns_node(at):
+                continue
+            chosen.append(self._placed(pod, at, copies))
+            by_reservation += 1
+        self._copies = copies
+        chosen.sort(key=_order)
+        snapshot = replace(full, nodes=nodes, pods=tuple(chosen), podgroups=groups, outside=index.outside())
+        return snapshot, by_reservation
+
+    def _alone(self, full: ClusterSnapshot, reserved: Mapping[str, tuple[str, str]]) -> tuple[ClusterSnapshot, int]:
+        """The whole cluster, with pods a departed instance reserved (a bind maybe still in flight) as if
+        bound where it reserved them until the reservation lapses."""
+        if not reserved:
+            self._copies = {}
+            return full, 0
+        copies: dict[str, tuple[PodObj, str, PodObj]] = {}
+        pods = tuple(
+            self._placed(pod, reserved[pod.uid][1], copies) if pod.uid in reserved and not pod.node_name else pod
+            for pod in full.pods
+        )
+        self._copies = copies
+        return replace(full, pods=pods), len(copies)
+
+    def borrowing(
+        self, share: ClusterSnapshot, owner: Partition, reserved: Mapping[str, tuple[str, str]]
+    ) -> ClusterSnapshot:
+        """`share` with the other instances' nodes added at the capacity each has left."""
+        held: dict[str, dict[str, Fraction]] = {}
+        for key, at in reserved.values():
+            pod = self._pods.get(key)
+            if pod is not None and not pod.node_name and not owner.owns_node(at):
+                slot = held.setdefault(at, {})
+                for name, value in pod.requests.items():
+                    slot[name] = slot.get(name, Fraction(0)) + value
+                slot[PODS] = slot.get(PODS, Fraction(0)) + 1
+        others = []
+        for node in self._tables().nodes:
+            if owner.owns_node(node.name):
+                continue
+            others.append(self._left(node, held.get(node.name, {})))
+        outside = share.outside
+        if outside is not None:  # those nodes are inside now
+            outside = replace(outside, allocatable={}, used={})
+        return replace(share, nodes=share.nodes + tuple(others), outside=outside)
+
+    def _left(self, node: NodeObj, reserved: Mapping[str, Fraction]) -> NodeObj:
+        used, count = self._index.usage(node.name)
+        left = {}
+        for name, value in node.allocatable.items():
+            free = value - Fraction(used.get(name, 0.0)) - reserved.get(name, Fraction(0))
+            left[name] = max(free, Fraction(0))
+        max_pods = node.max_pods
+        if max_pods is not None:
+            max_pods = max(0, max_pods - count - int(reserved.get(PODS, 0)))
+        return replace(node, allocatable=left, max_pods=max_pods)
+
+    def _placed(self, pod: PodObj, node: str, copies: dict[str, tuple[PodObj, str, PodObj]]) -> PodObj:
+        """`pod` as if bound to `node`: the same copy as last cycle while neither changed (the carried
+        session state tells a changed pod by identity)."""
+        hit = self._copies.get(pod.uid)
+        if hit is None or hit[0] is not pod or hit[1] != node:
+            hit = (pod, node, replace(pod, node_name=node))
+        copies[pod.uid] = hit
+        return hit[2]
+
+
+def _order(pod: PodObj) -> int:
+    return pod.order
+
+
+def left_over(snapshot: ClusterSnapshot, binds: Mapping[str, str]) -> frozenset[str]:
+    """Admitted PodGroups (Inqueue or Running) of the snapshot with pods still waiting for a node after
+    `binds`: what the share could not place."""
+    admitted = {pg.key for pg in snapshot.podgroups if pg.phase in ("Inqueue", "Running")}
+    waiting = set()
+    for pod in snapshot.pods:
+        group = pod.group_name
+        if not group or pod.node_name or pod.deleting or pod.phase in TERMINAL or pod.key in binds:
+            continue
+        key = f"{pod.namespace}/{group}"
+        if key in admitted:
+            waiting.add(key)
+    return frozenset(waiting)

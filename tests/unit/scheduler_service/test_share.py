@@ -1,0 +1,375 @@
+"""One instance's share of the cluster: the index the cache keeps per change (the ledger's view, the queue
+sums and node usage over what other instances own), the share and borrowing snapshots, and the sessions
+planned on them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+from fractions import Fraction
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.unit.scheduler_service.service_builders import group, node, pod
+from vc_core.ownership import rendezvous_owner
+from vc_scheduler import ledger
+from vc_scheduler.cluster_index import ClusterIndex
+from vc_scheduler.gangs import node_capacity
+from vc_scheduler.planning import Cycle, plan_borrowing, plan_cycle
+from vc_scheduler.share import Partition, Share, left_over, reserved_pods
+from vc_scheduling.cycle import load_scheduler_conf, run_cycle
+from vc_scheduling.framework.carried import CarriedState
+from vc_scheduling.snapshot.cluster import ClusterSnapshot, NodeObj, PodGroupObj, PodObj, QueueObj
+
+NOW = 1_000_000.0
+WHEN = datetime.fromtimestamp(NOW, UTC)
+MEMBERS = ("a", "b")
+
+
+def feed(index: ClusterIndex, before: ClusterSnapshot | None, after: ClusterSnapshot, assumed: frozenset[str]) -> None:
+    """Hand `index` the changes from `before` to `after` as the cache does: stored objects (an assumed pod
+    is stored unbound), and where each pod is as the cycle sees it (assumed binds included)."""
+    old_pods = {p.key: p for p in before.pods} if before else {}
+    new_pods = {p.key: p for p in after.pods}
+    for key in old_pods.keys() - new_pods.keys():
+        index.stored_pod(key, None)
+        index.place(key, None)
+    old_groups = {g.key: g for g in before.podgroups} if before else {}
+    new_groups = {g.key: g for g in after.podgroups}
+    for key in old_groups.keys() - new_groups.keys():
+        index.stored_podgroup(key, None)
+    for key, pg in new_groups.items():
+        index.stored_podgroup(key, pg)
+    index.queues(after.queues)
+    for key, p in new_pods.items():
+        index.stored_pod(key, replace(p, node_name="") if key in assumed else p)
+        index.place(key, p)
+    old_nodes = {n.name: n for n in before.nodes} if before else {}
+    for name in old_nodes.keys() - {n.name for n in after.nodes}:
+        index.stored_node(name, None)
+    for n in after.nodes:
+        index.stored_node(n.name, n)
+
+
+def scratch_view(snap: ClusterSnapshot, assumed: frozenset[str]) -> ledger.View:
+    """View.of over every pod: an assumed node counts as none."""
+    queue_of = {pg.key: pg.queue for pg in snap.podgroups}
+    states = {
+        p.uid: ledger.PodState(
+            node="" if p.key in assumed else p.node_name,
+            terminal=p.phase in ("Succeeded", "Failed"),
+            requests={**p.requests, "pods": Fraction(1)},
+            queue=queue_of.get(f"{p.namespace}/{p.group_name}", "") if p.group_name else "",
+        )
+        for p in snap.pods
+    }
+    parents = {q.name: q.parent or "root" for q in snap.queues if q.name != "root"}
+    return ledger.View.of(states, parents=parents, live=frozenset({"x"}), instance="x", epoch=1)
+
+
+def scratch_outside(snap: ClusterSnapshot, partition: Partition) -> dict[str, tuple[dict[str, float], ...]]:
+    """Per queue, the request, allocated and reserved sums over the PodGroups the partition does not own."""
+    out: dict[str, tuple[dict[str, float], ...]] = {}
+    for pg in snap.podgroups:
+        if partition.owns(pg.key):
+            continue
+        request: dict[str, float] = {}
+        allocated: dict[str, float] = {}
+        placed = 0
+        for p in snap.pods:
+            if p.group_name != pg.name or p.deleting:
+                continue
+            running = bool(p.node_name) and p.phase in ("Pending", "Running")
+            if running or (p.phase == "Pending" and not p.node_name):
+                for name, v in p.requests.items():
+                    request[name] = request.get(name, 0.0) + float(v)
+            if running:
+                placed += 1
+                for name, v in p.requests.items():
+                    allocated[name] = allocated.get(name, 0.0) + float(v)
+        reserved: dict[str, float] = {}
+        if pg.min_resources and (pg.phase == "Inqueue" or (pg.phase == "Running" and placed >= pg.min_member)):
+            for name, v in pg.min_resources.items():
+                left = float(v) - allocated.get(name, 0.0)
+                if left > 0:
+                    reserved[name] = left
+        sums = out.setdefault(pg.queue, ({}, {}, {}))
+        for into, part in zip(sums, (request, allocated, reserved), strict=True):
+            for name, v in part.items():
+                into[name] = into.get(name, 0.0) + v
+    return out
+
+
+def _close(a: dict[str, float], b: dict[str, float]) -> bool:
+    names = set(a) | set(b)
+    return all(abs(a.get(n, 0.0) - b.get(n, 0.0)) < 1e-9 for n in names)
+
+
+OPS = ("bind", "finish", "delete", "add", "recreate", "assume", "move", "parent", "admit", "none")
+
+
+def _step(snap: ClusterSnapshot, assumed: frozenset[str], op: str, i: int) -> tuple[ClusterSnapshot, frozenset[str]]:
+    pods, pgs, queues = list(snap.pods), list(snap.podgroups), list(snap.queues)
+    if op == "bind" and pods:
+        pods[i % len(pods)] = replace(pods[i % len(pods)], node_name=f"n{i % 3}", phase="Running")
+    elif op == "finish" and pods:
+        pods[i % len(pods)] = replace(pods[i % len(pods)], phase="Succeeded")
+    elif op == "delete" and pods:
+        del pods[i % len(pods)]
+    elif op == "add":
+        taken = {p.name for p in pods}
+        pods.append(pod(next(f"p{i}-{k}" for k in range(len(pods) + 1) if f"p{i}-{k}" not in taken), f"g{i % 3}"))
+    elif op == "recreate" and pods:  # the same name, a new uid
+        old = pods[i % len(pods)]
+        pods[i % len(pods)] = replace(old, uid=f"{old.uid}-again", node_name="")
+    elif op == "assume" and pods:
+        assumed = assumed ^ {pods[i % len(pods)].key}
+    elif op == "move" and pgs:
+        pgs[i % len(pgs)] = replace(pgs[i % len(pgs)], queue=("dev", "ops", "eng")[i % 3])
+    elif op == "parent":
+        queues = [QueueObj("eng"), QueueObj("dev", parent="eng" if i % 2 else ""), QueueObj("ops")]
+    elif op == "admit" and pgs:
+        pg = pgs[i % len(pgs)]
+        pgs[i % len(pgs)] = replace(
+            pg, phase=("Inqueue", "Running", "Pending")[i % 3], min_resources={"cpu": Fraction(i % 4)}, min_member=2
+        )
+    return replace(snap, pods=tuple(pods), podgroups=tuple(pgs), queues=tuple(queues)), assumed
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 30)), max_size=5), min_size=1, max_size=8))
+def test_the_index_kept_per_change_is_the_view_and_the_sums_built_anew(steps: list[Any]) -> None:
+    snap = ClusterSnapshot(
+        nodes=(node("n0"), node("n1"), node("n2")),
+        pods=tuple(pod(f"p{i}", f"g{i % 3}", node=f"n{i % 2}" if i % 2 else "") for i in range(6)),
+        podgroups=(group("g0", queue="dev"), group("g1", queue="ops"), group("g2", queue="dev")),
+        queues=(QueueObj("eng"), QueueObj("dev", parent="eng"), QueueObj("ops")),
+    )
+    partition = Partition("a", MEMBERS)
+    index, assumed = ClusterIndex(), frozenset[str]()
+    index.regroup(partition.owns, partition.owns_node)
+    feed(index, None, snap, assumed)
+    for batch in steps:
+        before = snap
+        for op, i in batch:
+            snap, assumed = _step(snap, assumed, op, i)
+        feed(index, before, snap, assumed)
+        got = index.view(gone=frozenset(), live=frozenset({"x"}), instance="x", epoch=1)
+        want = scratch_view(snap, assumed)
+        assert dict(got.pods) == dict(want.pods)
+        assert {n: dict(p) for n, p in got.by_node.items() if p} == {n: dict(p) for n, p in want.by_node.items()}
+        assert {q: dict(p) for q, p in got.by_queue.items() if p} == {q: dict(p) for q, p in want.by_queue.items()}
+        stored = replace(snap, pods=tuple(replace(p, node_name="") if p.key in assumed else p for p in snap.pods))
+        outside = index.outside()
+        expected = scratch_outside(stored, partition)
+        for queue in set(expected) | set(outside.queues):
+            sums = outside.queues.get(queue)
+            got_sums = (sums.request, sums.allocated, sums.reserved) if sums else ({}, {}, {})
+            want_sums = expected.get(queue, ({}, {}, {}))
+            assert all(_close(dict(g), w) for g, w in zip(got_sums, want_sums, strict=True)), queue
+        # Where each pod is, as the cycle sees it (assumed binds included), and each PodGroup's pods.
+        assert {n: set(keys) for n, keys in index.pods_on.items()} == _by(snap.pods, lambda p: p.node_name)
+        assert {g: set(keys) for g, keys in index.pods_of.items()} == _by(
+            snap.pods, lambda p: f"ns/{p.group_name}" if p.group_name else ""
+        )
+
+
+def _by(pods: tuple[PodObj, ...], key: Any) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for p in pods:
+        if key(p):
+            out.setdefault(key(p), set()).add(p.key)
+    return out
+
+
+def test_rendezvous_gives_every_node_and_podgroup_one_owner_roughly_evenly() -> None:
+    members = ("a", "b", "c")
+    parts = {m: Partition(m, members) for m in members}
+    for i in range(300):
+        assert [m for m in members if parts[m].owns_node(f"n{i}")] == [rendezvous_owner(f"node:n{i}", members)]
+        assert [m for m in members if parts[m].owns(f"ns/g{i}")] == [rendezvous_owner(f"ns/g{i}", members)]
+    counts = [sum(parts[m].owns_node(f"n{i}") for i in range(300)) for m in members]
+    assert min(counts) > 60
+
+
+# -- the share and borrowing snapshots ----------------------------------------------------------------
+
+
+def cluster(nodes: int, pods: list[PodObj], groups: list[PodGroupObj]) -> ClusterSnapshot:
+    ordered = tuple(replace(p, order=i) for i, p in enumerate(pods))
+    return ClusterSnapshot(
+        nodes=tuple(node(f"n{i}") for i in range(nodes)),
+        pods=ordered,
+        podgroups=tuple(groups),
+        queues=(QueueObj("default"),),
+    )
+
+
+def share_of(snap: ClusterSnapshot, partition: Partition, assumed: frozenset[str] = frozenset()) -> Share:
+    index = ClusterIndex()
+    index.regroup(partition.owns, partition.owns_node)
+    feed(index, None, snap, assumed)
+    return Share(lambda: snap, {p.key: p for p in snap.pods}, index)
+
+
+def own_group(partition: Partition, mine: bool = True, *, start: int = 0) -> str:
+    return next(f"g{i}" for i in range(start, 1000) if partition.owns(f"ns/g{i}") == mine)
+
+
+def test_the_share_holds_own_nodes_with_their_pods_and_own_podgroups_with_theirs() -> None:
+    a = Partition("a", MEMBERS)
+    mine, theirs = own_group(a), own_group(a, False)
+    own_node = next(f"n{i}" for i in range(20) if a.owns_node(f"n{i}"))
+    other_node = next(f"n{i}" for i in range(20) if not a.owns_node(f"n{i}"))
+    pods = [
+        pod("mine-waiting", mine),
+        pod("mine-elsewhere", mine, node=other_node, phase="Running"),
+        pod("theirs-here", theirs, node=own_node, phase="Running"),
+        pod("theirs-elsewhere", theirs, node=other_node, phase="Running"),
+        pod("theirs-waiting", theirs),
+        pod("theirs-reserved-here", theirs),
+    ]
+    snap = cluster(20, pods, [group(mine), group(theirs)])
+    reserved = {"uid-theirs-reserved-here": ("ns/theirs-reserved-here", own_node)}
+    out, by_reservation = share_of(snap, a).snapshot(a, reserved)
+    assert {n.name for n in out.nodes} == {f"n{i}" for i in range(20) if a.owns_node(f"n{i}")}
+    assert {p.name: p.node_name for p in out.pods} == {
+        "mine-waiting": "",
+        "mine-elsewhere": other_node,  # its job counts it; its node is not in the share
+        "theirs-here": own_node,
+        "theirs-reserved-here": own_node,
+    }
+    assert [p.order for p in out.pods] == sorted(p.order for p in out.pods)  # the cache's order, as carried
+    assert [pg.key for pg in out.podgroups] == [f"ns/{mine}"]
+    assert by_reservation == 1
+    assert out.outside is not None
+    assert out.outside.allocatable == {"cpu": 4.0 * sum(1 for i in range(20) if not a.owns_node(f"n{i}"))}
+    assert out.outside.used == {"cpu": 2.0}  # mine-elsewhere and theirs-elsewhere
+    assert out.outside.queues["default"].allocated == {"cpu": 2.0}  # theirs-here and theirs-elsewhere
+
+
+def test_alone_the_share_is_the_whole_cluster() -> None:
+    a = Partition("a", ("a",))
+    snap = cluster(3, [pod("p", "g0")], [group("g0")])
+    out, by_reservation = share_of(snap, a).snapshot(a, {})
+    assert out is snap and by_reservation == 0
+
+
+def test_a_reserved_pod_is_the_same_copy_while_neither_it_nor_its_node_changes() -> None:
+    a = Partition("a", MEMBERS)
+    theirs = own_group(a, False)
+    here = [f"n{i}" for i in range(20) if a.owns_node(f"n{i}")]
+    snap = cluster(20, [pod("r", theirs)], [group(theirs)])
+    share = share_of(snap, a)
+    first, _ = share.snapshot(a, {"uid-r": ("ns/r", here[0])})
+    again, _ = share.snapshot(a, {"uid-r": ("ns/r", here[0])})
+    assert again.pods[0] is first.pods[0]
+    moved, _ = share.snapshot(a, {"uid-r": ("ns/r", here[1])})
+    assert moved.pods[0].node_name == here[1]
+
+
+def test_a_cycle_over_unchanged_reservations_rebuilds_no_job_and_no_node() -> None:
+    """Another instance's reserved pods must not count as changed in every cycle while their binds are in
+    flight (each cycle would re-derive them and rebuild their node rows)."""
+    a = Partition("a", MEMBERS)
+    mine, theirs = own_group(a), own_group(a, False)
+    here = next(f"n{i}" for i in range(20) if a.owns_node(f"n{i}"))
+    snap = cluster(20, [pod("mine", mine), pod("theirs", theirs)], [group(mine), group(theirs)])
+    share, memo = share_of(snap, a), CarriedState()
+    record = ledger.Record({"uid-theirs": ledger.reservation("ns/theirs", {}, instance="b", epoch=1, at=NOW)})
+    for _ in range(2):
+        view = share._index.view(gone=frozenset(), live=frozenset(MEMBERS), instance="a", epoch=1)
+        reserved = reserved_pods([(f"node.{here}", record)], view, NOW)
+        out, _ = share.snapshot(a, reserved)
+        plan_cycle(Cycle(out, a, "s", WHEN), load_scheduler_conf(), memo, lambda: 0.0)
+    assert memo.rebuilt == (0, 0)
+
+
+def test_node_capacity_includes_pod_slots() -> None:
+    cap = node_capacity(NodeObj("n", {}, (), False, {"cpu": Fraction(4)}, max_pods=7))
+    assert cap == {"cpu": Fraction(4), "pods": Fraction(7)}
+
+
+# -- sessions on a share ----------------------------------------------------------------------------------
+
+
+def test_a_session_on_each_share_reports_every_queue_as_the_whole_cluster_does() -> None:
+    """Two instances' sessions, each on its share with what lies outside it, report each queue's
+    allocation as one session over the whole cluster does (the queue's owner writes it), and see the
+    queues' shares as it does."""
+    pods, groups = [], []
+    for i in range(12):
+        groups.append(replace(group(f"g{i}", queue=("dev", "ops")[i % 2]), phase="Running"))
+        pods.append(pod(f"p{i}", f"g{i}", node=f"n{i % 6}", phase="Running"))
+    snap = replace(cluster(6, pods, groups), queues=(QueueObj("dev", weight=2), QueueObj("ops")))
+    whole = run_cycle(snap, now=WHEN)
+    for me in MEMBERS:
+        part = Partition(me, MEMBERS)
+        out, _ = share_of(snap, part).snapshot(part, {})
+        assert len(out.podgroups) < len(snap.podgroups)
+        planned = plan_cycle(Cycle(out, part, "s", WHEN), load_scheduler_conf(), CarriedState(), lambda: 0.0)
+        assert planned.result.queues == whole.queues
+
+
+@pytest.mark.parametrize("me", MEMBERS)
+def test_a_gang_larger_than_the_instances_nodes_is_placed_across_instances(me: str) -> None:
+    part = Partition(me, MEMBERS)
+    mine = own_group(part)
+    nodes = 8
+    own = sum(1 for i in range(nodes) if part.owns_node(f"n{i}"))
+    size = 4 * own + 2  # more cpu than this instance's nodes have (4 each)
+    gang = replace(group(mine, min_member=size))
+    snap = cluster(nodes, [pod(f"w{i}", mine) for i in range(size)], [gang])
+    share = share_of(snap, part)
+    out, _ = share.snapshot(part, {})
+    cycle = Cycle(out, part, "s", WHEN)
+    first = plan_cycle(cycle, load_scheduler_conf(), CarriedState(), lambda: 0.0)
+    assert first.result.binds == {}  # the gang does not fit on its own nodes: all or nothing
+    waiting = left_over(out, first.result.binds)
+    assert waiting == {f"ns/{mine}"}
+    plan = plan_borrowing(first, share.borrowing(out, part, {}), waiting, load_scheduler_conf(), cycle)
+    binds = plan.result.binds
+    assert len(binds) == size
+    assert any(not part.owns_node(n) for n in binds.values())
+    per_node: dict[str, int] = {}
+    for n in binds.values():
+        per_node[n] = per_node.get(n, 0) + 1
+    assert max(per_node.values()) <= 4  # no node overcommitted
+    # Its status is what one session over the whole cluster reports for it.
+    assert plan.result.podgroups[f"ns/{mine}"].phase == run_cycle(snap, now=WHEN).podgroups[f"ns/{mine}"].phase
+
+
+def test_a_pod_whose_selector_matches_only_another_instances_nodes_is_placed() -> None:
+    part = Partition("a", MEMBERS)
+    mine = own_group(part)
+    theirs = next(f"n{i}" for i in range(20) if not part.owns_node(f"n{i}"))
+    snap = cluster(20, [replace(pod("picky", mine), node_selector={"zone": "far"})], [group(mine)])
+    snap = replace(snap, nodes=tuple(replace(n, labels={"zone": "far"}) if n.name == theirs else n for n in snap.nodes))
+    share = share_of(snap, part)
+    out, _ = share.snapshot(part, {})
+    cycle = Cycle(out, part, "s", WHEN)
+    first = plan_cycle(cycle, load_scheduler_conf(), CarriedState(), lambda: 0.0)
+    assert first.result.binds == {}
+    plan = plan_borrowing(first, share.borrowing(out, part, {}), left_over(out, {}), load_scheduler_conf(), cycle)
+    assert plan.result.binds == {"ns/picky": theirs}
+
+
+def test_borrowed_nodes_offer_only_what_they_have_left() -> None:
+    part = Partition("a", MEMBERS)
+    mine, theirs = own_group(part), own_group(part, False)
+    far = [f"n{i}" for i in range(4) if not part.owns_node(f"n{i}")]
+    # Every other instance's node is full but for 1 cpu (3 pods of theirs on each, 4 cpu each).
+    busy = [pod(f"b{n}-{k}", theirs, node=n, phase="Running") for n in far for k in range(3)]
+    snap = cluster(
+        4, [*busy, *(replace(pod(f"w{i}", mine), node_selector={}) for i in range(2))], [group(mine), group(theirs)]
+    )
+    snap = replace(snap, nodes=tuple(n for n in snap.nodes if n.name in far))  # only their nodes exist
+    share = share_of(snap, part)
+    out, _ = share.snapshot(part, {})
+    borrowing = share.borrowing(out, part, {})
+    assert {n.name: n.allocatable["cpu"] for n in borrowing.nodes} == {n: Fraction(1) for n in far}
+    assert {n.name: n.max_pods for n in borrowing.nodes} == {n: 7 for n in far}
+    assert borrowing.outside is not None and borrowing.outside.allocatable == {}
