@@ -14,7 +14,7 @@ from tests.support.services import eventually
 from vc_bus.decoding import DECODE_ERRORS
 from vc_scheduler import ledger
 from vc_scheduler.ledger import Record, View
-from vc_scheduler.ledger_kv import BUCKET, Ledger, node_key
+from vc_scheduler.ledger_kv import BUCKET, Ledger, announce_key, node_key
 
 pytestmark = [pytest.mark.nats]
 
@@ -71,3 +71,40 @@ async def test_a_reservation_on_a_hostile_key_replaces_it_with_a_record(nc: Clie
     assert _errors() == before + 1  # read once (no followed copy), reported
     stored = await kv.get(key)
     assert ledger.decode(stored.value).reservations == {"u1": mine}
+
+
+async def test_announcements_are_followed_in_order_and_a_stale_retraction_keeps_a_newer_one(nc: Client) -> None:
+    """An instance's announcement of the members it plans under returns once its own write is followed
+    (so every earlier announcement is known); a hostile one claims nothing; removing an old revision
+    leaves a newer announcement of the same instance in place."""
+    js = nc.jetstream()
+    a, b = (Ledger(js, instance=name, can_write=lambda: True) for name in ("a", "b"))
+    kv = await a.open()
+    await kv.put(announce_key("evil"), b'{"members": ["' + b"x" * 300 + b'"], "at": 1}')
+    shutdown = asyncio.Event()
+    followers = [asyncio.create_task(led.follow(shutdown)) for led in (a, b)]
+    try:
+        await asyncio.wait_for(asyncio.gather(a.synced.wait(), b.synced.wait()), 10)
+        assert "evil" not in a.announced  # a name longer than a member's: refused, no claim
+        await b.announce(("a", "b"))
+        await a.announce(("a", "b"))
+        assert a.announced["b"].members == ("a", "b")  # b's came first: known once a's own is back
+        old = a.announced["b"].revision
+        await b.announce(("a", "b", "c"))
+
+        async def newer() -> bool:
+            return a.announced.get("b") is not None and a.announced["b"].revision > old
+
+        await eventually(newer, timeout=10)
+        await a.retract("b", old)  # stale: b announced again since
+        await a.announce(("a",))
+        assert a.announced["b"].members == ("a", "b", "c")
+        await a.retract("b", a.announced["b"].revision)
+
+        async def gone() -> bool:
+            return "b" not in a.announced
+
+        await eventually(gone, timeout=10)
+    finally:
+        shutdown.set()
+        await asyncio.wait_for(asyncio.gather(*followers), 10)

@@ -373,3 +373,80 @@ def test_borrowed_nodes_offer_only_what_they_have_left() -> None:
     assert {n.name: n.allocatable["cpu"] for n in borrowing.nodes} == {n: Fraction(1) for n in far}
     assert {n.name: n.max_pods for n in borrowing.nodes} == {n: 7 for n in far}
     assert borrowing.outside is not None and borrowing.outside.allocatable == {}
+
+
+# -- nodes change owner only between the old owner's cycles ---------------------------------------------
+
+UNIVERSE = ("a", "b", "c", "d")
+NODES = tuple(f"n{i}" for i in range(24))
+EVENTS = st.lists(
+    st.tuples(st.sampled_from(("join", "leave", "see", "announce", "read", "retract")), st.integers(0, 7)),
+    max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(EVENTS)
+def test_no_node_is_planned_by_two_instances_whatever_order_joins_and_leaves_reach_them(
+    events: list[tuple[str, int]],
+) -> None:
+    """Instances join and leave; each learns of it late ('see'), announces the member set it plans under
+    on one ordered log, and reads the log late. At every moment each node may be planned by one instance
+    at most: one that announced, and owns the node under its set with no other announcement it has
+    read claiming it (a departed instance's announcement is removed only once it is gone)."""
+    live: set[str] = {"a"}
+    view: dict[str, tuple[str, ...]] = {"a": ("a",)}
+    log: list[tuple[str, tuple[str, ...] | None]] = []  # (instance, announced set, or None: removed)
+    read: dict[str, int] = {"a": 0}
+    mine: dict[str, tuple[str, ...]] = {}
+
+    def planners(node_name: str) -> list[str]:
+        out = []
+        for m in live:
+            if m not in mine:
+                continue  # announced nothing: plans nothing
+            claims: dict[str, tuple[str, ...]] = {}
+            for who, members in log[: read[m]]:
+                if who == m:
+                    continue
+                if members is None:
+                    claims.pop(who, None)
+                else:
+                    claims[who] = members
+            if Partition(m, mine[m], claims).owns_node(node_name):
+                out.append(m)
+        return out
+
+    for kind, i in events:
+        member = UNIVERSE[i % len(UNIVERSE)]
+        if kind == "join" and member not in live:
+            live.add(member)
+            view[member] = tuple(sorted(live))
+            read[member] = 0
+            mine.pop(member, None)
+        elif kind == "leave" and member in live and len(live) > 1:
+            live.discard(member)  # it stops; its announcement stays until removed
+        elif kind == "see" and member in live:
+            view[member] = tuple(sorted(live))
+        elif kind == "announce" and member in live:
+            mine[member] = view[member]
+            log.append((member, view[member]))
+            read[member] = len(log)  # its own write is back: every earlier one is known
+        elif kind == "read" and member in live:
+            read[member] = min(len(log), read[member] + 1 + i % 3)
+        elif kind == "retract" and member not in live and any(who == member for who, _ in log):
+            log.append((member, None))
+        for node_name in NODES:
+            assert len(planners(node_name)) <= 1, (node_name, planners(node_name))
+
+
+def test_once_every_instance_announced_and_read_the_others_every_node_has_its_owner() -> None:
+    members = ("a", "b", "c")
+    owners = {}
+    for m in members:
+        claims = {o: members for o in members if o != m}
+        owners[m] = Partition(m, members, claims)
+    for node_name in NODES:
+        assert [m for m in members if owners[m].owns_node(node_name)] == [
+            rendezvous_owner(f"node:{node_name}", members)
+        ]

@@ -114,14 +114,18 @@ class SchedulerApp:
             await loop.run(shutdown)
 
         async def follow_membership(shutdown: asyncio.Event) -> None:
-            # Ownership moved (a join, a leave, a crash): wake the loop, which plans for the new members
-            # once its rest after the last cycle is over instead of at the next period.
+            # Ownership moved (a join, a leave, a crash, another instance announcing the members it plans
+            # under): wake the loop, which plans for the new partition once its rest after the last cycle
+            # is over instead of at the next period.
             while not shutdown.is_set():
+                ledger.announcements.clear()
                 changed = asyncio.create_task(membership.wait_changed())
+                announced = asyncio.create_task(ledger.announcements.wait())
                 stop = asyncio.create_task(shutdown.wait())
-                await asyncio.wait({changed, stop}, return_when=asyncio.FIRST_COMPLETED)
-                changed.cancel()
-                stop.cancel()
+                await asyncio.wait({changed, announced, stop}, return_when=asyncio.FIRST_COMPLETED)
+                for task in (changed, announced, stop):
+                    task.cancel()
+                cache.shared_work = True
                 cache.changed.set()
 
         return [

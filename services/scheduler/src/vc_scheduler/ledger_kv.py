@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Final
 
+import msgspec
 import structlog
-from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.errors import BadRequestError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
 from vc_bus.buckets import open_bucket
@@ -33,6 +34,10 @@ from vc_scheduler.metrics import LEDGER_CONFLICTS, LEDGER_RETRIES, LEDGER_WRITES
 log = structlog.get_logger(__name__)
 BUCKET: Final = "vc-sched-ledger"
 MAX_ATTEMPTS: Final = 16
+# Each instance's announcement of the member set it plans under (share.Partition), one key per instance.
+ANNOUNCE_PREFIX: Final = "plans."
+MAX_ANNOUNCED_MEMBERS: Final = 1024
+WRONG_LAST_SEQUENCE: Final = 10071  # JetStream's error code for a delete whose expected revision is not the key's
 
 
 def node_key(node: str) -> str:
@@ -41,6 +46,37 @@ def node_key(node: str) -> str:
 
 def queue_key(queue: str) -> str:
     return f"queue.{subjects.escape_token(queue)}"
+
+
+def announce_key(instance: str) -> str:
+    return f"{ANNOUNCE_PREFIX}{subjects.escape_token(instance)}"
+
+
+class Announcement(msgspec.Struct, frozen=True):
+    """The member set an instance plans under (share.Partition), and when it announced it (wall clock)."""
+
+    members: tuple[str, ...]
+    at: float
+    revision: int = 0  # the key's revision, as followed (not stored)
+
+
+class _Announced(msgspec.Struct, frozen=True):
+    members: list[str]
+    at: float
+
+
+_announced_decoder = msgspec.json.Decoder(_Announced)
+
+
+def decode_announcement(data: bytes | None, revision: int) -> Announcement | None:
+    """An announcement; None (reported by the caller) when the value is not one: it then claims nothing."""
+    try:
+        value = _announced_decoder.decode(data or b"")
+    except ValueError:
+        return None
+    if len(value.members) > MAX_ANNOUNCED_MEMBERS or any(not 0 < len(m) <= 253 for m in value.members):
+        return None
+    return Announcement(tuple(sorted(set(value.members))), value.at, revision)
 
 
 Change = Callable[[Record], Outcome]
@@ -74,6 +110,12 @@ class Ledger:
         self._flushers: dict[str, asyncio.Task[None]] = {}
         self.synced = asyncio.Event()
         self.changed = asyncio.Event()  # another instance's reservations changed (the loop's idle gate reads it)
+        # The member set each instance announced it plans under (share.Partition), and the watch's
+        # position, which announce() waits for.
+        self.announced: dict[str, Announcement] = {}
+        self.announcements = asyncio.Event()  # set when another instance's announcement changes
+        self._revision = 0
+        self._waiting: list[tuple[int, asyncio.Future[None]]] = []
 
     async def open(self) -> KeyValue:
         if self._kv is None:
@@ -87,6 +129,10 @@ class Ledger:
             if entry.op is WatchOp.SYNCED:
                 self.synced.set()
                 continue
+            self._advance(entry.revision)
+            if entry.key.startswith(ANNOUNCE_PREFIX):
+                self._announcement(entry.key, None if entry.op is WatchOp.DELETE else entry.value, entry.revision)
+                continue
             known = self._copies.get(entry.key)
             if known is not None and known.revision >= entry.revision:
                 continue  # our own write, already applied
@@ -98,6 +144,52 @@ class Ledger:
                 self._copies[entry.key] = _Copy(after, entry.revision)
             if self._foreign(known.record if known is not None else None) or self._foreign(after):
                 self.changed.set()
+
+    # -- announcements -----------------------------------------------------------------------------
+    async def announce(self, members: tuple[str, ...]) -> None:
+        """Announce the member set this instance plans under, and return once the followed copy shows
+        it: every announcement written before it is then known too (the bucket is one ordered stream)."""
+        kv = await self.open()
+        value = msgspec.json.encode(_Announced(list(members), self._clock()))
+        revision = await kv.put(announce_key(self.instance), value)
+        if self._revision >= revision:
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append((revision, waiter))
+        await waiter
+
+    async def retract(self, instance: str, revision: int | None = None) -> None:
+        """Remove an instance's announcement: this instance's own as it stops, or (`revision` given, so a
+        newer announcement of a restarted instance stays) one of an instance that left long ago."""
+        kv = await self.open()
+        try:
+            await kv.delete(announce_key(instance), last=revision)
+        except BadRequestError as exc:
+            if exc.err_code != WRONG_LAST_SEQUENCE:
+                raise  # announced again meanwhile (wrong last sequence): it stays
+
+    def _announcement(self, key: str, value: bytes | None, revision: int) -> None:
+        instance = subjects.unescape_token(key.removeprefix(ANNOUNCE_PREFIX))
+        made = decode_announcement(value, revision) if value is not None else None
+        if value is not None and made is None:
+            log.warning("ledger.announcement_undecodable", key=key, revision=revision)
+        before = self.announced.get(instance)
+        if made is None:
+            self.announced.pop(instance, None)
+        else:
+            self.announced[instance] = made
+        if instance != self.instance and (before.members if before else None) != (made.members if made else None):
+            self.announcements.set()
+            self.changed.set()  # which nodes this instance may plan on changed: a cycle is needed
+
+    def _advance(self, revision: int) -> None:
+        self._revision = max(self._revision, revision)
+        if self._waiting:
+            done = [(r, f) for r, f in self._waiting if r <= self._revision]
+            self._waiting = [(r, f) for r, f in self._waiting if r > self._revision]
+            for _, future in done:
+                if not future.done():
+                    future.set_result(None)
 
     @staticmethod
     def _decode(data: bytes | None, key: str, revision: int) -> Record:

@@ -1,15 +1,16 @@
-"""SHELL: the scheduling loop. Every --schedule-period, or earlier when work arrives, snapshot the
-cache, cut it down to this instance's share (sharding.py), run one cycle in a worker thread (the core
-is pure and the snapshot immutable), then hand its gangs to the binder (which assumes their binds),
-its evictions to the evictor and every status it reports to the status writer. The loop never waits
-for those writes; they run bounded in the in-flight queue (inflight.py).
+"""SHELL: the scheduling loop. Every --schedule-period, or earlier when work arrives, gather this
+instance's share of the cache (share.py: its own nodes and PodGroups, and what the rest adds up to),
+run one cycle over it in a worker thread (the core is pure and the snapshot immutable), and when an
+admitted PodGroup of the share still waits, a second one that may borrow other instances' nodes; then
+hand the gangs to the binder (which assumes their binds), the evictions to the evictor and every
+status to the status writer. The loop never waits for those writes; they run bounded in the in-flight
+queue (inflight.py).
 
 A period with nothing changed and nothing due by time alone runs no cycle (idle.py has the rule). What
-a cycle builds is carried to the next (the session's opening state, the ledger view, ownership), so
-a cycle's cost follows what changed since the last one. After a cycle the loop rests at least as long
-as the cycle took, times the number of live instances (rest_after), so the period is the longest wait
-between cycles while nothing new arrives, not their cadence: an instance alone whose cycles are longer
-than half the period runs them every two cycles' time.
+a cycle builds is carried to the next (the session's opening state; the cache keeps the share's index
+per change), so a cycle's cost follows what changed since the last one, within the share. After a
+cycle the loop rests at least as long as the cycle took (rest_after), so the period is the longest
+wait between cycles while nothing new arrives, not their cadence.
 """
 
 from __future__ import annotations
@@ -52,28 +53,22 @@ HOLD_BACK_MAX_S = 2.0  # ...but not longer than this since the last cycle (new P
 # A cycle reports only the PodGroup statuses that may have changed; one at least this often reports all.
 FULL_REPORT_S = 60.0
 BORROW_EVERY_S = 1.0
+ANNOUNCE_TIMEOUT_S = 5.0
+# An announcement of an instance that is no longer a member is removed once this old: longer than any
+# lease lasts unrenewed, so its owner is fenced by then, and than a joining instance's lease takes to be
+# seen here.
+ANNOUNCED_STALE_S = 30.0
 
 
-def rest_after(cycle_s: float, members: int = 1) -> float:
+def rest_after(cycle_s: float) -> float:
     """How long the loop rests after a cycle that took `cycle_s` before it may start the next: as long
-    as the cycle took, times the number of live instances, at least MIN_GAP_S. A cycle plans in a
-    worker thread holding the GIL, so cycles back to back starve the event loop (the binder, the cache's
-    following) and, on shared cores, the other services; and most of a cycle's cost is the whole
-    cluster's (bringing the carried state up to every change, the plugins' opening over every job), not
-    its batch's, so a cycle that waits longer carries more work for the same cost. Alone, an instance
-    plans at most half of its time. Measured at 10,000 nodes / 100,000 pods, one scheduler, three runs
-    each: 17 cycles instead of 28-31, scheduler CPU per pod 0.42-0.48 ms instead of 0.53-0.60, binds
-    assumed -> written 3.4-4.6 s instead of 5.3-6.1 s.
-
-    With several instances every one of them pays that whole-cluster cost per cycle for its share of
-    the PodGroups, so each rests `members` times its cycle (planning at most 1/(members+1) of its time):
-    fewer cycles in all, each carrying more of its share. Two instances at 1,000 nodes / 10,000 pods,
-    fsync always, five runs alternated with a rest of one cycle's length (2026-11-28, the machine's
-    speed moving by 1.6x between them): 30-41 cycles against 46-53; the two instances' CPU lower in every
-    pair measured (1.17-1.53 ms per pod against 1.36-1.77); the rate higher in four pairs of five
-    (458-582 pods/s against 408-529); a gang's allocate+bind median 4.2-5.3 s against 3.8-5.9 s. A
-    change of members ends the rest (SchedulingLoop._rest)."""
-    return max(MIN_GAP_S, cycle_s * max(1, members))
+    as the cycle took, at least MIN_GAP_S. A cycle plans in a worker thread holding the GIL, so cycles
+    back to back starve the event loop (the binder, the cache's following) and, on shared cores, the
+    other services; and part of a cycle's cost is its share's whole state (bringing the carried state up
+    to every change, the plugins' opening over every job), so a cycle that waits longer carries more
+    work for the same cost: an instance plans at most half of its time (see docs/benchmarks.md for the
+    figures this rests on)."""
+    return max(MIN_GAP_S, cycle_s)
 
 
 class SchedulingLoop:
@@ -115,6 +110,7 @@ class SchedulingLoop:
         self._memo = CarriedState()
         self._share = Share(cache.snapshot, cache.pods, cache.index)
         self._parts: Partition | None = None
+        self._announced: tuple[str, ...] = ()  # the member set this instance last announced it plans under
         self._borrowed_at = -BORROW_EVERY_S
         self._tree = hierarchical(conf)
         self._gate = IdleGate()
@@ -125,6 +121,19 @@ class SchedulingLoop:
         self._full_report_at = 0.0
 
     async def run(self, shutdown: asyncio.Event) -> None:
+        try:
+            await self._run(shutdown)
+        finally:
+            if self.ledger is not None and self._announced:
+                # Leaving: the nodes this instance claimed go to the others at once, not after
+                # ANNOUNCED_STALE_S. Best effort (NATS may be gone): they go then anyway.
+                try:
+                    async with asyncio.timeout(1.0):
+                        await self.ledger.retract(self.instance)
+                except Exception as exc:
+                    log.info("partition.retract_on_exit_failed", error=repr(exc))
+
+    async def _run(self, shutdown: asyncio.Event) -> None:
         while not shutdown.is_set():
             started = self._clock()
             rest = MIN_GAP_S
@@ -134,7 +143,7 @@ class SchedulingLoop:
                     self.held_back += 1
                 elif self._cycle_needed(started):
                     await self._cycle(started)
-                    rest = rest_after(self._clock() - started, len(self.members.members))
+                    rest = rest_after(self._clock() - started)
                 else:
                     self.skipped += 1
             await self._wait_for_work(shutdown, started, rest)
@@ -187,7 +196,7 @@ class SchedulingLoop:
     async def run_once(self) -> CycleResult:
         number = next(self.cycles)
         members = self.members
-        partition = self._partition()
+        partition = await self._partition()
         reserved: dict[str, tuple[str, str]] = {}
         view = self._view()
         if self.ledger is not None:
@@ -238,15 +247,51 @@ class SchedulingLoop:
             )
         return result
 
-    def _partition(self) -> Partition:
-        """Who owns what among the members as they are now; the cache's index recounts what the others
-        own when they change."""
+    async def _partition(self) -> Partition:
+        """Who owns what: PodGroups and nodes by the member set this instance announced it plans under,
+        less the nodes other instances' announcements claim (share.Partition). A new member set is
+        announced here, between cycles, before the first cycle that plans under it; should that fail,
+        the cycle plans under the set announced before (nodes move only once announced). Every other
+        announcement counts, also one of an instance this one has not seen join yet; one of an instance
+        that left is removed once it is older than ANNOUNCED_STALE_S. The cache's index recounts what is
+        outside the share when the partition changes."""
         members = tuple(self.members.members) or (self.instance,)
-        if self._parts is None or (self._parts.instance, self._parts.members) != (self.members.instance, members):
-            self._parts = Partition(self.members.instance, members)
-            self.cache.index.regroup(self._parts.owns, self._parts.owns_node)
-        self._parts.bound(len(self.cache.podgroups) + len(self.cache.nodes) + len(self.cache.queues))
-        return self._parts
+        claims: dict[str, tuple[str, ...]] = {}
+        if self.ledger is None:
+            self._announced = members  # no peers can exist without the ledger
+        else:
+            if members != self._announced:
+                try:
+                    async with asyncio.timeout(ANNOUNCE_TIMEOUT_S):
+                        await self.ledger.announce(members)
+                    self._announced = members
+                except Exception as exc:  # NATS unavailable: plan under the last announced set; again next cycle
+                    log.warning("partition.announce_failed", members=list(members), error=repr(exc))
+            await self._retract_stale(frozenset(members))
+            claims = {m: a.members for m, a in self.ledger.announced.items() if m != self.instance}
+        mine = self._announced or (self.instance,)
+        parts = self._parts
+        if parts is None or (parts.members, parts.claims) != (mine, claims):
+            parts = self._parts = Partition(self.instance, mine, claims)
+            self.cache.index.regroup(parts.owns, parts.owns_node)
+        parts.bound(len(self.cache.podgroups) + len(self.cache.nodes) + len(self.cache.queues))
+        return parts
+
+    async def _retract_stale(self, live: frozenset[str]) -> None:
+        """Remove the announcements of instances that left (their lease ended) and announced nothing for
+        ANNOUNCED_STALE_S: their claims would keep their nodes from everyone. Younger ones stay: the
+        instance may have just joined, its lease not yet seen here."""
+        assert self.ledger is not None
+        now = time.time()
+        for member, made in list(self.ledger.announced.items()):
+            if member == self.instance or member in live or now - made.at < ANNOUNCED_STALE_S:
+                continue
+            try:
+                async with asyncio.timeout(ANNOUNCE_TIMEOUT_S):
+                    await self.ledger.retract(member, made.revision)
+                log.info("partition.retracted", member=member)
+            except Exception as exc:  # the next cycle tries again
+                log.warning("partition.retract_failed", member=member, error=repr(exc))
 
     def _view(self) -> View:
         return self.cache.index.view(
@@ -321,5 +366,8 @@ class SchedulingLoop:
         moved = last is not None and (last.members, last.epoch) != (now.members, now.epoch)
         if shared or (moved and self.members.can_write()):
             return True
-        partition = self._partition()
-        return any(partition.owns(key) for key in demands)
+        members = tuple(self.members.members) or (self.instance,)
+        parts = self._parts
+        if parts is None or parts.members != members:
+            parts = Partition(self.instance, members)  # the PodGroups it owns once it announces them
+        return any(parts.owns(key) for key in demands)

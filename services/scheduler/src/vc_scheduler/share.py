@@ -39,12 +39,25 @@ def node_owner_key(node: str) -> str:
 
 
 class Partition:
-    """Which PodGroups and nodes each live member owns (rendezvous hashing), memoised per key while the
-    members hold."""
+    """Which PodGroups and nodes this instance owns (rendezvous hashing over `members`, the member set it
+    announced it plans under), memoised per key while they hold.
 
-    def __init__(self, instance: str, members: tuple[str, ...]) -> None:
+    Nodes change owner only between the old owner's cycles. Each instance announces the member set it
+    plans under before its first cycle under it, and reads the others' announcements only once its own
+    is back on the (totally ordered) stream that carries them (ledger_kv.Ledger.announce). It plans on a
+    node it owns under its own set only while no other instance's announced set gives that node to that
+    instance (`claims`: every other announcement it has read, whether or not it has seen that instance
+    join yet). Of two instances that both take a node, the one that announced later has read the earlier
+    one's claim: no node is planned by two owners at once, whatever the order in which joins and leaves
+    reach them. An instance that announced nothing yet plans nothing, so it claims nothing; an instance
+    that left has its announcement removed (its claim holds its nodes until then)."""
+
+    def __init__(
+        self, instance: str, members: tuple[str, ...], claims: Mapping[str, tuple[str, ...]] | None = None
+    ) -> None:
         self.instance = instance
         self.members = members
+        self.claims = dict(claims or {})
         self._memo: dict[str, bool] = {}
 
     def bound(self, live: int) -> None:
@@ -60,10 +73,18 @@ class Partition:
         return hit
 
     def owns_node(self, name: str) -> bool:
-        return self.owns(node_owner_key(name))
+        key = node_owner_key(name)
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = rendezvous_owner(key, self.members) == self.instance and not any(
+                rendezvous_owner(key, theirs) == member for member, theirs in self.claims.items()
+            )
+            self._memo[key] = hit
+        return hit
 
     def alone(self) -> bool:
-        return self.members == (self.instance,)
+        """Planning over the whole cluster: alone in its set, and no other member claims a node."""
+        return self.members == (self.instance,) and not any(member in theirs for member, theirs in self.claims.items())
 
 
 def reserved_pods(records: Iterable[tuple[str, Record]], view: View, now: float) -> dict[str, tuple[str, str]]:
