@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 import tempfile
 import time
@@ -37,7 +38,7 @@ from benchmarks.pending_gangs import NAMESPACE, Shape, count, write_all
 from benchmarks.procstat import CpuMeter
 from benchmarks.progress import Progress
 from benchmarks.scaleout_figures import RunFigures, per_pod, summary_line
-from benchmarks.services import Proc, metric_declared, metric_sum, scrape
+from benchmarks.services import Proc, metric_by_label, metric_declared, metric_sum, scrape
 from vc_bus.connection import connect
 from vc_bus.server import NatsServer, SyncMode, free_port
 from vc_bus.store import NatsStore
@@ -63,6 +64,7 @@ class BoundPods:
     bound: set[str] = field(default_factory=set)
     synced: asyncio.Event = field(default_factory=asyncio.Event)
     done: asyncio.Event = field(default_factory=asyncio.Event)
+    first_bound_at: float | None = None  # perf_counter() when the first bind was seen
 
     async def follow(self, store: NatsStore) -> None:
         async for ev in store.watch(Pod, namespace=NAMESPACE):
@@ -70,6 +72,8 @@ class BoundPods:
                 self.synced.set()
             elif ev.op is WatchOp.PUT and isinstance(ev.obj, Pod) and ev.obj.spec and ev.obj.spec.node_name:
                 self.bound.add(ev.name)
+                if self.first_bound_at is None:
+                    self.first_bound_at = time.perf_counter()
                 if len(self.bound) >= self.total:
                     self.done.set()
                     return
@@ -111,8 +115,10 @@ async def wait_bound(pods: BoundPods, schedulers: list[Proc], logs: Path, timeou
         progress.update(len(pods.bound))
 
 
-async def run_once(shape: Shape, k: int, timeout_s: float, lease_ttl: float) -> RunFigures:
+async def run_once(shape: Shape, k: int, timeout_s: float, lease_ttl: float, keep_logs: Path | None) -> RunFigures:
     with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "nats", sync=SYNC) as server:
+        logs = Path(tmp) if keep_logs is None else keep_logs / f"k{k}"
+        logs.mkdir(parents=True, exist_ok=True)
         seed_s = await seed(server.url, shape)
         print(
             f"  k={k}: wrote {shape.nodes:,} nodes, {shape.gangs:,} PodGroups and {shape.pods:,} pods in {seed_s:.1f}s",
@@ -129,9 +135,11 @@ async def run_once(shape: Shape, k: int, timeout_s: float, lease_ttl: float) -> 
             try:
                 started = time.perf_counter()
                 for p in schedulers:
-                    p.start(Path(tmp))
-                await wait_bound(pods, schedulers, Path(tmp), timeout_s, f"  k={k}: pods bound")
+                    p.start(logs)
+                await wait_bound(pods, schedulers, logs, timeout_s, f"  k={k}: pods bound")
                 seconds = time.perf_counter() - started
+                # Start-up (imports, the cache's first read of the cluster) ends about at the first bind.
+                first_bind_s = pods.first_bound_at - started if pods.first_bound_at is not None else None
                 # Each process's CPU from its start (the meter is never started: from zero), and its
                 # metrics, at the same moment.
                 cpu = CpuMeter({p.name: p.pid for p in schedulers})
@@ -139,9 +147,11 @@ async def run_once(shape: Shape, k: int, timeout_s: float, lease_ttl: float) -> 
                 nats.stop()
                 texts = {p.name: scrape(p.port) for p in schedulers}
             finally:
-                watcher.cancel()
                 for p in schedulers:
                     p.stop()
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher  # its subscription gone before the connection drains
             speed = Speed(before_ms, 1000 * reference_seconds())
     figures = RunFigures(
         instances=k,
@@ -151,11 +161,19 @@ async def run_once(shape: Shape, k: int, timeout_s: float, lease_ttl: float) -> 
         cpu_s=cpu.used,
         cycles={name: metric_sum(text, CYCLES) for name, text in texts.items()},
     )
-    report(shape, figures, cpu, nats, texts, speed)
+    report(shape, figures, first_bind_s, cpu, nats, texts, speed)
     return figures
 
 
-def report(shape: Shape, run: RunFigures, cpu: CpuMeter, nats: CpuMeter, texts: dict[str, str], speed: Speed) -> None:
+def report(
+    shape: Shape,
+    run: RunFigures,
+    first_bind_s: float | None,
+    cpu: CpuMeter,
+    nats: CpuMeter,
+    texts: dict[str, str],
+    speed: Speed,
+) -> None:
     k = run.instances
     outcome = "" if run.complete else f" TIMED OUT with {shape.pods - run.bound:,} unbound"
     print(
@@ -164,6 +182,10 @@ def report(shape: Shape, run: RunFigures, cpu: CpuMeter, nats: CpuMeter, texts: 
         f"{run.seconds:.1f}s -> {run.pods_per_s:,.0f} pods/s{outcome}",
         flush=True,
     )
+    if first_bind_s is not None:
+        later = run.seconds - first_bind_s
+        rate = f"{(run.bound - 1) / later:,.0f} pods/s" if later > 0 else "-"
+        print(f"  first bind after {first_bind_s:.1f}s (start-up and first cycle); from it on {rate}")
     print(f"  schedulers, from their start: {cpu.report(run.bound)}; nats-server {nats.report(run.bound)}")
     cycles = ", ".join(
         f"{name} {ms:,.0f} ms over {run.cycles[name]:,.0f} cycles" if ms is not None else f"{name} no cycle"
@@ -177,9 +199,14 @@ def report(shape: Shape, run: RunFigures, cpu: CpuMeter, nats: CpuMeter, texts: 
     note = f"({FOREIGN_BINDS})" if declared else f"(n/a: no {FOREIGN_BINDS} series)"
     print(f"  commits on other instances' nodes: {per_pod(foreign, run.bound):.3f} per pod {note}")
     refused = total(bodies, GANG_COMMITS, 'outcome="conflict"')
+    outcomes: dict[str, float] = {}
+    for text in bodies:
+        for outcome, n in metric_by_label(text, GANG_COMMITS, "outcome").items():
+            outcomes[outcome] = outcomes.get(outcome, 0.0) + n
+    by_outcome = ", ".join(f"{outcome} {n:,.0f}" for outcome, n in sorted(outcomes.items(), key=lambda kv: -kv[1]))
     print(
         f"  conflicts: {per_pod(refused, run.bound):.3f} gang commits refused per pod "
-        f'({GANG_COMMITS}{{outcome="conflict"}}; {total(bodies, GANG_COMMITS):,.0f} commits), '
+        f'({GANG_COMMITS}{{outcome="conflict"}}; commits by outcome: {by_outcome or "none"}), '
         f"{per_pod(total(bodies, LEDGER_CONFLICTS), run.bound):.3f} node/queue refusals per pod ({LEDGER_CONFLICTS})"
     )
     print(f"  {speed.describe()}", flush=True)
@@ -212,13 +239,14 @@ async def main() -> int:
         default=30.0,
         help="the schedulers' lease; long, as a cycle over 100k pods can starve the renewals",
     )
+    parser.add_argument("--logs", type=Path, help="keep the schedulers' logs here (DIR/k<k>/scheduler-<i>.log)")
     args = parser.parse_args()
     shape = QUICK if args.quick else Shape(nodes=args.nodes, pods=args.pods)
     if shape.nodes < 1 or shape.pods < shape.gang or shape.pods % shape.gang:
         parser.error(f"--nodes must be at least 1 and --pods a positive multiple of {shape.gang}")
     runs: dict[int, RunFigures] = {}
     for k in args.instances:
-        runs[k] = await run_once(shape, k, args.timeout, args.lease_ttl)
+        runs[k] = await run_once(shape, k, args.timeout, args.lease_ttl, args.logs)
     print(summary_line(runs), flush=True)
     return 0 if all(run.complete for run in runs.values()) else 1
 

@@ -39,6 +39,17 @@ def metric_sum(text: str, name: str, label: str = "") -> float:
     return sum(float(m.group(2)) for m in re.finditer(pattern, text, re.M) if label in (m.group(1) or ""))
 
 
+def metric_by_label(text: str, name: str, label: str) -> dict[str, float]:
+    """A metric's samples summed by the value of one of its labels (e.g. a counter's by `outcome`)."""
+    out: dict[str, float] = {}
+    pattern = rf"^{re.escape(name)}\{{([^}}]*)\}} ([0-9.e+-]+)$"
+    for m in re.finditer(pattern, text, re.M):
+        value = re.search(rf'(?:^|,){re.escape(label)}="([^"]*)"', m.group(1))
+        if value is not None:
+            out[value.group(1)] = out.get(value.group(1), 0.0) + float(m.group(2))
+    return out
+
+
 def metric_declared(text: str, name: str) -> bool:
     """Whether the service exports the metric at all: a labelled counter nothing has counted yet has its
     `# TYPE` line but no sample, and reads 0; a metric the service does not have has neither."""
