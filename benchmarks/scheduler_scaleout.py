@@ -67,6 +67,7 @@ class BoundPods:
     first_bound_at: float | None = None  # perf_counter() when the first bind was seen
 
     async def follow(self, store: NatsStore) -> None:
+        """Until cancelled (which closes the watch's consumer: the connection then drains at once)."""
         async for ev in store.watch(Pod, namespace=NAMESPACE):
             if ev.op is WatchOp.SYNCED:
                 self.synced.set()
@@ -76,7 +77,6 @@ class BoundPods:
                     self.first_bound_at = time.perf_counter()
                 if len(self.bound) >= self.total:
                     self.done.set()
-                    return
 
 
 def scheduler(index: int, url: str, lease_ttl: float) -> Proc:
