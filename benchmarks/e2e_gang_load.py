@@ -22,13 +22,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import pstats
-import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +35,7 @@ from benchmarks.machine import Speed, reference_seconds
 from benchmarks.procstat import CpuMeter, Spies, cpu_seconds
 from benchmarks.progress import Progress
 from benchmarks.report import BenchReport, running_curve
+from benchmarks.services import Proc, metric_sum, scrape, wait_ready
 from benchmarks.streamstat import describe, stream_sequences, writes_per_pod
 from vc_bus.connection import connect
 from vc_bus.server import NatsServer, SyncMode, free_port
@@ -51,49 +49,6 @@ from vc_proto.scheduling import PodGroup
 
 BIN = Path(sys.executable).parent
 GANG = 10
-
-
-def ready(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1) as r:
-            return r.status == 200
-    except OSError:
-        return False
-
-
-def scrape(port: int) -> str:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-            return str(r.read().decode())
-    except OSError:
-        return ""
-
-
-def metric_sum(text: str, name: str, label: str = "") -> float:
-    """Sum of a metric's samples over its labels (only those whose labels contain `label`)."""
-    pattern = rf"^{re.escape(name)}(\{{[^}}]*\}})? ([0-9.e+-]+)$"
-    return sum(float(m.group(2)) for m in re.finditer(pattern, text, re.M) if label in (m.group(1) or ""))
-
-
-@dataclass
-class Proc:
-    name: str
-    argv: list[str]
-    port: int
-    proc: subprocess.Popen[bytes] | None = None
-
-    def start(self, log_dir: Path) -> None:
-        log = open(log_dir / f"{self.name}.log", "ab")
-        self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=log, stdin=subprocess.DEVNULL)
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 @dataclass
@@ -265,14 +220,7 @@ async def run_once(
         try:
             for p in procs:
                 p.start(logs)
-            deadline = time.monotonic() + 300
-            for p in procs:
-                while not await asyncio.to_thread(ready, p.port):
-                    if p.proc and p.proc.poll() is not None:
-                        raise SystemExit(f"{p.name} exited: {(logs / f'{p.name}.log').read_text()[-2000:]}")
-                    if time.monotonic() > deadline:
-                        raise SystemExit(f"{p.name} not ready")
-                    await asyncio.sleep(0.2)
+            await wait_ready(procs, logs)
             tl = Timeline()
             async with connect(server.url, name="bench-watch") as nc:
                 store = NatsStore(nc)

@@ -1,0 +1,91 @@
+"""The scheduler scale-out benchmark's arithmetic (benchmarks/scheduler_scaleout.py): from what one run
+of k instances measured, its rate, CPU per pod and CPU per cycle, and the ratios of k = 2 and k = 4 to
+k = 1 on the summary line. Pure: the measuring is the benchmark's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+# The summary line's fields, in this order; a field whose k was not run, did not bind every pod or has
+# no figure to divide by is left out.
+SUMMARY_FIELDS = ("k2_rate", "k2_cpu", "k4_rate", "k4_cpu", "k4_cycle")
+
+
+@dataclass(frozen=True, slots=True)
+class RunFigures:
+    """What one run of `instances` schedulers measured: `bound` of `pods` bound after `seconds`; each
+    instance's CPU seconds over the run (from its start) and its cycle count (from its /metrics)."""
+
+    instances: int
+    pods: int
+    bound: int
+    seconds: float
+    cpu_s: Mapping[str, float]
+    cycles: Mapping[str, float]
+
+    @property
+    def complete(self) -> bool:
+        return self.bound >= self.pods
+
+    @property
+    def pods_per_s(self) -> float:
+        return self.bound / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def cpu_ms_per_pod(self) -> float:
+        """Every scheduler's CPU together, per pod bound."""
+        return 1000 * sum(self.cpu_s.values()) / max(1, self.bound)
+
+    def cycle_cpu_ms(self) -> dict[str, float | None]:
+        """Each instance's CPU per cycle in ms (None: it ran no cycle)."""
+        return {
+            name: (1000 * cpu / self.cycles[name] if self.cycles.get(name) else None)
+            for name, cpu in self.cpu_s.items()
+        }
+
+    @property
+    def mean_cycle_cpu_ms(self) -> float | None:
+        """One instance's mean CPU per cycle: all instances' CPU over all their cycles (each cycle weighs
+        the same, so an instance that ran few cycles does not skew it); None without any cycle."""
+        cycles = sum(self.cycles.get(name, 0.0) for name in self.cpu_s)
+        return 1000 * sum(self.cpu_s.values()) / cycles if cycles else None
+
+
+def ratio(numerator: float | None, denominator: float | None) -> float | None:
+    if numerator is None or not denominator:
+        return None
+    return numerator / denominator
+
+
+def scaleout_ratios(runs: Mapping[int, RunFigures]) -> dict[str, float]:
+    """`k2_rate`, `k2_cpu`, `k4_rate`, `k4_cpu`, `k4_cycle` (those that can be had), each k's figure over
+    k = 1's in the same run: pods/s, the schedulers' summed CPU per pod, one instance's CPU per cycle.
+    Only runs that bound every pod count."""
+    base = runs.get(1)
+    if base is None or not base.complete:
+        return {}
+    out: dict[str, float] = {}
+    for k in (2, 4):
+        run = runs.get(k)
+        if run is None or not run.complete:
+            continue
+        figures = {
+            "rate": ratio(run.pods_per_s, base.pods_per_s),
+            "cpu": ratio(run.cpu_ms_per_pod, base.cpu_ms_per_pod),
+            "cycle": ratio(run.mean_cycle_cpu_ms, base.mean_cycle_cpu_ms) if k == 4 else None,
+        }
+        out |= {f"k{k}_{name}": value for name, value in figures.items() if value is not None}
+    return out
+
+
+def summary_line(runs: Mapping[int, RunFigures]) -> str:
+    """The benchmark's last line: `scaleout k2_rate=.. k2_cpu=.. k4_rate=.. k4_cpu=.. k4_cycle=..`, two
+    decimals, the fields of k not run (or not complete) left out."""
+    ratios = scaleout_ratios(runs)
+    return " ".join(["scaleout", *(f"{name}={ratios[name]:.2f}" for name in SUMMARY_FIELDS if name in ratios)])
+
+
+def per_pod(count: float, pods: int) -> float:
+    return count / max(1, pods)

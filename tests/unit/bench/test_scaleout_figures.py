@@ -1,0 +1,68 @@
+"""The scheduler scale-out benchmark's arithmetic (benchmarks/scaleout_figures.py), over made-up runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.scaleout_figures import RunFigures, scaleout_ratios, summary_line
+
+
+def run(
+    k: int, *, seconds: float, cpu_s: float, cycles: float, pods: int = 1000, bound: int | None = None
+) -> RunFigures:
+    """A made-up run of k instances sharing `cpu_s` CPU seconds and `cycles` cycles evenly."""
+    names = [f"scheduler-{i}" for i in range(k)]
+    return RunFigures(
+        instances=k,
+        pods=pods,
+        bound=pods if bound is None else bound,
+        seconds=seconds,
+        cpu_s={name: cpu_s / k for name in names},
+        cycles={name: cycles / k for name in names},
+    )
+
+
+def test_a_run_gives_its_rate_cpu_per_pod_and_each_instances_cpu_per_cycle() -> None:
+    made_up = RunFigures(
+        instances=2,
+        pods=1000,
+        bound=1000,
+        seconds=4.0,
+        cpu_s={"scheduler-0": 3.0, "scheduler-1": 1.0},
+        cycles={"scheduler-0": 30, "scheduler-1": 0},
+    )
+    assert made_up.pods_per_s == 250.0
+    assert made_up.cpu_ms_per_pod == 4.0  # both instances' CPU, together
+    # An instance that ran no cycle has no figure, and its CPU still counts in the mean's numerator.
+    assert made_up.cycle_cpu_ms() == {"scheduler-0": 100.0, "scheduler-1": None}
+    assert made_up.mean_cycle_cpu_ms == pytest.approx(4000 / 30)
+
+
+def test_the_summary_line_is_each_k_over_k1_in_a_fixed_order_with_two_decimals() -> None:
+    runs = {
+        1: run(1, seconds=10.0, cpu_s=8.0, cycles=40),  # 100 pods/s, 8 cpu-ms/pod, 200 ms/cycle
+        2: run(2, seconds=6.0, cpu_s=8.8, cycles=80),  # 166.7 pods/s, 8.8 cpu-ms/pod, 110 ms/cycle
+        4: run(4, seconds=4.0, cpu_s=9.6, cycles=192),  # 250 pods/s, 9.6 cpu-ms/pod, 50 ms/cycle
+    }
+    assert scaleout_ratios(runs) == pytest.approx(
+        {"k2_rate": 10 / 6, "k2_cpu": 1.1, "k4_rate": 2.5, "k4_cpu": 1.2, "k4_cycle": 0.25}
+    )
+    assert summary_line(runs) == "scaleout k2_rate=1.67 k2_cpu=1.10 k4_rate=2.50 k4_cpu=1.20 k4_cycle=0.25"
+
+
+def test_fields_of_a_k_not_run_or_not_complete_are_left_out() -> None:
+    base = run(1, seconds=10.0, cpu_s=8.0, cycles=40)
+    assert summary_line({1: base, 2: run(2, seconds=5.0, cpu_s=8.0, cycles=80)}) == (
+        "scaleout k2_rate=2.00 k2_cpu=1.00"
+    )
+    # k = 4 bound only half its pods before the timeout: no ratio of it is printed.
+    unfinished = run(4, seconds=900.0, cpu_s=90.0, cycles=400, bound=500)
+    assert summary_line({1: base, 4: unfinished}) == "scaleout"
+    # Without a complete k = 1 there is nothing to divide by.
+    assert summary_line({1: run(1, seconds=900.0, cpu_s=9.0, cycles=4, bound=10), 2: base}) == "scaleout"
+    assert summary_line({2: base, 4: base}) == "scaleout"
+
+
+def test_k4_cycle_is_left_out_when_a_run_counted_no_cycle() -> None:
+    runs = {1: run(1, seconds=10.0, cpu_s=8.0, cycles=0), 4: run(4, seconds=5.0, cpu_s=8.0, cycles=100)}
+    assert summary_line(runs) == "scaleout k4_rate=2.00 k4_cpu=1.00"
