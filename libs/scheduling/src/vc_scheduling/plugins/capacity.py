@@ -118,12 +118,19 @@ class CapacityPlugin:
     # -- extension points ------------------------------------------------------------------------------
 
     def queue_order(self, left: QueueInfo, right: QueueInfo) -> int:
+        """Higher spec.priority first, then the lower share; at equal shares a queue with a deserved
+        goes before one without (Volcano compareShareWithDeserved), so a best-effort queue, whose share
+        is always 1, never overtakes a guaranteed queue that reached its deserved."""
         if left.spec.priority != right.spec.priority:
             return -1 if left.spec.priority > right.spec.priority else 1
         attrs = self.ledger.attrs if self.ledger else {}
-        lshare = attrs[left.name].share if left.name in attrs else 1.0
-        rshare = attrs[right.name].share if right.name in attrs else 1.0
-        return 0 if lshare == rshare else -1 if lshare < rshare else 1
+        lattr, rattr = attrs.get(left.name), attrs.get(right.name)
+        lshare = lattr.share if lattr is not None else 1.0
+        rshare = rattr.share if rattr is not None else 1.0
+        if lshare != rshare:
+            return -1 if lshare < rshare else 1
+        ldeserved, rdeserved = _has_deserved(lattr), _has_deserved(rattr)
+        return 0 if ldeserved == rdeserved else -1 if ldeserved else 1
 
     def _quota(self, queue: QueueInfo, request: Vector, *, reserved: bool) -> Check:
         """The request fits the real capability of the queue and of every ancestor (subtree usage)."""
@@ -176,14 +183,17 @@ class CapacityPlugin:
             self.ledger.reserve(job)
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        """Within capability, and still under `deserved` on at least one requested resource."""
+        """Within capability, and still under `deserved` on at least one requested resource. A resource
+        the queue sets no deserved for counts as deserved 0 (raised to its guarantee), as in Volcano: a
+        queue without any deserved never reclaims, whatever its priority."""
         if self.ledger is None or queue.name not in self.ledger.attrs:
             return True
         if not self.allocatable(queue, task).ok:
             return False
         attr = self.ledger.attrs[queue.name]
+        deserved = np.maximum(np.where(np.isinf(attr.deserved), 0.0, attr.deserved), attr.guarantee)
         future = attr.allocated + task.resreq
-        return bool(((future <= attr.deserved + self.ledger.space.tolerance) & (task.resreq > 0)).any())
+        return bool(((future <= deserved + self.ledger.space.tolerance) & (task.resreq > 0)).any())
 
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]) -> list[TaskInfo]:
         """Volcano's capacity reclaimable, on the resources that matter to each pair: a reclaimee that
@@ -213,3 +223,8 @@ class CapacityPlugin:
             allocated -= task.resreq
             victims.append(task)
         return victims
+
+
+def _has_deserved(attr: QueueAttr | None) -> bool:
+    """Whether the queue sets a deserved on some resource (absent ones are held as inf)."""
+    return attr is not None and bool((np.isfinite(attr.deserved) & (attr.deserved > 0)).any())
