@@ -186,6 +186,26 @@ class JobInfo:
     def pending_best_effort_num(self) -> int:
         return self._pending_best_effort
 
+    def scheduled_task_num(self) -> int:
+        """Volcano ScheduledTaskNum: Running, Bound, Failed and Succeeded tasks."""
+        return self.count(*SCHEDULED_STATUSES)
+
+    def releasing_scheduled_num(self) -> int:
+        """Volcano ReleasingScheduledTaskNum: tasks being deleted that still hold a node (a pod deleted
+        before it was placed does not count)."""
+        releasing = self.by_status.get(TaskStatus.RELEASING)
+        return sum(1 for t in releasing.values() if t.node_name) if releasing else 0
+
+    def still_scheduled_while_terminating(self) -> bool:
+        """Volcano shouldSkipUnschedulableForReleasing: a gang short of minMember ready tasks only
+        because some of its pods are being deleted on their nodes, with nothing of it waiting to be
+        placed, is not unschedulable: its scheduled plus terminating pods still meet minMember, so its
+        PodGroup stays Running rather than Unknown while they go."""
+        terminating = self.releasing_scheduled_num()
+        if not terminating or self.count(TaskStatus.PENDING, TaskStatus.PIPELINED):
+            return False
+        return self.scheduled_task_num() + terminating >= self.min_available
+
     def valid_task_num(self) -> int:
         return self.count(*VALID_STATUSES)
 
