@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from vc_scheduling.framework.model import TaskInfo
+import numpy as np
+
+from vc_scheduling.framework.model import QueueInfo, TaskInfo
 from vc_scheduling.framework.nodes import NodeInfo
 from vc_scheduling.framework.ordering import PriorityQueue
 from vc_scheduling.framework.resources import less_equal
@@ -46,3 +48,14 @@ def fits_future_idle(ssn: Session, task: TaskInfo, node: NodeInfo) -> bool:
     room by evicting)."""
     fits = less_equal(task.resreq, ssn.nodes.future_idle[node.row], ssn.space.tolerance)
     return fits and ssn.nodes.future_free_pods(node) >= 1
+
+
+def preemptor_fits_on_node(ssn: Session, queue: QueueInfo, task: TaskInfo, node: NodeInfo) -> bool:
+    """Volcano preemptorFitsOnNode: the queue allows it, the node's future idle holds it, and every
+    predicate passes there; so victims are evicted until, say, the pod an anti-affinity term forbids
+    is gone, not only until the resources fit."""
+    return (
+        ssn.allocatable(queue, task).ok
+        and fits_future_idle(ssn, task, node)
+        and bool(ssn.predicate(task, np.array([node.row])).rows.size)
+    )
