@@ -12,11 +12,12 @@ from typing import ClassVar, Final
 
 import numpy as np
 
-from vc_scheduling.actions.victims import fits_future_idle, victims_can_make_room, victims_queue
+from vc_scheduling.actions.preempt_topology import ENABLE_KEY, CandidateLimits, topology_aware_preempt
+from vc_scheduling.actions.victims import preemptor_fits_on_node, victims_can_make_room, victims_queue
+from vc_scheduling.framework.conf import argument_bool
 from vc_scheduling.framework.interfaces import PluginArgs
 from vc_scheduling.framework.model import PREEMPTABLE_STATUSES, JobInfo, QueueInfo, TaskInfo, TaskStatus
 from vc_scheduling.framework.node_search import sort_nodes_by_score
-from vc_scheduling.framework.nodes import NodeInfo
 from vc_scheduling.framework.ordering import PriorityQueue
 from vc_scheduling.framework.session import Session
 from vc_scheduling.framework.statement import Statement
@@ -31,6 +32,9 @@ class PreemptAction:
 
     def __init__(self, args: PluginArgs | None = None) -> None:
         self.args = dict(args or {})
+        # Volcano's enableTopologyAwarePreemption (off by default): kube-scheduler's dry-run preemption.
+        enabled = argument_bool(self.args.get(ENABLE_KEY)) is True
+        self.topology = CandidateLimits.from_args(self.args) if enabled else None
 
     def execute(self, ssn: Session) -> None:
         queues, starving = self._starving_jobs(ssn)
@@ -61,7 +65,7 @@ class PreemptAction:
             tasks = _pending_tasks(ssn, job)
             while ssn.job_starving(job) and not tasks.empty():
                 preemptor = tasks.pop()
-                assigned |= preempt(ssn, stmt, preemptor, _other_jobs_in_queue(ssn, preemptor))
+                assigned |= preempt(ssn, stmt, preemptor, _other_jobs_in_queue(ssn, preemptor), self.topology)
             if not ssn.job_pipelined(job):
                 stmt.discard()
                 continue
@@ -69,13 +73,12 @@ class PreemptAction:
             if assigned:
                 preemptors.push(job)
 
-    @staticmethod
-    def _within_job(ssn: Session, job: JobInfo) -> None:
+    def _within_job(self, ssn: Session, job: JobInfo) -> None:
         tasks = _pending_tasks(ssn, job)
         while not tasks.empty():
             preemptor = tasks.pop()
             stmt = Statement(ssn)
-            assigned = preempt(ssn, stmt, preemptor, _same_job(preemptor))
+            assigned = preempt(ssn, stmt, preemptor, _same_job(preemptor), self.topology)
             stmt.commit()
             if not assigned:
                 break
@@ -109,12 +112,19 @@ def _other_jobs_in_queue(ssn: Session, preemptor: TaskInfo) -> Filter:
     return candidate
 
 
-def preempt(ssn: Session, stmt: Statement, preemptor: TaskInfo, candidate: Filter) -> bool:
-    """Free one node for `preemptor` by evicting victims there, then pipeline it onto that node."""
+def preempt(
+    ssn: Session, stmt: Statement, preemptor: TaskInfo, candidate: Filter, topology: CandidateLimits | None = None
+) -> bool:
+    """Free one node for `preemptor` by evicting victims there, then pipeline it onto that node: on the
+    best-scored node where evicting in victim order makes it fit, or, in topology-aware mode, on the
+    node whose fewest necessary victims matter least (preempt_topology.py)."""
     if preemptor.preemption_policy == PREEMPT_NEVER or ssn.pre_predicate(preemptor):
         return False
     queue = ssn.queues[ssn.jobs[preemptor.job].queue]
     rows = ssn.predicate(preemptor, np.arange(len(ssn.nodes)), resolvable_pass=True).rows
+    if topology is not None:
+        nodes = [ssn.nodes.nodes[int(row)] for row in rows]
+        return topology_aware_preempt(ssn, stmt, preemptor, candidate, nodes, topology)
     for node in sort_nodes_by_score(ssn, preemptor, rows):
         preemptees = [t for t in node.tasks.values() if candidate(t)]
         victims = ssn.preemptable(preemptor, preemptees)
@@ -122,22 +132,11 @@ def preempt(ssn: Session, stmt: Statement, preemptor: TaskInfo, candidate: Filte
             continue
         node_stmt = Statement(ssn)
         order = victims_queue(ssn, victims, preemptor)
-        while not order.empty() and not _can_take(ssn, queue, preemptor, node):
+        while not order.empty() and not preemptor_fits_on_node(ssn, queue, preemptor, node):
             node_stmt.evict(order.pop(), "preempt")
-        if _can_take(ssn, queue, preemptor, node):
+        if preemptor_fits_on_node(ssn, queue, preemptor, node):
             node_stmt.pipeline(preemptor, node)
             stmt.merge(node_stmt)
             return True
         node_stmt.discard()
     return False
-
-
-def _can_take(ssn: Session, queue: QueueInfo, task: TaskInfo, node: NodeInfo) -> bool:
-    """Volcano preemptorFitsOnNode: the queue allows it, the node's future idle holds it, and every
-    predicate passes there; so victims are evicted until, say, the pod an anti-affinity term forbids
-    is gone, not only until the resources fit."""
-    return (
-        ssn.allocatable(queue, task).ok
-        and fits_future_idle(ssn, task, node)
-        and bool(ssn.predicate(task, np.array([node.row])).rows.size)
-    )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from vc_scheduling.framework.model import TaskInfo
+import numpy as np
+
+from vc_scheduling.framework.model import QueueInfo, TaskInfo
 from vc_scheduling.framework.nodes import NodeInfo
 from vc_scheduling.framework.ordering import PriorityQueue
 from vc_scheduling.framework.resources import less_equal
@@ -10,13 +12,15 @@ from vc_scheduling.framework.session import Session
 
 
 def victims_can_make_room(ssn: Session, preemptor: TaskInfo, node: NodeInfo, victims: list[TaskInfo]) -> bool:
-    """Volcano ValidateVictims: some victims, and future idle plus all of them holds the request."""
+    """Volcano ValidateVictims: some victims, and future idle plus all of them holds the request,
+    the pod itself included (each victim gives back one of the node's `pods`)."""
     if not victims:
         return False
     room = ssn.nodes.future_idle[node.row].copy()
     for victim in victims:
         room += victim.resreq
-    return less_equal(preemptor.resreq, room, ssn.space.tolerance)
+    pods_room = ssn.nodes.future_free_pods(node) + len(victims)
+    return pods_room >= 1 and less_equal(preemptor.resreq, room, ssn.space.tolerance)
 
 
 def victims_queue(ssn: Session, victims: list[TaskInfo], preemptor: TaskInfo) -> PriorityQueue[TaskInfo]:
@@ -39,4 +43,19 @@ def victims_queue(ssn: Session, victims: list[TaskInfo], preemptor: TaskInfo) ->
 
 
 def fits_future_idle(ssn: Session, task: TaskInfo, node: NodeInfo) -> bool:
-    return less_equal(task.resreq, ssn.nodes.future_idle[node.row], ssn.space.tolerance)
+    """The task's request and the pod itself fit the node once its releasing tasks are gone (Volcano
+    counts `pods` as a resource here, so a best-effort pod blocked only by the node's pod limit makes
+    room by evicting)."""
+    fits = less_equal(task.resreq, ssn.nodes.future_idle[node.row], ssn.space.tolerance)
+    return fits and ssn.nodes.future_free_pods(node) >= 1
+
+
+def preemptor_fits_on_node(ssn: Session, queue: QueueInfo, task: TaskInfo, node: NodeInfo) -> bool:
+    """Volcano preemptorFitsOnNode: the queue allows it, the node's future idle holds it, and every
+    predicate passes there; so victims are evicted until, say, the pod an anti-affinity term forbids
+    is gone, not only until the resources fit."""
+    return (
+        ssn.allocatable(queue, task).ok
+        and fits_future_idle(ssn, task, node)
+        and bool(ssn.predicate(task, np.array([node.row])).rows.size)
+    )

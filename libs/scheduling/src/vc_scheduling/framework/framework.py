@@ -16,7 +16,6 @@ from vc_scheduling.framework.interfaces import Plugin, PluginFactory, ValidateRe
 from vc_scheduling.framework.model import (
     ALLOCATED_STATUSES,
     COMPLETED_STATUSES,
-    SCHEDULED_STATUSES,
     JobInfo,
     PodGroupPhase,
     TaskStatus,
@@ -84,7 +83,10 @@ def _drop_invalid_jobs(ssn: Session) -> None:
         result = _opening_validity(ssn, job)
         if result is None:
             continue
-        ssn.mark_invalid(job, result)
+        # Volcano keeps such a job in the session (every action skips it) and its gang writes no
+        # Unschedulable condition for one whose pods are only terminating: it stays Running.
+        if not job.still_scheduled_while_terminating():
+            ssn.mark_invalid(job, result)
         ssn.invalid_jobs[job.uid] = ssn.jobs.pop(job.uid)
 
 
@@ -122,9 +124,7 @@ def podgroup_phase(ssn: Session, job: JobInfo) -> str:
     failed_now = unschedulable is not None and unschedulable.status == "True" and unschedulable.transition_id == ssn.uid
     if failed_now and by_status.get(TaskStatus.RUNNING):
         return PodGroupPhase.UNKNOWN
-    releasing = by_status.get(TaskStatus.RELEASING)
-    releasing_placed = sum(1 for t in releasing.values() if t.node_name) if releasing else 0
-    scheduled = job.count(*SCHEDULED_STATUSES) + releasing_placed
+    scheduled = job.scheduled_task_num() + job.releasing_scheduled_num()
     if scheduled >= job.min_available and scheduled > 0:
         completed = job.count(*COMPLETED_STATUSES)
         return PodGroupPhase.COMPLETED if completed == scheduled else PodGroupPhase.RUNNING

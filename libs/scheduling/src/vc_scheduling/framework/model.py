@@ -186,6 +186,26 @@ class JobInfo:
     def pending_best_effort_num(self) -> int:
         return self._pending_best_effort
 
+    def scheduled_task_num(self) -> int:
+        """Volcano ScheduledTaskNum: Running, Bound, Failed and Succeeded tasks."""
+        return self.count(*SCHEDULED_STATUSES)
+
+    def releasing_scheduled_num(self) -> int:
+        """Volcano ReleasingScheduledTaskNum: tasks being deleted that still hold a node (a pod deleted
+        before it was placed does not count)."""
+        releasing = self.by_status.get(TaskStatus.RELEASING)
+        return sum(1 for t in releasing.values() if t.node_name) if releasing else 0
+
+    def still_scheduled_while_terminating(self) -> bool:
+        """Volcano shouldSkipUnschedulableForReleasing: a gang short of minMember ready tasks only
+        because some of its pods are being deleted on their nodes, with nothing of it waiting to be
+        placed, is not unschedulable: its scheduled plus terminating pods still meet minMember, so its
+        PodGroup stays Running rather than Unknown while they go."""
+        terminating = self.releasing_scheduled_num()
+        if not terminating or self.count(TaskStatus.PENDING, TaskStatus.PIPELINED):
+            return False
+        return self.scheduled_task_num() + terminating >= self.min_available
+
     def valid_task_num(self) -> int:
         return self.count(*VALID_STATUSES)
 
@@ -225,8 +245,12 @@ class JobInfo:
         return self._roles_meeting(VALID_STATUSES, best_effort_pending=False)
 
     def need_continue_allocating(self) -> bool:
-        """Volcano's NeedContinueAllocating: keep trying other roles after one role found no node."""
-        if self.min_available >= len(self.tasks) or not self.task_min_available:
+        """Volcano's NeedContinueAllocating: keep trying the job's other tasks after one found no node.
+
+        Only a job needing every task stops at once. Otherwise the tasks left may still make the gang
+        (a job without minTaskMember continues whatever failed, as its other tasks alone may meet
+        minMember), unless a failed role is now sure to stay below its own minTaskMember."""
+        if self.min_available == len(self.tasks):
             return False
         failed_roles = {self.tasks[uid].role for uid in self.nodes_fit_errors if uid in self.tasks}
         if self.min_available < self.task_min_total():
@@ -235,10 +259,15 @@ class JobInfo:
             )
             return usable >= self.min_available
         for role in failed_roles:
-            allocated = sum(1 for t in self.tasks.values() if t.role == role and t.status in ALLOCATED_STATUSES)
-            if allocated < self.task_min_available.get(role, 0):
+            need = self.task_min_available.get(role, 0)
+            if need and self._role_occupied(role) < need:
                 return False
         return True
+
+    def _role_occupied(self, role: str) -> int:
+        """Volcano getJobAllocatedRoles: the role's allocated and succeeded tasks."""
+        occupied = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
+        return sum(1 for t in self.tasks.values() if t.role == role and t.status in occupied)
 
 
 @dataclass(slots=True, eq=False)

@@ -147,6 +147,14 @@ class NodeTable:
     def free_pods(self, rows: NDArray[np.intp] | slice) -> NDArray[np.float64]:
         return np.asarray(self.max_pods[rows] - self.pod_count[rows], dtype=np.float64)
 
+    def future_free_pods(self, node: NodeInfo) -> float:
+        """Volcano's FutureIdle on `pods` (a resource there): the node's limit less every pod on it,
+        releasing ones given back; a pipelined one keeps its place."""
+        free = float(self.max_pods[node.row] - self.pod_count[node.row])
+        if np.isinf(free):
+            return free
+        return free + sum(1 for t in node.tasks.values() if t.status == TaskStatus.RELEASING)
+
 
 # In this order each kind of task moves a contiguous run of accounts (one slice, one update).
 _ACCOUNTS = ("releasing", "idle", "used", "future_idle", "pipelined")

@@ -36,6 +36,8 @@ class CapacityPlugin:
         ledger = self._build(ssn)
         P = ExtensionPoint
         ssn.add_fn(P.QUEUE_ORDER, NAME, self.queue_order)
+        if self.hierarchical:
+            ssn.add_fn(P.VICTIM_QUEUE_ORDER, NAME, self.victim_queue_order)
         ssn.add_fn(P.RECLAIMABLE, NAME, self.reclaimable)
         ssn.add_fn(P.PREEMPTIVE, NAME, self.preemptive)
         ssn.add_fn(P.ALLOCATABLE, NAME, self.allocatable)
@@ -119,12 +121,60 @@ class CapacityPlugin:
     # -- extension points ------------------------------------------------------------------------------
 
     def queue_order(self, left: QueueInfo, right: QueueInfo) -> int:
+        """Higher spec.priority first, then the lower share; at equal shares a queue with a deserved
+        goes before one without (Volcano compareShareWithDeserved), so a best-effort queue, whose share
+        is always 1, never overtakes a guaranteed queue that reached its deserved. In a tree a leaf goes
+        before an inner queue, and two leaves compare the subtrees they belong to just below their
+        nearest common ancestor (siblings compare themselves)."""
         if left.spec.priority != right.spec.priority:
             return -1 if left.spec.priority > right.spec.priority else 1
+        lname, rname = left.name, right.name
+        if self.hierarchical:
+            left_leaf, right_leaf = not self.children.get(lname), not self.children.get(rname)
+            if left_leaf != right_leaf:
+                return -1 if left_leaf else 1
+            if left_leaf:
+                lname, rname = self._below_common_ancestor(lname, rname)
+        return self._compare_share(lname, rname)
+
+    def _compare_share(self, left: str, right: str) -> int:
         attrs = self.ledger.attrs if self.ledger else {}
-        lshare = attrs[left.name].share if left.name in attrs else 1.0
-        rshare = attrs[right.name].share if right.name in attrs else 1.0
-        return 0 if lshare == rshare else -1 if lshare < rshare else 1
+        lattr, rattr = attrs.get(left), attrs.get(right)
+        lshare = lattr.share if lattr is not None else 1.0
+        rshare = rattr.share if rattr is not None else 1.0
+        if lshare != rshare:
+            return -1 if lshare < rshare else 1
+        ldeserved, rdeserved = _has_deserved(lattr), _has_deserved(rattr)
+        return 0 if ldeserved == rdeserved else -1 if ldeserved else 1
+
+    def victim_queue_order(self, left: QueueInfo, right: QueueInfo, preemptor: QueueInfo) -> int:
+        """In a tree, victims go first from the queue sharing the deeper ancestor with the preemptor's."""
+        left_level = self._common_level(left.name, preemptor.name)
+        right_level = self._common_level(right.name, preemptor.name)
+        return 0 if left_level == right_level else -1 if left_level > right_level else 1
+
+    def _ancestors(self, name: str) -> list[str]:
+        """The queue's ancestors from root down to its parent."""
+        return self._lineage(name)[:0:-1]
+
+    def _common_level(self, left: str, right: str) -> int:
+        """Volcano getQueueLevel: the depth of the deepest ancestor both queues share (root is 0)."""
+        level = 0
+        for depth, (mine, theirs) in enumerate(zip(self._ancestors(left), self._ancestors(right), strict=False)):
+            if mine != theirs:
+                break
+            level = depth
+        return level
+
+    def _below_common_ancestor(self, left: str, right: str) -> tuple[str, str]:
+        """Each queue's ancestor one level below the deepest one they share, or the queue itself."""
+        below = self._common_level(left, right) + 1
+
+        def step(name: str) -> str:
+            chain = self._ancestors(name)
+            return chain[below] if below < len(chain) else name
+
+        return step(left), step(right)
 
     def _quota(self, queue: QueueInfo, request: Vector, *, reserved: bool) -> Check:
         """The request fits the real capability of the queue and of every ancestor (subtree usage)."""
@@ -177,14 +227,21 @@ class CapacityPlugin:
             self.ledger.reserve(job)
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        """Within capability, and still under `deserved` on at least one requested resource."""
+        """Within capability, and still under `deserved` on at least one requested resource. A resource
+        the queue sets no deserved for counts as deserved 0 (raised to its guarantee), as in Volcano: a
+        queue without any deserved never reclaims, whatever its priority."""
         if self.ledger is None or queue.name not in self.ledger.attrs:
             return True
-        if not self.allocatable(queue, task).ok:
-            return False
         attr = self.ledger.attrs[queue.name]
+        tol = self.ledger.space.tolerance
+        asked = task.resreq > 0
+        # Only the queue's own real capability counts here, as in Volcano: in a tree its ancestors' (the
+        # root's is the whole cluster, full whenever reclaim is needed) would refuse every reclaim.
+        if not queue.is_open or ((attr.allocated + task.resreq > attr.real_capability + tol) & asked).any():
+            return False
+        deserved = np.maximum(np.where(np.isinf(attr.deserved), 0.0, attr.deserved), attr.guarantee)
         future = attr.allocated + task.resreq
-        return bool(((future <= attr.deserved + self.ledger.space.tolerance) & (task.resreq > 0)).any())
+        return bool(((future <= deserved + tol) & asked).any())
 
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]) -> list[TaskInfo]:
         """Volcano's capacity reclaimable, on the resources that matter to each pair: a reclaimee that
@@ -214,3 +271,8 @@ class CapacityPlugin:
             allocated -= task.resreq
             victims.append(task)
         return victims
+
+
+def _has_deserved(attr: QueueAttr | None) -> bool:
+    """Whether the queue sets a deserved on some resource (absent ones are held as inf)."""
+    return attr is not None and bool((np.isfinite(attr.deserved) & (attr.deserved > 0)).any())

@@ -95,6 +95,8 @@ class GangPlugin:
             if job.is_ready():
                 ssn.update_podgroup_condition(job, PodGroupCondition(SCHEDULED, "True", READY_REASON, "", ssn.uid))
                 continue
+            if job.still_scheduled_while_terminating():
+                continue
             if job.tasks:  # Volcano's volcano_job_retry_counts: one more session that left it unready
                 ssn.retried_jobs.append(job.uid)
             invalid = ssn.job_valid(job) if job.phase == PodGroupPhase.INQUEUE else None

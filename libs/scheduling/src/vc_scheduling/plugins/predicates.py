@@ -17,8 +17,8 @@ from typing import ClassVar, Final
 import numpy as np
 from numpy.typing import NDArray
 
-from vc_scheduling.framework.interfaces import ExtensionPoint, NodeFailure, PluginArgs
-from vc_scheduling.framework.model import TaskInfo
+from vc_scheduling.framework.interfaces import EventHandler, ExtensionPoint, NodeFailure, PluginArgs
+from vc_scheduling.framework.model import TaskInfo, TaskStatus
 from vc_scheduling.framework.nodes import NodeTable
 from vc_scheduling.framework.session import Session
 from vc_scheduling.framework.session_cluster import snapshot_of
@@ -76,17 +76,45 @@ class PredicatesPlugin:
         self.ports: HostPortIndex | None = None
         self.session: Session | None = None
         self.volumes: VolumeIndex | None = None  # built on the first pod with claims
+        # Pods this session evicted, by uid, and how many per node row: they no longer count against
+        # the node's pod limit (Volcano's predicates plugin removes an evicted pod from its node at
+        # once), though the node still holds them until they are gone.
+        self.evicted: dict[str, int] = {}
+        self.evicted_per_row: NDArray[np.float64] = np.zeros(0)
 
     def on_session_open(self, ssn: Session) -> None:
         self.session = ssn
         self.nodes = ssn.nodes
         self.labels = NodeLabels([n.obj for n in ssn.nodes.nodes])
+        self.evicted, self.evicted_per_row = {}, np.zeros(len(ssn.nodes))
+        ssn.add_event_handler(EventHandler(allocate=self._placed_again, deallocate=self._released))
         ssn.add_fn(ExtensionPoint.PREDICATE, NAME, self.predicate, node_local=True)
         if (self.pod_affinity or self.topology_spread) and needs_topology_filter(ssn):
             ssn.add_fn(ExtensionPoint.PREDICATE, NAME, AcrossNodes(self, ssn), part="topology")
 
+    def _released(self, task: TaskInfo) -> None:
+        """An eviction (the task Releasing on its node): the pod stops counting for the pod limit."""
+        node = self.nodes.by_name.get(task.node_name) if self.nodes is not None else None
+        if node is None or task.status != TaskStatus.RELEASING or task.uid in self.evicted:
+            return
+        self.evicted[task.uid] = node.row
+        self.evicted_per_row[node.row] += 1
+
+    def _placed_again(self, task: TaskInfo) -> None:
+        """A discarded eviction puts the pod back (any other placement is not one this tracks)."""
+        row = self.evicted.pop(task.uid, None)
+        if row is not None:
+            self.evicted_per_row[row] -= 1
+
+    def _full(self, rows: Rows) -> NDArray[np.bool_]:
+        """Rows whose pod limit the node's pods reach, pods this session evicted not counted."""
+        if self.nodes is None:
+            return np.zeros(len(rows), dtype=bool)
+        return np.asarray(self.nodes.free_pods(rows) + self.evicted_per_row[rows] < 1, dtype=bool)
+
     def on_session_close(self, ssn: Session) -> None:
         self.cache.clear()
+        self.evicted, self.evicted_per_row = {}, np.zeros(0)
         self.nodes = self.labels = None
         self.ports = None
         self.session = None
@@ -98,7 +126,7 @@ class PredicatesPlugin:
         verdict = self.static_verdict(task)
         ports = self._ports_taken(task, rows)
         if verdict.all_pass:
-            full = self.nodes.free_pods(rows) < 1
+            full = self._full(rows)
             failures = [NodeFailure(full, POD_NUMBER_REASON, resolvable=True)] if full.any() else []
             if ports is not None:
                 failures.append(NodeFailure(ports, HOST_PORTS_REASON, resolvable=True))
@@ -109,7 +137,7 @@ class PredicatesPlugin:
             for code, reason in enumerate(verdict.reasons)
             if code > 0 and (codes == code).any()
         ]
-        full = self.nodes.free_pods(rows) < 1
+        full = self._full(rows)
         if full.any():
             failures.append(NodeFailure(full & (codes == 0), POD_NUMBER_REASON, resolvable=True))
         if ports is not None:

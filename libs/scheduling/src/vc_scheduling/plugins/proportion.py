@@ -118,7 +118,9 @@ class ProportionPlugin:
         return 0 if lshare == rshare else -1 if lshare < rshare else 1
 
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: Sequence[TaskInfo]) -> list[TaskInfo]:
-        """Victims only from queues above their deserved share, until they are back at it."""
+        """Victims only from queues above their deserved share, until they are back at it. A queue
+        holding less than the reclaimer asks is no exception: the node's idle resources may make up
+        the rest (Volcano dropped that check), and reclaim evicts only until the task fits."""
         if self.ledger is None:
             return []
         tol = self.ledger.space.tolerance
@@ -129,8 +131,6 @@ class ProportionPlugin:
             if attr is None:
                 continue
             allocated = allocations.setdefault(attr.name, attr.allocated.copy())
-            if np.any(allocated + tol < reclaimer.resreq):
-                continue
             if not less_equal(allocated, attr.deserved, tol):
                 allocated -= task.resreq
                 victims.append(task)
