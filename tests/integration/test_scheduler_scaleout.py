@@ -37,7 +37,7 @@ from vc_cli.client import Tephra
 from vc_core.quantity import parse_quantity
 from vc_proto.batch import Job
 from vc_proto.core import Pod
-from vc_proto.scheduling import PodGroup
+from vc_proto.scheduling import PodGroup, Queue
 from vc_runtime.membership import Membership
 from vc_runtime.sharding import SoleOwner
 from vc_scheduler import ledger as pure
@@ -287,6 +287,51 @@ async def test_three_schedulers_keep_every_invariant_through_a_crash_and_a_pause
     ]
     assert rejoined, f"{SCHEDULERS[1]} bound nothing after it woke\n{paused.log_text()[-3000:]}"
     assert inv.samples > 50
+
+
+async def test_with_three_instances_each_queue_reports_the_whole_clusters_allocation(system: System) -> None:
+    """Each instance plans over its share and sees the rest of the cluster as sums; the instance owning a
+    queue writes its `status.allocated`, which must be the whole cluster's (no instance's share written
+    over another's): what `vcctl queue get` and the dashboard show."""
+    queues = {"left": 2, "right": 1}
+    async with connect(system.url, name="submitter") as nc:
+        tephra = Tephra(nc)
+        for queue, weight in queues.items():
+            queue_obj = {"metadata": {"name": queue}, "spec": {"weight": weight}}
+            await tephra.submit("create", {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", **queue_obj})
+        for i in range(8):  # 8 gangs of 4 one-cpu pods that run until deleted: 32 of the nodes' 48 cpu
+            job = gang_job(f"steady-{i}", ("left", "right")[i % 2], duration_s=0)
+            del job["spec"]["tasks"][0]["template"]["metadata"]["annotations"]
+            await tephra.submit("create", job, namespace="default")
+
+        async def figures() -> tuple[dict[str, Fraction], dict[str, Fraction]]:
+            groups, _ = await tephra.store.list(PodGroup, "default")
+            queue_of = {g.metadata.name: g.spec.queue if g.spec else "" for g in groups}
+            pods, _ = await tephra.store.list(Pod, "default")
+            running: dict[str, Fraction] = defaultdict(Fraction)
+            for pod in pods:
+                group = (pod.metadata.annotations or {}).get("scheduling.k8s.io/group-name", "")
+                if pod.spec and pod.spec.node_name and pod.status and pod.status.phase == "Running":
+                    running[queue_of.get(group, "")] += Fraction(1)
+            written: dict[str, Fraction] = {}
+            for queue in queues:
+                obj = await tephra.store.get(Queue, "", queue)
+                allocated = (obj.status.allocated or {}) if obj.status else {}
+                written[queue] = parse_quantity(str(allocated.get("cpu", "0")))
+            return dict(running), written
+
+        async def settled() -> bool:
+            running, written = await figures()
+            return sum(running.values()) == 32 and all(written[q] == running.get(q, 0) for q in queues)
+
+        await eventually(settled, timeout=90, interval=0.5, what="every pod running, each queue's figure the sum")
+        running, written = await figures()
+        assert written == {"left": Fraction(16), "right": Fraction(16)}, (running, written)
+        # Every instance owned some of the PodGroups: the figures came from three shares.
+        owned = {
+            name: scrape(system.services[name]).get("tephra_scheduler_owned_podgroups", 0.0) for name in SCHEDULERS
+        }
+        assert sum(1 for v in owned.values() if v > 0) >= 2, owned
 
 
 # -- the ledger against a real JetStream KV: racing instances, group commit, rollback -----------------
