@@ -34,9 +34,9 @@ class Refusals:
             self._seen.append(text.lower())
             self._changed.set()
 
-    async def wait(self, matches: Matches) -> ReadRefused:
-        """The first refusal `matches` accepts (one noted before the call included)."""
-        checked = 0
+    async def wait(self, matches: Matches, *, after: int = 0) -> ReadRefused:
+        """The first refusal `matches` accepts among those noted after the first `after`."""
+        checked = after
         while True:
             for text in self._seen[checked:]:
                 if matches(text):
@@ -47,8 +47,8 @@ class Refusals:
 
     async def call(self, work: Awaitable[T], matches: Matches) -> T:
         """`work`'s result, or ReadRefused as soon as the server refuses what it asked."""
+        refused = asyncio.ensure_future(self.wait(matches, after=len(self._seen)))
         task = asyncio.ensure_future(work)
-        refused = asyncio.ensure_future(self.wait(matches))
         try:
             await asyncio.wait((task, refused), return_when=asyncio.FIRST_COMPLETED)
             if task.done():
