@@ -54,9 +54,7 @@ def admin_creds() -> str:
     return str(session_bus().auth.creds_path("admin"))
 
 
-async def read(
-    client: TephraClient, count: int | None = None, **filters: object
-) -> list[Event]:
+async def read(client: TephraClient, count: int | None = None, **filters: object) -> list[Event]:
     """Events until caught up (`count` None), or the first `count` of a live read."""
     got: list[Event] = []
     async for item in client.events(live=count is not None, **filters):  # type: ignore[arg-type]
@@ -156,8 +154,12 @@ async def test_filters_select_the_namespace_the_job_the_kind_and_the_queue(
     assert ids(await read(admin, namespace="team-b", job="train")) == [fact(6, namespace="team-b", kind="Job").id]
     assert ids(await read(admin, kinds=["Job"])) == [fact(0, kind="Job").id, fact(6, namespace="team-b", kind="Job").id]
     in_q1 = await read(admin, queue="q1")
-    assert ids(in_q1) == [fact(0, kind="Job").id, fact(1).id, fact(3, namespace="team-b", job="looked-up").id,
-                          fact(4, kind="Queue", job=None).id]
+    assert ids(in_q1) == [
+        fact(0, kind="Job").id,
+        fact(1).id,
+        fact(3, namespace="team-b", job="looked-up").id,
+        fact(4, kind="Queue", job=None).id,
+    ]
     with pytest.raises(InvalidObject, match="job: a job is named within a namespace"):
         client_events = admin.events(job="train")
         await anext(aiter(client_events))
@@ -188,7 +190,7 @@ async def test_a_cursor_older_than_what_is_kept_is_refused_naming_the_oldest(
     js = harness.jetstream()
     for sequence in (1, 2, 3):  # what the stream's age and size limits would have dropped
         await js.delete_msg(subjects.EVENTS_STREAM, sequence)
-    with pytest.raises(CursorExpired, match="after cursor 2 is no longer kept .*oldest event kept is at 4") as caught:
+    with pytest.raises(CursorExpired, match=r"after cursor 2 is no longer kept .*oldest event kept is at 4") as caught:
         await read(admin, namespace="team-a", since=2)
     assert caught.value.oldest == 4
     assert ids(await read(admin, namespace="team-a", since=Cursor(3))) == [fact(i).id for i in (3, 4, 5)]

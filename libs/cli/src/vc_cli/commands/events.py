@@ -32,21 +32,37 @@ from vc_proto.batch import Job
 
 FORMATS: Final = ("table", "wide", "json", "yaml", "cloudevents")
 HEADERS: Final = ("CURSOR", "TIME", "OBJECT", "REASON", "MESSAGE")
-WIDE_HEADERS: Final = ("CURSOR", "TIME", "OBJECT", "REASON", "PHASE", "JOB", "QUEUE", "NODE", "EXIT", "SOURCE", "MESSAGE")
+WIDE_HEADERS: Final = (
+    "CURSOR",
+    "TIME",
+    "OBJECT",
+    "REASON",
+    "PHASE",
+    "JOB",
+    "QUEUE",
+    "NODE",
+    "EXIT",
+    "SOURCE",
+    "MESSAGE",
+)
 # Streamed rows cannot be measured first: columns get these widths (a longer value pushes the line).
 WIDTHS: Final = {"CURSOR": 8, "TIME": 20, "NAMESPACE": 12, "OBJECT": 36, "REASON": 14, "PHASE": 20, "JOB": 20}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     events = sub.add_parser("events", help="the history: job, task, pod, scheduler and queue events")
-    events.add_argument("-n", "--namespace", type=namespace_type, default="default", help="the namespace (default: default)")
+    events.add_argument(
+        "-n", "--namespace", type=namespace_type, default="default", help="the namespace (default: default)"
+    )
     events.add_argument("--all-namespaces", "-A", action="store_true", help="every namespace you may read")
     events.add_argument("--job", type=object_name_type, help="only this job's events (its tasks, pods, PodGroup)")
     events.add_argument("--queue", type=object_name_type, help="only the queue's events and those of its jobs")
     events.add_argument("--kind", type=_kinds_type, help=f"only these kinds, e.g. Pod,Job ({', '.join(EVENT_KINDS)})")
     events.add_argument("--since", type=_cursor_type, metavar="CURSOR", help="only the events after this cursor")
     events.add_argument("-w", "--watch", action="store_true", help="after the history, print events as they happen")
-    events.add_argument("-o", "--output", choices=FORMATS[1:], help="wide, json, yaml or cloudevents (default: a table)")
+    events.add_argument(
+        "-o", "--output", choices=FORMATS[1:], help="wide, json, yaml or cloudevents (default: a table)"
+    )
     events.add_argument("--no-headers", action="store_true", help="print the table without its header line")
 
 
@@ -82,7 +98,7 @@ async def _events(tephra: Tephra, args: argparse.Namespace) -> AsyncIterator[Eve
     watch, which cannot end, reads one: it asks for -n)."""
     scopes: list[str | None] = [args.namespace]
     if args.all_namespaces:
-        scopes = [None] if tephra.namespaces is None else sorted(tephra.namespaces)
+        scopes = [None] if tephra.namespaces is None else [*sorted(tephra.namespaces)]
     if args.watch and len(scopes) > 1:
         names = ", ".join(str(scope) for scope in scopes)
         raise CliError(f"a watch reads one namespace at a time: give -n (one of {names})", code=2)
