@@ -22,7 +22,6 @@ import asyncio
 import csv
 import sys
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 from vc_cli.sdk import Event, open_client
@@ -104,11 +103,7 @@ def _queue_row(queue: str, jobs: list[JobTimes]) -> dict[str, object]:
 def _seconds(start: str, end: str) -> float | None:
     if not start or not end:
         return None
-    return (_time(end) - _time(start)).total_seconds()
-
-
-def _time(text: str) -> datetime:
-    return parse_rfc3339(text)
+    return (parse_rfc3339(end) - parse_rfc3339(start)).total_seconds()
 
 
 def _text(value: float | None) -> str:

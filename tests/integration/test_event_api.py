@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import msgspec
 import pytest
 from nats.aio.client import Client
 
@@ -227,3 +228,38 @@ async def test_a_tenant_reads_its_own_namespaces_only_whatever_the_cursor(tmp_pa
             assert ids(await read(client, namespace="team-a", since=own[0].cursor)) == ids(own[1:])
     finally:
         server.stop()
+
+
+def job_object(name: str, queue: str, labels: dict[str, str] | None = None) -> Job:
+    return Job(
+        api_version=BATCH_V1ALPHA1,
+        metadata=ObjectMeta(name=name, namespace="team-a", labels=labels),
+        spec=JobSpec(queue=queue),
+    )
+
+
+async def test_jobs_and_watch_select_by_queue_and_labels_as_vcctl_does(harness: Client, admin: TephraClient) -> None:
+    store = NatsStore(harness)
+    await store.ensure()
+    train = await store.create(job_object("train", "q1", {"app": "train"}))
+    await store.create(job_object("serve", "q1", {"app": "serve"}))
+    await store.create(job_object("other", "q2", {"app": "train"}))
+    assert sorted(j.metadata.name or "" for j in await admin.jobs(namespace="team-a", queue="q1")) == ["serve", "train"]
+    selected = await admin.jobs(namespace="team-a", queue="q1", selector="app=train")
+    assert [j.metadata.name for j in selected] == ["train"]
+    with pytest.raises(InvalidObject, match="selector"):
+        await admin.jobs(selector="app in (")
+
+    seen: list[tuple[str, str]] = []
+    changes = admin.watch(namespace="team-a", selector="app=train")
+    async for change in changes:
+        seen.append((change.op.value, change.name))
+        if change.op.value == "SYNCED":
+            # No longer selected: the watch says it is gone from its view.
+            relabelled = msgspec.structs.replace(train.metadata, labels={"app": "done"})
+            await store.update(msgspec.structs.replace(train, metadata=relabelled))
+        if change.op.value == "DELETE":
+            break
+    await changes.aclose()  # type: ignore[attr-defined]
+    assert sorted(seen[:2]) == [("PUT", "other"), ("PUT", "train")]
+    assert seen[2:] == [("SYNCED", ""), ("DELETE", "train")]
