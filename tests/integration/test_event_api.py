@@ -5,6 +5,9 @@ the cursor's history is no longer kept, and held by the server to a tenant's nam
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -13,6 +16,7 @@ import pytest
 from nats.aio.client import Client
 
 from tests.support.secure import session_bus
+from tests.support.system import BIN
 from tests.support.waiting import eventually
 from vc_bus.connection import connect
 from vc_bus.events import EventPublisher, ensure_events_stream
@@ -263,3 +267,35 @@ async def test_jobs_and_watch_select_by_queue_and_labels_as_vcctl_does(harness: 
     await changes.aclose()  # type: ignore[attr-defined]
     assert sorted(seen[:2]) == [("PUT", "other"), ("PUT", "train")]
     assert seen[2:] == [("SYNCED", ""), ("DELETE", "train")]
+
+
+async def test_vcctl_events_watch_prints_events_as_they_come_across_a_server_restart(tmp_path: Path) -> None:
+    server = session_bus().server(tmp_path / "nats")
+    server.start()
+    env = {**os.environ, "VC_SERVER": server.url, **session_bus().admin_env()}
+    lines: list[str] = []
+    try:
+        async with connect(server.url, name="pub") as pub:
+            await ensure_events_stream(pub)
+            publisher = EventPublisher(pub)
+            await publisher.publish(fact(0))
+            watch = await asyncio.create_subprocess_exec(
+                str(BIN / "vcctl"), "events", "-w", "-n", "team-a", "-o", "json",
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+            )  # fmt: skip
+            assert watch.stdout is not None
+            try:
+                lines.append((await asyncio.wait_for(watch.stdout.readline(), 30)).decode())
+                await publisher.publish_batch([fact(1), fact(2)])
+                lines += [(await asyncio.wait_for(watch.stdout.readline(), 30)).decode() for _ in range(2)]
+                server.restart()
+                await eventually(lambda: _published(publisher.publish(fact(3))), timeout=15, what="published again")
+                lines.append((await asyncio.wait_for(watch.stdout.readline(), 30)).decode())
+            finally:
+                watch.terminate()
+                await watch.wait()
+    finally:
+        server.stop()
+    printed = [json.loads(line) for line in lines]
+    assert [e["id"] for e in printed] == [fact(i).id for i in range(4)]
+    assert [e["cursor"] for e in printed] == ["1", "2", "2.1", "3"]

@@ -23,12 +23,12 @@ from vc_cli.client import Tephra
 from vc_cli.errors import CliError
 from vc_cli.flags import namespace_type, object_name_type
 from vc_cli.output import format_row
+from vc_cli.sdk.client import TephraClient, open_client
 from vc_cli.sdk.cloudevents import to_cloudevent
 from vc_cli.sdk.cursor import Cursor, parse_cursor
-from vc_cli.sdk.reading import Event, read_events
+from vc_cli.sdk.reading import Event
 from vc_cli.sdk.selection import EVENT_KINDS, select_events
-from vc_core.errors import InvalidObject, NotFound
-from vc_proto.batch import Job
+from vc_core.errors import InvalidObject
 
 FORMATS: Final = ("table", "wide", "json", "yaml", "cloudevents")
 HEADERS: Final = ("CURSOR", "TIME", "OBJECT", "REASON", "MESSAGE")
@@ -87,33 +87,29 @@ _cursor_type.__name__ = "cursor"
 
 
 async def run(tephra: Tephra, args: argparse.Namespace) -> int:
+    """Reads through the client API's own connection, which reconnects for ever: a watch goes on across
+    disconnects and nats-server restarts (vcctl's connection, already open, says the server is there)."""
     printer = _Printer(args.output or "table", namespaces=args.all_namespaces, headers=not args.no_headers)
-    async for item in _events(tephra, args):
-        printer.print(item)
+    async with open_client(args.server, creds=args.creds, ca=args.ca, name="vcctl-events") as client:
+        async for item in _events(client, args):
+            printer.print(item)
     return 0
 
 
-async def _events(tephra: Tephra, args: argparse.Namespace) -> AsyncIterator[Event]:
+async def _events(client: TephraClient, args: argparse.Namespace) -> AsyncIterator[Event]:
     """The selected events; across all namespaces a tenant reads its own one after the other (a
     watch, which cannot end, reads one: it asks for -n)."""
     scopes: list[str | None] = [args.namespace]
     if args.all_namespaces:
-        scopes = [None] if tephra.namespaces is None else [*sorted(tephra.namespaces)]
+        scopes = [None] if client.namespaces is None else [*sorted(client.namespaces)]
     if args.watch and len(scopes) > 1:
         names = ", ".join(str(scope) for scope in scopes)
         raise CliError(f"a watch reads one namespace at a time: give -n (one of {names})", code=2)
-
-    async def queue_of(namespace: str | None, job: str) -> str | None:
-        try:
-            found = await tephra.store.get(Job, namespace, job)
-        except NotFound:
-            return None
-        return found.spec.queue if found.spec else None
-
     found: list[Event] = []
     for scope in scopes:
-        selection = select_events(namespace=scope, job=args.job, queue=args.queue, kinds=args.kind)
-        reading = read_events(tephra.nc, selection, since=args.since, live=args.watch, queue_lookup=queue_of)
+        reading = client.events(
+            namespace=scope, job=args.job, queue=args.queue, kinds=args.kind, since=args.since, live=args.watch
+        )
         if len(scopes) == 1:
             async for item in reading:
                 yield item

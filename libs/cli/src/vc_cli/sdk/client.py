@@ -35,11 +35,21 @@ DEFAULT_SERVER = "nats://127.0.0.1:4222"
 
 
 class TephraClient:
-    def __init__(self, nc: Client, store: ObjectStore, *, refusals: Refusals, identity: str | None = None) -> None:
+    def __init__(
+        self,
+        nc: Client,
+        store: ObjectStore,
+        *,
+        refusals: Refusals,
+        identity: str | None = None,
+        namespaces: frozenset[str] | None = None,
+    ) -> None:
         self._nc = nc
         self._store = store
         self._refusals = refusals
         self.identity = identity
+        # The namespaces a tenant's credentials name (the server decides; a hint); None: every one.
+        self.namespaces = namespaces
 
     def events(
         self,
@@ -140,7 +150,8 @@ async def open_client(
         store: ObjectStore = NatsStore(nc, direct_gets=True)  # direct gets: the only get a tenant may make
         if credentials is not None and credentials.namespaces is not None:
             store = ScopedStore(store, credentials.namespaces)
-        yield TephraClient(nc, store, refusals=refusals, identity=credentials.identity if credentials else None)
+        identity = credentials.identity if credentials else None
+        yield TephraClient(nc, store, refusals=refusals, identity=identity, namespaces=_namespaces(credentials))
 
 
 def _namespaces(credentials: ClientCredentials | None) -> frozenset[str] | None:
