@@ -46,7 +46,8 @@ class Refusals:
             await self._changed.wait()
 
     async def call(self, work: Awaitable[T], matches: Matches) -> T:
-        """`work`'s result, or ReadRefused as soon as the server refuses what it asked."""
+        """`work`'s result, or ReadRefused as soon as the server refuses what it asked. Both tasks are
+        this call's own: whichever loses the race is cancelled and awaited before it returns."""
         refused = asyncio.ensure_future(self.wait(matches, after=len(self._seen)))
         task = asyncio.ensure_future(work)
         try:
