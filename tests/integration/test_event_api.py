@@ -230,6 +230,17 @@ async def test_a_tenant_reads_its_own_namespaces_only_whatever_the_cursor(tmp_pa
             after = await read(client, namespace="team-a", since=own[0].cursor.sequence - 1)
             assert ids(after) == [fact(i, namespace="team-a").id for i in range(3)]
             assert ids(await read(client, namespace="team-a", since=own[0].cursor)) == ids(own[1:])
+        env = {**os.environ, "VC_SERVER": server.url, "VC_NATS__CREDS": str(tmp_path / "alice.creds")}
+        vcctl = [str(BIN / "vcctl"), "events", "-o", "json"]
+        mine = await asyncio.to_thread(
+            subprocess.run, [*vcctl, "-n", "team-a"], capture_output=True, text=True, env=env
+        )
+        assert [json.loads(line)["id"] for line in mine.stdout.splitlines()] == ids(own)
+        refused = await asyncio.to_thread(
+            subprocess.run, [*vcctl, "-n", "team-b"], capture_output=True, text=True, env=env
+        )
+        assert refused.returncode == 1 and refused.stdout == ""
+        assert "NATS refused identity 'alice': it may not read the history in namespace 'team-b'" in refused.stderr
     finally:
         server.stop()
 
