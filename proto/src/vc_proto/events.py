@@ -45,6 +45,9 @@ class DomainEvent(Wire, frozen=True, kw_only=True):
     exit_code: int | None = None
     node: str | None = None
     correlation_id: str | None = None
+    # The queue of the job the fact belongs to (its `spec.queue`), where the publisher knows it: a queue
+    # filter of a reader selects on it (vc_cli.sdk.selection).
+    queue: str | None = None
 
 
 # One message on an event subject carries one DomainEvent (a JSON object) or, when a publisher batches
@@ -86,4 +89,5 @@ def job_event(
         reason=reason,
         message=message,
         phase=phase,
+        queue=job.spec.queue if job.spec else None,
     )

@@ -43,7 +43,12 @@ BUSY_GAP_S = 0.01
 
 @contextlib.asynccontextmanager
 async def connect(
-    url: str, *, name: str, connect_timeout: float = 5.0, credentials: ClientCredentials | None = None
+    url: str,
+    *,
+    name: str,
+    connect_timeout: float = 5.0,
+    credentials: ClientCredentials | None = None,
+    observe_error: Callable[[Exception], None] | None = None,
 ) -> AsyncIterator[Client]:
     """A connection that retries the first connect and every reconnect forever; drained on exit.
 
@@ -51,11 +56,14 @@ async def connect(
     pings every 10 s detect a dead TCP connection in ~30 s instead of ~5 minutes. It authenticates
     with `credentials` (default: the file `VC_NATS__CREDS` names, none when unset): the identity's
     NKey, replies on the identity's own inbox prefix, and TLS checked against the credentials' CA.
+    `observe_error` is told of every error the server sends (a client tells a refusal by it).
     """
     credentials = credentials if credentials is not None else credentials_from_env()
 
     async def on_error(exc: Exception) -> None:
         log.warning("nats.error", error=str(exc))
+        if observe_error is not None:
+            observe_error(exc)
 
     closing = False
 

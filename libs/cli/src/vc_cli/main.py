@@ -15,6 +15,7 @@ from vc_cli.commands import (
     cronjob,
     delete,
     describe,
+    events,
     job,
     jobflow,
     jobtemplate,
@@ -41,6 +42,7 @@ OBJECT_COMMANDS = {
     "jobflow": jobflow.run,
     "jobtemplate": jobtemplate.run,
     "cronjob": cronjob.run,
+    "events": events.run,
 }
 
 
@@ -59,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
         apply,
         delete,
         describe,
+        events,
         node,
         up,
         user,

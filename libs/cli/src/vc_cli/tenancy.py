@@ -92,8 +92,8 @@ def describe_refusal(error: str, identity: str, namespaces: frozenset[str] | Non
     what = f"publish to {subject}"
     if tokens[:4] == ["$js", "api", "consumer", "create"] and len(tokens) >= 9:
         stream, scope = tokens[4], tokens[8]
-        if stream == _HISTORY and len(tokens) >= 10:
-            what = f"read the history {_where(tokens[9])}"
+        if stream == _HISTORY:  # vc.evt.<resource>.<namespace>..., or vc.evt.> (every namespace)
+            what = f"read the history {_where(tokens[9] if len(tokens) >= 10 else '>')}"
         elif stream in _KIND_OF_STREAM:
             what = f"list {_KIND_OF_STREAM[stream]}s {_where(scope)}"
     elif tokens[:4] == ["$js", "api", "direct", "get"] and len(tokens) >= 9 and tokens[4] in _KIND_OF_STREAM:

@@ -208,4 +208,5 @@ class PlanExecutor:
             previous_phase=event.previous_phase,
             exit_code=event.exit_code,
             node=event.node,
+            queue=job.spec.queue if job.spec else None,
         )
