@@ -7,6 +7,7 @@ import contextlib
 import logging
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import nats
@@ -78,6 +79,7 @@ async def connect(
         callbacks=(on_error, on_disconnect, on_reconnect),
         options=options,
     )
+    nc.dialled = _Dialled(url, connect_timeout, credentials)
     try:
         yield nc
     finally:
@@ -105,6 +107,26 @@ async def close_within(nc: CoalescingClient, drain_s: float, close_s: float) -> 
             await nc.close()
     except Exception as exc:  # closing only; the process is on its way out
         log.warning("nats.close_failed", error=repr(exc)[:200])
+
+
+@dataclass(frozen=True, slots=True)
+class _Dialled:
+    """How a connection was opened, so that another one can be opened the same way."""
+
+    url: str
+    connect_timeout: float
+    credentials: ClientCredentials | None
+
+
+def connect_like(nc: Client, *, name: str) -> contextlib.AbstractAsyncContextManager[Client]:
+    """Another connection to the same servers as `nc` (one `connect` opened), as the same identity.
+
+    For duties that must not share a connection, nor an event loop, with the rest of the service (the
+    membership lease: vc_runtime.membership)."""
+    dialled = getattr(nc, "dialled", None)
+    if not isinstance(dialled, _Dialled):
+        raise TypeError("connect_like: the connection was not opened by vc_bus.connection.connect")
+    return connect(dialled.url, name=name, connect_timeout=dialled.connect_timeout, credentials=dialled.credentials)
 
 
 def client_options(credentials: ClientCredentials | None, *, ca_pem: bytes | None = None) -> dict[str, Any]:
@@ -159,6 +181,8 @@ async def _first_connect(
 class CoalescingClient(RawDeliveryClient):
     """nats-py's client with a flusher that batches under load (see FLUSH_WINDOW_S), and raw
     subscriptions for watches (vc_bus.rawsub)."""
+
+    dialled: _Dialled | None = None  # set by `connect`, for `connect_like`
 
     def discard_unsent(self) -> None:
         """Drop what waits to be written: for a connection that is down and being closed for good."""
