@@ -2,7 +2,8 @@
 
 Kubernetes kills a pod 30 s after SIGTERM by default; a service stuck in nats-py's reconnect loop, or
 in a drain or a flush that waits for a server that is not there, would be killed mid-write instead of
-leaving cleanly. The services run side by side (one server, one test) to keep the test short.
+leaving cleanly. The services run side by side (one server, one test) to keep the test short. And a
+computation left running in a worker thread (a scheduling cycle) does not hold the exit either.
 """
 
 from __future__ import annotations
@@ -88,3 +89,25 @@ async def test_every_service_exits_within_the_grace_period_with_nats_gone(
     finally:
         for service in running.values():
             service.stop_quietly()
+
+
+async def test_a_computation_in_a_worker_thread_does_not_hold_the_exit(nats_server: NatsServer, tmp_path: Path) -> None:
+    """The event loop's close joins the default executor's threads: a planning cycle computing in
+    `asyncio.to_thread` kept the process alive until it finished. It is abandoned at the grace period."""
+    grace_s = 6.0
+    service = ServiceProcess(
+        "vc-gc",  # its identity
+        nats_server.url,
+        ["--grace", str(grace_s)],
+        tmp_path / "service.log",
+        module="tests.support.computing_service",
+    ).start()
+    assert service.proc is not None
+    try:
+        await service.wait_ready(timeout=60)
+        service.proc.send_signal(signal.SIGTERM)
+        took, code = await exits_within(service, grace_s + 10)
+        assert code == 0 and took <= grace_s, (took, code, service.log_text()[-1500:])
+        assert "shutdown.threads_abandoned" in service.log_text()
+    finally:
+        service.stop_quietly()
