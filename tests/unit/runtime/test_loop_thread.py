@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 
 import pytest
@@ -26,6 +27,23 @@ async def test_calls_run_on_the_thread_and_stop_ends_main() -> None:
     assert not thread.finished()
     await thread.stop(timeout_s=5)
     assert ended.is_set() and thread.finished()
+
+
+SERVICE: contextvars.ContextVar[str] = contextvars.ContextVar("service", default="")
+
+
+async def test_the_thread_runs_in_the_context_of_its_starter() -> None:
+    """What the service bound (its name and instance on every log line) holds on the thread too."""
+    thread = LoopThread("context")
+    SERVICE.set("job-controller")
+    seen: list[str] = []
+
+    async def main(stop: asyncio.Event) -> None:
+        seen.append(SERVICE.get())
+
+    await thread.start(main)
+    await thread.stop(timeout_s=5)
+    assert seen == ["job-controller"]
 
 
 async def test_a_failure_of_main_is_raised_to_the_owner() -> None:

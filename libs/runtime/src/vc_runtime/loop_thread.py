@@ -15,8 +15,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import contextvars
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
+from functools import partial
 from typing import Any, TypeVar
 
 import uvloop
@@ -35,7 +37,11 @@ class LoopThread:
     async def start(self, main: Callable[[asyncio.Event], Awaitable[None]]) -> None:
         """Run `main(stop)` on the thread's loop; returns once that loop runs."""
         started: concurrent.futures.Future[None] = concurrent.futures.Future()
-        threading.Thread(target=self._run, args=(main, started), name=self.name, daemon=True).start()
+        # In a copy of the caller's context: what it bound (the service and instance every log line
+        # carries, structlog.contextvars) holds on the thread too.
+        context = contextvars.copy_context()
+        target = partial(context.run, self._run, main, started)
+        threading.Thread(target=target, name=self.name, daemon=True).start()
         await asyncio.wrap_future(started)
 
     def finished(self) -> bool:
