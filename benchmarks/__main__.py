@@ -48,7 +48,7 @@ def main() -> int:
     else:
         # The load, for 1 and 2 schedulers: fsync default (a process crash loses nothing; an
         # OS crash may lose the last seconds), then the mid size with fsync on every write as well.
-        full = ("--nodes", "10000", "--pods", "100000", "--sync", "default", "--lease-ttl", "30")
+        full = ("--nodes", "10000", "--pods", "100000", "--sync", "default")
         failures += run("e2e_gang_load.py", *full) != 0
         for sync in ("default", "always"):
             failures += run("e2e_gang_load.py", "--nodes", "1000", "--pods", "10000", "--sync", sync) != 0

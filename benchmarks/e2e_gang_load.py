@@ -336,7 +336,7 @@ async def main() -> None:
         "--lease-ttl",
         type=float,
         default=5.0,
-        help="scheduler lease; raise it at 100k pods, where a cycle can starve the renewals",
+        help="scheduler lease, seconds (the services' default)",
     )
     parser.add_argument("--profile", type=Path, help="run every service under cProfile, keep profiles and logs here")
     parser.add_argument(

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
+from collections.abc import Callable
 
 import pytest
 from nats.aio.client import Client
@@ -77,3 +80,47 @@ async def test_vouches_reach_the_peers_and_a_garbage_lease_vouches_for_nobody(nc
         await kv.put("v.c", b"\xff not json")
         await eventually(lambda: b.vouches_of.get("c") == frozenset())
         stop.set()
+
+
+def compute(seconds: float, sample: Callable[[], None]) -> None:
+    """Python code running for `seconds` without a pause, as a scheduling cycle does, sampling as it goes."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        sum(range(2000))
+        sample()
+
+
+async def test_leases_are_renewed_while_a_cycle_holds_the_gil_and_the_loop_is_blocked(nc: Client) -> None:
+    """A cycle computes in a worker thread for longer than the lease, and meanwhile a synchronous
+    callback blocks the event loop for longer than the lease: every renewal still comes in time, as
+    the instance's fence and its peer's view of it show all along."""
+    ttl = 2.0
+    a = Membership(nc, group="busy", instance="a", ttl_s=ttl)
+    b = Membership(nc, group="busy", instance="b", ttl_s=ttl)
+    lapses: list[str] = []
+
+    def sample() -> None:
+        if not a.can_write():
+            lapses.append("a's fence closed")
+        if b.members != ("a", "b"):
+            lapses.append(f"b saw the members {b.members}")
+
+    stop = asyncio.Event()
+    async with asyncio.TaskGroup() as tg:
+        tg.create_task(a.run(stop))
+        tg.create_task(b.run(stop))
+        await eventually(lambda: a.members == ("a", "b") == b.members and a.can_write())
+        epoch = a.epoch
+        computing = threading.Event()
+
+        def cycle_work() -> None:
+            computing.set()
+            compute(2.5 * ttl, sample)
+
+        cycle = tg.create_task(asyncio.to_thread(cycle_work))
+        await eventually(computing.is_set)
+        compute(2 * ttl, sample)  # the event loop is blocked meanwhile
+        await cycle
+        assert a.epoch == epoch  # never re-joined
+        stop.set()
+    assert not lapses, sorted(set(lapses))

@@ -26,6 +26,7 @@ class ServiceProcess:
     log_path: Path | None = None
     health_port: int = 0
     proc: subprocess.Popen[bytes] | None = None
+    module: str | None = None  # run `python -m module` (a test's own service) instead of the binary
 
     def start(self) -> ServiceProcess:
         self.health_port = free_port()
@@ -33,7 +34,7 @@ class ServiceProcess:
         bus = secure.current()
         identity = bus.identity_args(self.binary) if bus is not None and "--nats-creds" not in self.args else []
         argv = [
-            str(BIN / self.binary),
+            *([sys.executable, "-m", self.module] if self.module else [str(BIN / self.binary)]),
             "--nats",
             self.nats_url,
             "--health-port",

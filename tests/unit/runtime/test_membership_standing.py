@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from vc_runtime.membership import Membership
+from vc_runtime.membership import LOOP_STALL_S, Membership
 
 
 class SlowLeases:
@@ -63,6 +63,20 @@ def test_the_next_renewal_is_timed_from_when_the_last_was_sent() -> None:
     asyncio.run(member._renew())
     assert member.can_write() and member._deadline == 6.0
     assert abs(member.next_renewal_in() - 0.9) < 1e-9  # a timely one: a third of the ttl after sending
+
+
+def test_a_hung_service_loop_gets_its_lease_renewed_no_more() -> None:
+    """Renewals run on their own thread; the service's loop ticks a heartbeat, and once it has been silent
+    for LOOP_STALL_S (hung, not busy) the lease is let lapse so that peers take the keys over."""
+    clock = [2.0]
+    member = _member(clock, takes_s=0.1)
+    member._loop_seen = clock[0] - LOOP_STALL_S / 2  # a long synchronous stretch: still renewed
+    assert not member._service_stalled()
+    member._loop_seen = clock[0] - LOOP_STALL_S - 0.1
+    assert member._service_stalled()
+    assert member.next_renewal_in() > 0  # looked at again later, not in a busy loop
+    member._loop_seen = clock[0]  # it ticks again
+    assert not member._service_stalled()
 
 
 def _spy(update, after):  # type: ignore[no-untyped-def]

@@ -7,6 +7,7 @@ import contextlib
 import logging
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import nats
@@ -39,6 +40,10 @@ logging.getLogger("asyncio").addFilter(_TlsEofNoise())
 # server's CPU and took a fifth off the whole system's. An idle client writes at once.
 FLUSH_WINDOW_S = 0.002
 BUSY_GAP_S = 0.01
+# Closing at shutdown: at most DRAIN_S to drain, then CLOSE_S to close (a server that is gone answers
+# neither); kept well inside the grace period of vc_runtime.service.
+DRAIN_S = 3.0
+CLOSE_S = 1.0
 
 
 @contextlib.asynccontextmanager
@@ -82,15 +87,54 @@ async def connect(
         callbacks=(on_error, on_disconnect, on_reconnect),
         options=options,
     )
+    nc.dialled = _Dialled(url, connect_timeout, credentials)
     try:
         yield nc
     finally:
         closing = True
-        if nc.is_connected:
-            with contextlib.suppress(Exception):
+        await close_within(nc, DRAIN_S, CLOSE_S)
+
+
+async def close_within(nc: CoalescingClient, drain_s: float, close_s: float) -> None:
+    """Drain (subscriptions finish what they got, what was published is flushed), then close, each
+    step bounded: a service shutting down must be gone within its grace period, also when its server
+    is. A connection that is down is not drained, and its unsent bytes are dropped: nats-py would
+    write them to the dead socket while closing and raise, leaving the connection half closed."""
+    if nc.is_connected:
+        try:
+            async with asyncio.timeout(drain_s):
                 await nc.drain()
-        if not nc.is_closed:
+        except Exception as exc:  # the server went away meanwhile, or the drain took too long
+            log.warning("nats.drain_failed", error=repr(exc)[:200])
+    if nc.is_closed:
+        return
+    if not nc.is_connected:
+        nc.discard_unsent()
+    try:
+        async with asyncio.timeout(close_s):
             await nc.close()
+    except Exception as exc:  # closing only; the process is on its way out
+        log.warning("nats.close_failed", error=repr(exc)[:200])
+
+
+@dataclass(frozen=True, slots=True)
+class _Dialled:
+    """How a connection was opened, so that another one can be opened the same way."""
+
+    url: str
+    connect_timeout: float
+    credentials: ClientCredentials | None
+
+
+def connect_like(nc: Client, *, name: str) -> contextlib.AbstractAsyncContextManager[Client]:
+    """Another connection to the same servers as `nc` (one `connect` opened), as the same identity.
+
+    For duties that must not share a connection, nor an event loop, with the rest of the service (the
+    membership lease: vc_runtime.membership)."""
+    dialled = getattr(nc, "dialled", None)
+    if not isinstance(dialled, _Dialled):
+        raise TypeError("connect_like: the connection was not opened by vc_bus.connection.connect")
+    return connect(dialled.url, name=name, connect_timeout=dialled.connect_timeout, credentials=dialled.credentials)
 
 
 def client_options(credentials: ClientCredentials | None, *, ca_pem: bytes | None = None) -> dict[str, Any]:
@@ -120,7 +164,7 @@ def check_tls(nc: Client, url: str) -> None:
 
 async def _first_connect(
     url: str, *, name: str, connect_timeout: float, callbacks: Callbacks, options: dict[str, Any]
-) -> Client:
+) -> CoalescingClient:
     """nats-py does not retry a failed first connect; a service started before its server must wait."""
     attempt = 0
     while True:
@@ -145,6 +189,13 @@ async def _first_connect(
 class CoalescingClient(RawDeliveryClient):
     """nats-py's client with a flusher that batches under load (see FLUSH_WINDOW_S), and raw
     subscriptions for watches (vc_bus.rawsub)."""
+
+    dialled: _Dialled | None = None  # set by `connect`, for `connect_like`
+
+    def discard_unsent(self) -> None:
+        """Drop what waits to be written: for a connection that is down and being closed for good."""
+        self._pending = []
+        self._pending_data_size = 0
 
     async def _flusher(self) -> None:
         assert self._transport is not None and self._flush_queue is not None
@@ -179,7 +230,7 @@ class CoalescingClient(RawDeliveryClient):
 
 async def _connect_once(
     url: str, *, name: str, connect_timeout: float, callbacks: Callbacks, options: dict[str, Any]
-) -> Client:
+) -> CoalescingClient:
     on_error, on_disconnect, on_reconnect = callbacks
     nc = CoalescingClient()
     await nc.connect(
@@ -195,7 +246,7 @@ async def _connect_once(
         error_cb=on_error,
         disconnected_cb=on_disconnect,
         reconnected_cb=on_reconnect,
-        drain_timeout=10,
+        drain_timeout=DRAIN_S,  # type: ignore[arg-type]
         **options,
     )
     return nc

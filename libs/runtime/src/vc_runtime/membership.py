@@ -17,14 +17,31 @@ promise means is the group's own (the scheduler's: its binds made without the pl
 it ran alone are in the ledger, and it writes the ledger again; see vc_scheduler/solo.py). `vouches_of`
 holds each member's last published set; a member whose lease has no such field (an older version)
 is absent from it.
+
+Where it runs: the lease's whole protocol (joining, renewals, the watch of the peers' leases, the
+member set it yields, leaving) runs in a thread of its own, on its own event loop and NATS connection
+(`vc_runtime.loop_thread`). The service's loop may be blocked by a long synchronous callback, and a
+scheduling cycle computes in a worker thread for seconds; neither delays a renewal past its deadline
+any more (one renewal needs the GIL a few times, and gets it every switch interval), nor the view of
+the peers (a peer seen late would look gone, and its keys claimed while it still writes them). The
+service's side reads the state this thread publishes (plain attribute reads, atomic under the GIL) and
+is woken by events set on its own loop. The fence reads the monotonic clock where it is asked, so a
+lease that lapsed is never taken as valid, whichever thread is late.
+
+One thing is not handed over to the thread: telling whether the service is alive at all. The
+service's loop ticks a heartbeat, and a loop that has not ticked for LOOP_STALL_S (blocked far beyond
+any callback's due, hung) no longer gets its lease renewed: peers take its keys, as they would a
+paused instance's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import structlog
 from nats.aio.client import Client
@@ -32,13 +49,24 @@ from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
 from vc_bus.buckets import open_bucket, while_unavailable
+from vc_bus.connection import connect_like
 from vc_bus.kvwatch import watch_bucket
 from vc_core.ownership import rendezvous_owner
 from vc_core.store import WatchOp
 from vc_proto import subjects
-from vc_runtime.aio import sleep_or_stop, until
+from vc_runtime.aio import sleep_or_stop
+from vc_runtime.loop_thread import LoopThread
 
 log = structlog.get_logger(__name__)
+# The service's loop ticks this often (the heartbeat the lease thread checks).
+LOOP_TICK_S = 0.5
+# A service loop silent this long is hung, not busy: its lease is let lapse. Far above any synchronous
+# stretch of a working service (a cycle's bookkeeping, a large batch of watch deliveries).
+LOOP_STALL_S = 60.0
+# Leaving (deleting the lease) at shutdown waits this long for NATS; then the lease simply expires.
+LEAVE_TIMEOUT_S = 2.0
+# The lease thread is given this long to leave and close its connection at shutdown.
+STOP_TIMEOUT_S = 4.0
 
 
 async def lease_bucket(nc: Client, *, replicas: int = 1) -> KeyValue:
@@ -71,13 +99,20 @@ class Membership:
         self._settle_announced = False
         self._seen: dict[str, float] = {}
         self.members: tuple[str, ...] = ()
+        # Events of the service's loop, set from the lease thread through `_signal`.
         self._changed = asyncio.Event()
         self._ready = asyncio.Event()
-        self._vouches: frozenset[str] = frozenset()
-        self.vouches_of: dict[str, frozenset[str]] = {}
-        self.watched_revision = 0  # the newest lease revision the watch delivered
         self._watched = asyncio.Event()
-        self._write_lock = asyncio.Lock()  # renewals and vouches compare-and-set the same lease
+        self._vouches: frozenset[str] = frozenset()
+        # Replaced, never changed in place: the service's side reads it while the lease thread writes.
+        self.vouches_of: Mapping[str, frozenset[str]] = {}
+        self.watched_revision = 0  # the newest lease revision the watch delivered
+        self._write_lock = asyncio.Lock()  # renewals and vouches compare-and-set the same lease (lease thread)
+        self._thread = LoopThread(f"membership:{group}")
+        self._service_loop: asyncio.AbstractEventLoop | None = None
+        self._service_thread = threading.get_ident()
+        self._loop_seen = clock()  # the service loop's last heartbeat
+        self._stall_logged = False
 
     # -- queries -----------------------------------------------------------------------------------
     def can_write(self) -> bool:
@@ -107,26 +142,60 @@ class Membership:
         self._changed.clear()
         await self._changed.wait()
 
-    # -- the worker --------------------------------------------------------------------------------
+    # -- the worker (the service's loop) ------------------------------------------------------------
     async def run(self, shutdown: asyncio.Event) -> None:
-        self._kv = await lease_bucket(self._nc, replicas=self._replicas)
-        await while_unavailable(f"the {self.group} lease", self._join)  # a cluster still electing its leader
-        async with asyncio.TaskGroup() as tg:
-            tg.create_task(self._renew_loop(shutdown), name=f"membership:{self.group}:renew")
-            tg.create_task(self._watch_loop(shutdown), name=f"membership:{self.group}:watch")
-        await self._leave()
+        """Start the lease thread, tick the heartbeat it checks, and stop it (leaving) at shutdown."""
+        self._service_loop = asyncio.get_running_loop()
+        self._service_thread = threading.get_ident()
+        self._loop_seen = self._clock()
+        await self._thread.start(self._serve)
+        try:
+            while not self._thread.finished() and not await sleep_or_stop(shutdown, LOOP_TICK_S):
+                self._loop_seen = self._clock()
+        finally:
+            await self._thread.stop(timeout_s=STOP_TIMEOUT_S)  # raises what failed in the thread
+
+    def _signal(self, event: asyncio.Event) -> None:
+        """Set an event of the service's loop, from whichever thread."""
+        loop = self._service_loop
+        if loop is None or threading.get_ident() == self._service_thread:
+            event.set()
+        else:
+            with contextlib.suppress(RuntimeError):  # the service's loop has closed: nobody waits
+                loop.call_soon_threadsafe(event.set)
+
+    # -- the lease thread --------------------------------------------------------------------------
+    async def _serve(self, stop: asyncio.Event) -> None:
+        async with connect_like(self._nc, name=f"{self.group}:{self.instance}:lease") as nc:
+            self._kv = await lease_bucket(nc, replicas=self._replicas)
+            await while_unavailable(f"the {self.group} lease", self._join)  # a cluster still electing its leader
+            async with asyncio.TaskGroup() as tg:
+                renew = tg.create_task(self._renew_loop(), name=f"membership:{self.group}:renew")
+                watch = tg.create_task(self._watch_loop(nc), name=f"membership:{self.group}:watch")
+                await stop.wait()
+                # Not waited for: a renewal under way with NATS gone would hold the shutdown for its
+                # whole timeout, for a lease about to be deleted (or left to expire) anyway.
+                renew.cancel()
+                watch.cancel()
+            if nc.is_connected:
+                await self._leave()
 
     def _key(self) -> str:
         return f"{self.group}.{self.instance}"
 
-    def _value(self) -> bytes:
-        value = {"instance": self.instance, "epoch": self.epoch, "ttl_s": self.ttl_s, "vouches": sorted(self._vouches)}
+    def _value(self, epoch: int | None = None) -> bytes:
+        epoch = self.epoch if epoch is None else epoch
+        value = {"instance": self.instance, "epoch": epoch, "ttl_s": self.ttl_s, "vouches": sorted(self._vouches)}
         return json.dumps(value).encode()
 
     async def vouch(self, peers: frozenset[str]) -> int:
         """Publish, in this instance's lease now, the peers it has caught up with; the lease's revision
         once written (a failure raises: the caller tries again; the lease itself is the renewals' job)."""
         assert self._kv is not None, "vouch before run() joined"
+        return await self._thread.call(self._vouch(peers))
+
+    async def _vouch(self, peers: frozenset[str]) -> int:
+        assert self._kv is not None
         async with self._write_lock:
             # Taken before the write answers: a renewal or re-join after a failed vouch carries it too,
             # and the caller only vouches for what it has already made true.
@@ -143,6 +212,7 @@ class Membership:
 
     async def _join(self) -> None:
         assert self._kv is not None
+        self._deadline = 0.0  # fenced until the new lease is written
         sent = self._last_sent = self._clock()
         try:
             self._revision = await self._kv.create(self._key(), b"{}")
@@ -150,20 +220,37 @@ class Membership:
             # A lease of a previous life of this instance name: take it over under a new epoch.
             entry = await self._kv.get(self._key())
             self._revision = await self._kv.update(self._key(), b"{}", last=entry.revision)
-        self.epoch = self._revision
-        self._revision = await self._kv.update(self._key(), self._value(), last=self._revision)
+        epoch = self._revision
+        self._revision = await self._kv.update(self._key(), self._value(epoch), last=self._revision)
+        # Published in this order: the service's side never sees the new epoch with a stale deadline.
+        self.epoch = epoch
         self._deadline = sent + self.ttl_s
         # Peers must see us before we claim keys that were theirs: wait for one watch round trip.
         self._settled_at = self._clock() + min(1.0, self.ttl_s / 2)
         self._settle_announced = False
         self._seen[self.instance] = self._clock()
         self._recompute()
-        self._changed.set()  # a new epoch: owners must re-claim their keys once settled
+        self._signal(self._changed)  # a new epoch: owners must re-claim their keys once settled
         log.info("membership.joined", group=self.group, epoch=self.epoch)
 
-    async def _renew_loop(self, shutdown: asyncio.Event) -> None:
-        while not await sleep_or_stop(shutdown, self.next_renewal_in()):
+    async def _renew_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.next_renewal_in())
+            if self._service_stalled():
+                self._recompute()
+                continue
             await self._renew()
+
+    def _service_stalled(self) -> bool:
+        """The service's loop has not ticked for LOOP_STALL_S: it is hung, and must lose its lease."""
+        silent_s = self._clock() - self._loop_seen
+        stalled = silent_s > LOOP_STALL_S
+        if stalled:
+            self._last_sent = self._clock()  # no renewal now: look again a third of the ttl later
+            if not self._stall_logged:
+                log.error("membership.service_loop_stalled", group=self.group, silent_s=round(silent_s, 1))
+        self._stall_logged = stalled
+        return stalled
 
     def next_renewal_in(self) -> float:
         """Seconds until the next renewal: ttl/3 after the last one was sent, not after it was answered.
@@ -191,7 +278,7 @@ class Membership:
                 if self._clock() >= lease_ended:
                     # The renewal outlived the lease it renewed: writes were fenced meanwhile, and work
                     # given up for it (a key that was not ours to write) must be looked at again.
-                    self._changed.set()
+                    self._signal(self._changed)
         except (KeyWrongLastSequenceError, KeyNotFoundError):
             log.warning("membership.lease_lost", group=self.group, epoch=self.epoch)
             await self._join()
@@ -201,23 +288,23 @@ class Membership:
         if not self._settle_announced and self.can_write() and self._clock() >= self._settled_at:
             # Owners wait for the settle period before claiming keys; tell them it is over.
             self._settle_announced = True
-            self._changed.set()
+            self._signal(self._changed)
 
-    async def _watch_loop(self, shutdown: asyncio.Event) -> None:
-        js = self._nc.jetstream()
-        async for entry in until(shutdown, watch_bucket(js, subjects.LEASES_BUCKET, f"{self.group}.*")):
+    async def _watch_loop(self, nc: Client) -> None:
+        js = nc.jetstream()
+        async for entry in watch_bucket(js, subjects.LEASES_BUCKET, f"{self.group}.*"):
             name = entry.key.partition(".")[2]
             if entry.op is WatchOp.PUT and entry.value != b"{}":
                 self._seen[name] = self._clock()
                 self._note_vouches(name, entry.value)
             elif entry.op is WatchOp.DELETE:
                 self._seen.pop(name, None)
-                self.vouches_of.pop(name, None)
+                self._set_vouches(name, None)
             elif entry.op is WatchOp.SYNCED:
-                self._ready.set()
+                self._signal(self._ready)
             if entry.revision > self.watched_revision:
                 self.watched_revision = entry.revision
-                self._watched.set()
+                self._signal(self._watched)
             self._recompute()
 
     def _note_vouches(self, name: str, value: bytes) -> None:
@@ -228,11 +315,17 @@ class Membership:
         except (ValueError, AttributeError):
             vouches = []
         if vouches is None:
-            self.vouches_of.pop(name, None)  # an older version's lease: it has no such promise to make
+            self._set_vouches(name, None)  # an older version's lease: it has no such promise to make
         elif isinstance(vouches, list) and all(isinstance(v, str) for v in vouches):
-            self.vouches_of[name] = frozenset(vouches)
+            self._set_vouches(name, frozenset(vouches))
         else:
-            self.vouches_of[name] = frozenset()
+            self._set_vouches(name, frozenset())
+
+    def _set_vouches(self, name: str, vouches: frozenset[str] | None) -> None:
+        if self.vouches_of.get(name) == vouches:
+            return  # a renewal repeating them (the usual case): no copy
+        changed = {**self.vouches_of, name: vouches}
+        self.vouches_of = {n: v for n, v in changed.items() if v is not None}
 
     def _recompute(self) -> None:
         now = self._clock()
@@ -242,14 +335,15 @@ class Membership:
         if alive != self.members:
             log.info("membership.changed", group=self.group, members=list(alive))
             self.members = alive
-            self._changed.set()
+            self._signal(self._changed)
 
     async def _leave(self) -> None:
         """Graceful exit: delete the lease so peers take over at once instead of after the ttl."""
         if self._kv is None or self.epoch == 0:
             return
         try:
-            await asyncio.shield(self._kv.delete(self._key(), last=self._revision))
+            async with asyncio.timeout(LEAVE_TIMEOUT_S):
+                await self._kv.delete(self._key(), last=self._revision)
         except Exception as exc:  # best effort; the lease then simply expires
             log.info("membership.leave_failed", group=self.group, error=repr(exc))
         self.epoch = 0

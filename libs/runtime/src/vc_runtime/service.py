@@ -2,7 +2,10 @@
 
 Structured concurrency: one TaskGroup owns the probe server and every worker; a crashed worker crashes
 the service (exit 1, one `service.crashed` line). SIGTERM/SIGINT: readiness goes false, workers stop
-intake and finish in-flight work within `grace_s`, then the exit stack drains NATS; exit 0.
+intake and finish in-flight work, then the exit stack drains NATS; exit 0. All of it within `grace_s`
+of the signal, also while NATS is gone: the workers get the grace period less EXIT_RESERVE_S, closing
+the connection is bounded (vc_bus.connection.close_within), and what is still running when the grace
+period ends is left to the exit deadline (vc_runtime.exit_deadline).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from vc_bus.store import NatsStore
 from vc_core.errors import ConfigError
 from vc_core.store import ObjectStore
 from vc_runtime import logging as vc_logging
+from vc_runtime.exit_deadline import ExitDeadline
 from vc_runtime.kube_events import EventRecorder, cached_uid_lookup
 from vc_runtime.probes import Probes, serve_probes
 from vc_runtime.settings import RuntimeSettings
@@ -101,11 +105,28 @@ def nats_credentials(settings: RuntimeSettings) -> ClientCredentials | None:
         raise ConfigError(f"--nats-creds: {exc}") from None
 
 
-async def run_service(app: App, settings: RuntimeSettings) -> int:
+# Of the grace period, what the workers do not get: closing the store and the NATS connection after
+# them (vc_bus.connection: DRAIN_S + CLOSE_S) and the process's own exit.
+EXIT_RESERVE_S = 5.0
+
+
+def workers_grace_s(grace_s: float) -> float:
+    """How long the workers get to finish at shutdown: the grace period less what closing needs."""
+    return max(grace_s - EXIT_RESERVE_S, grace_s / 2)
+
+
+async def run_service(app: App, settings: RuntimeSettings, *, deadline: ExitDeadline | None = None) -> int:
+    """Run `app` until SIGTERM/SIGINT; with `deadline`, the signal also arms it (main_entry's)."""
     shutdown = asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def on_signal() -> None:
+        shutdown.set()
+        if deadline is not None:
+            deadline.arm()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, shutdown.set)
+        loop.add_signal_handler(sig, on_signal)
     probes = Probes()
     probes.require("nats", "started")
     structlog.contextvars.bind_contextvars(service=app.name, instance=settings.instance)
@@ -142,13 +163,15 @@ async def run_service(app: App, settings: RuntimeSettings) -> int:
                 probes.mark_not_ready()
                 log.info("shutdown.begin", grace_s=settings.grace_s)
                 if tasks:
-                    _, pending = await asyncio.wait(tasks, timeout=settings.grace_s)
+                    _, pending = await asyncio.wait(tasks, timeout=workers_grace_s(settings.grace_s))
                     for task in pending:
                         log.warning("shutdown.worker_hung", worker=task.get_name())
                 raise _Stop
     except* _Stop:
         pass
     log.info("shutdown.done")
+    if deadline is not None:
+        deadline.finished(0)
     return 0
 
 
@@ -184,8 +207,10 @@ def main_entry(app_factory: Callable[[RuntimeSettings], App], settings_factory: 
         sys.exit(2)
     vc_logging.configure(settings.log_level, json=settings.log_json)
     gc.set_threshold(*GC_THRESHOLDS)
+    # Armed at SIGTERM, one second inside the grace period: the exit itself takes a moment.
+    deadline = ExitDeadline(max(settings.grace_s - 1.0, settings.grace_s / 2))
     try:
-        code = uvloop.run(run_service(app_factory(settings), settings))
+        code = uvloop.run(run_service(app_factory(settings), settings, deadline=deadline))
     except ConfigError as exc:
         log.error("service.config_error", error=str(exc))
         sys.exit(2)
