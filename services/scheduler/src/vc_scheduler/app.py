@@ -29,6 +29,7 @@ from vc_scheduler.inflight import InFlight
 from vc_scheduler.ledger_kv import Ledger
 from vc_scheduler.ledger_sweep import LedgerSweeper
 from vc_scheduler.loop import SchedulingLoop
+from vc_scheduler.peers import Several
 from vc_scheduler.solo import SoloLedger
 from vc_scheduler.status_writer import StatusWriter
 from vc_scheduling.cycle import load_scheduler_conf
@@ -98,7 +99,7 @@ class SchedulerApp:
             period_s=self.period_s,
             instance=membership.instance,
             members=membership,
-            ledger_kv=ledger,
+            peers=Several(ledger),
             work=work,
         )
         sweeper = LedgerSweeper(ledger, membership, lambda: loop.last_view)

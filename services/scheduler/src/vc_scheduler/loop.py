@@ -34,9 +34,9 @@ from vc_scheduler.gangs import gangs_of, hierarchical
 from vc_scheduler.idle import IdleGate, Inputs
 from vc_scheduler.inflight import MAX_IN_FLIGHT, InFlight
 from vc_scheduler.ledger import View
-from vc_scheduler.ledger_kv import Ledger
+from vc_scheduler.peers import Alone, Peers
 from vc_scheduler.planning import Cycle, Plan, plan_borrowing, plan_cycle
-from vc_scheduler.share import Partition, Share, left_over, reserved_pods
+from vc_scheduler.share import Partition, Share, left_over
 from vc_scheduler.status_writer import StatusWriter
 from vc_scheduling.cycle import CycleResult
 from vc_scheduling.framework.carried import CarriedState
@@ -53,11 +53,6 @@ HOLD_BACK_MAX_S = 2.0  # ...but not longer than this since the last cycle (new P
 # A cycle reports only the PodGroup statuses that may have changed; one at least this often reports all.
 FULL_REPORT_S = 60.0
 BORROW_EVERY_S = 1.0
-ANNOUNCE_TIMEOUT_S = 5.0
-# An announcement of an instance that is no longer a member is removed once this old: longer than any
-# lease lasts unrenewed, so its owner is fenced by then, and than a joining instance's lease takes to be
-# seen here.
-ANNOUNCED_STALE_S = 30.0
 
 
 def rest_after(cycle_s: float) -> float:
@@ -83,7 +78,7 @@ class SchedulingLoop:
         period_s: float,
         instance: str,
         members: Ownership | None = None,
-        ledger_kv: Ledger | None = None,
+        peers: Peers | None = None,
         work: InFlight | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -99,18 +94,17 @@ class SchedulingLoop:
         self.period_s = period_s
         self.instance = instance
         self.members: Ownership = members or SoleOwner(instance)
-        self.ledger = ledger_kv
+        self.peers: Peers = peers or Alone(instance)
         self.work = work  # the writes' queue, to hold planning back while binds are backlogged
         self._clock, self._sleep = clock, sleep
         self.cycles = itertools.count(1)
         self.last: CycleResult | None = None
         self.last_view: View | None = None  # the ledger sweeper prunes against it
         # Carried between cycles (a cycle's cost follows what changed): the session's opening state, the
-        # ledger view and who owns which PodGroup.
+        # share's builder (its reserved copies) and the partition.
         self._memo = CarriedState()
         self._share = Share(cache.snapshot, cache.pods, cache.index)
         self._parts: Partition | None = None
-        self._announced: tuple[str, ...] = ()  # the member set this instance last announced it plans under
         self._borrowed_at = -BORROW_EVERY_S
         self._tree = hierarchical(conf)
         self._gate = IdleGate()
@@ -124,14 +118,7 @@ class SchedulingLoop:
         try:
             await self._run(shutdown)
         finally:
-            if self.ledger is not None and self._announced:
-                # Leaving: the nodes this instance claimed go to the others at once, not after
-                # ANNOUNCED_STALE_S. Best effort (NATS may be gone): they go then anyway.
-                try:
-                    async with asyncio.timeout(1.0):
-                        await self.ledger.retract(self.instance)
-                except Exception as exc:
-                    log.info("partition.retract_on_exit_failed", error=repr(exc))
+            await self.peers.leave()  # what it claimed goes to the others now
 
     async def _run(self, shutdown: asyncio.Event) -> None:
         while not shutdown.is_set():
@@ -172,7 +159,7 @@ class SchedulingLoop:
     def _cycle_needed(self, now: float) -> bool:
         return self._gate.needed(
             self._inputs(),
-            ledger_changed=self.ledger is not None and self.ledger.changed.is_set(),
+            ledger_changed=self.peers.changed(),
             now=now,
             wall=datetime.now(UTC),
             writer_due=self.statuses.next_due(),
@@ -180,8 +167,7 @@ class SchedulingLoop:
 
     async def _cycle(self, started: float) -> None:
         inputs = self._inputs()  # as the cycle reads them: a change from here on runs the next one
-        if self.ledger is not None:
-            self.ledger.changed.clear()
+        self.peers.settle()
         try:
             result = await self.run_once()
         except Exception as exc:  # one bad cycle must not stop scheduling; the next one re-plans
@@ -197,10 +183,8 @@ class SchedulingLoop:
         number = next(self.cycles)
         members = self.members
         partition = await self._partition()
-        reserved: dict[str, tuple[str, str]] = {}
         view = self._view()
-        if self.ledger is not None:
-            reserved = reserved_pods(self.ledger.records(), view, time.time())
+        reserved = self.peers.reserved(view)
         snapshot, by_reservation = self._share.snapshot(partition, reserved)
         cycle = Cycle(
             snapshot,
@@ -248,50 +232,14 @@ class SchedulingLoop:
         return result
 
     async def _partition(self) -> Partition:
-        """Who owns what: PodGroups and nodes by the member set this instance announced it plans under,
-        less the nodes other instances' announcements claim (share.Partition). A new member set is
-        announced here, between cycles, before the first cycle that plans under it; should that fail,
-        the cycle plans under the set announced before (nodes move only once announced). Every other
-        announcement counts, also one of an instance this one has not seen join yet; one of an instance
-        that left is removed once it is older than ANNOUNCED_STALE_S. The cache's index recounts what is
-        outside the share when the partition changes."""
-        members = tuple(self.members.members) or (self.instance,)
-        claims: dict[str, tuple[str, ...]] = {}
-        if self.ledger is None:
-            self._announced = members  # no peers can exist without the ledger
-        else:
-            if members != self._announced:
-                try:
-                    async with asyncio.timeout(ANNOUNCE_TIMEOUT_S):
-                        await self.ledger.announce(members)
-                    self._announced = members
-                except Exception as exc:  # NATS unavailable: plan under the last announced set; again next cycle
-                    log.warning("partition.announce_failed", members=list(members), error=repr(exc))
-            await self._retract_stale(frozenset(members))
-            claims = {m: a.members for m, a in self.ledger.announced.items() if m != self.instance}
-        mine = self._announced or (self.instance,)
-        parts = self._parts
-        if parts is None or (parts.members, parts.claims) != (mine, claims):
-            parts = self._parts = Partition(self.instance, mine, claims)
+        """Who owns what among the instances (peers.py); the cache's index recounts what lies outside the
+        share when it changes."""
+        parts = await self.peers.partition(tuple(self.members.members) or (self.instance,))
+        if parts is not self._parts:
+            self._parts = parts
             self.cache.index.regroup(parts.owns, parts.owns_node)
         parts.bound(len(self.cache.podgroups) + len(self.cache.nodes) + len(self.cache.queues))
         return parts
-
-    async def _retract_stale(self, live: frozenset[str]) -> None:
-        """Remove the announcements of instances that left (their lease ended) and announced nothing for
-        ANNOUNCED_STALE_S: their claims would keep their nodes from everyone. Younger ones stay: the
-        instance may have just joined, its lease not yet seen here."""
-        assert self.ledger is not None
-        now = time.time()
-        for member, made in list(self.ledger.announced.items()):
-            if member == self.instance or member in live or now - made.at < ANNOUNCED_STALE_S:
-                continue
-            try:
-                async with asyncio.timeout(ANNOUNCE_TIMEOUT_S):
-                    await self.ledger.retract(member, made.revision)
-                log.info("partition.retracted", member=member)
-            except Exception as exc:  # the next cycle tries again
-                log.warning("partition.retract_failed", member=member, error=repr(exc))
 
     def _view(self) -> View:
         return self.cache.index.view(
