@@ -140,6 +140,9 @@ class ClusterIndex:
     def stored_pod(self, key: str, pod: PodObj | None) -> None:
         """A pod as stored (None: deleted): the ledger's view, the queue sums, the node usage."""
         old = self._stored.pop(key, None)
+        if old is not None and pod is not None and _counts_alike(old, pod):
+            self._stored[key] = pod  # a status or label change: nothing counted here moves
+            return
         if old is not None:
             self._count_pod(old, -1.0)
         if pod is not None:
@@ -329,6 +332,18 @@ class ClusterIndex:
         if chain is None:
             chain = self._chains[queue] = queue_chain(queue, self._parents)
         return chain
+
+
+def _counts_alike(old: PodObj, new: PodObj) -> bool:
+    """Whether every field the index counts a pod by is the same in both versions."""
+    return (
+        old.uid == new.uid
+        and old.node_name == new.node_name
+        and old.phase == new.phase
+        and old.deleting == new.deleting
+        and old.group_name == new.group_name
+        and old.requests == new.requests
+    )
 
 
 def _reservation(group: _Group) -> Amounts:
