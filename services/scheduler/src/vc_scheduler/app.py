@@ -1,8 +1,9 @@
 """Wiring of the scheduler service: membership, cache watches, the placement ledger, the loop, and the
 writers it hands work to (gang binder, evictor, status writer) over one bounded in-flight queue.
 
-Any number of instances run at once (`vcctl up --scheduler-replicas N`): each owns the PodGroups
-rendezvous hashing gives it among the live members, and every placement goes through the ledger.
+Any number of instances run at once (`vcctl up --scheduler-replicas N`): each owns the PodGroups and
+the nodes rendezvous hashing gives it among the live members and plans over that share (share.py,
+docs/scale-out.md); every placement goes through the ledger.
 """
 
 from __future__ import annotations
