@@ -450,3 +450,18 @@ def test_once_every_instance_announced_and_read_the_others_every_node_has_its_ow
         assert [m for m in members if owners[m].owns_node(node_name)] == [
             rendezvous_owner(f"node:{node_name}", members)
         ]
+
+
+def test_the_shares_own_pods_on_a_borrowed_node_are_counted_once() -> None:
+    part = Partition("a", MEMBERS)
+    mine = own_group(part)
+    far = next(f"n{i}" for i in range(20) if not part.owns_node(f"n{i}"))
+    placed = [pod(f"m{k}", mine, node=far, phase="Running") for k in range(2)]
+    snap = cluster(20, [*placed, pod("waiting", mine)], [group(mine)])
+    share = share_of(snap, part)
+    out, _ = share.snapshot(part, {})
+    borrowing = share.borrowing(out, part, {})
+    node_left = next(n for n in borrowing.nodes if n.name == far)
+    # Its two running pods are in the session (the share holds its PodGroup's pods): the node shows all
+    # its 4 cpu, and the session takes the 2 off itself.
+    assert node_left.allocatable["cpu"] == Fraction(4) and node_left.max_pods == 10

@@ -219,6 +219,11 @@ class ClusterIndex:
         }
         return Outside(dict(self._foreign_allocatable), dict(self._foreign_used), queues)
 
+    def counted_on(self, key: str, node: str) -> bool:
+        """Whether the pod's stored version occupies `node` (is counted in its usage)."""
+        stored = self._stored.get(key)
+        return stored is not None and stored.node_name == node and stored.phase in OCCUPYING
+
     def usage(self, node: str) -> tuple[Amounts, int]:
         """A node's usage by stored pods (requests without `pods`), and how many pods occupy it."""
         usage = self._usage.get(node)

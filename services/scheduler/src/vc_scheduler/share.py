@@ -167,6 +167,14 @@ class Share:
                 for name, value in pod.requests.items():
                     slot[name] = slot.get(name, Fraction(0)) + value
                 slot[PODS] = slot.get(PODS, Fraction(0)) + 1
+        # The share's own pods already placed on those nodes are in the session: their stored part of the
+        # usage is given back, or the session would count them twice.
+        for pod in share.pods:
+            if pod.node_name and not owner.owns_node(pod.node_name) and self._index.counted_on(pod.key, pod.node_name):
+                slot = held.setdefault(pod.node_name, {})
+                for name, value in pod.requests.items():
+                    slot[name] = slot.get(name, Fraction(0)) - value
+                slot[PODS] = slot.get(PODS, Fraction(0)) - 1
         others = []
         for node in self._tables().nodes:
             if owner.owns_node(node.name):
@@ -178,6 +186,8 @@ class Share:
         return replace(share, nodes=share.nodes + tuple(others), outside=outside)
 
     def _left(self, node: NodeObj, reserved: Mapping[str, Fraction]) -> NodeObj:
+        """The node at what it has left: its stored usage and `reserved` (others' binds in flight, less
+        the share's own pods there) taken off."""
         used, count = self._index.usage(node.name)
         left = {}
         for name, value in node.allocatable.items():
