@@ -36,6 +36,7 @@ from vc_cli import running
 from vc_cli.datalock import DataDirLock, lock_data_dir
 from vc_cli.errors import CliError
 from vc_cli.progress import StartupProgress
+from vc_cli.up_webhooks import UpWebhooks
 from vc_core.errors import AlreadyExists, InvalidObject
 from vc_core.quantity import parse_quantity
 from vc_proto.meta import ObjectMeta
@@ -183,7 +184,9 @@ def _node_count(args: argparse.Namespace) -> int:
     return int(args.nodes if args.nodes is not None else (0 if args.backend == "kube" else 4))
 
 
-def plan_children(args: argparse.Namespace, nats_url: str, auth: AuthDir | None = None) -> list[Child]:
+def plan_children(
+    args: argparse.Namespace, nats_url: str, auth: AuthDir | None = None, webhooks: UpWebhooks | None = None
+) -> list[Child]:
     common = ["--nats", nats_url, "--backend", args.backend] + (
         ["--kubeconfig", args.kubeconfig] if args.kubeconfig else []
     )
@@ -204,7 +207,8 @@ def plan_children(args: argparse.Namespace, nats_url: str, auth: AuthDir | None 
         return Child(name, argv, port)
 
     children = [child("kube-relay", "vc-kube-relay", [])] if args.backend == "kube" else []
-    children.append(child("admission", "vc-admission", ["--identities", str(auth.registry_path)] if auth else []))
+    admission = ["--identities", str(auth.registry_path)] if auth else []
+    children.append(child("admission", "vc-admission", admission + (webhooks.admission_args() if webhooks else [])))
     for name in ("queue-controller", "podgroup-controller", "job-controller", "gc", "flow-controller"):
         children.append(child(name, f"vc-{name}", []))
     conf = ["--scheduler-conf", args.scheduler_conf] if args.scheduler_conf else []
@@ -457,18 +461,25 @@ async def _supervise(
         loop.add_signal_handler(sig, stop.set)
     server = nats.server
     progress = progress or StartupProgress(sys.stderr)
+    webhooks: UpWebhooks | None = None
     if args.backend == "kube":
+        kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG")
         progress.stage("installing Tephra's CRDs")
-        await install_crds(args.kubeconfig or os.environ.get("KUBECONFIG"))
+        await install_crds(kubeconfig)
+        webhooks = UpWebhooks(kubeconfig, free_port())
+        await _remove_webhooks(webhooks, "stale")  # an earlier run's, before anything is written
     else:
         progress.stage("creating the default queues")
         await ensure_default_queues(server.url, auth)  # with kube, the queue-controller creates them there
-    children = plan_children(args, server.url, auth)
+    children = plan_children(args, server.url, auth, webhooks)
     try:
         for c in children:
             await c.start()
         try:
             await _wait_ready(children, nats, stop, progress)
+            if webhooks is not None and not stop.is_set():
+                progress.stage("registering admission's webhooks")
+                await webhooks.register()
         finally:
             progress.clear()
         if stop.is_set():
@@ -477,7 +488,20 @@ async def _supervise(
         await _keep_alive(children, nats, stop)
         return 0
     finally:
+        if webhooks is not None:  # before admission stops: a webhook that fails closed must not outlive it
+            await _remove_webhooks(webhooks, "stopping")
         await _stop_all(children)
+
+
+async def _remove_webhooks(webhooks: UpWebhooks, why: str) -> None:
+    """A failure is logged, not raised: starting or stopping goes on (the next start tries again)."""
+    try:
+        removed = await webhooks.remove()
+    except CliError as exc:
+        _log_event("webhooks.remove_failed", why=why, error=str(exc))
+        return
+    if removed:
+        _log_event("webhooks.removed", why=why, names=removed)
 
 
 async def _wait_ready(

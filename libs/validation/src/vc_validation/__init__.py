@@ -2,12 +2,13 @@
 
 No I/O and no asyncio here. Admission's front-ends (the embedded NATS write API and the Kubernetes
 webhook) call `review`; the services that act on stored objects call `job_violations` and
-`pod_violations` (module `acting`), so nothing admission would refuse is acted on, whoever stored it.
+`pod_violations` (module `acting`), so nothing admission would refuse is acted on, whoever stored it,
+and act on `admitted_job`, so what admission would have defaulted is run with its defaults.
 """
 
 from __future__ import annotations
 
-from vc_validation.acting import job_violations, pod_violations, summarize
+from vc_validation.acting import admitted_job, job_violations, pod_violations, summarize
 from vc_validation.context import AdmissionContext, StaticContext
 from vc_validation.cronjobs import mutate_cronjob, validate_cronjob
 from vc_validation.derived_jobs import admit_derived_job
@@ -35,6 +36,7 @@ __all__ = [
     "Verdict",
     "Violation",
     "admit_derived_job",
+    "admitted_job",
     "apply_json_patch",
     "check_request_size",
     "job_violations",

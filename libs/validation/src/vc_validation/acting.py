@@ -23,12 +23,19 @@ from vc_validation.verdict import Violation
 MAX_SUMMARY: Final = 1024
 
 
+def admitted_job(job: Job) -> Job:
+    """The job with the defaults admission's CREATE applies (`mutate_job`): what a service acts on, so a
+    job that reached the store without admission (its webhook removed or bypassed) is run as it would
+    have been admitted (a task without a name is `default0`, not `""`). An admitted job comes back equal."""
+    spec = job.spec
+    scheduler = (spec.scheduler_name if spec else None) or DEFAULT_SCHEDULER_NAME
+    return mutate_job(job, scheduler_name=scheduler)
+
+
 def job_violations(job: Job) -> list[Violation]:
     """The job after the defaults admission applies (an admitted job is judged as it was admitted),
     against every create rule that needs no cluster state."""
-    spec = job.spec
-    scheduler = (spec.scheduler_name if spec else None) or DEFAULT_SCHEDULER_NAME
-    return validate_job_spec(mutate_job(job, scheduler_name=scheduler))
+    return validate_job_spec(admitted_job(job))
 
 
 def pod_violations(pod: Pod, scheduler_names: Sequence[str] = (DEFAULT_SCHEDULER_NAME,)) -> list[Violation]:

@@ -4,7 +4,8 @@ Requests for one job are handled one at a time, in order (Volcano hashes a job t
 are shared between instances by rendezvous hashing (`Membership`), and every write is fenced by the
 instance's lease. Delayed policy actions are timers of this loop; a restart re-derives them from
 state (see `startup_requests`). A job admission would refuse (it reached the store some other way)
-is not acted on: its status and history say why (`Admissibility`, `logic/refusal.py`).
+is not acted on: its status and history say why (`Admissibility`, `logic/refusal.py`); one admission
+would have defaulted is acted on with admission's defaults (`Admissibility.admitted`).
 """
 
 from __future__ import annotations
@@ -179,7 +180,7 @@ class JobController:
             self.enqueue(key, rq.for_pod_deleted(pod, owner[1]))
             return
         siblings[new.metadata.name or ""] = new
-        job = self.jobs.get(key[0], key[1])
+        job = self._admitted(key)
         request = (
             rq.for_pod_added(new, owner[1]) if old is None else rq.for_pod_updated(old, new, owner[1], job, siblings)
         )
@@ -205,6 +206,11 @@ class JobController:
             job = self.jobs.get(*key)
             if job is not None:
                 self.enqueue(key, rq.Request(event=rq.Event.OUT_OF_SYNC.value, job_uid=job.metadata.uid or ""))
+
+    def _admitted(self, key: JobKey) -> Job | None:
+        """The cached job with admission's defaults (the controller's view of every job it acts on)."""
+        job = self.jobs.get(*key)
+        return None if job is None else self.admissibility.admitted(key, job)
 
     async def _queue_exists(self, name: str) -> bool:
         if self.queues.get(None, name) is not None:
@@ -276,7 +282,7 @@ class JobController:
             await self._refuse(key, job, refused)
             return
         view = JobView(
-            job,
+            self.admissibility.admitted(key, job),  # as admission would have stored it (its defaults)
             dict(self.pods_by_job.get(key, {})),
             self.podgroups.get(key[0], f"{key[1]}-{job.metadata.uid}"),
             delayed=dict(self.delayed.get(key, {})),
@@ -440,7 +446,9 @@ class JobController:
                 if failed:
                     self.enqueue(
                         key,
-                        rq.for_pod_updated(_as_running(pod), pod, job.metadata.uid or "", job, self.pods_by_job[key]),
+                        rq.for_pod_updated(
+                            _as_running(pod), pod, job.metadata.uid or "", self._admitted(key), self.pods_by_job[key]
+                        ),
                     )
         for (namespace, name), command in list(self.commands.items.items()):
             if command.target and command.target.kind == "Job":
