@@ -402,7 +402,7 @@ def secure_bus(data: Path, backend: Backend) -> AuthDir:
     """DATA/auth made complete (whatever is missing is made) and nats-server's part written from it."""
     auth = AuthDir(data / "auth")
     try:
-        auth.ensure()
+        auth.ensure(backend)
         auth.write_server_config(backend)
     except (OSError, BadCredentials, ValueError) as exc:
         raise CliError(f"cannot prepare NATS credentials in {auth.root}: {exc}") from exc
