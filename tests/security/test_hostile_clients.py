@@ -283,7 +283,7 @@ async def test_a_plain_pod_cannot_draw_on_a_queue_its_namespace_may_not_use(tena
         return "scheduling.k8s.io/group-name" in (pod.metadata.annotations or {})
 
     for namespace, name in (("team-a", "mine"), ("team-b", "plain")):
-        await eventually(lambda: grouped(namespace, name), timeout=30, interval=0.2)
+        await eventually(lambda ns=namespace, n=name: grouped(ns, n), timeout=30, interval=0.2)
     podgroups = tenants.services["podgroup-controller"]
     await eventually(lambda: "team-b/forged" in podgroups.log_text(), timeout=30, interval=0.2, what="refused")
     assert not await grouped("team-b", "forged")
