@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -289,3 +290,25 @@ async def test_a_plain_pod_cannot_draw_on_a_queue_its_namespace_may_not_use(tena
     assert not await grouped("team-b", "forged")
     groups, _ = await tenants.store_call(lambda s: s.list(PodGroup, "team-b"))
     assert groups and all(g.spec is None or g.spec.queue != "team-a" for g in groups)
+
+
+async def test_a_tenants_text_cannot_drive_the_terminal_of_whoever_reads_it(tenants: Tenants) -> None:
+    hostile = "\x1b]0;owned\x07\x1b[2J\x1b[31mFAKE: job deleted\x1b[0m"
+    document = yaml.safe_load(job_in("team-a", "title"))
+    document["metadata"]["annotations"] = {"note": hostile}
+    applied = tenants.vcctl_as("alice", "apply", "-f", "-", stdin=yaml.safe_dump(document))
+    assert applied.returncode == 0, applied.stderr
+
+    for args in (("describe", "job", "title", "-n", "team-a"), ("job", "list", "-n", "team-a")):
+        shown = tenants.vcctl(*args)
+        assert shown.returncode == 0 and "title" in shown.stdout, shown.stderr
+        assert not {"\x1b", "\x07"} & set(shown.stdout + shown.stderr), args
+    described = tenants.vcctl("describe", "job", "title", "-n", "team-a").stdout
+    assert "\\x1b]0;owned\\x07\\x1b[2J" in described
+    # -o json and -o yaml carry the exact value.
+    for fmt, load in (("json", json.loads), ("yaml", yaml.safe_load)):
+        out = tenants.vcctl("job", "view", "-N", "title", "-n", "team-a", "-o", fmt)
+        assert load(out.stdout)["metadata"]["annotations"]["note"] == hostile, fmt
+    # An error that names what the user typed.
+    missing = tenants.vcctl("describe", "job", "no\x1b[2Jsuch", "-n", "team-a")
+    assert missing.returncode == 1 and "\x1b" not in missing.stderr and "\\x1b[2J" in missing.stderr, missing.stderr

@@ -36,6 +36,7 @@ from vc_cli import running
 from vc_cli.datalock import DataDirLock, lock_data_dir
 from vc_cli.errors import CliError
 from vc_cli.progress import StartupProgress
+from vc_cli.terminal import unescaped
 from vc_core.errors import AlreadyExists, InvalidObject
 from vc_core.quantity import parse_quantity
 from vc_proto.meta import ObjectMeta
@@ -359,7 +360,7 @@ async def run(args: argparse.Namespace) -> int:
         if port_in_use(args.nats_port):
             raise CliError(f"port {args.nats_port} is already in use (is Tephra already running? choose --nats-port)")
         check_ports_free(args)
-        progress = StartupProgress(sys.stderr)
+        progress = StartupProgress(unescaped(sys.stderr))
         progress.stage("starting nats-server")
         auth = secure_bus(data, args.backend)
         server = NatsServer(
@@ -456,7 +457,7 @@ async def _supervise(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     server = nats.server
-    progress = progress or StartupProgress(sys.stderr)
+    progress = progress or StartupProgress(unescaped(sys.stderr))
     if args.backend == "kube":
         progress.stage("installing Tephra's CRDs")
         await install_crds(args.kubeconfig or os.environ.get("KUBECONFIG"))
