@@ -15,6 +15,7 @@ import json
 import os
 import secrets
 import ssl
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from vc_security.authdir import AuthDir
 from vc_security.credentials import CA_ENV, ClientCredentials, write_private
 from vc_security.identities import ADMIN, SERVICE_GRANTS, Backend, permissions
 from vc_security.natsconf import NatsUser
+from vc_security.tokens import issue_token
 
 HARNESS = "harness"
 RELAY = "kube-relay"
@@ -72,6 +74,15 @@ class SecureBus:
             write_private(auth.root / name, (self.auth.root / name).read_bytes())
         auth.ensure("kube")
         return SecureBus(auth, secrets.token_urlsafe(24))
+
+    def dashboard_logins(self) -> list[str]:
+        """vc-dashboard's flags for this bus's people (as `vcctl up` gives them)."""
+        admin_key = self.credentials(ADMIN).key.public_key
+        return ["--identities", str(self.auth.registry_path), "--admin-key", admin_key]
+
+    def login_token(self, identity: str = ADMIN) -> str:
+        """A dashboard login token for `identity`, as `vcctl user token` makes one."""
+        return issue_token(identity, self.credentials(identity).key, expires=int(time.time()) + 3600)
 
     def admin_env(self) -> dict[str, str]:
         """What a vcctl process needs to act as the admin."""

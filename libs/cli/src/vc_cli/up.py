@@ -43,7 +43,7 @@ from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec, QueueStatus
 from vc_security.authdir import AuthDir
 from vc_security.credentials import BadCredentials
-from vc_security.identities import Backend
+from vc_security.identities import ADMIN, Backend
 from vc_validation.simulation import parse_sim_duration
 
 READY_TIMEOUT_S = 90.0
@@ -232,16 +232,23 @@ def plan_children(args: argparse.Namespace, nats_url: str, auth: AuthDir | None 
             sim += ["--vgpus-per-node", str(vgpus), "--vgpu-memory", str(args.vgpu_memory)]
             sim += ["--vgpu-split", str(args.vgpu_split)]
         children.append(child("node-sim", "vc-node-sim", sim))
-    children.append(dashboard_child(args, child))
+    children.append(dashboard_child(args, child, auth))
     return children
 
 
-def dashboard_child(args: argparse.Namespace, child: Callable[[str, str, list[str]], Child]) -> Child:
-    """vc-dashboard on --dashboard-port, else on DASHBOARD_PORT when free (a stable URL), else on any free port."""
+def dashboard_child(
+    args: argparse.Namespace, child: Callable[[str, str, list[str]], Child], auth: AuthDir | None = None
+) -> Child:
+    """vc-dashboard on --dashboard-port, else on DASHBOARD_PORT when free (a stable URL), else on any free
+    port; its logins are vcctl's identities (`vcctl user token`)."""
     port = getattr(args, "dashboard_port", None)
     if port is None:
         port = free_port() if port_in_use(DASHBOARD_PORT) else DASHBOARD_PORT
-    dashboard = child("vc-dashboard", "vc-dashboard", ["--http-host", "127.0.0.1", "--http-port", str(port)])
+    logins = []
+    if auth is not None:
+        admin_key = auth.credentials(ADMIN).key.public_key
+        logins = ["--identities", str(auth.registry_path), "--admin-key", admin_key]
+    dashboard = child("vc-dashboard", "vc-dashboard", ["--http-host", "127.0.0.1", "--http-port", str(port), *logins])
     dashboard.url = f"http://127.0.0.1:{port}/"
     return dashboard
 
@@ -513,6 +520,7 @@ def _announce(server: NatsServer, children: list[Child], data: Path, auth: AuthD
         print(f"{c.name + ':':<21}http://127.0.0.1:{c.health_port}/metrics", flush=True)
     for c in children:
         if c.url:
+            print("dashboard login: a token from `vcctl user token` (on its login page, or as a bearer token)")
             print(f"dashboard: {c.url}", flush=True)
     print("ready", flush=True)
 
