@@ -59,7 +59,7 @@ def unescaped(stream: TextIO) -> TextIO:
 def escaped_output() -> Iterator[None]:
     """sys.stdout and sys.stderr escape control characters while the block runs."""
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = EscapingStream(saved[0]), EscapingStream(saved[1])  # type: ignore[assignment]
+    sys.stdout, sys.stderr = EscapingStream(saved[0]), EscapingStream(saved[1])
     try:
         yield
     finally:
