@@ -122,10 +122,12 @@ def test_tokens_are_checked_against_the_identitys_key(tmp_path: Path) -> None:
         ("LOCALHOST", True),
         ("evil.example.com", False),
         ("127.0.0.1.evil.example.com:8090", False),
-        ("[::1]:8090", False),
+        ("[::1]:8090", True),
+        ("0.0.0.0:8090", False),
         ("", False),
     ],
 )
 def test_host_names(header: str, allowed: bool) -> None:
     assert host_allowed(header, allowed_hosts("127.0.0.1")) is allowed
+    assert host_allowed(header, allowed_hosts("0.0.0.0", ["dash.example.com"])) is False
     assert host_name("[::1]:8090") == "::1" and host_name("example.com:80") == "example.com"

@@ -8,7 +8,8 @@ viewer reads.
 A browser sends the Host it thinks it is talking to. A page on another site that re-points its own
 name at 127.0.0.1 (DNS rebinding) reaches the dashboard with that foreign name, so only the names
 the dashboard is configured to serve are answered (by default the address it listens on and
-localhost); the others get 421 Misdirected Request.
+localhost, by name or loopback address, as `kubectl port-forward` reaches it); the others get 421
+Misdirected Request.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-LOCAL_NAMES: Final = ("localhost",)
+# localhost and the loopback addresses: a rebinding page's requests carry its own name, never these.
+LOCAL_NAMES: Final = ("localhost", "127.0.0.1", "::1")
 
 
 @dataclass(frozen=True, slots=True)
