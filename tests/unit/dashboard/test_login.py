@@ -94,6 +94,9 @@ async def test_a_session_from_a_token_lasts_until_the_person_is_deleted(site: Si
         async with browser.post(site.base + "/login", data={"token": "bad"}, allow_redirects=False) as refused:
             assert refused.status == 401 and "not a Tephra login token" in await refused.text()
         form = {"token": site.logins.token("alice")}
+        elsewhere = {"Origin": "http://evil.example.com"}  # another site's form, with its own token
+        async with browser.post(site.base + "/login", data=form, headers=elsewhere, allow_redirects=False) as r:
+            assert r.status == 403 and SESSION_COOKIE not in r.cookies
         async with browser.post(site.base + "/login", data=form, allow_redirects=False) as login:
             assert login.status == 303 and login.headers["Location"] == "/"
             cookie = login.cookies[SESSION_COOKIE]

@@ -17,6 +17,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Final
+from urllib.parse import urlsplit
 
 import structlog
 from aiohttp import web
@@ -126,6 +127,10 @@ class Gate:
         return _login_page(200, "Paste a token from `vcctl user token`.")
 
     async def _login(self, request: web.Request) -> web.Response:
+        origin = request.headers.get("Origin")
+        if origin is not None and not host_allowed(urlsplit(origin).netloc, self._hosts):
+            # Another site's form posting its own token would log this browser in as someone else.
+            return _login_page(403, "Log in from the dashboard's own page.")
         if (request.content_length or 0) > MAX_FORM_BYTES:
             return _login_page(400, "The form is too large.")
         token = str((await request.post()).get("token", "")).strip()
