@@ -63,6 +63,9 @@ async def test_without_a_login_every_page_is_a_401_with_the_login_form(site: Sit
         status, body = await site.get(path)
         assert status == 401, path
         assert 'action="/login"' in body and "a-job" not in body, path
+    async with ClientSession() as http, http.get(site.base + "/login") as page:
+        # Its form must carry the page's real Origin (under no-referrer a browser sends `null`).
+        assert page.status == 200 and page.headers["Referrer-Policy"] == "same-origin"
     for token in ("nonsense", site.logins.token("alice", lasts=-1), "alice.99999999999.AAAA"):
         assert (await site.get("/jobs", Authorization=f"Bearer {token}"))[0] == 401, token
     assert (await site.get("/static/dashboard.css"))[0] == 200  # the login page's own style
@@ -94,9 +97,10 @@ async def test_a_session_from_a_token_lasts_until_the_person_is_deleted(site: Si
         async with browser.post(site.base + "/login", data={"token": "bad"}, allow_redirects=False) as refused:
             assert refused.status == 401 and "not a Tephra login token" in await refused.text()
         form = {"token": site.logins.token("alice")}
-        elsewhere = {"Origin": "http://evil.example.com"}  # another site's form, with its own token
-        async with browser.post(site.base + "/login", data=form, headers=elsewhere, allow_redirects=False) as r:
-            assert r.status == 403 and SESSION_COOKIE not in r.cookies
+        for origin in ("http://evil.example.com", "null"):  # another site's form, with its own token
+            headers = {"Origin": origin}
+            async with browser.post(site.base + "/login", data=form, headers=headers, allow_redirects=False) as r:
+                assert r.status == 403 and SESSION_COOKIE not in r.cookies, origin
         async with browser.post(site.base + "/login", data=form, allow_redirects=False) as login:
             assert login.status == 303 and login.headers["Location"] == "/"
             cookie = login.cookies[SESSION_COOKIE]

@@ -165,5 +165,10 @@ def _login_page(status: int, message: str) -> web.Response:
     html = render(
         "layout.html", title="Log in", section="", stream="", fragment="login.html", synced=True, message=message
     )
-    headers = {"WWW-Authenticate": 'Bearer realm="tephra"'} if status == 401 else {}
+    # same-origin, not the other pages' no-referrer: under no-referrer a browser sends `Origin: null`
+    # with the form, and the login could not tell its own page from another site's.
+    headers = {"Referrer-Policy": "same-origin"}
+    if status == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="tephra"'
+
     return web.Response(status=status, text=html, content_type="text/html", headers=headers)
