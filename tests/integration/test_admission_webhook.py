@@ -25,11 +25,11 @@ from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec, QueueStatu
 SEEDS = Path(__file__).resolve().parents[1] / "fixtures" / "seeds"
 
 
-def queue(name: str) -> Queue:
+def queue(name: str, allowed: list[str] | None = None) -> Queue:
     return Queue(
         api_version=SCHEDULING_V1BETA1,
         metadata=ObjectMeta(name=name),
-        spec=QueueSpec(weight=1),
+        spec=QueueSpec(weight=1, allowed_namespaces=allowed),
         status=QueueStatus(state="Open"),
     )
 
@@ -37,7 +37,8 @@ def queue(name: str) -> Queue:
 @pytest.fixture
 async def webhook(tmp_path: Path) -> AsyncIterator[tuple[str, ssl.SSLContext]]:
     ca_path, cert_path, key_path = certs.generate(["tephra-admission.tephra-system.svc"]).write(tmp_path / "tls")
-    ctx = StaticContext(queues={"default": queue("default"), "root": queue("root")})
+    queues = {"default": queue("default"), "root": queue("root"), "team-a": queue("team-a", ["team-a"])}
+    ctx = StaticContext(queues=queues)
     port = free_port()
     started = asyncio.Event()
     async with asyncio.TaskGroup() as tg:
@@ -51,7 +52,11 @@ async def webhook(tmp_path: Path) -> AsyncIterator[tuple[str, ssl.SSLContext]]:
 
 
 def review(
-    kind: dict[str, str], operation: str, obj: dict[str, Any] | None, old: dict[str, Any] | None = None
+    kind: dict[str, str],
+    operation: str,
+    obj: dict[str, Any] | None,
+    old: dict[str, Any] | None = None,
+    namespace: str = "default",
 ) -> dict[str, Any]:
     return {
         "apiVersion": "admission.k8s.io/v1",
@@ -60,7 +65,7 @@ def review(
             "uid": str(uuid.uuid4()),
             "kind": kind,
             "operation": operation,
-            "namespace": "default",
+            "namespace": namespace,
             "object": obj,
             "oldObject": old,
             "userInfo": {"username": "kubernetes-admin"},
@@ -122,6 +127,31 @@ async def test_validate_denies_with_the_field_and_message(webhook: tuple[str, ss
     response = (await post(base, tls, "/jobs/validate", review(JOB_KIND, "CREATE", job)))["response"]
     assert response["allowed"] is False
     assert "minAvailable" in response["status"]["message"]
+
+
+async def test_a_plain_pod_naming_a_queue_its_namespace_may_not_use_is_denied(
+    webhook: tuple[str, ssl.SSLContext],
+) -> None:
+    base, tls = webhook
+    kind = {"group": "", "version": "v1", "kind": "Pod"}
+
+    def pod(queue: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "annotations": {"scheduling.volcano.sh/queue-name": queue}},
+            "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "image": "x"}]},
+        }
+
+    refused = await post(base, tls, "/pods/validate", review(kind, "CREATE", pod("team-a"), namespace="team-b"))
+    response = refused["response"]
+    assert response["allowed"] is False
+    assert response["status"]["message"] == (
+        "metadata.annotations[scheduling.volcano.sh/queue-name]: namespace `team-b` is not allowed to submit "
+        "to queue `team-a`"
+    )
+    allowed = await post(base, tls, "/pods/validate", review(kind, "CREATE", pod("team-a"), namespace="team-a"))
+    assert allowed["response"]["allowed"] is True
 
 
 async def test_seed_jobs_are_admitted_unchanged_by_validation(webhook: tuple[str, ssl.SSLContext]) -> None:

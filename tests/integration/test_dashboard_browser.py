@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.secure import session_bus
 from tests.support.services import ServiceProcess
 from tests.support.system import System, seed, start_system
 from vc_bus.server import free_port
@@ -84,7 +85,8 @@ def browser(tmp_path: Path) -> Iterator[Any]:
 async def dashboard(tmp_path: Path) -> AsyncIterator[tuple[System, str]]:
     system = await start_system(tmp_path)
     port = free_port()
-    process = ServiceProcess("vc-dashboard", system.url, ["--http-port", str(port)], tmp_path / "dashboard.log")
+    argv = ["--http-port", str(port), *session_bus().dashboard_logins()]
+    process = ServiceProcess("vc-dashboard", system.url, argv, tmp_path / "dashboard.log")
     try:
         process.start()
         await process.wait_ready(timeout=60)
@@ -92,6 +94,17 @@ async def dashboard(tmp_path: Path) -> AsyncIterator[tuple[System, str]]:
     finally:
         process.stop_quietly()
         system.stop()
+
+
+def log_in(driver: Any, base: str) -> None:
+    """The admin logs in as a person would: the login page, a token from `vcctl user token`."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(f"{base}/login")
+    field = driver.find_element(By.ID, "token")
+    field.send_keys(session_bus().login_token())
+    field.submit()
+    wait_for(driver, "h1", "the login leads to the overview", contains="Overview")
 
 
 def screenshot(driver: Any, name: str) -> Path:
@@ -166,6 +179,7 @@ async def test_the_dashboard_shows_a_running_job_and_its_completion_live(
     browser: Any, dashboard: tuple[System, str]
 ) -> None:
     system, base = dashboard
+    log_in(browser, base)
     assert (
         system.vcctl(
             "queue", "create", "-N", "research", "--weight", "2", "--capability", "cpu=8,memory=64Gi,nvidia.com/gpu=8"

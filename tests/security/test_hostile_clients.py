@@ -8,12 +8,15 @@
 - publishing on a service's subjects (a KV bucket, node-sim's control, the history) is refused;
 - the request's own `user` claim changes nothing;
 - a tenant reads its own namespaces only: vcctl says what the server refused, and a raw client that
-  names one namespace in the subject and asks for more in the body is refused too.
+  names one namespace in the subject and asks for more in the body is refused too;
+- a plain pod naming a queue its namespace may not use is refused, and gets no PodGroup when written
+  past admission.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -32,8 +35,8 @@ from vc_bus.connection import connect
 from vc_core.errors import NotFound
 from vc_proto import api, subjects
 from vc_proto.batch import Job
-from vc_proto.core import Secret
-from vc_proto.scheduling import Queue
+from vc_proto.core import Pod, Secret
+from vc_proto.scheduling import PodGroup, Queue
 from vc_security.credentials import ClientCredentials, write_private
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
@@ -232,3 +235,80 @@ async def _service_subjects_are_closed(tenants: Tenants) -> None:
             assert not await p.may_subscribe("_INBOX.>"), who
             # Only the admin may make a simulated node (Not)Ready.
             assert await p.may_publish(subjects.NODE_SIM_CONTROL) == (who == "admin"), who
+
+
+def plain_pod(name: str, namespace: str, queue: str | None) -> dict[str, Any]:
+    annotations = {"scheduling.volcano.sh/queue-name": queue} if queue else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
+        "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "image": "busybox"}]},
+    }
+
+
+async def test_a_plain_pod_cannot_draw_on_a_queue_its_namespace_may_not_use(tenants: Tenants) -> None:
+    team_a = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": "team-a"},
+        "spec": {"weight": 1, "allowedNamespaces": ["team-a"]},
+    }
+    tenants.submit(team_a)
+
+    # Through admission: refused with the field and the rule, and nothing is stored.
+    refused = tenants.vcctl_as("bob", "apply", "-f", "-", stdin=yaml.safe_dump(plain_pod("sneaky", "team-b", "team-a")))
+    assert refused.returncode == 1
+    assert (
+        "metadata.annotations[scheduling.volcano.sh/queue-name]: namespace `team-b` is not allowed to submit "
+        "to queue `team-a`" in refused.stderr
+    ), refused.stderr
+    with pytest.raises(NotFound):
+        await tenants.store_call(lambda s: s.get(Pod, "team-b", "sneaky"))
+    # Her own queue, and bob's pod that names none (it goes to `default`): accepted.
+    for who, document in (
+        ("alice", plain_pod("mine", "team-a", "team-a")),
+        ("bob", plain_pod("plain", "team-b", None)),
+    ):
+        accepted = tenants.vcctl_as(who, "apply", "-f", "-", stdin=yaml.safe_dump(document))
+        assert accepted.returncode == 0, accepted.stderr
+
+    # Past admission (a pod written straight into the store): the podgroup controller makes no PodGroup
+    # in team-a for it, while the admitted pods get theirs.
+    forged = msgspec.convert(plain_pod("forged", "team-b", "team-a"), Pod)
+    forged = msgspec.structs.replace(forged, metadata=msgspec.structs.replace(forged.metadata, uid="forged-uid"))
+    await tenants.store_call(lambda s: s.create(forged))
+
+    async def grouped(namespace: str, name: str) -> bool:
+        pod = await tenants.store_call(lambda s: s.get(Pod, namespace, name))
+        return "scheduling.k8s.io/group-name" in (pod.metadata.annotations or {})
+
+    for namespace, name in (("team-a", "mine"), ("team-b", "plain")):
+        await eventually(lambda ns=namespace, n=name: grouped(ns, n), timeout=30, interval=0.2)
+    podgroups = tenants.services["podgroup-controller"]
+    await eventually(lambda: "team-b/forged" in podgroups.log_text(), timeout=30, interval=0.2, what="refused")
+    assert not await grouped("team-b", "forged")
+    groups, _ = await tenants.store_call(lambda s: s.list(PodGroup, "team-b"))
+    assert groups and all(g.spec is None or g.spec.queue != "team-a" for g in groups)
+
+
+async def test_a_tenants_text_cannot_drive_the_terminal_of_whoever_reads_it(tenants: Tenants) -> None:
+    hostile = "\x1b]0;owned\x07\x1b[2J\x1b[31mFAKE: job deleted\x1b[0m"
+    document = yaml.safe_load(job_in("team-a", "title"))
+    document["metadata"]["annotations"] = {"note": hostile}
+    applied = tenants.vcctl_as("alice", "apply", "-f", "-", stdin=yaml.safe_dump(document))
+    assert applied.returncode == 0, applied.stderr
+
+    for args in (("describe", "job", "title", "-n", "team-a"), ("job", "list", "-n", "team-a")):
+        shown = tenants.vcctl(*args)
+        assert shown.returncode == 0 and "title" in shown.stdout, shown.stderr
+        assert not {"\x1b", "\x07"} & set(shown.stdout + shown.stderr), args
+    described = tenants.vcctl("describe", "job", "title", "-n", "team-a").stdout
+    assert "\\x1b]0;owned\\x07\\x1b[2J" in described
+    # -o json and -o yaml carry the exact value.
+    for fmt, load in (("json", json.loads), ("yaml", yaml.safe_load)):
+        out = tenants.vcctl("job", "view", "-N", "title", "-n", "team-a", "-o", fmt)
+        assert load(out.stdout)["metadata"]["annotations"]["note"] == hostile, fmt
+    # An error that names what the user typed.
+    missing = tenants.vcctl("describe", "job", "no\x1b[2Jsuch", "-n", "team-a")
+    assert missing.returncode == 1 and "\x1b" not in missing.stderr and "\\x1b[2J" in missing.stderr, missing.stderr

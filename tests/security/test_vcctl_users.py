@@ -59,6 +59,8 @@ def test_the_admin_is_found_tenants_are_scoped_and_strangers_stay_out(up: tuple[
     auth = data / "auth"
     assert stat.S_IMODE(auth.stat().st_mode) == 0o700
     assert all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in auth.iterdir())
+    # Only the identities the nats backend runs: no kube relay (it may read and write every kind).
+    assert (auth / "scheduler.creds").exists() and not (auth / "kube-relay.creds").exists()
     # From anywhere on this machine vcctl finds the admin of the `vcctl up` on that port.
     assert "default" in vcctl(port, "queue", "list", cwd=tmp_path).stdout
     # A stranger (no credentials found: VC_DATA points at nothing) is refused by the server.

@@ -15,15 +15,19 @@ import json
 import os
 import secrets
 import ssl
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from vc_bus.server import NatsServer
 from vc_security.authdir import AuthDir
 from vc_security.credentials import CA_ENV, ClientCredentials, write_private
-from vc_security.identities import ADMIN, SERVICE_GRANTS, Backend
+from vc_security.identities import ADMIN, SERVICE_GRANTS, Backend, permissions
+from vc_security.natsconf import NatsUser
+from vc_security.tokens import issue_token
 
 HARNESS = "harness"
+RELAY = "kube-relay"
 
 
 @dataclass
@@ -37,8 +41,16 @@ class SecureBus:
             f'    {{ user: "{HARNESS}", password: {json.dumps(self.harness_password)}, '
             'permissions: { publish: { allow: [">"] }, subscribe: { allow: [">"] } } }\n'
         )
-        text = self.auth.server_config(backend)
+        text = self.auth.server_config(backend, extra_users=self._relay(backend))
         return f"no_auth_user: {json.dumps(HARNESS)}\n" + text.replace("  users = [\n", "  users = [\n" + harness, 1)
+
+    def _relay(self, backend: Backend) -> list[NatsUser]:
+        """The kube tests run the relay against the same closed bus, which `vcctl up --backend nats` does
+        not admit (nothing there uses it): the tests' bus admits it with either backend."""
+        if backend == "kube":
+            return []
+        key = self.auth.credentials(RELAY).key.public_key
+        return [NatsUser(RELAY, key, permissions(RELAY, SERVICE_GRANTS[RELAY], backend))]
 
     def server(self, data_dir: Path, **kwargs: object) -> NatsServer:
         return NatsServer(data_dir, security=self.security(), tls=True, **kwargs)  # type: ignore[arg-type]
@@ -60,8 +72,17 @@ class SecureBus:
         auth.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         for name in ("ca.pem", "ca-key.pem", "server-cert.pem", "server-key.pem"):
             write_private(auth.root / name, (self.auth.root / name).read_bytes())
-        auth.ensure()
+        auth.ensure("kube")
         return SecureBus(auth, secrets.token_urlsafe(24))
+
+    def dashboard_logins(self) -> list[str]:
+        """vc-dashboard's flags for this bus's people (as `vcctl up` gives them)."""
+        admin_key = self.credentials(ADMIN).key.public_key
+        return ["--identities", str(self.auth.registry_path), "--admin-key", admin_key]
+
+    def login_token(self, identity: str = ADMIN) -> str:
+        """A dashboard login token for `identity`, as `vcctl user token` makes one."""
+        return issue_token(identity, self.credentials(identity).key, expires=int(time.time()) + 3600)
 
     def admin_env(self) -> dict[str, str]:
         """What a vcctl process needs to act as the admin."""
@@ -77,7 +98,7 @@ def open_test_bus(root: Path) -> SecureBus:
     `nats.connect(url)` (the harness) checks the test servers' certificates against it."""
     global _current
     auth = AuthDir(root)
-    auth.ensure()
+    auth.ensure("kube")
     _current = SecureBus(auth, secrets.token_urlsafe(24))
     os.environ[CA_ENV] = str(auth.ca_path)
     system = ssl.get_default_verify_paths()

@@ -3,9 +3,15 @@ which namespaces may submit Jobs and PodGroups to it."""
 
 from __future__ import annotations
 
-import pytest
+import dataclasses
 
-from tests.unit.admission.admission_builders import context, job, only, podgroup, queue
+import pytest
+from msgspec.structs import replace
+
+from tests.unit.admission.admission_builders import context, job, only, pod, podgroup, queue
+from vc_proto.core import Pod
+from vc_proto.vocabulary import GROUP_NAME_ANNOTATION as GROUP
+from vc_proto.vocabulary import QUEUE_NAME_ANNOTATION as QUEUE
 from vc_validation import review
 from vc_validation.tenancy import allows_namespace
 
@@ -99,3 +105,36 @@ def test_parent_loop_in_stored_queues_does_not_hang() -> None:
     looped = context(queue("a", parent="b", allowed=["x"]), queue("b", parent="a", allowed=["x"]))
     verdict = review("CREATE", job("loop-job", queue="a", namespace="y"), None, looped)
     assert not verdict.allowed
+
+
+def plain_pod(namespace: str, annotations: dict[str, str] | None = None, scheduler: str = "volcano") -> Pod:
+    built = pod("bare", scheduler_name=scheduler, annotations=annotations)
+    return replace(built, metadata=replace(built.metadata, namespace=namespace))
+
+
+@pytest.mark.parametrize(
+    ("namespace", "annotations", "scheduler", "refused_queue"),
+    [
+        pytest.param("team-b", {QUEUE: "team-a-only"}, "volcano", "team-a-only", id="names-a-foreign-queue"),
+        pytest.param("team-a", {QUEUE: "team-a-only"}, "volcano", None, id="names-its-own-queue"),
+        pytest.param("team-c", {QUEUE: "team-b-leaf"}, "volcano", "team-b-leaf", id="refused-by-an-ancestor"),
+        pytest.param("team-b", {QUEUE: "team-a-only"}, "default-scheduler", None, id="not-volcanos-pod"),
+        pytest.param(
+            "team-b", {QUEUE: "team-a-only", GROUP: "pg-1"}, "volcano", None, id="names-its-group-whose-queue-counts"
+        ),
+        pytest.param("team-b", None, "volcano", None, id="no-queue-goes-to-default"),
+        pytest.param("team-x", None, "volcano", "reserved", id="namespace-default-queue-refuses"),
+    ],
+)
+def test_plain_pod_tenancy(
+    namespace: str, annotations: dict[str, str] | None, scheduler: str, refused_queue: str | None
+) -> None:
+    teams = dataclasses.replace(TEAMS, namespaces={"team-x": {QUEUE: "reserved"}})
+    verdict = review("CREATE", plain_pod(namespace, annotations, scheduler), None, teams)
+    if refused_queue is None:
+        assert verdict.allowed, verdict.violations
+        return
+    found = only(verdict, "queue-namespace-allowed")
+    assert found.field == f"metadata.annotations[{QUEUE}]"
+    assert f"namespace `{namespace}` is not allowed to submit to queue `{refused_queue}`" in found.message
+    assert verdict.to_exception().__class__.__name__ == "PolicyViolation"

@@ -15,6 +15,7 @@ from vc_bus.testing import MemoryStore
 from vc_dashboard import pages
 from vc_dashboard.cache import ClusterCache
 from vc_dashboard.history import HistoryTail
+from vc_dashboard.logic.access import Viewer
 from vc_dashboard.logic.query import ListQuery
 from vc_dashboard.logic.timeline import MAX_POD_LANES
 from vc_dashboard.render.html import render
@@ -23,6 +24,8 @@ PODS = 100_000
 JOBS = 5_000
 NODES = 2_000
 MAX_PAGE_BYTES = 600_000
+
+ADMIN_VIEW = Viewer("admin", None)
 
 
 def big_cache() -> ClusterCache:
@@ -68,13 +71,13 @@ def test_every_page_of_a_large_cluster_is_bounded() -> None:
     assert cache.usage.of("node-00000")["pods"] == PODS // NODES  # allocation kept per change, not summed per view
     query = ListQuery()
     for template, context in (
-        ("overview.html", pages.overview_page(cache)),
+        ("overview.html", pages.overview_page(cache, ADMIN_VIEW.reads)),
         ("queues.html", pages.queues_page(cache, query)),
-        ("jobs.html", pages.jobs_page(cache, query)),
+        ("jobs.html", pages.jobs_page(cache, query, ADMIN_VIEW.reads)),
         ("nodes.html", pages.nodes_page(cache, query)),
     ):
         assert page_bytes(template, context) < MAX_PAGE_BYTES, template
-    jobs = pages.jobs_page(cache, ListQuery(page=2, size=500))
+    jobs = pages.jobs_page(cache, ListQuery(page=2, size=500), ADMIN_VIEW.reads)
     assert len(jobs["jobs"]) == 500 and jobs["page"].note == "showing 501-1,000 of 5,001"
 
     tail = history(5_000)

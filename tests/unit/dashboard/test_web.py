@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from tests.unit.dashboard.dashboard_builders import job, node, pod, podgroup, queue, unschedulable
+from tests.unit.dashboard.dashboard_logins import Logins
 from vc_bus.testing import MemoryStore
 from vc_dashboard.cache import ClusterCache
 from vc_dashboard.hub import Hub
+from vc_dashboard.logic.access import allowed_hosts
+from vc_dashboard.login import Gate
 from vc_dashboard.readonly import ReadOnlyStore, ReadOnlyStoreError
 from vc_dashboard.web import Dashboard
 from vc_proto.scheduling import Queue
@@ -39,7 +43,7 @@ async def store() -> MemoryStore:
 
 
 @pytest.fixture
-async def client(store: MemoryStore) -> AsyncIterator[tuple[TestClient[Any, Any], Hub]]:
+async def client(store: MemoryStore, tmp_path: Path) -> AsyncIterator[tuple[TestClient[Any, Any], Hub]]:
     hub = Hub(max_streams=2)
     cache = ClusterCache(ReadOnlyStore(store), publish=hub.publish)
     shutdown = asyncio.Event()
@@ -48,8 +52,11 @@ async def client(store: MemoryStore) -> AsyncIterator[tuple[TestClient[Any, Any]
             tg.create_task(informer.run(shutdown))
         for informer in cache.informers:
             await informer.synced.wait()
-        dashboard = Dashboard(cache=cache, hub=hub, nc=None)  # type: ignore[arg-type]  # no job pages here
-        async with TestClient(TestServer(dashboard.application())) as test_client:
+        logins = Logins(tmp_path)
+        gate = Gate(people=logins.people, hosts=allowed_hosts("127.0.0.1"))
+        dashboard = Dashboard(cache=cache, hub=hub, nc=None, gate=gate)  # type: ignore[arg-type]  # no job pages here
+        server = TestServer(dashboard.application())
+        async with TestClient(server, headers={"Authorization": f"Bearer {logins.token('admin')}"}) as test_client:
             yield test_client, hub
             hub.close()
         shutdown.set()

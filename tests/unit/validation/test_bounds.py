@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 from msgspec.structs import replace
 
 from tests.unit.admission.admission_builders import container, context, job, pod, task, template
@@ -75,3 +76,14 @@ def test_good_annotations_mean_what_they_say() -> None:
     assert parse_sim_duration("1m30s") == 90.0 and parse_sim_duration("0") == 0.0
     assert parse_sim_exit_code("0") == 0 and parse_sim_exit_code("255") == 255
     assert rules_of_job_with(annotations={"sim.tephra.dev/duration": "2s", "sim.tephra.dev/exit-code": "3"}) == {}
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.inf", ".NaN"])
+def test_a_non_finite_quantity_from_yaml_is_refused_naming_the_resource(value: str) -> None:
+    requests = yaml.safe_load(f"cpu: {value}")
+    spec = template(container(requests=requests)).spec
+    verdict = review("CREATE", job("j", task(template=PodTemplateSpec(spec=spec))), None, context())
+    path = "spec.tasks[0].template.spec.containers[0].resources.requests[cpu]"
+    assert not verdict.allowed
+    assert [(v.field, v.rule) for v in verdict.violations] == [(path, "quantity")]
+    assert f"{path}: must be a finite quantity" in verdict.message

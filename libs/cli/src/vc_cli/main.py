@@ -28,6 +28,7 @@ from vc_cli.commands import (
 )
 from vc_cli.errors import CliError
 from vc_cli.globalopts import add_global_options, resolve_backend, share_global_options
+from vc_cli.terminal import escaped_output
 from vc_core.errors import VcError
 
 OBJECT_COMMANDS = {
@@ -86,6 +87,11 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    with escaped_output():  # whatever any command prints, user text included: see vc_cli.terminal
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["sim"]:
         return _sim(argv[1:])

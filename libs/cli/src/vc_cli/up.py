@@ -36,6 +36,7 @@ from vc_cli import running
 from vc_cli.datalock import DataDirLock, lock_data_dir
 from vc_cli.errors import CliError
 from vc_cli.progress import StartupProgress
+from vc_cli.terminal import unescaped
 from vc_cli.up_webhooks import UpWebhooks
 from vc_core.errors import AlreadyExists, InvalidObject
 from vc_core.quantity import parse_quantity
@@ -43,7 +44,7 @@ from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec, QueueStatus
 from vc_security.authdir import AuthDir
 from vc_security.credentials import BadCredentials
-from vc_security.identities import Backend
+from vc_security.identities import ADMIN, Backend
 from vc_validation.simulation import parse_sim_duration
 
 READY_TIMEOUT_S = 90.0
@@ -235,16 +236,23 @@ def plan_children(
             sim += ["--vgpus-per-node", str(vgpus), "--vgpu-memory", str(args.vgpu_memory)]
             sim += ["--vgpu-split", str(args.vgpu_split)]
         children.append(child("node-sim", "vc-node-sim", sim))
-    children.append(dashboard_child(args, child))
+    children.append(dashboard_child(args, child, auth))
     return children
 
 
-def dashboard_child(args: argparse.Namespace, child: Callable[[str, str, list[str]], Child]) -> Child:
-    """vc-dashboard on --dashboard-port, else on DASHBOARD_PORT when free (a stable URL), else on any free port."""
+def dashboard_child(
+    args: argparse.Namespace, child: Callable[[str, str, list[str]], Child], auth: AuthDir | None = None
+) -> Child:
+    """vc-dashboard on --dashboard-port, else on DASHBOARD_PORT when free (a stable URL), else on any free
+    port; its logins are vcctl's identities (`vcctl user token`)."""
     port = getattr(args, "dashboard_port", None)
     if port is None:
         port = free_port() if port_in_use(DASHBOARD_PORT) else DASHBOARD_PORT
-    dashboard = child("vc-dashboard", "vc-dashboard", ["--http-host", "127.0.0.1", "--http-port", str(port)])
+    logins = []
+    if auth is not None:
+        admin_key = auth.credentials(ADMIN).key.public_key
+        logins = ["--identities", str(auth.registry_path), "--admin-key", admin_key]
+    dashboard = child("vc-dashboard", "vc-dashboard", ["--http-host", "127.0.0.1", "--http-port", str(port), *logins])
     dashboard.url = f"http://127.0.0.1:{port}/"
     return dashboard
 
@@ -363,7 +371,7 @@ async def run(args: argparse.Namespace) -> int:
         if port_in_use(args.nats_port):
             raise CliError(f"port {args.nats_port} is already in use (is Tephra already running? choose --nats-port)")
         check_ports_free(args)
-        progress = StartupProgress(sys.stderr)
+        progress = StartupProgress(unescaped(sys.stderr))
         progress.stage("starting nats-server")
         auth = secure_bus(data, args.backend)
         server = NatsServer(
@@ -406,7 +414,7 @@ def secure_bus(data: Path, backend: Backend) -> AuthDir:
     """DATA/auth made complete (whatever is missing is made) and nats-server's part written from it."""
     auth = AuthDir(data / "auth")
     try:
-        auth.ensure()
+        auth.ensure(backend)
         auth.write_server_config(backend)
     except (OSError, BadCredentials, ValueError) as exc:
         raise CliError(f"cannot prepare NATS credentials in {auth.root}: {exc}") from exc
@@ -460,7 +468,7 @@ async def _supervise(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     server = nats.server
-    progress = progress or StartupProgress(sys.stderr)
+    progress = progress or StartupProgress(unescaped(sys.stderr))
     webhooks: UpWebhooks | None = None
     if args.backend == "kube":
         kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG")
@@ -536,6 +544,7 @@ def _announce(server: NatsServer, children: list[Child], data: Path, auth: AuthD
         print(f"{c.name + ':':<21}http://127.0.0.1:{c.health_port}/metrics", flush=True)
     for c in children:
         if c.url:
+            print("dashboard login: a token from `vcctl user token` (on its login page, or as a bearer token)")
             print(f"dashboard: {c.url}", flush=True)
     print("ready", flush=True)
 

@@ -6,6 +6,7 @@ callers that need speed convert to float once (the scheduler keeps NumPy arrays 
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 from typing import Final
@@ -52,6 +53,8 @@ def _parse(value: str | int | float, field: str) -> Fraction:
     if isinstance(value, int):
         return Fraction(value)
     if isinstance(value, float):
+        if not math.isfinite(value):  # YAML's .nan and .inf are floats no quantity can be
+            raise InvalidObject(field, "quantity", "must be a finite quantity")
         return Fraction(value).limit_denominator(10**9)
     text = value.strip()
     if not text or len(text) > MAX_QUANTITY_LENGTH:

@@ -27,6 +27,7 @@ from vc_security.identities import (
     Backend,
     admin_grant,
     permissions,
+    services_for,
     tenant_grant,
 )
 from vc_security.natsconf import NatsUser, authorization_block, tls_block
@@ -68,13 +69,14 @@ class AuthDir:
         return self.root / f"{identity}.creds"
 
     # -- making what is missing ----------------------------------------------------------------------
-    def ensure(self, *, now: datetime.datetime | None = None) -> None:
-        """CA, server certificate, every service's and admin's credentials, the registry."""
+    def ensure(self, backend: Backend = "nats", *, now: datetime.datetime | None = None) -> None:
+        """CA, server certificate, the credentials of admin and of every service `backend` runs, the
+        registry."""
         now = now or datetime.datetime.now(datetime.UTC)
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         os.chmod(self.root, 0o700)
         self._ensure_certs(now)
-        for identity in (*SERVICE_GRANTS, ADMIN):
+        for identity in (*services_for(backend), ADMIN):
             if not self.creds_path(identity).exists():
                 write_private(self.creds_path(identity), ClientCredentials(identity, new_user_key()).encode())
         if not self.registry_path.exists():
@@ -114,8 +116,8 @@ class AuthDir:
     def users(self, backend: Backend = "nats") -> list[NatsUser]:
         """Every identity the server admits: the services, admin and each tenant, with its permissions."""
         users = [
-            NatsUser(name, self.credentials(name).key.public_key, permissions(name, grant, backend))
-            for name, grant in SERVICE_GRANTS.items()
+            NatsUser(name, self.credentials(name).key.public_key, permissions(name, SERVICE_GRANTS[name], backend))
+            for name in services_for(backend)
         ]
         # `vcctl up` serves its users through admission's write API with either backend (with kube,
         # admission writes to the apiserver): the admin keeps its write subject. The cluster install

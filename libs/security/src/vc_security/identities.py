@@ -157,6 +157,14 @@ SERVICE_GRANTS: Final[dict[str, Grant]] = {
     "kube-relay": Grant("service", reads=RELAYED, writes=RELAYED),
 }
 SERVICES: Final = tuple(SERVICE_GRANTS)
+# Identities only one backend runs: the relay mirrors an apiserver, so `--backend nats` has no use for it
+# (and it may read and write every kind, Secrets included).
+KUBE_ONLY_SERVICES: Final = frozenset({"kube-relay"})
+
+
+def services_for(backend: Backend) -> tuple[str, ...]:
+    """The service identities `backend` runs: no identity is made that nothing uses."""
+    return SERVICES if backend == "kube" else tuple(s for s in SERVICES if s not in KUBE_ONLY_SERVICES)
 
 
 def admin_grant(backend: Backend = "nats") -> Grant:

@@ -14,8 +14,9 @@ import binascii
 from dataclasses import dataclass
 from typing import Final
 
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 _PREFIX_SEED: Final = 18 << 3  # 'S'
 _PREFIX_USER: Final = 20 << 3  # 'U'
@@ -70,6 +71,24 @@ def is_user_public_key(text: str) -> bool:
     except BadNkey:
         return False
     return len(raw) == 1 + _RAW_KEY_BYTES and raw[0] == _PREFIX_USER
+
+
+def sign(key: UserKey, data: bytes) -> bytes:
+    """An Ed25519 signature of `data` by the key's seed (what a NATS client signs the nonce with)."""
+    raw = _decode(key.seed, what="seed")[2:]
+    return Ed25519PrivateKey.from_private_bytes(raw).sign(data)
+
+
+def verify(public_key: str, signature: bytes, data: bytes) -> bool:
+    """True when `signature` is the seed of `public_key` signing `data`."""
+    if not is_user_public_key(public_key):
+        return False
+    raw = _decode(public_key, what="public key")[1:]
+    try:
+        Ed25519PublicKey.from_public_bytes(raw).verify(signature, data)
+    except InvalidSignature:
+        return False
+    return True
 
 
 def _encode(payload: bytes) -> str:

@@ -27,8 +27,8 @@ from vc_validation.jobs_mutate import mutate_job
 from vc_validation.jobs_update import validate_job_update
 from vc_validation.jobs_validate import validate_job_create
 from vc_validation.podgroups import mutate_podgroup, validate_podgroup_create
-from vc_validation.pods import validate_pod_create
 from vc_validation.pods_mutate import mutate_pod
+from vc_validation.pods_tenancy import validate_pod_submission
 from vc_validation.queues_mutate import mutate_queue
 from vc_validation.queues_validate import validate_queue_delete, validate_queue_write
 from vc_validation.resource_quotas import validate_resource_quota
@@ -106,4 +106,4 @@ def review_pod(operation: Operation, pod: Pod, ctx: AdmissionContext) -> Verdict
     if operation != "CREATE":
         return allow(None)
     patched = mutate_pod(pod, resource_groups=ctx.resource_groups, queue_gate=ctx.queue_allocation_gate)
-    return decide(validate_pod_create(patched, ctx.scheduler_names), patched)
+    return decide(validate_pod_submission(patched, ctx), patched)

@@ -25,7 +25,6 @@ from vc_admission.rules import (
     mutate_queue,
     validate_job_create,
     validate_job_update,
-    validate_pod_create,
     validate_podgroup_create,
     validate_queue_delete,
     validate_queue_write,
@@ -40,6 +39,7 @@ from vc_proto.scheduling import PodGroup, Queue
 from vc_proto.topology import HyperNode
 from vc_validation import mutate_cronjob, validate_cronjob, validate_jobflow, validate_jobtemplate
 from vc_validation.hypernodes import validate_hypernode
+from vc_validation.pods_tenancy import validate_pod_submission
 
 ADMISSION_V1: Final = "admission.k8s.io/v1"
 Outcome = tuple[list[Violation], KubeObject | None]  # violations, and the mutated object (mutating routes)
@@ -96,7 +96,7 @@ ROUTES: Final[dict[str, tuple[type[KubeObject], Callable[[str, Any, Any, Admissi
     ),
     "/pods/validate": (
         Pod,
-        lambda op, obj, old, ctx: (validate_pod_create(obj, ctx.scheduler_names) if op == "CREATE" else [], None),
+        lambda op, obj, old, ctx: (validate_pod_submission(obj, ctx) if op == "CREATE" else [], None),
     ),
     "/jobflows/validate": (JobFlow, _workload_validate),
     "/jobtemplates/validate": (JobTemplate, _workload_validate),

@@ -16,12 +16,15 @@ from aiohttp import web
 from vc_core.errors import ConfigError
 from vc_dashboard.cache import ClusterCache
 from vc_dashboard.hub import Hub
+from vc_dashboard.logic.access import allowed_hosts
+from vc_dashboard.login import Gate, People
 from vc_dashboard.readonly import ReadOnlyStore
 from vc_dashboard.web import Dashboard
 from vc_runtime.probes import Probes
 from vc_runtime.resync import wait_synced
 from vc_runtime.service import FnWorker, ServiceContext, Worker
 from vc_runtime.settings import RuntimeSettings, options_of
+from vc_security.nkey import is_user_public_key
 
 log = structlog.get_logger(__name__)
 
@@ -42,6 +45,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=os.environ.get("VC_DASHBOARD__PORT"),  # argparse converts it as it does the flag's value
         help=f"port of the pages (env VC_DASHBOARD__PORT; default {DEFAULT_PORT}, 0 picks a free one)",
     )
+    parser.add_argument(
+        "--identities",
+        default=os.environ.get("VC_DASHBOARD__IDENTITIES"),
+        help="who may log in: the identities.json of `vcctl user create` (env VC_DASHBOARD__IDENTITIES)",
+    )
+    parser.add_argument(
+        "--admin-key",
+        default=os.environ.get("VC_DASHBOARD__ADMIN_KEY"),
+        help="the admin's NKey public key (U...), whose tokens see every namespace (env VC_DASHBOARD__ADMIN_KEY)",
+    )
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        help="a Host name the pages are served to; repeatable (default: --http-host and localhost)",
+    )
 
 
 class DashboardOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -49,6 +67,9 @@ class DashboardOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
 
     http_host: str = "127.0.0.1"
     http_port: int = DEFAULT_PORT
+    identities: str | None = None
+    admin_key: str | None = None
+    allowed_host: tuple[str, ...] = ()
 
 
 class DashboardApp:
@@ -60,12 +81,17 @@ class DashboardApp:
         self.port = options.http_port
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"--http-port {self.port}: must be from 0 to 65535")
+        if options.admin_key is not None and not is_user_public_key(options.admin_key):
+            raise ConfigError("--admin-key: must be an NKey user public key (U...)")
+        self.people = People(options.identities, options.admin_key)
+        self.hosts = allowed_hosts(self.host, options.allowed_host)
         self.bound_port: int | None = None
 
     async def open(self, ctx: ServiceContext) -> Sequence[Worker]:
         hub = Hub()
         cache = ClusterCache(ReadOnlyStore(ctx.store), publish=hub.publish)
-        dashboard = Dashboard(cache=cache, hub=hub, nc=ctx.nc)
+        gate = Gate(people=self.people, hosts=self.hosts)
+        dashboard = Dashboard(cache=cache, hub=hub, nc=ctx.nc, gate=gate)
         ctx.probes.require("caches-synced", "http-listening")
 
         async def synced(shutdown: asyncio.Event) -> None:

@@ -5,6 +5,7 @@ Every list is one bounded page (logic.paging); the overview shows the first rows
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Final
 
@@ -24,6 +25,7 @@ HISTORY_ROWS: Final = 200
 FILTER_OPTIONS: Final = 200
 
 Context = dict[str, Any]
+Readable = Callable[[str | None], bool]  # the namespaces the viewer may see (logic.access.Viewer.reads)
 
 
 def queues_page(cache: ClusterCache, query: ListQuery) -> Context:
@@ -33,8 +35,8 @@ def queues_page(cache: ClusterCache, query: ListQuery) -> Context:
     return {"queues": [queue_row(q, cluster) for q in page.items], "page": page, "query": query}
 
 
-def jobs_page(cache: ClusterCache, query: ListQuery) -> Context:
-    everything = list(cache.jobs.items.values())
+def jobs_page(cache: ClusterCache, query: ListQuery, readable: Readable) -> Context:
+    everything = [j for j in cache.jobs.items.values() if readable(j.metadata.namespace)]
     chosen = select_jobs(everything, query.jobs)
     page = paginate(chosen, number=query.page, size=query.size)
     rows = [job_row(j, cache.podgroup_of(j.metadata.namespace or "", j.metadata.name or "")) for j in page.items]
@@ -63,15 +65,15 @@ def nodes_page(cache: ClusterCache, query: ListQuery) -> Context:
     }
 
 
-def overview_page(cache: ClusterCache) -> Context:
+def overview_page(cache: ClusterCache, readable: Readable) -> Context:
     first = ListQuery(size=OVERVIEW_ROWS)
-    queues, jobs, nodes = queues_page(cache, first), jobs_page(cache, first), nodes_page(cache, first)
+    queues, jobs, nodes = queues_page(cache, first), jobs_page(cache, first, readable), nodes_page(cache, first)
     return {
         "queues": queues["queues"],
         "queue_page": queues["page"],
         "jobs": jobs["jobs"],
         "job_page": jobs["page"],
-        "phases": phase_counts(cache.jobs.items.values()),
+        "phases": phase_counts(j for j in cache.jobs.items.values() if readable(j.metadata.namespace)),
         "node_page": nodes["page"],
         "ready_nodes": nodes["ready"],
         "totals": nodes["totals"],

@@ -23,7 +23,9 @@ from vc_dashboard import pages
 from vc_dashboard.cache import ClusterCache
 from vc_dashboard.history import HistoryTail, follow_after, read_tail
 from vc_dashboard.hub import Hub, Subscription, TooManyStreams, Wake, job_topic
+from vc_dashboard.logic.access import Viewer
 from vc_dashboard.logic.query import BadQuery, ListQuery, check_name, parse_list_query
+from vc_dashboard.login import VIEWER, Gate
 from vc_dashboard.metrics import PAGES, UPDATES
 from vc_dashboard.render.html import render
 from vc_dashboard.sse import KEEP_ALIVE, encode_event
@@ -50,7 +52,7 @@ class ListView:
     title: str
     template: str
     topics: frozenset[str]
-    build: Callable[[ClusterCache, ListQuery], pages.Context]
+    build: Callable[[ClusterCache, ListQuery, Viewer], pages.Context]
 
 
 VIEWS: Final = {
@@ -59,11 +61,21 @@ VIEWS: Final = {
         "Overview",
         "overview.html",
         frozenset({"Queue", "Job", "PodGroup", "Node", "Pod"}),
-        lambda cache, _: pages.overview_page(cache),
+        lambda cache, _, viewer: pages.overview_page(cache, viewer.reads),
     ),
-    "/queues": ListView("queues", "Queues", "queues.html", frozenset({"Queue"}), pages.queues_page),
-    "/jobs": ListView("jobs", "Jobs", "jobs.html", frozenset({"Job", "PodGroup", "Queue"}), pages.jobs_page),
-    "/nodes": ListView("nodes", "Nodes", "nodes.html", frozenset({"Node", "Pod"}), pages.nodes_page),
+    "/queues": ListView(
+        "queues", "Queues", "queues.html", frozenset({"Queue"}), lambda cache, q, _: pages.queues_page(cache, q)
+    ),
+    "/jobs": ListView(
+        "jobs",
+        "Jobs",
+        "jobs.html",
+        frozenset({"Job", "PodGroup", "Queue"}),
+        lambda cache, q, viewer: pages.jobs_page(cache, q, viewer.reads),
+    ),
+    "/nodes": ListView(
+        "nodes", "Nodes", "nodes.html", frozenset({"Node", "Pod"}), lambda cache, q, _: pages.nodes_page(cache, q)
+    ),
 }
 
 
@@ -72,14 +84,16 @@ def now_utc() -> datetime:
 
 
 class Dashboard:
-    def __init__(self, *, cache: ClusterCache, hub: Hub, nc: Client) -> None:
+    def __init__(self, *, cache: ClusterCache, hub: Hub, nc: Client, gate: Gate) -> None:
         self._cache = cache
         self._hub = hub
         self._nc = nc
+        self._gate = gate
 
     def application(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024)
         app.on_response_prepare.append(_security_headers)
+        self._gate.routes(app)  # the Host check and the login, before every page
         for path, view in VIEWS.items():
             app.router.add_get(path, self._list_page(view))
             app.router.add_get("/stream" + path, self._list_stream(view))
@@ -95,7 +109,7 @@ class Dashboard:
                 query = parse_list_query(request.query)
             except BadQuery as exc:
                 return self._error(view.name, 400, str(exc))
-            context = view.build(self._cache, query)
+            context = view.build(self._cache, query, request[VIEWER])
             return self._page(view.name, view.title, view.template, _stream_url(request), context)
 
         return handle
@@ -105,6 +119,8 @@ class Dashboard:
             namespace, name = _job_key(request)
         except BadQuery as exc:
             return self._error("job", 400, str(exc))
+        if not request[VIEWER].reads(namespace):
+            return self._error("job", 403, f"{request[VIEWER].identity} may not read namespace {namespace}")
         tail = await read_tail(self._nc, namespace, name)
         context = pages.job_page(self._cache, namespace, name, tail, now=now_utc())
         if context is None:
@@ -148,8 +164,10 @@ class Dashboard:
             except BadQuery as exc:
                 return web.Response(status=400, text=str(exc))
 
+            viewer = request[VIEWER]
+
             def fragment() -> str:
-                return self._fragment(view.template, view.build(self._cache, query))
+                return self._fragment(view.template, view.build(self._cache, query, viewer))
 
             try:
                 with self._hub.subscribe(view.topics) as subscription:
@@ -164,6 +182,8 @@ class Dashboard:
             namespace, name = _job_key(request)
         except BadQuery as exc:
             return web.Response(status=400, text=str(exc))
+        if not request[VIEWER].reads(namespace):
+            return web.Response(status=403, text=f"{request[VIEWER].identity} may not read namespace {namespace}")
         tail = await read_tail(self._nc, namespace, name)
 
         def fragment() -> str:

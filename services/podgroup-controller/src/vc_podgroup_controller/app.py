@@ -73,7 +73,7 @@ class PodGroupControllerApp:
                 dispatcher.submit(group)
 
         async def resync(shutdown: asyncio.Event) -> None:
-            if not await wait_synced(self.controller.pods.synced.is_set, shutdown):
+            if not await wait_synced(self.controller.synced, shutdown):
                 return
             ctx.probes.set("caches-synced")
             log.info("caches.synced", pods=len(self.controller.pods.items))
@@ -82,6 +82,7 @@ class PodGroupControllerApp:
         return [
             FnWorker("membership", membership.run),
             FnWorker("watch:Pod", self.controller.pods.run),
+            FnWorker("watch:Queue", self.controller.queues.run),
             FnWorker("dispatcher", dispatcher.run),
             FnWorker("resync", resync),
         ]

@@ -4,7 +4,8 @@ Keying by group (not by pod) makes the group's owner the single writer of the Po
 annotations on all its pods, so two instances never race to create the same group. Creation is
 create-if-absent and annotation is a compare-and-set, so a restart mid-way simply finishes the job.
 A pod admission would refuse (it reached the store some other way) gets no group: it is reported once
-and left alone.
+and left alone. That includes a pod whose queue does not admit its namespace (`allowedNamespaces`): the
+PodGroup made here is written past admission, so the controller applies the queue tenancy itself.
 """
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ from vc_podgroup_controller.logic.selection import controller_ref, group_name, w
 from vc_podgroup_controller.metrics import ANNOTATED, CREATED
 from vc_proto.core import Pod
 from vc_proto.kinds import KINDS
-from vc_proto.scheduling import PodGroup
+from vc_proto.scheduling import PodGroup, Queue
 from vc_proto.selectors import pods_naming_no_group
 from vc_proto.vocabulary import GROUP_NAME_ANNOTATION
 from vc_runtime.informer import Informer, ObjectKey
 from vc_runtime.refusals import report_refused
 from vc_runtime.sharding import FencedStore, Ownership
 from vc_validation import pod_violations, summarize
+from vc_validation.pods_tenancy import validate_pod_queue
 
 log = structlog.get_logger(__name__)
 GroupKey = tuple[str, str]  # (namespace, podgroup name)
@@ -58,8 +60,12 @@ class PodGroupController:
         self.pods: Informer[Pod] = Informer(
             store, Pod, on_change=self._pod_changed, select=pods_naming_no_group(scheduler_names)
         )
+        self.queues: Informer[Queue] = Informer(store, Queue)
         self._waiting: dict[GroupKey, set[ObjectKey]] = {}
         self._refused: set[tuple[ObjectKey, str]] = set()  # (pod key, uid) already reported
+
+    def synced(self) -> bool:
+        return self.pods.synced.is_set() and self.queues.synced.is_set()
 
     def waiting_groups(self) -> list[GroupKey]:
         return list(self._waiting)
@@ -78,7 +84,7 @@ class PodGroupController:
             self._refused.discard((key, pod.metadata.uid or ""))
 
     async def handle(self, group: GroupKey) -> None:
-        if not self.pods.synced.is_set() or not self._ownership.owns(ownership_key(group)):
+        if not self.synced() or not self._ownership.owns(ownership_key(group)):
             return
         pods = self._pods_waiting(group)
         if not pods:
@@ -93,7 +99,11 @@ class PodGroupController:
         return [p for p in found if p is not None and wants_podgroup(p, self._scheduler_names) and self._admissible(p)]
 
     def _admissible(self, pod: Pod) -> bool:
-        violations = pod_violations(pod, tuple(self._scheduler_names))
+        queues = {name: queue for (_, name), queue in self.queues.items.items()}
+        scheduler_names = tuple(self._scheduler_names)
+        # The embedded store has no Namespace objects: a pod naming no queue goes to `default`.
+        tenancy = validate_pod_queue(pod, queues, {}, scheduler_names)
+        violations = [*pod_violations(pod, scheduler_names), *tenancy]
         if not violations:
             return True
         key = ((pod.metadata.namespace, pod.metadata.name or ""), pod.metadata.uid or "")

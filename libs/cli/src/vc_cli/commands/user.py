@@ -1,9 +1,11 @@
-"""vcctl user create|list|delete: the people who may use an embedded Tephra, and where.
+"""vcctl user create|list|delete|token: the people who may use an embedded Tephra, and where.
 
 Works on the `vcctl up` data directory (`--data`, default `.data`): the identity goes into
 DATA/auth/identities.json (admission re-reads it) and into nats-server's authorization, which a
 running server reloads at once (SIGHUP). `create` writes the person's credentials file (0600): the
-NKey seed and the CA, all a tenant needs besides the server's address. docs/tenancy.md.
+NKey seed and the CA, all a tenant needs besides the server's address. `token` prints a login token
+for the dashboard signed with the credentials vcctl would use (`--creds`, else the admin's), which
+the dashboard checks against the same identities (vc_security.tokens). docs/tenancy.md.
 """
 
 from __future__ import annotations
@@ -14,11 +16,15 @@ import signal
 import time
 from pathlib import Path
 
+from vc_cli.client import Endpoint, resolve_credentials
 from vc_cli.datalock import is_locked, recorded_pids
 from vc_cli.errors import CliError
 from vc_cli.output import print_table
+from vc_core.durations import parse_duration
+from vc_core.errors import InvalidObject
 from vc_security.authdir import AuthDir
 from vc_security.credentials import write_private
+from vc_security.tokens import MAX_LIFETIME_S, issue_token
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -36,9 +42,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     delete.add_argument("name")
     for parser in (create, listing, delete):
         parser.add_argument("--data", default=os.environ.get("VC_DATA", ".data"), help="the `vcctl up` data directory")
+    token = user.add_parser(
+        "token", help="a dashboard login token, signed with your credentials (--creds, else the admin's)"
+    )
+    token.add_argument("--ttl", default=DEFAULT_TOKEN_TTL, help=f"how long it lasts (default {DEFAULT_TOKEN_TTL})")
+
+
+DEFAULT_TOKEN_TTL = "12h"
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.verb == "token":
+        return _token(args)
     data = Path(args.data).resolve()
     auth = AuthDir(data / "auth")
     if not auth.registry_path.exists():
@@ -78,6 +93,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 RELOAD_TIMEOUT_S = 10.0
+
+
+def _token(args: argparse.Namespace) -> int:
+    try:
+        ttl = parse_duration(args.ttl, field="--ttl")
+    except InvalidObject as exc:
+        raise CliError(str(exc), code=2) from None
+    if not 0 < ttl <= MAX_LIFETIME_S:
+        raise CliError(f"--ttl: must be more than 0 and at most {MAX_LIFETIME_S // 3600}h", code=2)
+    endpoint = Endpoint(args.server, creds=args.creds, ca=args.ca)
+    credentials = resolve_credentials(endpoint)
+    if credentials is None:
+        raise CliError("no credentials to sign with: give --creds FILE (or run where `vcctl up` keeps its data)")
+    print(issue_token(credentials.identity, credentials.key, expires=int(time.time() + ttl)))
+    return 0
 
 
 def _reload(data: Path, auth: AuthDir) -> None:
