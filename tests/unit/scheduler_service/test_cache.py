@@ -141,3 +141,29 @@ def test_claims_and_volumes_reach_the_snapshot_and_their_changes_wake_the_loop()
     assert snapshot.pods[0].claims == ("data",)
     assert _new_work("PersistentVolumeClaim", None, held_claim)  # created: a waiting pod may fit now
     assert _new_work("PersistentVolume", held_volume, None)
+
+
+def test_with_a_share_only_changes_to_it_count_unless_the_loop_waits_to_borrow() -> None:
+    """Another instance's pods on its own nodes, its PodGroups and nodes do not make this instance cycle:
+    they only move the sums outside its share. Its own do; so do queues. While a PodGroup of its share
+    waits for room elsewhere (follow_all), everything counts."""
+    from vc_scheduler.share import Partition
+
+    cache = SchedulerCache()
+    part = Partition("a", ("a", "b"))
+    cache.index.regroup(part.owns, part.owns_node)
+    cache.follow_all = False
+    mine = next(f"g{i}" for i in range(100) if part.owns(f"ns/g{i}"))
+    theirs = next(f"g{i}" for i in range(100) if not part.owns(f"ns/g{i}"))
+    here = next(f"n{i}" for i in range(100) if part.owns_node(f"n{i}"))
+    there = next(f"n{i}" for i in range(100) if not part.owns_node(f"n{i}"))
+    assert cache._concerns("Pod", "ns/p", None, pod("p", mine))
+    assert cache._concerns("Pod", "ns/p", None, pod("p", theirs, node=here))
+    assert not cache._concerns("Pod", "ns/p", None, pod("p", theirs, node=there))
+    assert not cache._concerns("Pod", "ns/p", pod("p", theirs), pod("p", theirs, node=there))
+    assert cache._concerns("PodGroup", f"ns/{mine}", None, None)
+    assert not cache._concerns("PodGroup", f"ns/{theirs}", None, None)
+    assert cache._concerns("Node", here, None, None) and not cache._concerns("Node", there, None, None)
+    assert cache._concerns("Queue", "q", None, None)
+    cache.follow_all = True
+    assert cache._concerns("Pod", "ns/p", None, pod("p", theirs, node=there))

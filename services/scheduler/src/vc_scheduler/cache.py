@@ -166,6 +166,7 @@ class SchedulerCache:
         # What the objects add up to, kept per change (pods by node and PodGroup, the ledger's view,
         # queue sums and node usage): an instance's cycle gathers its share from it (share.py).
         self.index = ClusterIndex()
+        self.follow_all = True  # every change counts for the loop (see _concerns)
 
     def snapshot(self) -> ClusterSnapshot:
         return ClusterSnapshot(
@@ -248,7 +249,7 @@ class SchedulerCache:
                         self._tombstone(old.uid)
                 elif kind == "PodGroup":
                     self._podgroup_raw.pop(key, None)
-                if old is None:
+                if old is None or not self._concerns(kind, key, old, None):
                     continue
                 new = None
             else:
@@ -263,6 +264,8 @@ class SchedulerCache:
                     self._track_unbound(key, new, entry.value, entry.revision)
                 elif kind == "PodGroup":
                     self._podgroup_raw[key] = (entry.value, entry.revision)
+                if not self._concerns(kind, key, old, new):
+                    continue
                 if not changed:
                     # What a cycle reads of it is as it was (a node's heartbeat, a pod's status
                     # conditions): the same object stays, nothing to cycle for.
@@ -280,6 +283,12 @@ class SchedulerCache:
             else:
                 self.demands.add(demand)
             self.changed.set()
+
+    def _concerns(self, kind: str, key: str, old: Any, new: Any) -> bool:
+        """Whether the change can matter to this instance's next cycle (its share: ClusterIndex.concerns),
+        or the loop asked to hear of every change (`follow_all`: a PodGroup of its share waits for room it
+        may borrow elsewhere)."""
+        return self.follow_all or self.index.concerns(kind, key, old, new)
 
     def take_work(self) -> tuple[set[str], bool]:
         """The new work since the last call (demands by PodGroup, whether any is shared), emptied."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from vc_core.resources import PODS, Resources
 from vc_scheduler.ledger import PodState, View, queue_chain
@@ -218,6 +218,27 @@ class ClusterIndex:
             for queue, (request, allocated, reserved) in self._foreign_sums.items()
         }
         return Outside(dict(self._foreign_allocatable), dict(self._foreign_used), queues)
+
+    def concerns(self, kind: str, key: str, old: Any, new: Any) -> bool:
+        """Whether a change touches this instance's share: a pod of its PodGroups or on its nodes, one of
+        its PodGroups or nodes, or any other kind (queues, priority classes, quotas: every share reads
+        them). Other instances' changes only move the sums outside the share, which a cycle needs no
+        sooner than for one of its own changes (or the idle gate's periodic cycle)."""
+        if kind == "Pod":
+            return self._concerns_pod(old) or self._concerns_pod(new)
+        if kind == "PodGroup":
+            return self._owns_group(key)
+        if kind == "Node":
+            return self._owns_node(key)
+        return True
+
+    def _concerns_pod(self, pod: PodObj | None) -> bool:
+        if pod is None:
+            return False
+        if pod.node_name and self._owns_node(pod.node_name):
+            return True
+        group = podgroup_key(pod)
+        return group is not None and self._owns_group(group)
 
     def counted_on(self, key: str, node: str) -> bool:
         """Whether the pod's stored version occupies `node` (is counted in its usage)."""

@@ -110,6 +110,9 @@ class Ledger:
         self._flushers: dict[str, asyncio.Task[None]] = {}
         self.synced = asyncio.Event()
         self.changed = asyncio.Event()  # another instance's reservations changed (the loop's idle gate reads it)
+        # Which keys' changes may change this instance's next cycle (peers.Several sets it to its own
+        # nodes' keys while it plans over a share): other keys set no `changed`.
+        self.concerns: Callable[[str], bool] = lambda _key: True
         # The member set each instance announced it plans under (share.Partition), and the watch's
         # position, which announce() waits for.
         self.announced: dict[str, Announcement] = {}
@@ -142,7 +145,9 @@ class Ledger:
             else:
                 after = self._decode(entry.value, entry.key, entry.revision)
                 self._copies[entry.key] = _Copy(after, entry.revision)
-            if self._foreign(known.record if known is not None else None) or self._foreign(after):
+            if (self._foreign(known.record if known is not None else None) or self._foreign(after)) and self.concerns(
+                entry.key
+            ):
                 self.changed.set()
 
     # -- announcements -----------------------------------------------------------------------------

@@ -195,12 +195,16 @@ class SchedulingLoop:
             placed_by_reservation=by_reservation,
         )
         plan = await asyncio.to_thread(plan_cycle, cycle, self.conf, self._memo, time.perf_counter)
+        waiting: frozenset[str] = frozenset()
         if not partition.alone():
             waiting = left_over(snapshot, plan.result.binds)
             if waiting and self._may_borrow():
                 metrics.BORROWING.labels(self.instance).inc()
                 borrowing = self._share.borrowing(snapshot, partition, reserved)
                 plan = await asyncio.to_thread(plan_borrowing, plan, borrowing, waiting, self.conf, cycle)
+        # Changes outside the share wake this instance only while something of its share waits for room
+        # it may borrow (alone, the share is everything).
+        self.cache.follow_all = partition.alone() or bool(waiting)
         result = plan.result
         self.last = result
         self.last_view = view

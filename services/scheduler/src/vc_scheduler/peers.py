@@ -16,12 +16,14 @@ from typing import Final, Protocol
 
 import structlog
 
+from vc_proto.subjects import unescape_token
 from vc_scheduler.ledger import View
 from vc_scheduler.ledger_kv import Ledger
 from vc_scheduler.share import Partition, reserved_pods
 
 log = structlog.get_logger(__name__)
 ANNOUNCE_TIMEOUT_S: Final = 5.0
+NODE_PREFIX: Final = "node."  # ledger_kv.node_key
 # An announcement of an instance that is no longer a member is removed once this old: longer than any
 # lease lasts unrenewed, so its owner is fenced by then, and than a joining instance's lease takes to be
 # seen here.
@@ -99,6 +101,7 @@ class Several:
         held = self._partition
         if held is None or (held.members, held.claims) != (mine, claims):
             held = self._partition = Partition(self.instance, mine, claims)
+            self.ledger.concerns = _own_nodes_keys(held)
         return held
 
     def reserved(self, view: View) -> dict[str, tuple[str, str]]:
@@ -134,3 +137,15 @@ class Several:
                 log.info("partition.retracted", member=member)
             except Exception as exc:  # the next cycle tries again
                 log.warning("partition.retract_failed", member=member, error=repr(exc))
+
+
+def _own_nodes_keys(partition: Partition) -> Callable[[str], bool]:
+    """Ledger keys whose reservations by others a cycle over the partition's share plans around: its own
+    nodes' (alone: every key)."""
+    if partition.alone():
+        return lambda _key: True
+
+    def concerns(key: str) -> bool:
+        return key.startswith(NODE_PREFIX) and partition.owns_node(unescape_token(key.removeprefix(NODE_PREFIX)))
+
+    return concerns
