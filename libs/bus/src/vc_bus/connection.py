@@ -34,9 +34,9 @@ class _TlsEofNoise(logging.Filter):
 
 logging.getLogger("asyncio").addFilter(_TlsEofNoise())
 # While busy (the previous write was less than BUSY_GAP_S ago) the flusher waits FLUSH_WINDOW_S
-# before writing, so one socket write carries all the requests of that window. In this VM every
-# write wakes the server on the other core (an IPI, a VM exit): at 10k pods this halved the
-# server's CPU and took a fifth off the whole system's. An idle client writes at once.
+# before writing, so one socket write carries all the requests of that window. On a virtual machine
+# every write wakes the server on another core (an IPI, a VM exit); batching halves nats-server's CPU
+# under load (docs/benchmarks.md, "Where the CPU goes"). An idle client writes at once.
 FLUSH_WINDOW_S = 0.002
 BUSY_GAP_S = 0.01
 
