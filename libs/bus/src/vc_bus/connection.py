@@ -15,6 +15,7 @@ import structlog
 from nats.aio.client import Client
 
 from vc_bus.rawsub import RawDeliveryClient
+from vc_core.retry import RetryPolicy
 from vc_security.credentials import ClientCredentials, ca_from_env, credentials_from_env
 from vc_security.identities import inbox_prefix
 
@@ -39,6 +40,8 @@ logging.getLogger("asyncio").addFilter(_TlsEofNoise())
 # under load (docs/benchmarks.md, "Where the CPU goes"). An idle client writes at once.
 FLUSH_WINDOW_S = 0.002
 BUSY_GAP_S = 0.01
+# The first connect is tried until the server answers (no socket yet, no server, a timeout).
+FIRST_CONNECT_RETRY = RetryPolicy((OSError, nats.errors.NoServersError, TimeoutError), base_s=0.2, cap_s=2.0)
 
 
 @contextlib.asynccontextmanager
@@ -114,24 +117,21 @@ async def _first_connect(
     url: str, *, name: str, connect_timeout: float, callbacks: Callbacks, options: dict[str, Any]
 ) -> Client:
     """nats-py does not retry a failed first connect; a service started before its server must wait."""
-    attempt = 0
-    while True:
-        try:
-            nc = await _connect_once(
-                url, name=name, connect_timeout=connect_timeout, callbacks=callbacks, options=options
-            )
-        except (OSError, nats.errors.NoServersError, TimeoutError) as exc:
-            attempt += 1
-            delay = min(0.2 * attempt, 2.0)
-            log.warning("nats.connect_retry", url=url, attempt=attempt, error=repr(exc), delay_s=delay)
-            await asyncio.sleep(delay)
-            continue
-        try:
-            check_tls(nc, url)
-        except PlainTextRefused:
-            await nc.close()
-            raise
-        return nc
+
+    def on_retry(error: BaseException, failures: int, delay_s: float) -> None:
+        log.warning("nats.connect_retry", url=url, attempt=failures, error=repr(error), delay_s=delay_s)
+
+    nc = await FIRST_CONNECT_RETRY.call(
+        lambda: _connect_once(url, name=name, connect_timeout=connect_timeout, callbacks=callbacks, options=options),
+        sleep=asyncio.sleep,
+        on_retry=on_retry,
+    )
+    try:
+        check_tls(nc, url)
+    except PlainTextRefused:
+        await nc.close()
+        raise
+    return nc
 
 
 class CoalescingClient(RawDeliveryClient):
