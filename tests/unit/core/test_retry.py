@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from vc_core.errors import Conflict, NotFound, TemporaryError
+from vc_core.errors import Conflict, NotFound, PreconditionFailed, TemporaryError
 from vc_core.retry import RetryPolicy
 
 
@@ -101,6 +101,21 @@ async def test_call_stops_at_the_deadline_measured_on_its_clock() -> None:
     with pytest.raises(TemporaryError):
         await policy.call(attempt, sleep=advance, clock=lambda: now)
     assert tries == [0.0, 1.0, 2.0]  # a fourth try would start at 3.0, past the deadline
+
+
+async def test_a_subclass_it_never_retries_is_passed_at_once() -> None:
+    policy = RetryPolicy((Conflict,), base_s=0.001, cap_s=0.001, never=(PreconditionFailed,))
+    assert policy.next_delay(Conflict("Pod", "default/p", expected=3), failures=1, elapsed_s=0.0) is not None
+    tries = 0
+
+    async def attempt() -> None:
+        nonlocal tries
+        tries += 1
+        raise PreconditionFailed("Pod", "default/p", expected=3)
+
+    with pytest.raises(PreconditionFailed):
+        await policy.call(attempt, sleep=asyncio.sleep)
+    assert tries == 1
 
 
 async def test_a_cancellation_is_never_retried() -> None:

@@ -25,9 +25,10 @@ OnRetry = Callable[[BaseException, int, float], None]
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """Retry errors of the classes in `retry_on`; wait `base_s` after the first failure, doubling up to
-    `cap_s`, each wait shortened by a random part of at most `jitter` of it; give up after `attempts`
-    tries or once the next try would start later than `deadline_s` after the first (None: no limit)."""
+    """Retry errors of the classes in `retry_on` but not in `never` (a subclass that no retry can mend);
+    wait `base_s` after the first failure, doubling up to `cap_s`, each wait shortened by a random part of
+    at most `jitter` of it; give up after `attempts` tries or once the next try would start later than
+    `deadline_s` after the first (None: no limit)."""
 
     retry_on: tuple[type[BaseException], ...]
     base_s: float
@@ -35,6 +36,7 @@ class RetryPolicy:
     attempts: int | None = None
     deadline_s: float | None = None
     jitter: float = 0.2
+    never: tuple[type[BaseException], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.retry_on:
@@ -60,7 +62,7 @@ class RetryPolicy:
         """The wait before the next try after `error`, the `failures`-th in a row, `elapsed_s` after the
         first try began; None when the policy gives up (not an error it retries, tries spent, or the
         next try would start past the deadline)."""
-        if not isinstance(error, self.retry_on):
+        if not isinstance(error, self.retry_on) or isinstance(error, self.never):
             return None
         if self.attempts is not None and failures >= self.attempts:
             return None
