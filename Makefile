@@ -92,7 +92,7 @@ check-schemas: deps ## fail when the generated schemas drift from the types
 clean: ## remove .venv and tool caches (keeps .data)
 	rm -rf $(VENV) .tools .pytest_cache
 
-# --- a real kube-apiserver (issue 8; ../shared/spec/interfaces.md section 6) -----------------------
+# --- a real kube-apiserver, for the kube tests and bench-kube ----------------------------------------
 # The binaries build once from Debian's kubernetes source package and are cached outside the tree
 # (~/.cache/tephra/kube/<version>/bin); state, logs and the kubeconfig live in .kube/ (git-ignored).
 

@@ -46,14 +46,14 @@ def main() -> int:
     if quick:
         failures += run("e2e_gang_load.py", "--nodes", "100", "--pods", "500") != 0
     else:
-        # The issue's load, for 1 and 2 schedulers: fsync default (a process crash loses nothing; an
+        # The target load, for 1 and 2 schedulers: fsync default (a process crash loses nothing; an
         # OS crash may lose the last seconds), then the mid size with fsync on every write as well.
         full = ("--nodes", "10000", "--pods", "100000", "--sync", "default")
         failures += run("e2e_gang_load.py", *full) != 0
         for sync in ("default", "always"):
             failures += run("e2e_gang_load.py", "--nodes", "1000", "--pods", "10000", "--sync", sync) != 0
     if soak_minutes > 0:
-        # The soak (issue 16): steady load; every process's RSS, open files and asyncio tasks must level.
+        # The soak: steady load; every process's RSS, open files and asyncio tasks must level.
         print(f"== soak --minutes {soak_minutes}", flush=True)
         failures += (
             subprocess.call([sys.executable, "-m", "tests.soak", "--minutes", str(soak_minutes)], cwd=HERE.parent) != 0

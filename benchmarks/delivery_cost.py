@@ -1,5 +1,5 @@
-"""What a change a reader never acts on costs, against what a JetStream write costs (issue 12's question
-of a key and subject layout that lets nats-server deliver each service only the changes it acts on).
+"""What a change a reader never acts on costs, against what a JetStream write costs: whether a key and
+subject layout that let nats-server deliver each service only the changes it acts on would be cheaper.
 
     .venv/bin/python -m benchmarks.delivery_cost [--writes 10000] [--readers 4] [--sync always]
 

@@ -2,7 +2,7 @@
 admission, every service a real process on one nats-server, for 1 and 2 scheduler instances.
 
     .venv/bin/python benchmarks/e2e_gang_load.py [--nodes 200] [--pods 2000] [--schedulers 1,2] [--profile DIR]
-    .venv/bin/python benchmarks/e2e_gang_load.py --nodes 10000 --pods 100000     # the full size
+    .venv/bin/python benchmarks/e2e_gang_load.py --nodes 10000 --pods 100000     # the full target size
 
 Reports the time from the first submit to the last pod Running, as pods/s, and where each job's time
 goes, per stage (medians and p95 over jobs, from the store's change streams as this process sees them):

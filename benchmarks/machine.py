@@ -2,7 +2,7 @@
 
 The shared 2-core machines this project is measured on do not run at one speed: the same deterministic
 work (a scheduling session over the same cluster, or a plain Python loop) took from 1.0x to 1.6x the CPU
-time from one minute to the next on 2026-11-28, with nothing else running and no steal time reported.
+time from one minute to the next, with nothing else running and no steal time reported (docs/benchmarks.md).
 An absolute figure alone therefore says little across runs; printed beside the reference below (the
 least CPU time of a few repetitions, taken right before and after the measured work), it can be read as
 "so many references" and compared with a run on a faster or slower minute.

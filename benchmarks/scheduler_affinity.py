@@ -1,9 +1,9 @@
-"""The cost of inter-pod anti-affinity and topology spread in one session at scale (issue 14).
+"""The cost of inter-pod anti-affinity and topology spread in one session at scale.
 
 The scheduler_session cluster (10,000 nodes in 4 zones, 1,000 pending gangs of 10) twice: as it is,
 and with 10% of the gangs asking for required anti-affinity among their own pods (one per node) and
 10% for a DoNotSchedule zone spread (maxSkew 1). Every pod carries its gang's label in both runs, so
-only the constraints differ. Prints both session times and their ratio (the issue asks for <= 1.5),
+only the constraints differ. Prints both session times and their ratio (the target is <= 1.5),
 in CPU seconds of this process (the machine is shared: wall time measures the neighbours too) and in
 wall seconds.
 

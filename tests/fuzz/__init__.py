@@ -1,4 +1,4 @@
-"""Seeded, bounded fuzzing of every surface a client reaches (issue 16): admission's write API and
+"""Seeded, bounded fuzzing of every surface a client reaches: admission's write API and
 webhook, the subjects the services subscribe to, values written straight into the buckets, vcctl.
 
 corpus (valid documents to start from), strategies (how hostile input is made), surfaces (the inputs of

@@ -17,10 +17,10 @@ import yaml
 
 from vc_admission import certs
 from vc_admission.http import serve_webhook, tls_context
-from vc_admission.rules import StaticContext, apply_json_patch
 from vc_bus.server import free_port
 from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec, QueueStatus
+from vc_validation import StaticContext, apply_json_patch
 
 SEEDS = Path(__file__).resolve().parents[1] / "fixtures" / "seeds"
 

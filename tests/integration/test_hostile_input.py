@@ -1,4 +1,4 @@
-"""Nothing a client sends takes Tephra down (issue 16, the findings under "Why").
+"""Nothing a client sends takes Tephra down.
 
 Each test sends what a careless or hostile client could (garbage on a subject, garbage values in the
 buckets, objects that skipped admission) to real service processes on a real nats-server, then checks
@@ -109,7 +109,7 @@ async def test_one_byte_on_the_admission_subject_is_refused_and_admission_keeps_
     assert metric(admission, "tephra_decode_errors_total", **labels) == 2 * len(garbage)
 
 
-# -- finding 2: one bad store entry must not crash-loop anything --------------------------------------
+# -- one bad store entry must not crash-loop anything --------------------------------------------------
 
 GARBAGE_JOBS = {
     "default.garbage": b"\xff",
@@ -363,7 +363,7 @@ async def test_bad_store_entries_crash_no_service_and_a_good_job_still_completes
         system.stop()
 
 
-# -- finding 3: objects that skipped admission are not acted on ---------------------------------------
+# -- objects that skipped admission are not acted on ----------------------------------------------------
 
 
 def bypassing_job(name: str, *, replicas: int, queue: str) -> Job:
@@ -462,7 +462,7 @@ async def test_objects_that_skipped_admission_are_not_acted_on_and_nodes_never_o
         system.stop()
 
 
-# -- finding 5: local input, quantities, durations, booleans -------------------------------------------
+# -- local input, quantities, durations, booleans ----------------------------------------------------
 
 LAUGHS = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: lol\n  annotations:\n    a: &a [l, l, l, l, l, l, l, l, l]\n"
 BILLION_LAUGHS = LAUGHS + "".join(

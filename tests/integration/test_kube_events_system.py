@@ -1,4 +1,4 @@
-"""Kubernetes Events in the whole embedded system (issue 13's Done-means): a job that does not fit gets
+"""Kubernetes Events in the whole embedded system: a job that does not fit gets
 one Unschedulable Event with the why-message on its PodGroup and one PodGroupPending on the Job, not
 one per scheduling cycle, not again after the scheduler restarts; `vcctl job view` shows it once."""
 

@@ -122,7 +122,7 @@ def test_up_refuses_a_taken_port(tmp_path: Path) -> None:
     assert result.returncode == 1 and "already in use" in result.stderr
 
 
-# -- issue 16, finding 4: `vcctl up` supervises nats-server, locks its data, and takes its children along ----
+# -- `vcctl up` supervises nats-server, locks its data, and takes its children along ----
 
 
 def holders(data: Path) -> dict[str, int]:

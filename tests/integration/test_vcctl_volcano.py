@@ -1,5 +1,5 @@
 """Volcano's vcctl examples as Volcano documents them, and the kubectl habits (-l, --no-headers, -o name,
--o jsonpath, -w, describe), against a real nats-server and admission (issue 15)."""
+-o jsonpath, -w, describe), against a real nats-server and admission."""
 
 from __future__ import annotations
 

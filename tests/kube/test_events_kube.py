@@ -1,4 +1,4 @@
-"""Kubernetes Events on the real apiserver (issue 13's Done-means): with `--backend kube`, a job that does
+"""Kubernetes Events on the real apiserver: with `--backend kube`, a job that does
 not fit gets one core/v1 Event `Unschedulable` with the why-message on its PodGroup (and `PodGroupPending`
 on the Job), which `kubectl get events` shows once, not once per scheduling cycle."""
 

@@ -168,7 +168,7 @@ def test_production_runs_three_nats_servers_and_r3_dev_one() -> None:
     for conf in (cluster_conf, named("ConfigMap", "nats-config", "overlays/dev")["data"]["nats-server.conf"]):
         assert "sync_interval: always" in conf
     volumes = {v["name"]: v for v in production["spec"]["template"]["spec"]["volumes"]}
-    assert volumes["tls"]["secret"] == {"secretName": "nats-tls"}  # TLS and identities: never open (issue 13)
+    assert volumes["tls"]["secret"] == {"secretName": "nats-tls"}  # TLS and identities: the bus is never open
     assert volumes["auth"]["secret"] == {"secretName": "nats-auth"}
 
 

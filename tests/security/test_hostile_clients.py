@@ -1,4 +1,4 @@
-"""Issue 13's hostile clients against the whole embedded system on a closed bus: tenants `alice`
+"""Hostile clients against the whole embedded system on a closed bus: tenants `alice`
 (team-a) and `bob` (team-b) with credentials made as `vcctl user create` makes them.
 
 - reading the secrets bucket (every MPI job's ssh private key) is refused by the server;

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import msgspec
-
 from vc_proto.base import Raw, Wire
 
 
@@ -32,12 +30,6 @@ class ObjectMeta(Wire, frozen=True, kw_only=True):
     finalizers: list[str] | None = None
     managed_fields: list[Raw] | None = None
     self_link: str | None = None
-
-
-class ListMeta(Wire, frozen=True, kw_only=True):
-    resource_version: str | None = None
-    continue_: str | None = msgspec.field(default=None, name="continue")
-    remaining_item_count: int | None = None
 
 
 class LabelSelectorRequirement(Wire, frozen=True, kw_only=True):

@@ -12,20 +12,14 @@ and name are there): anything else (not JSON, nested deeper than the decoder goe
 name) goes on to the full decode, which reports it as it reports any undecodable value. A selector never
 sees the key, so a pod stored under another pod's key is judged by its content, like any other.
 
-Why on content and not on subjects (issue 12 asked for a key and subject layout that lets nats-server
-deliver each service only what it acts on). A subject filter can only test what the key says, and what
-these readers select on changes during a pod's life: its node is set at the bind, its group by the
-podgroup controller. A key carrying either would move, and a move is a second write (the new key, and a
-delete marker under the old one that every reader of the old subject must see) on top of the bind or the
-annotation, where a refused delivery costs a reader a scan of the bytes. `python -m
-benchmarks.delivery_cost` measures both on one nats-server (2026-11-28, 10,000 vcjob pods, 4 readers
-refusing every change): a refused delivery 14-23 us of CPU (nats-server 3-9, the reader 11-14), a
-write 107-133 us with the default fsync and 225-232 us with fsync on every write (nats-server and
-writer). node-sim refuses about one change per pod (its unbound create) and the podgroup controller three
-or four: 60-115 us per pod together, less than the move alone would add (a write, and its delete
-marker's deliveries to every reader of the old key). The other tokens a key could carry for good (a
-pod's owner kind) would change the `<namespace>.<name>` key every store, the kube relay's mirror and
-every reader by name rely on, to save the job and podgroup controllers a few scans each.
+Why on content and not on subjects: a subject filter can only test what the key says, and what these
+readers select on changes during a pod's life (its node is set at the bind, its group by the podgroup
+controller). A key carrying either would move, and a move is a second write (the new key, and a delete
+marker under the old one that every reader of the old subject must see) on top of the bind or the
+annotation, where a refused delivery costs a reader a scan of the bytes: 14-23 us of CPU against a write's
+107-232 us (`benchmarks/delivery_cost.py`; the runs are in docs/benchmarks.md). The other tokens a key
+could carry for good (a pod's owner kind) would change the `<namespace>.<name>` key every store, the kube
+relay's mirror and every reader by name rely on, to save the job and podgroup controllers a few scans each.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The embedded write API answers every request, however malformed, with a clear error (finding 1 of issue 16)."""
+"""The embedded write API answers every request, however malformed, with a clear error,
+never InternalError: a client's mistake must be told as one."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What the store accepts as a stored object, and how a skipped value is reported (issue 16, finding 2)."""
+"""What the store accepts as a stored object, and how a skipped value is reported."""
 
 from __future__ import annotations
 

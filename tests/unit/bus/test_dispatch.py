@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
-from vc_bus.dispatch import BASE_DELAY_S, MAX_DELAY_S, KeyedDispatcher, backoff_s
+from vc_bus.dispatch import BASE_DELAY_S, KEY_RETRY, MAX_DELAY_S, KeyedDispatcher, backoff_s
 from vc_core.errors import PermanentError, TemporaryError
 
 
@@ -114,5 +114,8 @@ async def test_submit_after_delays_a_key() -> None:
 
 
 def test_the_backoff_doubles_to_its_cap_and_stays_there_however_many_attempts() -> None:
-    assert [backoff_s(n) for n in (1, 2, 3)] == [BASE_DELAY_S, 2 * BASE_DELAY_S, 4 * BASE_DELAY_S]
-    assert backoff_s(30) == backoff_s(1_025) == backoff_s(10**6) == MAX_DELAY_S
+    jitter = KEY_RETRY.jitter  # each wait is shortened by at most this fraction, so retries spread
+    for attempt, full in ((1, BASE_DELAY_S), (2, 2 * BASE_DELAY_S), (3, 4 * BASE_DELAY_S)):
+        assert (1 - jitter) * full <= backoff_s(attempt) <= full
+    for attempt in (30, 1_025, 10**6):
+        assert (1 - jitter) * MAX_DELAY_S <= backoff_s(attempt) <= MAX_DELAY_S

@@ -1,4 +1,4 @@
-"""One `vcctl up` per data directory (issue 16, finding 4)."""
+"""One `vcctl up` per data directory: two servers on one store would corrupt it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""vcctl turns every local failure (files, YAML, flags) into one line and exit 2 (issue 16, finding 5)."""
+"""vcctl turns every local failure (files, YAML, flags) into one line and exit 2."""
 
 from __future__ import annotations
 

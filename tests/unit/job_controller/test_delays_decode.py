@@ -1,4 +1,4 @@
-"""A stored delayed action is fired only if it can be: a known action and a readable due time (issue 16)."""
+"""A stored delayed action is fired only if it can be: a known action and a readable due time."""
 
 from __future__ import annotations
 

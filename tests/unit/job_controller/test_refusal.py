@@ -1,4 +1,4 @@
-"""A job admission would refuse is not acted on: its status and history say why, once (issue 16, finding 3)."""
+"""A job admission would refuse is not acted on: its status and history say why, once."""
 
 from __future__ import annotations
 

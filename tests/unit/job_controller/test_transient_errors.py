@@ -1,9 +1,9 @@
-"""A transport error while a job is reconciled keeps its request for the retry (found by `make chaos`,
-seed 1: jobs submitted while a cluster server was down never started).
+"""A transport error while a job is reconciled keeps its request for the retry: a job submitted while a
+cluster server is down still starts.
 
-The dispatcher retries the job's key with backoff after any error; the job controller used to keep
-the request only for Conflict and TemporaryError, so after a NATS timeout the retry found nothing to
-do, and a new job, which nothing else would wake, waited forever with no status.
+The dispatcher retries the job's key with backoff after any error. A request kept only for Conflict and
+TemporaryError would leave the retry after a NATS timeout nothing to do, and a new job, which nothing
+else wakes, would wait forever with no status.
 """
 
 from __future__ import annotations
@@ -67,9 +67,9 @@ def test_a_new_job_is_reconciled_once_the_store_answers_again() -> None:
 
 
 def test_a_failed_pass_leaves_the_retry_to_the_dispatchers_backoff() -> None:
-    """The pass used to submit its key again on the way out, failed or not: the dispatcher then ran it at
-    once, and again, for as long as the store was down (kube-mode chaos: 1,025 attempts through an
-    apiserver restart, and the backoff's float overflowed). A failed pass waits for its retry."""
+    """A failed pass waits for the dispatcher's retry: submitting its key again on the way out would run
+    it at once, and again, for as long as the store is down (over a thousand attempts through an
+    apiserver restart)."""
 
     class DownStore(MemoryStore):
         tried = asyncio.Event()

@@ -1,4 +1,4 @@
-"""node-sim admits a pod as a kubelet does: valid, and fitting beside what its node runs (issue 16, finding 3)."""
+"""node-sim admits a pod as a kubelet does: valid, and fitting beside what its node runs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""node-sim never reads garbage as a value: annotations and control requests (issue 16, finding 5)."""
+"""node-sim never reads garbage as a value: annotations and control requests."""
 
 from __future__ import annotations
 

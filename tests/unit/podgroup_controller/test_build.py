@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from vc_podgroup_controller.logic.build import build_podgroup, min_member, pod_requests
@@ -112,6 +113,15 @@ def test_copies_scheduler_hints_from_the_pod() -> None:
 def test_pod_requests_take_the_larger_init_container() -> None:
     requests = pod_requests(pod(requests={"cpu": "1", "memory": "1Gi"}, init={"cpu": "2"}))
     assert {k: str(v) for k, v in requests.items()} == {"cpu": "2", "memory": str(2**30)}
+
+
+def test_a_container_with_limits_only_asks_for_its_limits_as_the_apiserver_defaults_them() -> None:
+    limited = Container(name="main", resources=ResourceRequirements(limits={"cpu": "2", "memory": "1Gi"}))
+    plain = pod()
+    assert plain.spec is not None
+    only_limits = msgspec.structs.replace(plain, spec=msgspec.structs.replace(plain.spec, containers=[limited]))
+    pg = build_podgroup(only_limits)
+    assert pg.spec is not None and pg.spec.min_resources == {"cpu": "2", "memory": "1Gi"}
 
 
 def test_build_is_deterministic() -> None:

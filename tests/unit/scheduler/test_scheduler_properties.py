@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vc_scheduling.cycle import CycleResult, apply_result, load_scheduler_conf, run_cycle
-from vc_scheduling.framework.build import TaskMemo
+from vc_scheduling.framework.carried import CarriedState
 from vc_scheduling.snapshot import ClusterSnapshot, load_objects
 
 RESOURCES = ("cpu", "nvidia.com/gpu")
@@ -277,7 +277,7 @@ def test_a_memo_carried_between_cycles_changes_no_decision(cluster: tuple[Any, A
     and once copying unchanged pods' tasks from the previous cycle: the same decisions every time."""
     conf = load_scheduler_conf()
     fresh = memoised = load_objects(_objects(*cluster))
-    memo = TaskMemo()
+    memo = CarriedState()
     for cycle in range(3):
         uid = f"s-{cycle}"
         expected = run_cycle(fresh, conf, session_uid=uid, now=NOW)

@@ -1,4 +1,4 @@
-"""What a service may act on: admission's stateless rules applied to stored objects (issue 16, finding 3)."""
+"""What a service may act on: admission's stateless rules applied to stored objects."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Quantities are bounded, devices are whole, node-sim's annotations say what they mean (issue 16, finding 5)."""
+"""Quantities are bounded, devices are whole, node-sim's annotations say what they mean."""
 
 from __future__ import annotations
 

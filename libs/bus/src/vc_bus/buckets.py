@@ -13,7 +13,6 @@ be answered by any replica, a moment behind the leader, so only readers that ask
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -24,7 +23,7 @@ from nats.js import JetStreamContext, api
 from nats.js.errors import BadRequestError, NoStreamResponseError, NotFoundError, ServiceUnavailableError
 from nats.js.kv import KeyValue
 
-from vc_core import backoff
+from vc_core.retry import RetryPolicy
 
 log = structlog.get_logger(__name__)
 # How long start-up steps wait out JetStream being unavailable: a cluster electing its meta leader (at
@@ -42,18 +41,12 @@ T = TypeVar("T")
 
 async def while_unavailable(what: str, attempt: Callable[[], Awaitable[T]], *, wait_s: float = OPEN_WAIT_S) -> T:
     """`attempt()`, retried with backoff while JetStream answers as unavailable, up to `wait_s`."""
-    deadline = time.monotonic() + wait_s
-    failures = 0
-    while True:
-        try:
-            return await attempt()
-        except UNAVAILABLE as exc:
-            delay = backoff.capped(0.25, failures, 2.0)
-            if time.monotonic() + delay > deadline:
-                raise
-            log.warning("jetstream.unavailable", waiting_for=what, error=repr(exc)[:200], retry_in_s=delay)
-            await asyncio.sleep(delay)
-            failures += 1
+
+    def on_retry(error: BaseException, failures: int, delay_s: float) -> None:
+        log.warning("jetstream.unavailable", waiting_for=what, error=repr(error)[:200], retry_in_s=delay_s)
+
+    policy = RetryPolicy(UNAVAILABLE, base_s=0.25, cap_s=2.0, deadline_s=wait_s)
+    return await policy.call(attempt, sleep=asyncio.sleep, on_retry=on_retry)
 
 
 async def open_bucket(

@@ -16,6 +16,7 @@ import structlog
 from nats.aio.client import Client
 
 from vc_bus.rawsub import RawDeliveryClient
+from vc_core.retry import RetryPolicy
 from vc_security.credentials import ClientCredentials, ca_from_env, credentials_from_env
 from vc_security.identities import inbox_prefix
 
@@ -35,15 +36,17 @@ class _TlsEofNoise(logging.Filter):
 
 logging.getLogger("asyncio").addFilter(_TlsEofNoise())
 # While busy (the previous write was less than BUSY_GAP_S ago) the flusher waits FLUSH_WINDOW_S
-# before writing, so one socket write carries all the requests of that window. In this VM every
-# write wakes the server on the other core (an IPI, a VM exit): at 10k pods this halved the
-# server's CPU and took a fifth off the whole system's. An idle client writes at once.
+# before writing, so one socket write carries all the requests of that window. On a virtual machine
+# every write wakes the server on another core (an IPI, a VM exit); batching halves nats-server's CPU
+# under load (docs/benchmarks.md, "Where the CPU goes"). An idle client writes at once.
 FLUSH_WINDOW_S = 0.002
 BUSY_GAP_S = 0.01
 # Closing at shutdown: at most DRAIN_S to drain, then CLOSE_S to close (a server that is gone answers
 # neither); kept well inside the grace period of vc_runtime.service.
 DRAIN_S = 3.0
 CLOSE_S = 1.0
+# The first connect is tried until the server answers (no socket yet, no server, a timeout).
+FIRST_CONNECT_RETRY = RetryPolicy((OSError, nats.errors.NoServersError, TimeoutError), base_s=0.2, cap_s=2.0)
 
 
 @contextlib.asynccontextmanager
@@ -166,24 +169,21 @@ async def _first_connect(
     url: str, *, name: str, connect_timeout: float, callbacks: Callbacks, options: dict[str, Any]
 ) -> CoalescingClient:
     """nats-py does not retry a failed first connect; a service started before its server must wait."""
-    attempt = 0
-    while True:
-        try:
-            nc = await _connect_once(
-                url, name=name, connect_timeout=connect_timeout, callbacks=callbacks, options=options
-            )
-        except (OSError, nats.errors.NoServersError, TimeoutError) as exc:
-            attempt += 1
-            delay = min(0.2 * attempt, 2.0)
-            log.warning("nats.connect_retry", url=url, attempt=attempt, error=repr(exc), delay_s=delay)
-            await asyncio.sleep(delay)
-            continue
-        try:
-            check_tls(nc, url)
-        except PlainTextRefused:
-            await nc.close()
-            raise
-        return nc
+
+    def on_retry(error: BaseException, failures: int, delay_s: float) -> None:
+        log.warning("nats.connect_retry", url=url, attempt=failures, error=repr(error), delay_s=delay_s)
+
+    nc = await FIRST_CONNECT_RETRY.call(
+        lambda: _connect_once(url, name=name, connect_timeout=connect_timeout, callbacks=callbacks, options=options),
+        sleep=asyncio.sleep,
+        on_retry=on_retry,
+    )
+    try:
+        check_tls(nc, url)
+    except PlainTextRefused:
+        await nc.close()
+        raise
+    return nc
 
 
 class CoalescingClient(RawDeliveryClient):

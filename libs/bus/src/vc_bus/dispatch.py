@@ -17,21 +17,24 @@ from typing import Generic, TypeVar
 import structlog
 
 from vc_bus import workqueue_metrics
-from vc_core import backoff
 from vc_core.errors import PermanentError, TemporaryError
+from vc_core.retry import RetryPolicy
 
 K = TypeVar("K", bound=Hashable)
 log = structlog.get_logger(__name__)
 
 BASE_DELAY_S = 0.005
 MAX_DELAY_S = 60.0
+# A key whose handler failed (any error: the handler boundary) runs again for as long as the dispatcher
+# does, each key counting its own failures.
+KEY_RETRY = RetryPolicy((Exception,), base_s=BASE_DELAY_S, cap_s=MAX_DELAY_S)
 
 
 def backoff_s(attempt: int) -> float:
     """The wait before retry number `attempt` (1, 2, ...): doubling from BASE_DELAY_S, capped at
-    MAX_DELAY_S, however many attempts (a job-controller key failing through an apiserver outage
-    reached attempt 1,025, and 2 ** 1,024 overflowed a float)."""
-    return backoff.capped(BASE_DELAY_S, attempt - 1, MAX_DELAY_S)
+    MAX_DELAY_S (less KEY_RETRY's jitter), however many attempts (a job-controller key failing through
+    an apiserver outage reached attempt 1,025, and 2 ** 1,024 overflowed a float)."""
+    return KEY_RETRY.delay_s(attempt)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,8 +27,7 @@ from prometheus_client import Counter
 
 from vc_bus.buckets import while_unavailable
 from vc_bus.decoding import decode_or_none
-from vc_bus.pull import Delivery, PullConsumer, refused_filter
-from vc_core import backoff
+from vc_bus.pull import RESUME_RETRY, Delivery, PullConsumer, refused_filter
 from vc_core.errors import InvalidObject
 from vc_proto import codec, subjects
 from vc_proto.events import MAX_EVENTS_PER_MESSAGE, DomainEvent, EventMessage
@@ -228,7 +227,7 @@ async def follow(
                 # of retrying forever (found by fuzzing `vcctl job history`).
                 raise InvalidObject("name", "subject", f"no events can match {filter_subject!r}") from exc
             failures += 1
-            delay = backoff.capped(0.05, failures, 2.0)
+            delay = RESUME_RETRY.delay_s(failures)
             log.info("events.resume", after=last, error=repr(exc), delay_s=delay)
             await asyncio.sleep(delay)
         finally:

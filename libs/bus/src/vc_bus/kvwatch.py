@@ -19,8 +19,7 @@ from nats.js import api
 from nats.js.client import JetStreamContext
 
 from vc_bus.decoding import selected
-from vc_bus.pull import PullConsumer, refused_filter
-from vc_core import backoff
+from vc_bus.pull import RESUME_RETRY, PullConsumer, refused_filter
 from vc_core.errors import InvalidObject
 from vc_core.store import WatchOp
 from vc_proto.selectors import Selector
@@ -99,7 +98,7 @@ class _Feed:
                     # instead of retrying forever (found by fuzzing `vcctl podgroup list -n`).
                     raise InvalidObject("namespace", "subject", f"no keys can match {self._filter!r}") from exc
                 failures += 1
-                delay = backoff.capped(0.05, failures, 2.0)
+                delay = RESUME_RETRY.delay_s(failures)
                 log.info("watch.resume", stream=self._stream, after=self._last, error=repr(exc), delay_s=delay)
                 await asyncio.sleep(delay)
             finally:

@@ -33,6 +33,7 @@ from nats.js import api
 from nats.js.errors import APIError, BadRequestError
 
 from vc_bus.rawsub import RawDeliveryClient, parse_headers
+from vc_core.retry import RetryPolicy
 
 BATCH: Final = 1024
 EXPIRES_S: Final = 30.0
@@ -41,6 +42,9 @@ SILENCE_S: Final = 2 * HEARTBEAT_S + 1.0
 # How often a waiting reader looks at the clock and the connection (no message costs anything for it).
 TICK_S: Final = 1.0
 _KV_REMOVED: Final = ("DEL", "PURGE")
+# A reader whose consumer failed (any NATS failure) opens a new one after its last message, for as long as
+# it reads: a KV watch, the events reader.
+RESUME_RETRY: Final = RetryPolicy((Exception,), base_s=0.05, cap_s=2.0)
 _NS: Final = 1_000_000_000
 
 

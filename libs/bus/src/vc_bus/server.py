@@ -249,7 +249,3 @@ class NatsServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def env_nats_url(default: str = "nats://127.0.0.1:4222") -> str:
-    return os.environ.get("VC_SERVER") or os.environ.get("VC_NATS__URL") or default

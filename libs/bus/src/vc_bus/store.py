@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator, Mapping
 from typing import TypeVar
 
 import structlog
@@ -34,7 +33,7 @@ from nats.js.errors import (
 from nats.js.kv import KeyValue
 from prometheus_client import Counter
 
-from vc_bus.binding import bound_pod, display, required_uid
+from vc_bus.binding import bound_pod, required_uid
 from vc_bus.buckets import NO_ANSWER, open_bucket
 from vc_bus.decoding import UNDECODABLE, CorruptObject, describe, report_undecodable
 from vc_bus.kvwatch import watch_bucket
@@ -48,6 +47,7 @@ from vc_bus.objects import (
     with_meta,
 )
 from vc_core.errors import AlreadyExists, Conflict, NotFound, PreconditionFailed, TemporaryError
+from vc_core.retry import RetryPolicy
 from vc_core.store import WatchEvent, WatchOp, collect_list, refuse_unlistable_namespace
 from vc_proto import codec, subjects
 from vc_proto.core import Pod
@@ -89,8 +89,15 @@ _GENERATE_NAME_ATTEMPTS = 8
 # Kinds whose objects expire on their own, counted from their last write: Events live an hour, as the
 # apiserver keeps them (--event-ttl), so a busy system's Events do not grow without bound.
 BUCKET_TTL_S: dict[str, float] = {"Event": 3600.0}
-_BIND_ATTEMPTS = 16
-_UNCONDITIONAL_DELETE_ATTEMPTS = 32
+# A bind lost to another write of the pod (node-sim's, the job controller's) is tried again on the pod as
+# stored now, at once and up to 16 times: the rules of binding.py decide whether it may still bind.
+_BIND_RACE = RetryPolicy((Conflict,), base_s=0.0005, cap_s=0.004, attempts=16)
+# A delete without a resourceVersion means "whatever is there now": a write that lands between its read and
+# its delete (a status update) is not a conflict, so it reads again, up to 33 times, letting a burst of
+# writes pass; a uid precondition that failed is another object, never retried.
+_UNCONDITIONAL_DELETE_RACE = RetryPolicy(
+    (Conflict,), base_s=0.002, cap_s=0.064, attempts=33, jitter=0.9, never=(PreconditionFailed,)
+)
 _WRONG_LAST = (10071, 10164)  # JetStream: wrong last sequence (per subject / per stream)
 
 
@@ -189,14 +196,16 @@ class NatsStore:
         Made of `update` and `get`: a request no server answers raises their TemporaryError."""
         uid = required_uid(pod)
         current = pod
-        for _ in range(_BIND_ATTEMPTS):
-            candidate = bound_pod(current, uid, node, annotations)
+
+        async def once() -> None:
+            nonlocal current
             try:
-                await self.update(candidate)
-                return
+                await self.update(bound_pod(current, uid, node, annotations))
             except Conflict:
                 current = await self.get(Pod, pod.metadata.namespace, pod.metadata.name or "")
-        raise Conflict("Pod", display(pod), expected=_revision(current))
+                raise
+
+        await _BIND_RACE.call(once, sleep=asyncio.sleep)
 
     async def delete(
         self,
@@ -209,21 +218,14 @@ class NatsStore:
         grace: bool = True,
     ) -> None:
         with _temporary_when_unavailable("delete"):
-            # Without a resourceVersion precondition the caller means "whatever is there now": a write that
-            # lands between our read and our delete (a status update) is not a conflict, so read again.
-            for attempt in range(_UNCONDITIONAL_DELETE_ATTEMPTS):
-                try:
-                    await self._delete_once(
-                        kind, namespace, name, resource_version=resource_version, uid=uid, grace=grace
-                    )
-                    return
-                except PreconditionFailed:
-                    raise
-                except Conflict:
-                    if resource_version is not None:
-                        raise
-                    await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # let a burst of writes pass
-            await self._delete_once(kind, namespace, name, resource_version=resource_version, uid=uid, grace=grace)
+
+            def once() -> Awaitable[None]:
+                return self._delete_once(kind, namespace, name, resource_version=resource_version, uid=uid, grace=grace)
+
+            if resource_version is not None:  # the caller's precondition: a conflict is the caller's to handle
+                await once()
+            else:
+                await _UNCONDITIONAL_DELETE_RACE.call(once, sleep=asyncio.sleep)
 
     async def _delete_once(
         self,

@@ -26,7 +26,7 @@ from nats.js.client import JetStreamContext
 from nats.js.kv import KV_DEL, KV_OP
 from prometheus_client import Histogram
 
-from vc_core import backoff
+from vc_core.retry import RetryPolicy
 
 log = structlog.get_logger(__name__)
 
@@ -36,6 +36,8 @@ ACK_SECONDS = Histogram(
     buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 )
 MAX_BACKOFF_S = 10.0
+# A KV write is sent again for as long as the relay runs (puts are idempotent).
+KV_RETRY = RetryPolicy((Exception,), base_s=0.1, cap_s=MAX_BACKOFF_S)
 _DELETE = {KV_OP: KV_DEL}
 
 
@@ -117,7 +119,7 @@ class KvWriter:
                 break
             except Exception as exc:  # nats-py's errors share no base class (closed, buffer full, ...)
                 failures += 1
-                delay = backoff.capped(0.1, failures, MAX_BACKOFF_S)
+                delay = KV_RETRY.delay_s(failures)
                 log.warning("relay.kv_retry", key=key, error=repr(exc), delay_s=delay)
                 await asyncio.sleep(delay)
         write = _Write(key, value, ack, time.monotonic())
@@ -151,7 +153,7 @@ class KvWriter:
             log.warning("relay.kv_write_failed", key=oldest.key, error=error, again=again)
             if not again:
                 continue  # a later write of this key was sent after it: that one settles the key
-            await asyncio.sleep(backoff.capped(0.1, failures, MAX_BACKOFF_S))
+            await asyncio.sleep(KV_RETRY.delay_s(failures))
             if self._newest.get(oldest.key) is oldest:  # nothing newer was given while sleeping
                 await self._send(oldest.key, oldest.value)
 

@@ -34,8 +34,8 @@ from nats.aio.client import Client
 
 from vc_bus.kvwatch import watch_bucket
 from vc_bus.store import NatsStore
-from vc_core import backoff
 from vc_core.errors import VcError
+from vc_core.retry import RetryPolicy
 from vc_core.store import WatchOp
 from vc_kube.client import KubeApiError, KubeClient
 from vc_kube.kvwriter import KvWriter
@@ -47,6 +47,8 @@ from vc_proto.vocabulary import MANAGED_BY_LABEL, MANAGED_BY_TEPHRA
 log = structlog.get_logger(__name__)
 
 MAX_BACKOFF_S = 10.0
+# A kind's mirror is restarted for as long as the relay runs.
+KIND_RESTART = RetryPolicy((Exception,), base_s=0.2, cap_s=MAX_BACKOFF_S)
 PASSING_FAILURES = 5  # failures in a row of one kind's mirror logged as a warning
 # Kinds of which only Tephra's own objects are mirrored (the job plugins label what they create).
 MIRRORED_ONLY: dict[str, str] = {
@@ -106,7 +108,7 @@ class Relay:
                 raise
             except (VcError, KubeApiError, OSError, msgspec.MsgspecError) as exc:
                 failures += 1
-                delay = backoff.capped(0.2, failures, MAX_BACKOFF_S)
+                delay = KIND_RESTART.delay_s(failures)
                 # A few in a row are the apiserver restarting or still serving its custom resources:
                 # a warning. Past that the mirror of this kind is stale for good reason: an error.
                 report = log.warning if failures <= PASSING_FAILURES else log.error

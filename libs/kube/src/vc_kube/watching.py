@@ -28,8 +28,8 @@ import msgspec
 import structlog
 
 from vc_bus.decoding import UNDECODABLE, report_undecodable
-from vc_core import backoff
 from vc_core.errors import TemporaryError
+from vc_core.retry import RetryPolicy
 from vc_core.store import WatchOp
 from vc_kube.client import Json, KubeApiError, KubeClient, map_error, resource_path
 from vc_proto.kinds import Kind, KubeObject
@@ -38,6 +38,10 @@ log = structlog.get_logger(__name__)
 
 WATCH_TIMEOUT_S = 290  # below common proxies' 5-minute idle cut-off
 MAX_BACKOFF_S = 5.0
+# A watch retries for as long as its reader runs: apiserver restarts, network errors, 429 and 5xx.
+WATCH_RETRY = RetryPolicy((TemporaryError, KubeApiError), base_s=0.1, cap_s=MAX_BACKOFF_S)
+# One list: a transient failure, or a continue token that expired (compaction), starts it over; 5 tries.
+LIST_RETRY = RetryPolicy((TemporaryError,), base_s=0.2, cap_s=3.2, attempts=5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,13 +174,13 @@ async def watch_kind(
             revision = list_revision
         except TemporaryError as exc:
             failures += 1
-            delay = backoff.capped(0.1, failures, MAX_BACKOFF_S)
+            delay = WATCH_RETRY.delay_s(failures)
             log.warning("watch.retry", kind=row.kind, revision=revision, error=str(exc), delay_s=delay)
             await asyncio.sleep(delay)
         except KubeApiError as exc:
             if exc.status == 429 or exc.status >= 500:
                 failures += 1
-                delay = backoff.capped(0.1, failures, MAX_BACKOFF_S)
+                delay = WATCH_RETRY.delay_s(failures)
                 log.warning("watch.retry", kind=row.kind, status=exc.status, delay_s=delay)
                 await asyncio.sleep(delay)
                 continue
@@ -255,26 +259,27 @@ async def list_raw(
 ) -> tuple[list[Json], int]:
     """A paginated, consistent list (every page at the first page's resourceVersion)."""
     row = await kube.served(row)
-    last: Exception | None = None
-    for attempt in range(5):
+
+    async def once() -> tuple[list[Json], int]:
         items: list[Json] = []
         query: dict[str, str] = {"limit": str(page), **_selecting(label_selector)}
         revision = 0
-        try:
-            while True:
+        while True:
+            try:
                 body = await kube.request("GET", resource_path(row, namespace), query=query)
-                items.extend(body.get("items") or [])
-                meta = body.get("metadata") or {}
-                revision = revision or int(meta.get("resourceVersion") or 0)
-                token = meta.get("continue")
-                if not token:
-                    return items, revision
-                query = {"limit": str(page), "continue": token, **_selecting(label_selector)}
-        except KubeApiError as exc:
-            if exc.status != 410:
-                raise map_error(exc, row.kind, row.plural) from exc
-            last = exc  # the continue token expired (compaction): start the list over
-        except TemporaryError as exc:
-            last = exc
-            await asyncio.sleep(0.2 * 2**attempt)
-    raise TemporaryError(f"listing {row.plural} failed: {last}")
+            except KubeApiError as exc:
+                if exc.status != 410:
+                    raise map_error(exc, row.kind, row.plural) from exc
+                raise TemporaryError(f"the list's continue token expired: {exc}") from exc
+            items.extend(body.get("items") or [])
+            meta = body.get("metadata") or {}
+            revision = revision or int(meta.get("resourceVersion") or 0)
+            token = meta.get("continue")
+            if not token:
+                return items, revision
+            query = {"limit": str(page), "continue": token, **_selecting(label_selector)}
+
+    try:
+        return await LIST_RETRY.call(once, sleep=asyncio.sleep)
+    except TemporaryError as exc:
+        raise TemporaryError(f"listing {row.plural} failed: {exc}") from exc

@@ -32,7 +32,7 @@ from nats.aio.client import Client
 from prometheus_client import Counter
 
 from vc_bus.store import NatsStore
-from vc_core.errors import AlreadyExists, Conflict, NotFound
+from vc_core.errors import AlreadyExists, NotFound, TemporaryError
 from vc_core.kube_events import (
     EventCorrelator,
     EventIntent,
@@ -41,6 +41,7 @@ from vc_core.kube_events import (
     intents_for,
     verdicts_ended_by,
 )
+from vc_core.retry import RetryPolicy
 from vc_core.store import ObjectStore
 from vc_core.times import rfc3339_from_epoch
 from vc_proto.events import DomainEvent
@@ -51,6 +52,8 @@ from vc_proto.meta import ObjectMeta
 log = structlog.get_logger(__name__)
 
 MAX_PENDING: Final = 1024
+# An Event is best effort, as client-go's: a write the store cannot take now (unreachable, or a count
+# another instance raised meanwhile: a Conflict) is tried again a few times, then dropped and counted.
 WRITE_ATTEMPTS: Final = 4
 RETRY_S: Final = 0.5
 FLUSH_ON_STOP_S: Final = 2.0
@@ -120,7 +123,7 @@ class EventRecorder:
         # Verdicts wait `settle_s` (loop time) before they are written, in the order they came.
         self._settling: OrderedDict[tuple[str, ...], tuple[float, _Pending]] = OrderedDict()
         self._max_pending = max_pending
-        self._retry_s = retry_s
+        self._retry = RetryPolicy((TemporaryError,), base_s=retry_s, cap_s=4 * retry_s, attempts=WRITE_ATTEMPTS)
         self._settle_s = settle_s
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
@@ -205,16 +208,11 @@ class EventRecorder:
         self._idle.set()
 
     async def _write_with_retry(self, pending: _Pending) -> None:
-        for attempt in range(WRITE_ATTEMPTS):
-            try:
-                RECORDED.labels(await self._write(pending)).inc()
-                return
-            except Exception as exc:  # store unreachable, forbidden, ...: best effort, as client-go
-                if attempt == WRITE_ATTEMPTS - 1:
-                    RECORDED.labels("failed").inc()
-                    log.warning("kube_event.not_written", reason=pending.occurrence.intent.reason, error=repr(exc))
-                    return
-                await asyncio.sleep(self._retry_s * (attempt + 1))
+        try:
+            RECORDED.labels(await self._retry.call(lambda: self._write(pending), sleep=asyncio.sleep)).inc()
+        except Exception as exc:  # store unreachable, forbidden, ...: best effort, as client-go
+            RECORDED.labels("failed").inc()
+            log.warning("kube_event.not_written", reason=pending.occurrence.intent.reason, error=repr(exc))
 
     async def _write(self, pending: _Pending) -> str:
         intent = await self._with_uid(pending.occurrence.intent)
@@ -235,25 +233,22 @@ class EventRecorder:
         return await self._count(name, occurrence, pending.unwritten)
 
     async def _count(self, name: str, occurrence: Occurrence, more: int) -> str:
+        """Raise the stored Event's count by `more`. A Conflict (another instance of this service
+        counted it meanwhile) goes to the write's retry, which reads it again and counts on top."""
         namespace = self._namespace(occurrence.intent)
-        for _ in range(WRITE_ATTEMPTS):
-            try:
-                stored = await self._store.get(Event, namespace, name)
-            except NotFound:  # expired (or deleted) meanwhile: say it again
-                await self._store.create(self._new_event(name, occurrence, count=more))
-                return "created"
-            counted = msgspec.structs.replace(
-                stored,
-                count=(stored.count or 1) + more,
-                last_timestamp=rfc3339_from_epoch(occurrence.last_seen),
-                message=occurrence.intent.message,  # a combined Event or a verdict shows the latest
-            )
-            try:
-                await self._store.update(counted)
-                return "counted"
-            except Conflict:
-                continue  # another instance of this service counted it meanwhile: count on top
-        raise Conflict("Event", f"{namespace}/{name}", expected=None)
+        try:
+            stored = await self._store.get(Event, namespace, name)
+        except NotFound:  # expired (or deleted) meanwhile: say it again
+            await self._store.create(self._new_event(name, occurrence, count=more))
+            return "created"
+        counted = msgspec.structs.replace(
+            stored,
+            count=(stored.count or 1) + more,
+            last_timestamp=rfc3339_from_epoch(occurrence.last_seen),
+            message=occurrence.intent.message,  # a combined Event or a verdict shows the latest
+        )
+        await self._store.update(counted)
+        return "counted"
 
     async def _says(self, name: str, intent: EventIntent) -> bool:
         try:

@@ -16,8 +16,8 @@ from pathlib import Path
 import structlog
 from aiohttp import web
 
-from vc_admission.rules import MAX_REQUEST_BYTES, AdmissionContext
 from vc_admission.webhook import ROUTES, handle_review
+from vc_validation import MAX_REQUEST_BYTES, AdmissionContext
 
 log = structlog.get_logger(__name__)
 

@@ -14,21 +14,6 @@ from typing import Any, Final
 
 import msgspec
 
-from vc_admission.rules import (
-    AdmissionContext,
-    Violation,
-    check_request_size,
-    json_patch,
-    mutate_job,
-    mutate_pod,
-    mutate_podgroup,
-    mutate_queue,
-    validate_job_create,
-    validate_job_update,
-    validate_podgroup_create,
-    validate_queue_delete,
-    validate_queue_write,
-)
 from vc_proto import codec
 from vc_proto.batch import Job
 from vc_proto.core import Pod
@@ -37,7 +22,25 @@ from vc_proto.flow import JobFlow, JobTemplate
 from vc_proto.kinds import KINDS, KubeObject
 from vc_proto.scheduling import PodGroup, Queue
 from vc_proto.topology import HyperNode
-from vc_validation import mutate_cronjob, validate_cronjob, validate_jobflow, validate_jobtemplate
+from vc_validation import (
+    AdmissionContext,
+    Violation,
+    check_request_size,
+    json_patch,
+    mutate_cronjob,
+    mutate_job,
+    mutate_pod,
+    mutate_podgroup,
+    mutate_queue,
+    validate_cronjob,
+    validate_job_create,
+    validate_job_update,
+    validate_jobflow,
+    validate_jobtemplate,
+    validate_podgroup_create,
+    validate_queue_delete,
+    validate_queue_write,
+)
 from vc_validation.hypernodes import validate_hypernode
 from vc_validation.pods_tenancy import validate_pod_submission
 

@@ -26,11 +26,11 @@ import structlog
 from vc_admission import certs
 from vc_admission.cert_manager import CertConfig, CertManager
 from vc_admission.http import ServingTLS, serve_webhook
-from vc_admission.rules import AdmissionContext
 from vc_core.durations import parse_duration
 from vc_core.errors import ConfigError, InvalidObject, TemporaryError, VcError
 from vc_runtime.probes import Probes
 from vc_runtime.service import FnWorker
+from vc_validation import AdmissionContext
 
 log = structlog.get_logger(__name__)
 PROBE = "webhook-serving"

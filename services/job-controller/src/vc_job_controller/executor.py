@@ -13,6 +13,7 @@ import msgspec
 import structlog
 
 from vc_core.errors import AlreadyExists, NotFound
+from vc_core.retry import RetryPolicy
 from vc_core.store import ObjectStore
 from vc_core.times import rfc3339
 from vc_job_controller import volcano_metrics
@@ -27,6 +28,9 @@ from vc_proto.vocabulary import OUT_OF_SYNC_KEY
 
 log = structlog.get_logger(__name__)
 MAX_PARALLEL_CREATES = 32
+# A history publish is tried up to 5 times through NATS timeouts and reconnects (the transport's errors,
+# any kind): the pass that made the transition is the only one that reports it.
+HISTORY_PUBLISH_RETRY = RetryPolicy((Exception,), base_s=0.2, cap_s=1.6, attempts=5)
 # Publishes one pass's history events as one batch (vc_bus.events.EventPublisher.publish_batch).
 Publish = Callable[[Sequence[DomainEvent]], Awaitable[object]]
 Remember = Callable[[Pod | PodGroup], None]
@@ -75,18 +79,14 @@ class PlanExecutor:
             await self._delete(_PLUGIN_KINDS[ref.kind], namespace, ref.name)
         return job
 
-    async def _publish_with_retry(self, events: list[DomainEvent], attempts: int = 5) -> None:
+    async def _publish_with_retry(self, events: list[DomainEvent]) -> None:
         """The batch's id (derived from its events' ids) de-duplicates retries, so publishing again after
         an unknown outcome is safe."""
-        for attempt in range(attempts):
-            try:
-                await self._publish(events)
-                return
-            except Exception as exc:  # transport boundary: NATS timeouts and reconnects
-                if attempt == attempts - 1:
-                    raise
-                log.info("history.publish_retry", error=repr(exc), attempt=attempt + 1)
-                await asyncio.sleep(0.2 * (attempt + 1))
+
+        def on_retry(error: BaseException, failures: int, delay_s: float) -> None:
+            log.info("history.publish_retry", error=repr(error), attempt=failures, delay_s=delay_s)
+
+        await HISTORY_PUBLISH_RETRY.call(lambda: self._publish(events), sleep=asyncio.sleep, on_retry=on_retry)
 
     async def _create(
         self, obj: Pod | PodGroup | Service | ConfigMap | Secret | NetworkPolicy | PersistentVolumeClaim

@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Final
 
+from vc_core import pod_requests as kube_rule
 from vc_core.errors import InvalidObject
 from vc_core.quantity import format_quantity
-from vc_core.resources import CPU, MEMORY, PODS, Resources, add, maximum, parse_resources, tolerance
-from vc_proto.core import Container, Pod
+from vc_core.resources import CPU, MEMORY, PODS, Resources, add, parse_resources, tolerance
+from vc_proto.core import Pod
 from vc_validation import summarize, validate_pod
 
 INVALID: Final = "Invalid"
@@ -40,13 +41,7 @@ class Rejection:
 def pod_requests(pod: Pod) -> Resources:
     """What the pod takes from its node while it runs (unparsable amounts count as nothing: a running
     pod is accounted for as well as it can be; a new one is validated before this is asked)."""
-    spec = pod.spec
-    total: Resources = {}
-    if spec is not None:
-        total = add(*(_container(c) for c in spec.containers or ()))
-        for init in spec.init_containers or ():
-            total = maximum(total, _container(init))
-        total = add(total, _parse(spec.overhead))
+    total = kube_rule.pod_requests(pod.spec, lenient=True)
     total[PODS] = Fraction(1)
     return total
 
@@ -68,13 +63,6 @@ def admit(pod: Pod, *, allocatable: Mapping[str, str], running: Iterable[Resourc
             )
             return Rejection(f"OutOf{name}", f"{REJECTED}Node didn't have enough resource: {name}, {shown}")
     return None
-
-
-def _container(container: Container) -> Resources:
-    resources = container.resources
-    if resources is None:
-        return {}
-    return {**_parse(resources.limits), **_parse(resources.requests)}  # the API server defaults requests to limits
 
 
 def _parse(raw: Mapping[str, str | int | float] | None) -> Resources:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 
 import msgspec
 import structlog
@@ -14,6 +15,7 @@ from nats.errors import Error as NatsError
 from vc_bus.decoding import UNDECODABLE, describe, report_undecodable
 from vc_bus.events import EventBatcher
 from vc_core.errors import ConfigError, Conflict, InvalidObject, NotFound, VcError
+from vc_core.retry import RetryPolicy
 from vc_node_sim.control import parse_control
 from vc_node_sim.kubelet import Kubelet
 from vc_node_sim.logic import SimConfig
@@ -28,6 +30,8 @@ from vc_validation.simulation import parse_sim_duration
 
 log = structlog.get_logger(__name__)
 MAX_NODES = 100_000
+# A HyperNode written by another node-sim meanwhile (a lost compare-and-set) is read again and rewritten.
+HYPERNODE_WRITE_RETRY = RetryPolicy((Conflict,), base_s=0.005, cap_s=0.05, attempts=10)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -190,22 +194,19 @@ class NodeSimApp:
 async def _store_hypernodes(ctx: ServiceContext, topology: Topology) -> None:
     """Create each rack and spine, or overwrite the stored one's spec (a restart with another shape)."""
     for hypernode in topology.hypernodes:
-        for _ in range(10):
-            try:
-                existing = await ctx.store.get(HyperNode, None, hypernode.metadata.name or "")
-            except NotFound:
-                existing = None
-            try:
-                if existing is None:
-                    await ctx.store.create(hypernode)
-                elif existing.spec != hypernode.spec:
-                    await ctx.store.update(msgspec.structs.replace(existing, spec=hypernode.spec))
-                break
-            except Conflict:
-                continue
-        else:
-            raise Conflict("HyperNode", hypernode.metadata.name or "", expected=None)
+        await HYPERNODE_WRITE_RETRY.call(partial(_store_hypernode, ctx, hypernode), sleep=asyncio.sleep)
     log.info("hypernodes.stored", count=len(topology.hypernodes))
+
+
+async def _store_hypernode(ctx: ServiceContext, hypernode: HyperNode) -> None:
+    try:
+        existing = await ctx.store.get(HyperNode, None, hypernode.metadata.name or "")
+    except NotFound:
+        existing = None
+    if existing is None:
+        await ctx.store.create(hypernode)
+    elif existing.spec != hypernode.spec:
+        await ctx.store.update(msgspec.structs.replace(existing, spec=hypernode.spec))
 
 
 async def _control(kubelet: Kubelet, data: bytes) -> dict[str, object]:

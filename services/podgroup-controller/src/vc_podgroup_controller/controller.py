@@ -10,6 +10,7 @@ PodGroup made here is written past admission, so the controller applies the queu
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 
 import msgspec
@@ -17,6 +18,7 @@ import structlog
 
 from vc_bus.decoding import CorruptObject
 from vc_core.errors import AlreadyExists, Conflict, NotFound
+from vc_core.retry import RetryPolicy
 from vc_core.store import ObjectStore
 from vc_podgroup_controller.logic.build import build_podgroup
 from vc_podgroup_controller.logic.selection import controller_ref, group_name, wants_podgroup
@@ -34,7 +36,9 @@ from vc_validation.pods_tenancy import validate_pod_queue
 
 log = structlog.get_logger(__name__)
 GroupKey = tuple[str, str]  # (namespace, podgroup name)
-ANNOTATE_ATTEMPTS = 5
+# The group annotation is a compare-and-set on the pod: lost to another writer, it is tried again on the
+# pod as stored now, up to 5 times.
+ANNOTATE_RETRY = RetryPolicy((Conflict,), base_s=0.005, cap_s=0.05, attempts=5)
 
 
 def ownership_key(group: GroupKey) -> str:
@@ -147,21 +151,23 @@ class PodGroupController:
         return owner.metadata.annotations if owner.metadata.uid == ref.uid else None
 
     async def _annotate(self, pod: Pod, group: str) -> None:
-        for _ in range(ANNOTATE_ATTEMPTS):
+        async def once() -> None:
+            nonlocal pod
             try:
                 stored = await self._writer.update(_with_group(pod, group))
-            except NotFound:
-                return
             except Conflict:
                 fresh = await self._fresh(pod)
                 if fresh is None:
-                    return
+                    return  # gone, or annotated meanwhile: nothing left to do
                 pod = fresh
-                continue
+                raise
             self.pods.remember(stored)
             ANNOTATED.inc()
+
+        try:
+            await ANNOTATE_RETRY.call(once, sleep=asyncio.sleep)
+        except NotFound:
             return
-        raise Conflict("Pod", f"{pod.metadata.namespace}/{pod.metadata.name}", expected=None)
 
     async def _fresh(self, pod: Pod) -> Pod | None:
         """The pod as stored now, if it still needs the annotation."""

@@ -8,6 +8,7 @@ declared empty because its PodGroups were not loaded yet.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -15,6 +16,7 @@ from datetime import UTC, datetime
 import structlog
 
 from vc_core.errors import AlreadyExists, Conflict, NotFound
+from vc_core.retry import RetryPolicy
 from vc_core.times import rfc3339
 from vc_proto import events as ev
 from vc_proto.bus import Command
@@ -34,8 +36,9 @@ Publish = Callable[[DomainEvent], Awaitable[object]]
 
 QUEUE_ACTIONS = (Action.OPEN_QUEUE, Action.CLOSE_QUEUE)
 SOURCE = "queue-controller"
-# A lost compare-and-set (the scheduler writes `allocated`) is re-read and retried this often in place.
-WRITE_ATTEMPTS = 3
+# A lost compare-and-set (the scheduler writes `allocated`) is re-read and retried up to 3 times in place,
+# within a few milliseconds; any other failure goes to the dispatcher's retry of the key.
+WRITE_RETRY = RetryPolicy((Conflict,), base_s=0.005, cap_s=0.02, attempts=3)
 
 
 class QueueController:
@@ -110,14 +113,14 @@ class QueueController:
             raise
 
     async def _sync_with_retries(self, name: str, action: Action) -> None:
-        for attempt in range(WRITE_ATTEMPTS):
+        async def sync() -> None:
             try:
                 await self._sync_once(name, action)
-                return
             except Conflict:
-                if attempt == WRITE_ATTEMPTS - 1:
-                    raise
-                await self._refresh(name)
+                await self._refresh(name)  # the next try starts from the stored queue
+                raise
+
+        await WRITE_RETRY.call(sync, sleep=asyncio.sleep)
 
     async def _refresh(self, name: str) -> None:
         try:

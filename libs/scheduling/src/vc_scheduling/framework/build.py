@@ -212,12 +212,3 @@ def build_jobs_and_tasks(
             task.node_name = ""  # its node is gone from the snapshot
     nodes.add_tasks(placed)
     return jobs
-
-
-def __getattr__(name: str) -> object:
-    """`TaskMemo` grew into the session state carried between cycles (carried.py); the old name works."""
-    if name == "TaskMemo":
-        from vc_scheduling.framework.carried import CarriedState
-
-        return CarriedState
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -76,11 +76,6 @@ def less_equal(left: Vector, right: Vector, tol: Vector) -> bool:
     return bool(np.all(left <= right + tol))
 
 
-def less_equal_on(left: Vector, right: Vector, tol: Vector, dims: NDArray[np.bool_]) -> bool:
-    """`left <= right` on the chosen dimensions only (Volcano's LessEqualWithDimension)."""
-    return bool(np.all((left <= right + tol) | ~dims))
-
-
 def exceeding(left: Vector, right: Vector, tol: Vector, dims: NDArray[np.bool_] | None = None) -> NDArray[np.bool_]:
     over = left > right + tol
     return over if dims is None else over & dims

@@ -13,8 +13,9 @@ from typing import Any, Final
 import msgspec
 import yaml
 
+from vc_core import pod_requests as kube_rule
 from vc_core.errors import InvalidObject
-from vc_core.resources import Resources, add, maximum, parse_resources
+from vc_core.resources import Resources, parse_resources
 from vc_scheduling.snapshot import kube, vgpu
 from vc_scheduling.snapshot.cluster import (
     ClusterSnapshot,
@@ -197,19 +198,13 @@ def _node(node: kube.Node) -> NodeObj:
     )
 
 
-def _container_requests(container: kube.Container, field: str) -> Resources:
-    # The API server defaults a missing request to the limit, so snapshots may carry limits only.
-    limits = parse_resources(container.resources.limits, field=f"{field}.resources.limits")
-    requests = parse_resources(container.resources.requests, field=f"{field}.resources.requests")
-    return {**limits, **requests}
-
-
 _ONE_CONTAINER: Final[dict[tuple[tuple[tuple[str, Any], ...], tuple[tuple[str, Any], ...]], Resources]] = {}
 _ONE_CONTAINER_MAX: Final = 4_096
 
 
 def pod_requests(spec: kube.PodSpec) -> Resources:
-    """Σ containers, at least the largest init container, plus overhead (Volcano's InitResreq)."""
+    """What the pod asks of a node (vc_core.pod_requests: Kubernetes' rule, Volcano's InitResreq), its
+    `pods` slot and zero amounts left out."""
     if len(spec.containers) == 1 and not spec.init_containers and not spec.overhead:
         # The common pod (the scheduler's cache decodes every pod change): its one container's requests,
         # the same values add() would give, without the sums; parsed once per distinct resources (the
@@ -218,15 +213,12 @@ def pod_requests(spec: kube.PodSpec) -> Resources:
         key = (tuple(resources.limits.items()), tuple(resources.requests.items()))
         known = _ONE_CONTAINER.get(key)
         if known is None:
-            only = _container_requests(spec.containers[0], "spec.containers[0]")
+            only = kube_rule.container_requests(spec.containers[0], "spec.containers[0]")
             known = {name: value for name, value in only.items() if value != 0 and name != "pods"}
             if len(_ONE_CONTAINER) < _ONE_CONTAINER_MAX:
                 _ONE_CONTAINER[key] = known
         return dict(known)
-    total = add(*(_container_requests(c, f"spec.containers[{i}]") for i, c in enumerate(spec.containers)))
-    for i, init in enumerate(spec.init_containers):
-        total = maximum(total, _container_requests(init, f"spec.initContainers[{i}]"))
-    total = add(total, parse_resources(spec.overhead, field="spec.overhead"))
+    total = kube_rule.pod_requests(spec)
     total.pop("pods", None)
     return {name: value for name, value in total.items() if value != 0}
 

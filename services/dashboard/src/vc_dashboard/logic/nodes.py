@@ -11,30 +11,18 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Final
 
-from vc_core.resources import PODS, Resources, add, maximum
+from vc_core import pod_requests as kube_rule
+from vc_core.resources import PODS, Resources, add
 from vc_dashboard.logic.amounts import human, ordered, parse_amounts, percent
 from vc_proto.core import Container, Node, Pod, PodSpec
 
 TERMINAL_POD_PHASES: Final = frozenset({"Succeeded", "Failed"})
 
 
-def _container(container: Container) -> Resources:
-    resources = container.resources
-    if resources is None:
-        return {}
-    # The apiserver defaults a missing request to the limit.
-    return {**parse_amounts(resources.limits), **parse_amounts(resources.requests)}
-
-
 def pod_requests(pod: Pod) -> Resources:
-    """Σ containers, at least the largest init container, plus overhead; one of the node's `pods`."""
-    spec = pod.spec
-    total: Resources = {}
-    if spec is not None:
-        total = add(*(_container(c) for c in spec.containers or ()))
-        for init in spec.init_containers or ():
-            total = maximum(total, _container(init))
-        total = add(total, parse_amounts(spec.overhead))
+    """What the pod asks of its node (Kubernetes' rule; amounts that do not parse count as nothing), and
+    one of the node's `pods`."""
+    total = kube_rule.pod_requests(pod.spec, lenient=True)
     total[PODS] = Fraction(1)
     return total
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from vc_job_controller.logic.names import pod_name
 from vc_job_controller.logic.view import JobView, find_task, pod_phase, replicas
-from vc_proto.batch import JobSpec, TaskSpec
+from vc_proto.batch import TaskSpec
 from vc_proto.core import Pod
 from vc_proto.vocabulary import PodPhase
 
@@ -42,8 +42,3 @@ def dependencies_met(view: JobView, task: TaskSpec) -> bool:
     if len(needed) > 1 and depends.iteration == ITERATION_ANY:
         return any(is_task_ready(view, name) for name in needed)
     return all(is_task_ready(view, name) for name in needed)
-
-
-def waiting_tasks(view: JobView, spec: JobSpec) -> list[str]:
-    """Names of tasks still waiting for their dependencies (for status messages)."""
-    return [t.name or "" for t in spec.tasks or [] if not dependencies_met(view, t)]

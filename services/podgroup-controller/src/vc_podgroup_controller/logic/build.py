@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from vc_core import pod_requests as kube_rule
 from vc_core.errors import InvalidObject
-from vc_core.resources import Resources, add, format_resources, maximum, parse_resources, scale
+from vc_core.resources import Resources, format_resources, parse_resources, scale
 from vc_podgroup_controller.logic.selection import controller_ref, group_name
 from vc_proto.base import ResourceList
 from vc_proto.batch import NetworkTopologySpec
-from vc_proto.core import Container, Pod
+from vc_proto.core import Pod
 from vc_proto.meta import ObjectMeta, OwnerReference
 from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, PodGroupSpec, PodGroupStatus
 from vc_proto.vocabulary import GROUP_MIN_MEMBER_ANNOTATION, PREEMPTABLE_KEY, QUEUE_NAME_ANNOTATION, PodGroupPhase
@@ -40,14 +41,9 @@ def min_member(owner_annotations: Mapping[str, str] | None) -> int:
 
 
 def pod_requests(pod: Pod) -> Resources:
-    """What the pod asks of a node: max(Σ containers, each init container) + overhead."""
-    spec = pod.spec
-    if spec is None:
-        return {}
-    running = add(*(_requests(c) for c in spec.containers or ()))
-    for init in spec.init_containers or ():
-        running = maximum(running, _requests(init))
-    return add(running, _parse(spec.overhead))
+    """What the pod asks of a node, by Kubernetes' rule (an amount that does not parse counts as nothing:
+    admission refuses such a pod, and one stored some other way must not stop its group)."""
+    return kube_rule.pod_requests(pod.spec, lenient=True)
 
 
 def build_podgroup(pod: Pod, *, owner_annotations: Mapping[str, str] | None = None) -> PodGroup:
@@ -104,10 +100,6 @@ def _network_topology(pod: Pod) -> NetworkTopologySpec | None:
         mode=annotations.get(TOPOLOGY_MODE_KEY) or "hard",
         highest_tier_allowed=int(tier) if tier.isdigit() else None,
     )
-
-
-def _requests(container: Container) -> Resources:
-    return _parse(container.resources.requests if container.resources else None)
 
 
 def _parse(raw: Mapping[str, str | int | float] | None) -> Resources:
