@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Final
 
 from vc_cli.output import age, render_table
+from vc_core.why_pending import readable
 from vc_proto.batch import Job
 from vc_proto.core import Pod
 from vc_proto.events import DomainEvent
@@ -185,6 +186,18 @@ def _pods_section(pods: Sequence[Pod], now: datetime | None) -> list[str]:
     ]
 
 
+def why_pending(pg: PodGroup) -> str | None:
+    """The scheduler's latest Unschedulable verdict, explanation first, while the PodGroup still waits."""
+    st = pg.status
+    if st is not None and st.phase not in (None, "", "Pending", "Inqueue"):
+        return None
+    current = [c for c in (st.conditions if st else None) or [] if c.type == "Unschedulable" and c.status == "True"]
+    if not current:
+        return None
+    latest = max(current, key=lambda c: c.last_transition_time or "")
+    return readable(latest.message or latest.reason or "")
+
+
 def _podgroup_conditions(pg: PodGroup) -> list[str]:
     conditions = sorted((pg.status.conditions if pg.status else None) or [], key=lambda c: c.last_transition_time or "")
     if not conditions:
@@ -283,6 +296,9 @@ def describe_job(
     else:
         phase = (podgroup.status.phase if podgroup.status else None) or "Pending"
         lines.append(f"PodGroup:  {podgroup.metadata.name} ({phase})")
+        why = why_pending(podgroup)
+        if why:
+            lines += _fields([("Why Pending", why)], indent=1)
         lines += ["  " + line for line in _podgroup_conditions(podgroup)]
     lines += _pods_section(pods, now)
     lines += events_section(events, now, note=events_note)
@@ -388,6 +404,7 @@ def describe_podgroup(
             ("Running", (st.running if st else None) or 0),
             ("Succeeded", (st.succeeded if st else None) or 0),
             ("Failed", (st.failed if st else None) or 0),
+            ("Why Pending", why_pending(pg)),
         ],
         indent=1,
     )

@@ -19,6 +19,7 @@ import msgspec
 from vc_core.errors import Conflict, NotFound
 from vc_core.ownership import Ownership
 from vc_core.store import ObjectStore, VersionMemory
+from vc_core.why_pending import readable
 from vc_proto import events as ev
 from vc_proto.scheduling import PodGroup, PodGroupStatus, Queue, QueueStatus
 from vc_proto.vocabulary import PodGroupConditionType
@@ -219,7 +220,7 @@ class StatusWriter:
                 namespace=pg.metadata.namespace,
                 name=pg.metadata.name or "",
                 reason=reason,
-                message=cond.message or cond.reason,
+                message=readable(cond.message or "") or cond.reason,
                 job=job,
                 phase=new.phase,
                 previous_phase=old.phase,
