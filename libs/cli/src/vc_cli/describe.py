@@ -264,7 +264,7 @@ def describe_job(
             ),
             ("Retry Count", (st.retry_count if st else None) or 0),
             ("Version", (st.version if st else None) or 0),
-            ("Running Duration", st.running_duration if st else None),
+            ("Running Duration", _running_duration(job, now)),
         ],
         indent=1,
     )
@@ -303,6 +303,17 @@ def describe_job(
     lines += _pods_section(pods, now)
     lines += events_section(events, now, note=events_note)
     return lines
+
+
+def _running_duration(job: Job, now: datetime | None) -> str | None:
+    """What the job controller wrote once the job ended; while it runs, how long it has been Running."""
+    st = job.status
+    state = st.state if st else None
+    if st is not None and st.running_duration:
+        return st.running_duration
+    if state is not None and state.phase == "Running" and state.last_transition_time:
+        return age(state.last_transition_time, now)
+    return None
 
 
 # -- queue -----------------------------------------------------------------------------------------------

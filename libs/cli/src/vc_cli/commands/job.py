@@ -11,7 +11,7 @@ from vc_cli.client import Tephra
 from vc_cli.commands.common import command_document, parse_resource_list
 from vc_cli.commands.describe import describe_job
 from vc_cli.documents import read_documents
-from vc_cli.errors import CliError
+from vc_cli.errors import CliError, not_found
 from vc_cli.flags import add_list_flags, add_name_flags, listing_for, namespace_of, set_prepare
 from vc_cli.listing import Columns
 from vc_cli.output import add_output_flags, date, print_objects
@@ -36,6 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     run.add_argument("-R", "--requests", default="cpu=1000m,memory=100Mi", help="without -f: the task's requests")
     run.add_argument("-L", "--limits", default="cpu=1000m,memory=100Mi", help="without -f: the task's limits")
     run.add_argument("-S", "--scheduler", default="volcano", help="without -f: schedulerName (default volcano)")
+    run.add_argument("-q", "--queue", help="the queue to submit to (default: the file's spec.queue, else default)")
     set_prepare(run, _prepare_run)
 
     lst = job.add_parser("list", help="list jobs")
@@ -81,11 +82,19 @@ def _prepare_run(args: argparse.Namespace) -> None:
                 raise CliError(
                     f"{args.filename}: document {index} is a {kind!r}, not a Job (use `vcctl apply`)", code=2
                 )
-        args.documents = docs
+        args.documents = [_in_queue(doc, args.queue) for doc in docs]
         return
     if not args.name:
         raise CliError("job name cannot be left blank: give -N NAME (and -i, -r, -m, -R, -L), or -f FILE", code=2)
-    args.documents = [job_from_flags(args)]
+    args.documents = [_in_queue(job_from_flags(args), args.queue)]
+
+
+def _in_queue(doc: dict[str, Any], queue: str | None) -> dict[str, Any]:
+    """The Job document submitted to `queue` (--queue), when given."""
+    if not queue:
+        return doc
+    spec = doc.get("spec")
+    return {**doc, "spec": {**(spec if isinstance(spec, dict) else {}), "queue": queue}}
 
 
 def job_from_flags(args: argparse.Namespace) -> dict[str, Any]:
@@ -199,7 +208,7 @@ async def _get_job(tephra: Tephra, args: argparse.Namespace) -> Job:
     try:
         return await tephra.store.get(Job, args.namespace, args.name)
     except NotFound as exc:
-        raise CliError(f"job {args.namespace}/{args.name} not found") from exc
+        raise not_found("job", f"{args.namespace}/{args.name}") from exc
 
 
 async def _view(tephra: Tephra, args: argparse.Namespace) -> int:
