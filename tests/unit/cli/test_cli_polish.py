@@ -135,3 +135,16 @@ def test_a_closed_pipe_ends_vcctl_quietly() -> None:
     proc.stdout.close()  # the reader is gone before vcctl writes a byte
     error = proc.stderr.read()
     assert proc.wait(30) != 1 and error == ""
+
+
+def test_history_lines_name_the_service_as_its_kubernetes_events_do() -> None:
+    from vc_cli.describe import history_events
+    from vc_proto.events import DomainEvent
+
+    def fact(source: str) -> DomainEvent:
+        return DomainEvent(
+            id=source, occurred_at="2026-01-01T00:00:00Z", source=source, kind="Job", name="j", reason="R"
+        )
+
+    sources = [e.source for e in history_events([fact("scheduler/scheduler-0"), fact("gc"), fact("vc-dashboard")])]
+    assert sources == ["vc-scheduler", "vc-gc", "vc-dashboard"]

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Final
 
 from vc_cli.output import age, render_table
+from vc_core.kube_events import component_of
 from vc_core.why_pending import readable
 from vc_proto.batch import Job
 from vc_proto.core import Pod
@@ -48,7 +49,7 @@ def history_events(events: Iterable[DomainEvent], *, about: tuple[str, str] | No
     out: list[DescribedEvent] = []
     for e in events:
         described = DescribedEvent(
-            _event_type(e), e.reason, e.occurred_at, e.occurred_at, e.source, _event_message(e, about)
+            _event_type(e), e.reason, e.occurred_at, e.occurred_at, component_of(e.source), _event_message(e, about)
         )
         last = out[-1] if out else None
         if last and (last.reason, last.source, last.message, last.type) == (

@@ -28,7 +28,7 @@ from vc_scheduler.cache import SchedulerCache, revision_of, stored_object
 from vc_scheduler.events import SchedulerEvents, timestamp
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.metrics import PG_WRITES, QUEUE_WRITES
-from vc_scheduler.status_policy import SentAllocations, SentStatuses, merge_status, same_status
+from vc_scheduler.status_policy import SentAllocations, SentStatuses, merely_starting, merge_status, same_status
 from vc_scheduling.framework.decisions import PodGroupStatusUpdate, QueueStatusUpdate
 from vc_scheduling.snapshot.cluster import PodGroupObj
 
@@ -212,6 +212,8 @@ class StatusWriter:
         before = {c.type: (c.status, c.message) for c in old.conditions or []}
         for cond in new.conditions or []:
             if cond.status != "True" or before.get(cond.type or "") == (cond.status, cond.message):
+                continue
+            if merely_starting(cond.type, cond.reason, new.phase):
                 continue
             reason = ev.UNSCHEDULABLE if cond.type == PodGroupConditionType.UNSCHEDULABLE else ev.SCHEDULED
             job = self._cache.owner_job.get(f"{pg.metadata.namespace}/{pg.metadata.name}")

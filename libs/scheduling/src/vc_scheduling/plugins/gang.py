@@ -96,6 +96,12 @@ class GangPlugin:
         for job in ssn.jobs.values():
             if job.is_ready():
                 ssn.update_podgroup_condition(job, PodGroupCondition(SCHEDULED, "True", READY_REASON, "", ssn.uid))
+                waited = job.conditions.get(UNSCHEDULABLE)
+                if waited is not None and waited.status == "True":
+                    # Conditions agree with the phase: a scheduled gang is no longer unschedulable.
+                    ssn.update_podgroup_condition(
+                        job, PodGroupCondition(UNSCHEDULABLE, "False", "Scheduled", "", ssn.uid)
+                    )
                 continue
             if job.tasks:  # Volcano's volcano_job_retry_counts: one more session that left it unready
                 ssn.retried_jobs.append(job.uid)
