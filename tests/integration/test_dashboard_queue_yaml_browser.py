@@ -11,13 +11,14 @@ import pytest
 
 from tests.integration.test_dashboard_browser import (  # noqa: F401 - fixtures used by name
     BLOCKED,
+    JOB,
     blocked_job,
     browser,
     dashboard,
     screenshot,
     wait_for,
 )
-from tests.support.system import System
+from tests.support.system import System, seed
 from vc_proto.scheduling import PodGroup
 
 
@@ -67,3 +68,15 @@ async def test_the_queue_page_and_the_yaml_view(browser: Any, dashboard: tuple[S
     wait_for(browser, "pre#yaml", "the queue's YAML", contains="capability:")
     browser.get(f"{base}/yaml/secret/default/x")
     wait_for(browser, "h1", "an unknown kind is refused", contains="404")
+
+    # A job's page: the timeline has a legend and a time axis; its PodGroup, pods and nodes are links.
+    system.submit(seed("tensorflow-benchmark.yaml", durations={"ps": "1h", "worker": "1h"}))
+    await system.wait_phase(JOB, "Running", timeout=90)
+    browser.get(f"{base}/jobs/default/{JOB}")
+    wait_for(browser, "table.timeline tr.lane-pod", "the job page draws its timeline")
+    key = wait_for(browser, "#timeline-key", "the timeline's legend", contains="Running")
+    assert "Pending" in key and "failed or evicted" in key
+    wait_for(browser, "table.timeline tr.axis text.tick", "the timeline's time axis", contains="0s")
+    wait_for(browser, "a.podgroup", "the PodGroup links its YAML", attribute="href", contains="/yaml/podgroup/default/")
+    wait_for(browser, "table.pods a.node", "a pod's node links its YAML", attribute="href", contains="/yaml/node/node-")
+    screenshot(browser, "job-timeline")

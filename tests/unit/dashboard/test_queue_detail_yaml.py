@@ -46,3 +46,25 @@ def test_the_yaml_view_is_the_object_in_its_wire_form() -> None:
     assert "inqueueResources" in doc["status"]
     assert yaml_url("queue", None, "research") == "/yaml/queue/research"
     assert yaml_url("job", "ml", "train") == "/yaml/job/ml/train"
+
+
+def test_the_timeline_axis_reads_in_minutes_and_seconds() -> None:
+    from vc_dashboard.logic.timeline import Timeline, elapsed
+
+    assert [elapsed(s) for s in (0, 0.5, 1.25, 45, 90, 3600, 7500)] == [
+        "0s",
+        "0.5s",
+        "1.2s",
+        "45s",
+        "1m30s",
+        "1h",
+        "2h5m",
+    ]
+    axis = Timeline(start=None, span=120, lanes=[], hidden_pods=0).ticks()
+    assert axis == [
+        (0.0, "0s", "start"),
+        (25.0, "30s", "middle"),
+        (50.0, "1m", "middle"),
+        (75.0, "1m30s", "middle"),
+        (100.0, "2m", "end"),
+    ]

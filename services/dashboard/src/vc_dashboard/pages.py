@@ -9,7 +9,6 @@ from datetime import datetime
 from typing import Any, Final
 
 from vc_dashboard.cache import ClusterCache
-from vc_runtime.informer import Informer
 from vc_dashboard.history import HistoryTail
 from vc_dashboard.logic.jobs import FINISHED, job_phase, job_row, phase_counts, select_jobs
 from vc_dashboard.logic.nodes import cluster_allocatable, cluster_totals, node_row
@@ -20,6 +19,7 @@ from vc_dashboard.logic.quota import queue_order, queue_row
 from vc_dashboard.logic.timeline import build_timeline
 from vc_dashboard.logic.verdict import latest_unschedulable
 from vc_dashboard.logic.yaml_view import CLUSTER_SCOPED, object_yaml
+from vc_runtime.informer import Informer
 
 OVERVIEW_ROWS: Final = 8
 JOB_PODS_SHOWN: Final = 100
