@@ -229,3 +229,16 @@ def panels(directory: Path = DASHBOARDS) -> Iterator[tuple[str, dict[str, Any]]]
         for panel in _panels(json.loads(path.read_text()).get("panels") or []):
             if panel.get("targets"):
                 yield path.name, panel
+
+
+def series_in_text(text: str) -> set[str]:
+    """The series names a scrape's text holds as Prometheus stores them: each sample line's name, and
+    each declared family's name (a counter Volcano names without `_total` is stored under that bare
+    name; prometheus_client's parser would rename its samples to `<name>_total`)."""
+    names: set[str] = set()
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            names.add(line.split()[2])
+        elif line and not line.startswith("#"):
+            names.add(re.split(r"[{\s]", line, maxsplit=1)[0])
+    return names
