@@ -148,3 +148,22 @@ def test_history_lines_name_the_service_as_its_kubernetes_events_do() -> None:
 
     sources = [e.source for e in history_events([fact("scheduler/scheduler-0"), fact("gc"), fact("vc-dashboard")])]
     assert sources == ["vc-scheduler", "vc-gc", "vc-dashboard"]
+
+
+def test_a_request_above_the_default_limit_is_refused_with_a_hint() -> None:
+    import pytest
+
+    from vc_cli.errors import CliError
+
+    args = build_parser().parse_args(["job", "run", "-N", "big", "-R", "cpu=1,memory=1Gi"])
+    with pytest.raises(CliError) as refused:
+        _prepare_run(args)
+    said = str(refused.value)
+    assert refused.value.code == 2 and "-R/--requests memory=1Gi" in said and "memory=100Mi (the default)" in said
+    assert "-L memory=1Gi" in said
+    fine = build_parser().parse_args(["job", "run", "-N", "big", "-R", "cpu=1,memory=1Gi", "-L", "cpu=1,memory=1Gi"])
+    _prepare_run(fine)
+    assert fine.documents[0]["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["resources"]["limits"] == {
+        "cpu": "1",
+        "memory": "1Gi",
+    }

@@ -16,6 +16,7 @@ from vc_cli.flags import add_list_flags, add_name_flags, listing_for, namespace_
 from vc_cli.listing import Columns
 from vc_cli.output import add_output_flags, date, print_objects
 from vc_core.errors import NotFound
+from vc_core.quantity import parse_quantity
 from vc_proto import api, subjects
 from vc_proto.batch import BATCH_V1ALPHA1, Job
 from vc_proto.meta import OwnerReference
@@ -34,7 +35,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     run.add_argument("-m", "--min", type=int, default=1, help="without -f: minAvailable (default 1)")
     run.add_argument("-r", "--replicas", type=int, default=1, help="without -f: the task's replicas (default 1)")
     run.add_argument("-R", "--requests", default="cpu=1000m,memory=100Mi", help="without -f: the task's requests")
-    run.add_argument("-L", "--limits", default="cpu=1000m,memory=100Mi", help="without -f: the task's limits")
+    run.add_argument(
+        "-L", "--limits", default=DEFAULT_LIMITS, help=f"without -f: the task's limits (default {DEFAULT_LIMITS})"
+    )
     run.add_argument("-S", "--scheduler", default="volcano", help="without -f: schedulerName (default volcano)")
     run.add_argument("-q", "--queue", help="the queue to submit to (default: the file's spec.queue, else default)")
     set_prepare(run, _prepare_run)
@@ -97,6 +100,22 @@ def _in_queue(doc: dict[str, Any], queue: str | None) -> dict[str, Any]:
     return {**doc, "spec": {**(spec if isinstance(spec, dict) else {}), "queue": queue}}
 
 
+DEFAULT_LIMITS = "cpu=1000m,memory=100Mi"  # Volcano's vcctl job run default
+
+
+def _check_requests_within_limits(requests: dict[str, str], limits: dict[str, str], *, default_limits: bool) -> None:
+    """A request above its limit is refused by admission; say so here, naming both flags and the fix."""
+    for name, asked in requests.items():
+        limit = limits.get(name)
+        if limit is not None and parse_quantity(asked) > parse_quantity(limit):
+            which = f"-L/--limits {name}={limit}" + (" (the default)" if default_limits else "")
+            raise CliError(
+                f"-R/--requests {name}={asked} is more than {which}: a request may not exceed its limit; "
+                f"give -L too, e.g. -L {name}={asked}",
+                code=2,
+            )
+
+
 def job_from_flags(args: argparse.Namespace) -> dict[str, Any]:
     """The one-task Job Volcano's `vcctl job run -N NAME ...` creates (pkg/cli/job/run.go)."""
     if not 1 <= args.replicas <= MAX_FLAG_REPLICAS:
@@ -105,6 +124,7 @@ def job_from_flags(args: argparse.Namespace) -> dict[str, Any]:
         raise CliError("-m/--min must be between 0 and -r/--replicas", code=2)
     requests = parse_resource_list(args.requests, flag="-R/--requests")
     limits = parse_resource_list(args.limits, flag="-L/--limits")
+    _check_requests_within_limits(requests or {}, limits or {}, default_limits=args.limits == DEFAULT_LIMITS)
     resources = {k: v for k, v in (("requests", requests), ("limits", limits)) if v}
     container = {"name": args.name, "image": args.image, "imagePullPolicy": "IfNotPresent", "resources": resources}
     metadata: dict[str, Any] = {"name": args.name}
