@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.services import ServiceProcess
 from tests.support.system import seed, start_system
-from tests.unit.grafana.grafana_queries import dashboard_queries, exported_series, names_in
+from tests.unit.grafana.grafana_queries import dashboard_queries, exported_series, names_in, series_in_text
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -34,7 +34,7 @@ async def test_every_series_the_dashboards_query_is_in_a_scrape_of_the_services(
         texts: dict[str, str] = {}
         for name, service in {**system.services, "dashboard": dashboard}.items():
             texts[name] = scrape(service.health_port)
-            scraped[name] = exported_series(text_string_to_metric_families(texts[name]))
+            scraped[name] = exported_series(text_string_to_metric_families(texts[name])) | series_in_text(texts[name])
         # Not only declared: the scheduler timed its plugins per OnSession, its queues and the job's
         # scheduling, and the job controller reports its work queue.
         values = {

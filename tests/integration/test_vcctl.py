@@ -105,7 +105,15 @@ async def test_queue_create_checks_quantities_before_sending(
 async def test_missing_objects_and_files(nats_server: NatsServer, admission: ServiceProcess) -> None:
     await ready(admission)
     view = vcctl(nats_server.url, "job", "view", "-N", "nope")
-    assert view.returncode == 1 and "job default/nope not found" in view.stderr
+    assert view.returncode == 1 and 'job "default/nope" not found' in view.stderr
+    # One style for every "not found", whichever command and kind.
+    for argv, said in (
+        (("queue", "get", "-N", "nope"), 'queue "nope" not found'),
+        (("describe", "queue", "nope"), 'queue "nope" not found'),
+        (("describe", "job", "nope"), 'job "default/nope" not found'),
+    ):
+        result = vcctl(nats_server.url, *argv)
+        assert result.returncode == 1 and said in result.stderr, (argv, result.stderr)
     missing = vcctl(nats_server.url, "apply", "-f", "/does/not/exist.yaml")
     assert missing.returncode == 2 and "no such file" in missing.stderr
 

@@ -59,3 +59,13 @@ def test_filters_and_newest_first() -> None:
     assert [j.metadata.name for j in select_jobs(jobs, JobFilter(queue="research"))] == ["b"]
     assert [j.metadata.name for j in select_jobs(jobs, JobFilter(namespace="team"))] == ["c"]
     assert phase_counts(jobs) == {"Completed": 1, "Pending": 1, "Running": 2}
+
+
+def test_the_verdict_reads_the_explanation_first_and_volcano_s_text_after() -> None:
+    volcano = "10/0 tasks in gang unschedulable: pod group is not ready, 10 minAvailable"
+    why = (
+        "Needs 40 nvidia.com/gpu for 10 pods; the cluster has 32 nvidia.com/gpu in all: it can never run as submitted."
+    )
+    waiting = podgroup("gpu", phase="Pending", conditions=[unschedulable(f"{volcano}. Why: {why}")])
+    verdict = job_row(job("gpu", phase="Pending"), waiting).verdict
+    assert verdict is not None and verdict.message == f"{why} Scheduler detail: {volcano}."

@@ -77,3 +77,21 @@ def test_amounts_read_as_people_write_them() -> None:
     assert human("memory", Fraction(3 * 2**29)) == "1.5Gi"
     assert human("memory", Fraction(2**40)) == "1Ti"
     assert human("nvidia.com/gpu", Fraction(0)) == "0"
+
+
+def test_quota_keys_are_no_bars_and_requests_stand_for_their_resource() -> None:
+    """What vcjobs' minResources put in inqueueResources: requests.memory is memory (shown in Gi), and
+    limits.*, count/pods and pods are no resource a queue holds (each was drawn as a bar, in bytes)."""
+    admitted = {
+        "requests.cpu": "4",
+        "requests.memory": "32Gi",
+        "limits.cpu": "4",
+        "limits.memory": "32Gi",
+        "count/pods": "4",
+        "pods": "4",
+        "nvidia.com/gpu": "2",
+    }
+    bars = quota_bars(queue("q", status={"state": "Open", "inqueueResources": admitted}))
+    assert [b.resource for b in bars] == ["cpu", "memory", "nvidia.com/gpu"]
+    memory = next(b for b in bars if b.resource == "memory")
+    assert human("memory", memory.inqueue) == "32Gi"

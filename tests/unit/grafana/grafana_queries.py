@@ -20,6 +20,8 @@ from typing import Any, Final
 
 from prometheus_client import Metric
 
+from vc_runtime.bare_counter import bare_counter_names
+
 ROOT: Final = Path(__file__).resolve().parents[3]
 DASHBOARDS: Final = ROOT / "deploy" / "grafana" / "dashboards"
 
@@ -127,9 +129,12 @@ _SUFFIXES: Final = {
 def exported_series(families: Iterable[Metric]) -> set[str]:
     """Series names Prometheus stores for these families, whether or not they have samples yet."""
     names: set[str] = set()
+    bare = bare_counter_names()
     for family in families:
         names.update(family.name + suffix for suffix in _SUFFIXES.get(family.type, ("",)))
         names.update(sample.name for sample in family.samples)
+        if family.name in bare:
+            names.add(family.name)  # Volcano's counters without `_total` (vc_runtime.bare_counter)
     return names
 
 
@@ -143,3 +148,97 @@ def metric_modules(*roots: Path) -> list[str]:
                 src = next(p for p in path.parents if p.name == "src")
                 found.append(".".join(path.relative_to(src).with_suffix("").parts))
     return found
+
+
+# -- types and units -----------------------------------------------------------------------------------
+_RATE_CALL: Final = re.compile(r"\b(rate|irate|increase)\s*\(")
+# Series Prometheus can take a rate of: a counter's, and a histogram's or summary's counts and sums.
+_RATEABLE_SUFFIXES: Final = {
+    "counter": ("",),
+    "histogram": ("_bucket", "_count", "_sum"),
+    "summary": ("_count", "_sum"),
+}
+
+
+def series_types(families: Iterable[Metric]) -> dict[str, str]:
+    """Series name -> 'rateable' (it only goes up: a counter, a histogram's buckets, counts and sums) or
+    the family's type (gauge, ...)."""
+    types: dict[str, str] = {}
+    for family in families:
+        rateable = _RATEABLE_SUFFIXES.get(family.type)
+        names = {family.name + s for s in _SUFFIXES.get(family.type, ("",))} | {s.name for s in family.samples}
+        if family.name in bare_counter_names():
+            names.add(family.name)
+        for name in names:
+            if rateable is not None and (family.type == "counter" or name.endswith(rateable)):
+                types[name] = "rateable"
+            else:
+                types.setdefault(name, family.type)
+    return types
+
+
+def rated_names(expr: str) -> set[str]:
+    """The metric names inside rate(), irate() and increase() calls."""
+    names: set[str] = set()
+    for match in _RATE_CALL.finditer(expr):
+        depth, start = 0, match.end() - 1
+        for i in range(start, len(expr)):
+            depth += {"(": 1, ")": -1}.get(expr[i], 0)
+            if depth == 0:
+                names |= metric_names(expr[start + 1 : i])
+                break
+    return names
+
+
+def target_unit(expr: str) -> str:
+    """What a target plots, by its form and its metric's Prometheus-style unit suffix: ms or s (a
+    histogram's quantile), per-second (a rate), or a gauge's unit (cores, bytes, units, ratio, count)."""
+    names = metric_names(expr)
+    if "histogram_quantile" in expr:
+        return "ms" if any(n.endswith("_milliseconds_bucket") for n in names) else "s"
+    if _RATE_CALL.search(expr):
+        return "per-second"
+    if re.search(r"/\s*\(?\s*[a-z_]+\{", expr):
+        return "ratio"  # one series over another
+    if any(n.endswith("_milli_cpu") for n in names):
+        return "cores" if re.search(r"/\s*1000\b", expr) else "millicores"
+    if any(n.endswith("_bytes") for n in names):
+        return "bytes"
+    if any(n.endswith("_scalar_resources") for n in names):
+        return "units" if re.search(r"/\s*1000\b", expr) else "milli-units"
+    if any(n.endswith(("_share", "_overused")) for n in names):
+        return "ratio"
+    return "count"
+
+
+# Grafana's unit per kind of target: a panel's targets plot one kind, in the panel's unit.
+PANEL_UNITS: Final = {
+    "ms": {"ms"},
+    "s": {"s"},
+    "per-second": {"ops", "reqps"},
+    "bytes": {"bytes", "decbytes"},
+    "cores": {"short", "none"},
+    "units": {"short", "none"},
+    "count": {"short", "none"},
+    "ratio": {"percentunit", "short", "none"},
+}
+
+
+def panels(directory: Path = DASHBOARDS) -> Iterator[tuple[str, dict[str, Any]]]:
+    for path in sorted(directory.glob("*.json")):
+        for panel in _panels(json.loads(path.read_text()).get("panels") or []):
+            if panel.get("targets"):
+                yield path.name, panel
+
+
+def series_in_text(text: str) -> set[str]:
+    """The series names a scrape's text holds as Prometheus stores them: each sample line's name, and
+    each declared family's name (a counter Volcano names without `_total` is stored under that bare
+    name; prometheus_client's parser would rename its samples to `<name>_total`)."""
+    names: set[str] = set()
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            names.add(line.split()[2])
+        elif line and not line.startswith("#"):
+            names.add(re.split(r"[{\s]", line, maxsplit=1)[0])
+    return names

@@ -130,3 +130,12 @@ def test_status_shows_the_inqueue_resources_admission_compares_against() -> None
     plan = decide(QueueView(queue("q"), queue("root", parent=None), pgs), Action.SYNC_QUEUE)
     assert plan.queue is not None and plan.queue.status is not None
     assert plan.queue.status.inqueue_resources == {"cpu": "2500m", "memory": "1Gi", "nvidia.com/gpu": "1"}
+
+
+@pytest.mark.parametrize("stored", [None, "", "Open"], ids=["no-status", "empty", "open"])
+def test_a_queue_that_was_open_and_stays_open_has_not_changed_state(stored: str | None) -> None:
+    """Its first status (Open) is no event: `queue is Open (was Open)` said nothing new."""
+    plan = decide(QueueView(queue("q", stored), ROOT, []))
+    assert plan.state == "Open" and not plan.state_changed
+    closed = decide(QueueView(queue("q", stored), ROOT, []), Action.CLOSE_QUEUE)
+    assert closed.state == "Closed" and closed.state_changed

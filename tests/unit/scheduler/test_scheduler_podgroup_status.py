@@ -142,3 +142,15 @@ def test_a_gang_left_pending_still_says_why_it_is_not_enqueued() -> None:
     reason, message = _unschedulable(result)
     assert reason == "NotEnoughResources"
     assert "tasks in gang unschedulable" in message and "overused cpu" in message
+
+
+def test_a_scheduled_gang_is_no_longer_unschedulable() -> None:
+    """The conditions agree with the phase: once the gang is placed, the Unschedulable condition an
+    earlier session wrote turns False beside Scheduled True."""
+    group = podgroup("j", min_member=1)
+    group["status"]["conditions"] = [
+        {"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources", "message": "1/1 tasks ..."}
+    ]
+    result = run_cycle(snapshot(node("n1"), group, pod("j-0", "j")), load_scheduler_conf())
+    conditions = {c.type: c.status for c in result.podgroups["default/j"].conditions}
+    assert conditions == {"Scheduled": "True", "Unschedulable": "False"}

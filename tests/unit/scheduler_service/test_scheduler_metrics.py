@@ -322,3 +322,31 @@ def test_vgpu_gauges_are_set_as_they_move_and_removed_when_the_gpu_or_the_pod_le
     recorder.record({}, {})  # no vGPU sharing any more: no series
     assert value("volcano_vgpu_device_memory_limit", **gpu0) is None
     assert value("volcano_vgpu_device_core_allocation_for_a_certain_pod", **gpu0, podName="run-0") is None
+
+
+def test_eviction_transactions_are_counted_by_the_action_that_evicted() -> None:
+    preempt = value("volcano_eviction_transactions_total", action="preempt") or 0
+    reclaim = value("volcano_eviction_transactions_total", action="reclaim") or 0
+    metrics.record_decisions(result_of(Evict("ns/a", "u1", "preempt"), Evict("ns/b", "u2", "preempt")))
+    metrics.record_decisions(result_of(Evict("ns/c", "u3", "reclaim")))
+    assert value("volcano_eviction_transactions_total", action="preempt") == preempt + 2
+    assert value("volcano_eviction_transactions_total", action="reclaim") == reclaim + 1
+
+
+def test_each_queues_tasks_by_status_and_each_namespaces_share_are_exported_and_forgotten() -> None:
+    recorder = metrics.StateRecorder(period_s=0)
+    snapshot = cluster()
+    recorder.record(result_of(Bind("ns/b-1", "uid-b-1", "n1")), lambda: snapshot)
+    tasks = {
+        s: value("volcano_queue_session_start_task_count", queue_name="big", status=s)
+        for s in ("pending", "bound", "succeeded", "running")
+    }
+    assert tasks == {"pending": 8, "bound": 2, "succeeded": 1, "running": 0}  # b-1 bound by this cycle
+    assert value("volcano_queue_session_start_task_count", queue_name="small", status="allocated") == 0
+    # Namespace ns holds 4 of the 8 CPUs (s-0, s-1, b-0, b-1) and 1 of the 2 GPUs: its dominant share is 1/2.
+    assert value("volcano_namespace_share", namespace_name="ns") == 0.5
+    assert value("volcano_namespace_weight", namespace_name="ns") == 1
+    assert value("volcano_namespace_weighted_share", namespace_name="ns") == 0.5
+    recorder.record(result_of(), lambda: replace(snapshot, pods=(), queues=snapshot.queues[1:]))
+    assert value("volcano_queue_session_start_task_count", queue_name="small", status="pending") is None
+    assert value("volcano_namespace_share", namespace_name="ns") is None

@@ -202,3 +202,66 @@ def test_a_store_that_needs_a_diff_base_is_told_of_the_cached_version_a_write_st
         assert store.remembered == [stored.metadata.resource_version] and store.reads == 0
 
     asyncio.run(scenario())
+
+
+def test_the_history_says_why_a_gang_waits_with_the_explanation_first() -> None:
+    async def scenario() -> None:
+        store = MemoryStore()
+        stored = await store.create(
+            PodGroup(api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(name="g", namespace="ns"), spec=PodGroupSpec())
+        )
+        cache = SchedulerCache()
+        cache._podgroup_raw["ns/g"] = (codec.encode(stored), int(stored.metadata.resource_version or 0))
+        published: list[object] = []
+
+        async def publish(event: object) -> int:
+            published.append(event)
+            return len(published)
+
+        writer = StatusWriter(
+            store, cache, SchedulerEvents(publish, source="test"), ownership=SoleOwner(), work=InFlight("test")
+        )
+        volcano = "10/0 tasks in gang unschedulable: pod group is not ready, 10 minAvailable"
+        message = f"{volcano}. Why: Needs 40 nvidia.com/gpu for 10 pods."
+        waiting = PodGroupCondition("Unschedulable", "True", "NotEnoughResources", message)
+        await writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Pending", (waiting,), 0, 0, 0))
+        (event,) = published
+        assert event.message == f"Needs 40 nvidia.com/gpu for 10 pods. Scheduler detail: {volcano}."  # type: ignore[attr-defined]
+        stored_group = await store.get(PodGroup, "ns", "g")
+        assert stored_group.status is not None and stored_group.status.conditions[0].message == message  # type: ignore[index]
+
+    asyncio.run(scenario())
+
+
+def test_a_gang_whose_pods_are_being_created_is_no_news_for_the_history() -> None:
+    """Every healthy gang is Inqueue with `NotEnoughPodsOfTask` while its pods are created: the condition
+    is written, but no Unschedulable event (a Warning Event on kube) is published for it."""
+
+    async def scenario() -> None:
+        store = MemoryStore()
+        stored = await store.create(
+            PodGroup(api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(name="g", namespace="ns"), spec=PodGroupSpec())
+        )
+        cache = SchedulerCache()
+        cache._podgroup_raw["ns/g"] = (codec.encode(stored), int(stored.metadata.resource_version or 0))
+        published: list[object] = []
+
+        async def publish(event: object) -> int:
+            published.append(event)
+            return len(published)
+
+        writer = StatusWriter(
+            store, cache, SchedulerEvents(publish, source="test"), ownership=SoleOwner(), work=InFlight("test")
+        )
+        starting = PodGroupCondition(
+            "Unschedulable", "True", "NotEnoughPodsOfTask", "Not enough valid pods of each task for gang-scheduling"
+        )
+        await writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Inqueue", (starting,), 0, 0, 0))
+        written = await store.get(PodGroup, "ns", "g")
+        assert written.status is not None and written.status.conditions[0].reason == "NotEnoughPodsOfTask"  # type: ignore[index]
+        assert published == []
+        stuck = PodGroupCondition("Unschedulable", "True", "NotEnoughResources", "3/3 tasks in gang unschedulable")
+        await writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Inqueue", (stuck,), 0, 0, 0))
+        assert [e.reason for e in published] == ["Unschedulable"]  # type: ignore[attr-defined]
+
+    asyncio.run(scenario())

@@ -38,6 +38,8 @@ EVENTS_MAX_AGE_S = 30 * 24 * 3600
 EVENTS_MAX_BYTES = 4 * 1024**3
 _message = codec.decoder(EventMessage)
 PUBLISHED = Counter("tephra_events_published_total", "History events this process published", ["outcome"])
+for _outcome in ("ok", "duplicate"):  # present (0) from the start: a dashboard shows 0, not "No data"
+    PUBLISHED.labels(_outcome)
 MESSAGES = Counter(
     "tephra_event_messages_published_total", "VC_EVT messages (one event, or a batch) this process wrote"
 )

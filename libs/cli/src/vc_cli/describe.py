@@ -15,6 +15,8 @@ from datetime import datetime
 from typing import Final
 
 from vc_cli.output import age, render_table
+from vc_core.kube_events import component_of
+from vc_core.why_pending import readable
 from vc_proto.batch import Job
 from vc_proto.core import Pod
 from vc_proto.events import DomainEvent
@@ -47,7 +49,7 @@ def history_events(events: Iterable[DomainEvent], *, about: tuple[str, str] | No
     out: list[DescribedEvent] = []
     for e in events:
         described = DescribedEvent(
-            _event_type(e), e.reason, e.occurred_at, e.occurred_at, e.source, _event_message(e, about)
+            _event_type(e), e.reason, e.occurred_at, e.occurred_at, component_of(e.source), _event_message(e, about)
         )
         last = out[-1] if out else None
         if last and (last.reason, last.source, last.message, last.type) == (
@@ -185,6 +187,18 @@ def _pods_section(pods: Sequence[Pod], now: datetime | None) -> list[str]:
     ]
 
 
+def why_pending(pg: PodGroup) -> str | None:
+    """The scheduler's latest Unschedulable verdict, explanation first, while the PodGroup still waits."""
+    st = pg.status
+    if st is not None and st.phase not in (None, "", "Pending", "Inqueue"):
+        return None
+    current = [c for c in (st.conditions if st else None) or [] if c.type == "Unschedulable" and c.status == "True"]
+    if not current:
+        return None
+    latest = max(current, key=lambda c: c.last_transition_time or "")
+    return readable(latest.message or latest.reason or "")
+
+
 def _podgroup_conditions(pg: PodGroup) -> list[str]:
     conditions = sorted((pg.status.conditions if pg.status else None) or [], key=lambda c: c.last_transition_time or "")
     if not conditions:
@@ -251,7 +265,7 @@ def describe_job(
             ),
             ("Retry Count", (st.retry_count if st else None) or 0),
             ("Version", (st.version if st else None) or 0),
-            ("Running Duration", st.running_duration if st else None),
+            ("Running Duration", _running_duration(job, now)),
         ],
         indent=1,
     )
@@ -283,10 +297,24 @@ def describe_job(
     else:
         phase = (podgroup.status.phase if podgroup.status else None) or "Pending"
         lines.append(f"PodGroup:  {podgroup.metadata.name} ({phase})")
+        why = why_pending(podgroup)
+        if why:
+            lines += _fields([("Why Pending", why)], indent=1)
         lines += ["  " + line for line in _podgroup_conditions(podgroup)]
     lines += _pods_section(pods, now)
     lines += events_section(events, now, note=events_note)
     return lines
+
+
+def _running_duration(job: Job, now: datetime | None) -> str | None:
+    """What the job controller wrote once the job ended; while it runs, how long it has been Running."""
+    st = job.status
+    state = st.state if st else None
+    if st is not None and st.running_duration:
+        return st.running_duration
+    if state is not None and state.phase == "Running" and state.last_transition_time:
+        return age(state.last_transition_time, now)
+    return None
 
 
 # -- queue -----------------------------------------------------------------------------------------------
@@ -388,6 +416,7 @@ def describe_podgroup(
             ("Running", (st.running if st else None) or 0),
             ("Succeeded", (st.succeeded if st else None) or 0),
             ("Failed", (st.failed if st else None) or 0),
+            ("Why Pending", why_pending(pg)),
         ],
         indent=1,
     )

@@ -4,6 +4,7 @@ A template is literal text with `{...}` actions in it. Supported actions:
 
     {.metadata.name}                 a field; `{$.metadata.name}` and `{@.metadata.name}` are the same
     {.metadata.labels['app.kubernetes.io/name']}   a key with dots or slashes, quoted ('...' or "...")
+    {.spec.capability.nvidia\\.com/gpu}   or with its dots escaped, as kubectl also writes it
     {.spec.tasks[0].name}            an index; negative counts from the end ([-1] is the last)
     {.spec.tasks[1:3].name}          a slice [start:end] (either may be left out)
     {.items[*].metadata.name}        every element (or every value of an object); `.*` is the same
@@ -31,7 +32,8 @@ from typing import Any, Final
 
 MAX_TEMPLATE_CHARS: Final = 8192
 MAX_RANGE_DEPTH: Final = 16
-_FIELD: Final = re.compile(r"[A-Za-z0-9_\-/]+")
+# A field name; `\.` is a dot within it, as kubectl writes keys such as `nvidia\.com/gpu`.
+_FIELD: Final = re.compile(r"(?:[A-Za-z0-9_\-/]|\\\.)+")
 _NUMBER: Final = re.compile(r"-?[0-9]+(\.[0-9]+)?")
 MISSING: Final = object()
 
@@ -235,7 +237,7 @@ class _PathParser:
         if not match:
             raise self.fail("expected a field name")
         self.at = match.end()
-        return match.group()
+        return match.group().replace("\\.", ".")
 
     def _bracket(self) -> Step:
         close = self._matching_bracket()

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -26,10 +29,10 @@ from vc_cli.commands import (
     user,
     version,
 )
-from vc_cli.errors import CliError
+from vc_cli.errors import CliError, not_found
 from vc_cli.globalopts import add_global_options, resolve_backend, share_global_options
 from vc_cli.terminal import escaped_output
-from vc_core.errors import VcError
+from vc_core.errors import NotFound, VcError
 
 OBJECT_COMMANDS = {
     "job": job.run,
@@ -104,12 +107,17 @@ def _main(argv: Sequence[str] | None) -> int:
             args.backend = resolve_backend(args)
         if prepare := getattr(args, "prepare", None):  # local input (files, flag combinations) before connecting
             prepare(args)
-        if args.command == "user":
-            return user.run(args)
-        return asyncio.run(_run(args))
+        code = user.run(args) if args.command == "user" else asyncio.run(_run(args))
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at the interpreter's exit
+        return code
+    except BrokenPipeError:
+        return _reader_gone()
     except CliError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code
+    except NotFound as exc:
+        print(f"error: {not_found(exc.kind, exc.key)}", file=sys.stderr)
+        return 1
     except VcError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -121,6 +129,14 @@ def _main(argv: Sequence[str] | None) -> int:
     except Exception as exc:  # the last line of defence: one line, never a traceback
         print(f"error: unexpected {type(exc).__name__}: {' '.join(str(exc).split())[:300]}", file=sys.stderr)
         return 1
+
+
+def _reader_gone() -> int:
+    """The reader of stdout went away (`vcctl completion bash | head`): stop quietly, as a program killed
+    by SIGPIPE does (exit 141). What is still buffered goes nowhere, rather than into a second error."""
+    with contextlib.suppress(OSError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 128 + signal.SIGPIPE
 
 
 def _sim(argv: list[str]) -> int:

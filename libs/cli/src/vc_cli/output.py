@@ -81,8 +81,8 @@ def add_output_flags(parser: argparse.ArgumentParser, *allowed: str, headers: bo
         "--output",
         type=output_type(*allowed),
         default=TABLE,
-        metavar="|".join(_spelled(allowed)),
-        help="output format (default: a table)",
+        metavar="|".join(_spelled(allowed or ALL_FORMATS)),
+        help=f"output format: {', '.join(_spelled(allowed or ALL_FORMATS))} (default: a table)",
     )
     if headers:
         parser.add_argument("--no-headers", action="store_true", help="print tables without their header line")

@@ -36,6 +36,7 @@ from vc_cli import running
 from vc_cli.datalock import DataDirLock, lock_data_dir
 from vc_cli.errors import CliError
 from vc_cli.progress import StartupProgress
+from vc_cli.service_logs import KEEP, MAX_BYTES, RotatingLog, copy_to, logs_dir
 from vc_cli.terminal import unescaped
 from vc_cli.up_webhooks import UpWebhooks
 from vc_core.errors import AlreadyExists, InvalidObject
@@ -71,7 +72,17 @@ METRICS_PORT_ORDER = (
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     up = sub.add_parser("up", help="run the embedded system (NATS, every service, simulated nodes) in the foreground")
-    up.add_argument("--data", default=".data", help="state directory (NATS file storage, logs)")
+    up.add_argument(
+        "--data",
+        default=".data",
+        help="state directory: NATS file storage, and every service's log in DATA/logs/<service>.log "
+        f"(rotated at {MAX_BYTES // (1024 * 1024)} MiB, {KEEP} old files kept; nats-server's in DATA/nats)",
+    )
+    up.add_argument(
+        "--log-to-terminal",
+        action="store_true",
+        help="the services' JSON logs on this terminal's stderr instead of in DATA/logs",
+    )
     up.add_argument("--nats-port", type=int, default=4222)
     up.add_argument(
         "--nodes", type=int, default=None, help="simulated nodes (default 4; with --backend kube, none unless given)"
@@ -125,16 +136,38 @@ class Child:
     restarts: int = 0
     started_at: float = field(default=0.0)
     url: str = ""  # what the child serves to people (the dashboard), printed before `ready`
+    log: RotatingLog | None = None  # its log file; None: it writes to this terminal's stderr
+    # Copies its output into `log` until it exits; owned here, awaited before a restart and at stop.
+    _copying: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
+        await self.log_done()
+        output = asyncio.subprocess.PIPE if self.log is not None else None
         # SIGKILL if `vcctl up` dies: a service holds nothing that a crash could lose.
         self.proc = await asyncio.create_subprocess_exec(
             *self.argv,
             stdin=asyncio.subprocess.DEVNULL,
+            stdout=output,
+            stderr=asyncio.subprocess.STDOUT if self.log is not None else None,
             start_new_session=True,
             preexec_fn=die_with_parent(signal.SIGKILL),
         )
+        if self.log is not None and self.proc.stdout is not None:
+            self._copying = asyncio.create_task(copy_to(self.proc.stdout, self.log), name=f"log {self.name}")
         self.started_at = time.monotonic()
+
+    async def log_done(self) -> None:
+        """Wait until everything the ended process wrote is in its log."""
+        copying, self._copying = self._copying, None
+        if copying is not None:
+            await copying
+
+    def failure_hint(self) -> str:
+        """Where to look when it fails: the end of its log file, or the log lines above."""
+        if self.log is None:
+            return "see its log lines above"
+        tail = "\n  ".join(self.log.tail(10))
+        return f"see {self.log.path}" + (f"; it ends with:\n  {tail}" if tail else "")
 
     def ready(self) -> bool:
         try:
@@ -480,6 +513,9 @@ async def _supervise(
         progress.stage("creating the default queues")
         await ensure_default_queues(server.url, auth)  # with kube, the queue-controller creates them there
     children = plan_children(args, server.url, auth, webhooks)
+    if not getattr(args, "log_to_terminal", True):
+        for c in children:
+            c.log = RotatingLog(logs_dir(data) / f"{c.name}.log")
     try:
         for c in children:
             await c.start()
@@ -499,6 +535,10 @@ async def _supervise(
         if webhooks is not None:  # before admission stops: a webhook that fails closed must not outlive it
             await _remove_webhooks(webhooks, "stopping")
         await _stop_all(children)
+        for c in children:
+            await c.log_done()
+            if c.log is not None:
+                c.log.close()
 
 
 async def _remove_webhooks(webhooks: UpWebhooks, why: str) -> None:
@@ -523,7 +563,8 @@ async def _wait_ready(
         nats.check()
         for c in list(pending):
             if c.proc is not None and c.proc.returncode is not None:
-                raise CliError(f"{c.name} failed to start (exit code {c.proc.returncode}); see its log lines above")
+                await c.log_done()
+                raise CliError(f"{c.name} failed to start (exit code {c.proc.returncode}); {c.failure_hint()}")
             if await asyncio.to_thread(c.ready):
                 pending.remove(c)
         if time.monotonic() > deadline:
@@ -542,6 +583,9 @@ def _announce(server: NatsServer, children: list[Child], data: Path, auth: AuthD
         )
     for c in children:
         print(f"{c.name + ':':<21}http://127.0.0.1:{c.health_port}/metrics", flush=True)
+    logged = [c.log.path.parent for c in children if c.log is not None]
+    if logged:
+        print(f"logs:    {logged[0]}/<service>.log (vcctl up --log-to-terminal shows them here)", flush=True)
     for c in children:
         if c.url:
             print("dashboard login: a token from `vcctl user token` (on its login page, or as a bearer token)")

@@ -101,6 +101,13 @@ _DIRECT: Final[dict[tuple[str, str], tuple[str, str]]] = {
 _EVICTORS: Final = frozenset({"scheduler", "node-sim"})
 
 
+def component_of(source: str) -> str:
+    """The service's one name, as its Kubernetes Events give it (`vc-scheduler`), for a domain event's
+    `source` ("scheduler/scheduler-0", "gc"): people see one source name per service, wherever they look."""
+    service = source.partition("/")[0]
+    return service if not service or service.startswith("vc-") else f"vc-{service}"
+
+
 def intents_for(event: DomainEvent) -> tuple[EventIntent, ...]:
     """The Kubernetes Events a domain event stands for (most stand for none: pod starts, binds and
     phase changes are history, and an Event per pod transition would double the writes per pod)."""

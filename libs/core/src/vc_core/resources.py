@@ -25,6 +25,27 @@ _SCALAR_TOLERANCE: Final = Fraction(1, 10_000)
 _BINARY_NAMES: Final = frozenset({MEMORY, "ephemeral-storage", "hugepages-2Mi", "hugepages-1Gi"})
 
 
+def quota_only(name: str) -> bool:
+    """A Kubernetes quota key no node offers (`pods`, `limits.*`, `count/*`; `requests.<r>` stands for <r>)."""
+    return name == PODS or name.startswith(("limits.", "count/"))
+
+
+def schedulable_resources(resources: Mapping[str, Fraction]) -> Resources:
+    """The resources a node offers, from a quota-style list such as a vcjob PodGroup's minResources.
+
+    The job controller writes Kubernetes quota usage (`requests.cpu`, `limits.cpu`, `count/pods`,
+    `pods`); Volcano's NewResource keeps only cpu, memory and scalar resources, so `limits.*` and
+    `count/*` never constrain scheduling and `requests.<r>` stands for `<r>` when `<r>` is absent.
+    """
+    out: Resources = {}
+    for name, value in resources.items():
+        if quota_only(name):
+            continue
+        plain = name.removeprefix("requests.")
+        out[plain] = out.get(plain, value) if name.startswith("requests.") else value
+    return out
+
+
 def tolerance(name: str) -> Fraction:
     return _TOLERANCE.get(name, _SCALAR_TOLERANCE)
 

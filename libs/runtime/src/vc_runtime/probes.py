@@ -8,8 +8,10 @@ import json
 
 import structlog
 from aiohttp import web
-from prometheus_client import REGISTRY, CollectorRegistry, Gauge, generate_latest
+from prometheus_client import REGISTRY, CollectorRegistry, Gauge
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from vc_runtime.bare_counter import exposition
 
 log = structlog.get_logger(__name__)
 # Read at each scrape: a process whose task count keeps climbing under steady load leaks tasks (the soak,
@@ -74,7 +76,7 @@ async def serve_probes(
 
     async def metrics(_: web.Request) -> web.Response:
         ASYNCIO_TASKS.set(len(asyncio.all_tasks()))
-        return web.Response(body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+        return web.Response(body=exposition(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     app = web.Application()
     app.router.add_get("/livez", livez)

@@ -26,6 +26,8 @@ from vc_security.registry import Person
 log = structlog.get_logger(__name__)
 WORKERS = 32
 REQUESTS = Counter("tephra_admission_requests_total", "Write requests handled", ["outcome"])
+for _outcome in ("ok", "error"):  # present (0) from the start: a dashboard shows 0, not "No data"
+    REQUESTS.labels(_outcome)
 LATENCY = Histogram("tephra_admission_request_seconds", "Write request handling time")
 
 

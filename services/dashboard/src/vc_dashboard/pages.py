@@ -15,14 +15,18 @@ from vc_dashboard.logic.jobs import FINISHED, job_phase, job_row, phase_counts, 
 from vc_dashboard.logic.nodes import cluster_allocatable, cluster_totals, node_row
 from vc_dashboard.logic.paging import paginate
 from vc_dashboard.logic.query import ListQuery
+from vc_dashboard.logic.queue_detail import queue_detail
 from vc_dashboard.logic.quota import queue_order, queue_row
 from vc_dashboard.logic.timeline import build_timeline
 from vc_dashboard.logic.verdict import latest_unschedulable
+from vc_dashboard.logic.yaml_view import CLUSTER_SCOPED, object_yaml
+from vc_runtime.informer import Informer
 
 OVERVIEW_ROWS: Final = 8
 JOB_PODS_SHOWN: Final = 100
 HISTORY_ROWS: Final = 200
 FILTER_OPTIONS: Final = 200
+QUEUE_JOBS_SHOWN: Final = 200
 
 Context = dict[str, Any]
 Readable = Callable[[str | None], bool]  # the namespaces the viewer may see (logic.access.Viewer.reads)
@@ -109,3 +113,37 @@ def job_page(cache: ClusterCache, namespace: str, name: str, tail: HistoryTail, 
 
 def _bounded(values: list[str]) -> list[str]:
     return values[:FILTER_OPTIONS]
+
+
+def queue_page(cache: ClusterCache, name: str) -> Context | None:
+    """One queue: its hierarchy and limits, its quota bars and its jobs (newest first); None when unknown."""
+    queue = cache.queues.get(None, name)
+    if queue is None:
+        return None
+    queues = list(cache.queues.items.values())
+    jobs = select_jobs(cache.jobs.items.values(), ListQuery().jobs)
+    mine = [j for j in jobs if ((j.spec.queue if j.spec else None) or "default") == name]
+    rows = [job_row(j, cache.podgroup_of(j.metadata.namespace or "", j.metadata.name or "")) for j in mine]
+    cluster = cluster_allocatable(cache.nodes.items.values())
+    return {
+        "queue": queue_detail(queue, queues),
+        "bars": queue_row(queue, cluster).bars,
+        "jobs": rows[:QUEUE_JOBS_SHOWN],
+        "job_total": len(rows),
+    }
+
+
+def yaml_page(cache: ClusterCache, kind: str, namespace: str | None, name: str) -> Context | None:
+    """The object's YAML, read-only; None when the dashboard does not hold it."""
+    informers: dict[str, Informer[Any]] = {
+        "job": cache.jobs,
+        "podgroup": cache.podgroups,
+        "pod": cache.pods,
+        "queue": cache.queues,
+        "node": cache.nodes,
+    }
+    informer = informers.get(kind)
+    found = informer.get(None if kind in CLUSTER_SCOPED else namespace, name) if informer is not None else None
+    if found is None:
+        return None
+    return {"kind": kind, "namespace": namespace, "name": name, "yaml": object_yaml(found)}

@@ -25,6 +25,7 @@ from vc_dashboard.history import HistoryTail, follow_after, read_tail
 from vc_dashboard.hub import Hub, Subscription, TooManyStreams, Wake, job_topic
 from vc_dashboard.logic.access import Viewer
 from vc_dashboard.logic.query import BadQuery, ListQuery, check_name, parse_list_query
+from vc_dashboard.logic.yaml_view import YAML_KINDS
 from vc_dashboard.login import VIEWER, Gate
 from vc_dashboard.metrics import PAGES, UPDATES
 from vc_dashboard.render.html import render
@@ -99,6 +100,9 @@ class Dashboard:
             app.router.add_get("/stream" + path, self._list_stream(view))
         app.router.add_get("/jobs/{namespace}/{name}", self._job_page)
         app.router.add_get("/stream/jobs/{namespace}/{name}", self._job_stream)
+        app.router.add_get("/queues/{name}", self._queue_page)
+        app.router.add_get("/yaml/{kind}/{name}", self._yaml_page)
+        app.router.add_get("/yaml/{kind}/{namespace}/{name}", self._yaml_page)
         app.router.add_static("/static", STATIC, show_index=False, follow_symlinks=False)
         return app
 
@@ -126,6 +130,32 @@ class Dashboard:
         if context is None:
             return self._error("job", 404, f"no job {namespace}/{name}, and no history of one")
         return self._page("job", f"Job {namespace}/{name}", "job.html", _stream_url(request), context, section="/jobs")
+
+    async def _queue_page(self, request: web.Request) -> web.Response:
+        """One queue (a page without a live stream: it reads as it was when asked)."""
+        try:
+            name = check_name("name", request.match_info["name"])
+        except BadQuery as exc:
+            return self._error("queue", 400, str(exc))
+        context = pages.queue_page(self._cache, name)
+        if context is None:
+            return self._error("queue", 404, f"no queue {name}")
+        return self._page("queue", f"Queue {name}", "queue.html", "", context, section="/queues")
+
+    async def _yaml_page(self, request: web.Request) -> web.Response:
+        """One object's YAML, read-only."""
+        kind = request.match_info["kind"]
+        try:
+            name = check_name("name", request.match_info["name"])
+            namespace = check_name("namespace", request.match_info.get("namespace", "default"))
+        except BadQuery as exc:
+            return self._error("yaml", 400, str(exc))
+        if kind not in YAML_KINDS:
+            return self._error("yaml", 404, f"no YAML view of {kind!r}: one of {', '.join(YAML_KINDS)}")
+        context = pages.yaml_page(self._cache, kind, namespace, name)
+        if context is None:
+            return self._error("yaml", 404, f"no {kind} {name}")
+        return self._page("yaml", f"{kind} {name} (YAML)", "yaml.html", "", context)
 
     def _page(
         self, view: str, title: str, template: str, stream: str, context: pages.Context, *, section: str = ""

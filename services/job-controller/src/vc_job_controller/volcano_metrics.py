@@ -3,9 +3,8 @@
 created) and `volcano_job_completed_phase_count` / `volcano_job_failed_phase_count` {job_name,
 queue_name} (jobs reaching Completed or Failed).
 
-The phase counts are Volcano counters without a `_total` suffix; prometheus_client would add one to a
-Counter, so they are gauges that only go up: the series names are Volcano's, which is what dashboards
-query (rate() reads them the same).
+The phase counts are Volcano counters without a `_total` suffix: BareCounters, so the series names
+are Volcano's and their type is counter (what rate() needs).
 """
 
 from __future__ import annotations
@@ -15,19 +14,22 @@ import time
 from datetime import datetime
 from typing import Final
 
-from prometheus_client import Gauge, Histogram
+from prometheus_client import Histogram
 
 from vc_proto.batch import Job
+from vc_runtime.bare_counter import BareCounter
 
 JOB_TO_POD: Final = Histogram(
     "volcano_controller_job_to_pod_creation_latency_milliseconds",
     "Latency from VCJob creation to pod created in milliseconds",
     buckets=tuple(32 * 2**i for i in range(12)),
 )
-COMPLETED: Final = Gauge(
+COMPLETED: Final = BareCounter(
     "volcano_job_completed_phase_count", "The number of job completed phase", ["job_name", "queue_name"]
 )
-FAILED: Final = Gauge("volcano_job_failed_phase_count", "The number of job failed phase", ["job_name", "queue_name"])
+FAILED: Final = BareCounter(
+    "volcano_job_failed_phase_count", "The number of job failed phase", ["job_name", "queue_name"]
+)
 
 
 def _created_s(job: Job) -> float | None:
@@ -57,14 +59,14 @@ def phase_written(before: Job, after: Job) -> None:
     if new == old or new not in ("Completed", "Failed"):
         return
     queue = (after.spec.queue if after.spec else None) or "default"
-    gauge = COMPLETED if new == "Completed" else FAILED
-    gauge.labels(after.metadata.name or "", queue).inc()
+    counter = COMPLETED if new == "Completed" else FAILED
+    counter.labels(after.metadata.name or "", queue).inc()
 
 
 def job_deleted(job: Job) -> None:
     """The job is gone: drop its phase-count series, as Volcano's controller does on delete, so the
     controller's memory and /metrics stay bounded by the live jobs, not by every job ever run."""
     labels = (job.metadata.name or "", (job.spec.queue if job.spec else None) or "default")
-    for gauge in (COMPLETED, FAILED):
+    for counter in (COMPLETED, FAILED):
         with contextlib.suppress(KeyError):  # never completed (or failed): no series
-            gauge.remove(*labels)
+            counter.remove(*labels)

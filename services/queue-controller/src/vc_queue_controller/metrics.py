@@ -7,7 +7,7 @@ from fractions import Fraction
 
 from prometheus_client import Counter, Gauge
 
-from vc_core.resources import CPU, MEMORY, Resources
+from vc_core.resources import CPU, MEMORY, Resources, schedulable_resources
 from vc_queue_controller.logic.status import PodGroupCounts
 
 _LABEL = ["queue_name"]
@@ -31,6 +31,7 @@ class QueueMetrics:
         self._scalars: dict[str, set[str]] = {}
 
     def observe(self, queue: str, counts: PodGroupCounts, inqueue: Resources) -> None:
+        inqueue = schedulable_resources(inqueue)  # quota keys (requests.*, limits.*, count/pods) are no resource
         for field, gauge in POD_GROUP_COUNTS.items():
             gauge.labels(queue).set(getattr(counts, field))
         INQUEUE_MILLI_CPU.labels(queue).set(float(inqueue.get(CPU, Fraction(0)) * 1000))

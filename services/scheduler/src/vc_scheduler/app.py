@@ -30,6 +30,7 @@ from vc_scheduler.inflight import InFlight
 from vc_scheduler.ledger_kv import Ledger
 from vc_scheduler.ledger_sweep import LedgerSweeper
 from vc_scheduler.loop import SchedulingLoop
+from vc_scheduler.metrics import declare_series
 from vc_scheduler.peers import Several
 from vc_scheduler.solo import SoloLedger
 from vc_scheduler.status_writer import StatusWriter
@@ -90,6 +91,7 @@ class SchedulerApp:
         ledger = Ledger(js, instance=membership.instance, can_write=membership.can_write, replicas=replicas)
         solo = SoloLedger(membership, ledger)
         work = InFlight(membership.instance)
+        declare_series(membership.instance)
         events = SchedulerEvents(ctx.events.publish, source=source)
         loop = SchedulingLoop(
             cache,

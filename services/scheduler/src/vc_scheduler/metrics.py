@@ -27,6 +27,7 @@ import structlog
 from prometheus_client import Counter, Gauge, Histogram
 
 from vc_core.resources import CPU, MEMORY, PODS
+from vc_runtime.bare_counter import BareCounter
 from vc_scheduling.cycle import CycleResult
 from vc_scheduling.framework.decisions import Evict
 from vc_scheduling.framework.model import QueueInfo
@@ -92,11 +93,15 @@ ATTEMPTS = Counter(
     ["result"],
 )
 PREEMPTION_VICTIMS = Gauge("volcano_pod_preemption_victims", "Number of selected preemption victims (last cycle)")
-# Volcano's counter is `volcano_total_preemption_attempts`, with no `_total` suffix; prometheus_client
-# adds one to every Counter, so this is a gauge that only goes up: the series name is Volcano's.
-PREEMPTION_ATTEMPTS = Gauge(
+# Volcano's counter is `volcano_total_preemption_attempts`, with no `_total` suffix (a BareCounter).
+PREEMPTION_ATTEMPTS = BareCounter(
     "volcano_total_preemption_attempts",
     "Total preemption attempts till now (Tephra counts the cycles whose preempt action chose victims)",
+)
+EVICTIONS = Counter(
+    "volcano_eviction_transactions",  # scraped as volcano_eviction_transactions_total, Volcano's name
+    "Total eviction transactions by the action that evicted (preempt, reclaim)",
+    ["action"],
 )
 UNSCHEDULE_TASKS = Gauge("volcano_unschedule_task_count", "Number of tasks could not be scheduled", ["job_id"])
 TASK_LATENCY = Histogram(
@@ -115,9 +120,8 @@ STAGE = Histogram(
     buckets=_STAGE_BUCKETS,
 )
 JOB_SHARE = Gauge("volcano_job_share", "Share for one job (drf's dominant share)", ["job_ns", "job_id"])
-# Volcano's is a counter named `volcano_job_retry_counts`; prometheus_client would add `_total` to a
-# Counter's name, so this is a gauge that only goes up (as volcano_total_preemption_attempts).
-JOB_RETRIES = Gauge(
+# Volcano's is a counter named `volcano_job_retry_counts`, with no `_total` suffix (a BareCounter).
+JOB_RETRIES = BareCounter(
     "volcano_job_retry_counts",
     "Number of retry counts for one job (the sessions that closed with it not ready)",
     ["job_id"],
@@ -201,6 +205,25 @@ QUEUE_SHARE = Gauge(
 QUEUE_OVERUSED = Gauge(
     "volcano_queue_overused", "Whether one queue is overused (1: allocated >= deserved)", ["queue_name"]
 )
+QUEUE_TASKS = Gauge(
+    "volcano_queue_session_start_task_count",
+    "Tasks of one queue's jobs by status as a session starts (the queue's own jobs, not its children's)",
+    ["queue_name", "status"],
+)
+# Task statuses as Volcano names them in the label; allocated, pipelined and binding exist only inside a
+# session, so at its start they are 0.
+TASK_STATUSES: Final = (
+    "pending", "allocated", "pipelined", "binding", "bound", "running", "releasing", "succeeded", "failed", "unknown",
+)  # fmt: skip
+# Volcano's namespace fair-share figures: a namespace's dominant share of the cluster (its allocated over
+# the cluster's allocatable, the largest over resources), its weight (1: Tephra has no namespace weights)
+# and share / weight.
+NAMESPACE_SHARE = Gauge("volcano_namespace_share", "Share for one namespace", ["namespace_name"])
+NAMESPACE_WEIGHT = Gauge("volcano_namespace_weight", "Weight for one namespace", ["namespace_name"])
+NAMESPACE_WEIGHTED_SHARE = Gauge(
+    "volcano_namespace_weighted_share", "Weighted share for one namespace", ["namespace_name"]
+)
+NAMESPACE_WEIGHT_DEFAULT: Final = 1
 
 BINDS = Counter("tephra_scheduler_binds_total", "Binds written", ["instance", "outcome"])
 EVICTS = Counter("tephra_scheduler_evictions_total", "Evictions written", ["instance", "outcome"])
@@ -356,10 +379,39 @@ def record_decisions(result: CycleResult) -> None:
     binds = len(result.binds)
     ATTEMPTS.labels("scheduled").inc(binds)
     ATTEMPTS.labels("unschedulable").inc(max(0, result.stats.tasks_pending - binds))
-    victims = sum(1 for d in result.decisions if isinstance(d, Evict) and d.reason == "preempt")
+    evictions = [d.reason for d in result.decisions if isinstance(d, Evict)]
+    victims = evictions.count("preempt")
     PREEMPTION_VICTIMS.set(victims)
     if victims:
         PREEMPTION_ATTEMPTS.inc()
+    for action in set(evictions):
+        EVICTIONS.labels(action).inc(evictions.count(action))
+
+
+# Series whose labels are known before anything happens: present (0) from the start, so a dashboard
+# shows 0 rather than "No data" until the first event.
+DECLARED_LABELS: Final = (
+    (ATTEMPTS, ("scheduled", "unschedulable")),
+    (EVICTIONS, ("preempt", "reclaim")),
+    (TASK_LATENCY, ("Bound",)),
+    (STAGE, ("Predicate", "Scoring", "Bind")),
+)
+
+
+def declare_series(instance: str) -> None:
+    """Create the series whose labels are known at start (this instance's among them), at 0."""
+    for metric, values in DECLARED_LABELS:
+        for value in values:
+            metric.labels(value)
+    for counter in (LEDGER_WRITES, LEDGER_RETRIES, ERRORS, CYCLE_ERRORS, FENCED):
+        counter.labels(instance)
+    for gauge in (OWNED, MEMBERS):
+        gauge.labels(instance)
+    for counter, outcomes in _INSTANCE_OUTCOMES:
+        for outcome in outcomes:
+            counter.labels(instance, outcome)
+    for scope in ("node", "queue"):
+        LEDGER_CONFLICTS.labels(instance, scope)
 
 
 # -- state: queues ---------------------------------------------------------------------------------------
@@ -380,11 +432,23 @@ class QueueFigures:
 
 @dataclass(frozen=True, slots=True)
 class Tally:
-    """One pass over the pods: per queue, what is placed and what is asked; per PodGroup, pods waiting."""
+    """One pass over the pods: per queue, what is placed and what is asked; per PodGroup, pods waiting;
+    per namespace, what is placed; per queue, its tasks by status."""
 
     allocated: dict[str, Amounts]
     request: dict[str, Amounts]
     waiting: dict[str, int]
+    namespaces: dict[str, Amounts] = field(default_factory=dict)
+    statuses: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+def task_status(phase: str, deleting: bool, placed: bool) -> str:
+    """A pod's task status as a session starts (Volcano's TaskStatus, lower case, as its label says)."""
+    if deleting:
+        return "releasing"
+    if phase in ("Succeeded", "Failed", "Running", "Unknown"):
+        return phase.lower()
+    return "bound" if placed else "pending"
 
 
 def tally(snapshot: ClusterSnapshot, binds: Mapping[str, str]) -> Tally:
@@ -396,15 +460,25 @@ def tally(snapshot: ClusterSnapshot, binds: Mapping[str, str]) -> Tally:
     allocated: dict[str, Amounts] = {q.name: {} for q in snapshot.queues}
     request: dict[str, Amounts] = {q.name: {} for q in snapshot.queues}
     waiting: dict[str, int] = {}
+    namespaces: dict[str, Amounts] = {}
+    statuses: dict[str, dict[str, int]] = {q.name: dict.fromkeys(TASK_STATUSES, 0) for q in snapshot.queues}
     for pod in snapshot.pods:
         group = pod.annotations.get(GROUP_NAME_ANNOTATION)
-        if not group or pod.deleting or pod.phase in ("Succeeded", "Failed"):
+        if not group:
             continue
         key = f"{pod.namespace}/{group}"
         placed = bool(pod.node_name) or pod.key in binds
+        owner = queue_of.get(key)
+        if owner in statuses:
+            counts = statuses[owner]
+            status = task_status(pod.phase, pod.deleting, placed)
+            counts[status] += 1
+        if pod.deleting or pod.phase in ("Succeeded", "Failed"):
+            continue
         if not placed:
             waiting[key] = waiting.get(key, 0) + 1
-        owner = queue_of.get(key)
+        else:
+            _add(namespaces.setdefault(pod.namespace, {}), pod.requests)
         if owner is None or owner not in request:
             continue
         asked, held = request[owner], (allocated[owner] if placed else None)
@@ -414,7 +488,25 @@ def tally(snapshot: ClusterSnapshot, binds: Mapping[str, str]) -> Tally:
                 asked[name] = asked.get(name, 0.0) + amount
                 if held is not None:
                     held[name] = held.get(name, 0.0) + amount
-    return Tally(allocated, request, waiting)
+    return Tally(allocated, request, waiting, namespaces, statuses)
+
+
+def _add(into: Amounts, requests: Mapping[str, Fraction]) -> None:
+    for name, value in requests.items():
+        if name != PODS:
+            into[name] = into.get(name, 0.0) + value.numerator / value.denominator
+
+
+def namespace_shares(snapshot: ClusterSnapshot, placed: Mapping[str, Amounts]) -> dict[str, float]:
+    """Per namespace with pods placed, its dominant share of the cluster: the largest, over resources,
+    of what its pods hold over the cluster's allocatable (drf's share, by namespace)."""
+    total: Amounts = {}
+    for node in snapshot.nodes:
+        _add(total, node.allocatable)
+    return {
+        namespace: max((amount / total[n] for n, amount in held.items() if total.get(n)), default=0.0)
+        for namespace, held in placed.items()
+    }
 
 
 def queue_figures(snapshot: ClusterSnapshot, binds: Mapping[str, str] | None = None) -> dict[str, QueueFigures]:
@@ -512,6 +604,8 @@ class StateRecorder:
     # PodGroup key -> its series' labels; None: judged, not timed (Running before this instance saw it)
     _timed: dict[str, tuple[str, str, str] | None] = field(default_factory=dict)
     _retried: set[str] = field(default_factory=set)  # PodGroup keys with a volcano_job_retry_counts series
+    _task_queues: set[str] = field(default_factory=set)  # queues with volcano_queue_session_start_task_count
+    _namespaces: set[str] = field(default_factory=set)  # namespaces with volcano_namespace_* series
     _timed_lock: threading.Lock = field(default_factory=threading.Lock)  # the loop times, the worker forgets
 
     def record(self, result: CycleResult, cluster: Callable[[], ClusterSnapshot]) -> bool:
@@ -540,6 +634,8 @@ class StateRecorder:
         judged when the snapshot was taken (`timed`), those not in it are gone: their series go."""
         counted = tally(snapshot, result.binds)
         self._record_queues(snapshot.queues, figures_of(snapshot, counted))
+        self._record_tasks(counted.statuses)
+        self._record_namespaces(namespace_shares(snapshot, counted.namespaces))
         self._record_unschedulable(unschedulable_jobs(result), counted.waiting)
         self._forget_jobs(timed - {pg.key for pg in snapshot.podgroups})
 
@@ -585,6 +681,25 @@ class StateRecorder:
             for resource in self._queues.pop(name):
                 for gauge in _SCALAR_GAUGES:
                     _remove(gauge, name, resource)
+
+    def _record_tasks(self, statuses: Mapping[str, Mapping[str, int]]) -> None:
+        for queue, counts in statuses.items():
+            for status, count in counts.items():
+                QUEUE_TASKS.labels(queue, status).set(count)
+        for queue in self._task_queues - statuses.keys():
+            for status in TASK_STATUSES:
+                _remove(QUEUE_TASKS, queue, status)
+        self._task_queues = set(statuses)
+
+    def _record_namespaces(self, shares: Mapping[str, float]) -> None:
+        for namespace, value in shares.items():
+            NAMESPACE_SHARE.labels(namespace).set(value)
+            NAMESPACE_WEIGHT.labels(namespace).set(NAMESPACE_WEIGHT_DEFAULT)
+            NAMESPACE_WEIGHTED_SHARE.labels(namespace).set(value / NAMESPACE_WEIGHT_DEFAULT)
+        for namespace in self._namespaces - shares.keys():
+            for gauge in (NAMESPACE_SHARE, NAMESPACE_WEIGHT, NAMESPACE_WEIGHTED_SHARE):
+                _remove(gauge, namespace)
+        self._namespaces = set(shares)
 
     def _record_unschedulable(self, jobs: list[str], waiting: Mapping[str, int]) -> None:
         UNSCHEDULE_JOBS.set(len(jobs))
@@ -673,12 +788,21 @@ _SCALAR_GAUGES: Final = (
 )
 
 
-def _remove(gauge: Gauge, *labels: str) -> None:
+def _remove(gauge: Gauge | BareCounter, *labels: str) -> None:
     try:
         gauge.remove(*labels)
     except KeyError:
         pass  # never set here
 
+
+# The outcomes each instance-labelled counter counts (binder, evictor, status_writer).
+_INSTANCE_OUTCOMES: Final = (
+    (BINDS, ("ok", "conflict", "gone", "stale")),
+    (EVICTS, ("ok", "stale")),
+    (GANGS, ("ok", "partial", "conflict", "unvouched", "moved")),
+    (PG_WRITES, ("ok", "conflict")),
+    (QUEUE_WRITES, ("ok", "conflict")),
+)
 
 _STATE = StateRecorder()
 _SHARES = ShareRecorder()

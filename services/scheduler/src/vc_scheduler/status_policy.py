@@ -47,6 +47,10 @@ ALLOCATED_EVERY_S = 1.0  # a queue's status.allocated is rewritten at most this 
 BINDS_SEEN_S = 15.0  # a new Scheduled condition on an Inqueue PodGroup waits this long for Running
 PODS_START_S = 10.0  # Inqueue -> Running waits this long for minMember pods to run
 SCHEDULED = PodGroupConditionType.SCHEDULED
+UNSCHEDULABLE = PodGroupConditionType.UNSCHEDULABLE
+# The gang's verdicts while an admitted job's pods are still being created (Volcano's gang plugin):
+# the job is starting, not stuck.
+STARTING_REASONS = frozenset({"NotEnoughPodsOfTask", "NotEnoughTasks"})
 
 Signature = tuple[object, ...]
 
@@ -279,3 +283,10 @@ def merge_status(old: PodGroupStatus, update: PodGroupStatusUpdate, now: str) ->
         succeeded=update.succeeded or None,
         failed=update.failed or None,
     )
+
+
+def merely_starting(condition_type: str | None, reason: str | None, phase: str | None) -> bool:
+    """An Unschedulable verdict on an Inqueue PodGroup whose pods are not all created yet: every healthy
+    gang passes through it, so it is no news for the job's history (nor a Warning Event); the condition
+    itself is still written, as Volcano writes it."""
+    return condition_type == UNSCHEDULABLE and reason in STARTING_REASONS and phase == PodGroupPhase.INQUEUE

@@ -19,6 +19,7 @@ import msgspec
 from vc_core.errors import Conflict, NotFound
 from vc_core.ownership import Ownership
 from vc_core.store import ObjectStore, VersionMemory
+from vc_core.why_pending import readable
 from vc_proto import events as ev
 from vc_proto.scheduling import PodGroup, PodGroupStatus, Queue, QueueStatus
 from vc_proto.vocabulary import PodGroupConditionType
@@ -27,7 +28,7 @@ from vc_scheduler.cache import SchedulerCache, revision_of, stored_object
 from vc_scheduler.events import SchedulerEvents, timestamp
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.metrics import PG_WRITES, QUEUE_WRITES
-from vc_scheduler.status_policy import SentAllocations, SentStatuses, merge_status, same_status
+from vc_scheduler.status_policy import SentAllocations, SentStatuses, merely_starting, merge_status, same_status
 from vc_scheduling.framework.decisions import PodGroupStatusUpdate, QueueStatusUpdate
 from vc_scheduling.snapshot.cluster import PodGroupObj
 
@@ -212,6 +213,8 @@ class StatusWriter:
         for cond in new.conditions or []:
             if cond.status != "True" or before.get(cond.type or "") == (cond.status, cond.message):
                 continue
+            if merely_starting(cond.type, cond.reason, new.phase):
+                continue
             reason = ev.UNSCHEDULABLE if cond.type == PodGroupConditionType.UNSCHEDULABLE else ev.SCHEDULED
             job = self._cache.owner_job.get(f"{pg.metadata.namespace}/{pg.metadata.name}")
             await self._events.publish(
@@ -219,7 +222,7 @@ class StatusWriter:
                 namespace=pg.metadata.namespace,
                 name=pg.metadata.name or "",
                 reason=reason,
-                message=cond.message or cond.reason,
+                message=readable(cond.message or "") or cond.reason,
                 job=job,
                 phase=new.phase,
                 previous_phase=old.phase,

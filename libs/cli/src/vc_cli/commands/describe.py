@@ -18,7 +18,7 @@ from vc_bus.events import follow
 from vc_cli import describe as page
 from vc_cli.client import Tephra
 from vc_cli.describe import DescribedEvent
-from vc_cli.errors import CliError
+from vc_cli.errors import not_found
 from vc_cli.kube_events_source import kube_events_source, without_history_repeats
 from vc_core.errors import NotFound
 from vc_proto import subjects
@@ -61,7 +61,7 @@ async def run(tephra: Tephra, args: argparse.Namespace) -> int:
         try:
             job = await tephra.store.get(Job, args.namespace, args.name)
         except NotFound as exc:
-            raise CliError(f"job {args.namespace}/{args.name} not found") from exc
+            raise not_found("job", f"{args.namespace}/{args.name}") from exc
         lines = await describe_job(tephra, job)
     elif kind == "queue":
         lines = await describe_queue(tephra, await get_queue(tephra, args.name))
@@ -76,14 +76,14 @@ async def get_queue(tephra: Tephra, name: str) -> Queue:
     try:
         return await tephra.store.get(Queue, None, name)
     except NotFound as exc:
-        raise CliError(f"queue {name} not found") from exc
+        raise not_found("queue", name) from exc
 
 
 async def get_podgroup(tephra: Tephra, namespace: str, name: str) -> PodGroup:
     try:
         return await tephra.store.get(PodGroup, namespace, name)
     except NotFound as exc:
-        raise CliError(f"podgroup {namespace}/{name} not found") from exc
+        raise not_found("podgroup", f"{namespace}/{name}") from exc
 
 
 # -- the pages -------------------------------------------------------------------------------------------

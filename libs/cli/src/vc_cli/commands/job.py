@@ -11,11 +11,12 @@ from vc_cli.client import Tephra
 from vc_cli.commands.common import command_document, parse_resource_list
 from vc_cli.commands.describe import describe_job
 from vc_cli.documents import read_documents
-from vc_cli.errors import CliError
+from vc_cli.errors import CliError, not_found
 from vc_cli.flags import add_list_flags, add_name_flags, listing_for, namespace_of, set_prepare
 from vc_cli.listing import Columns
 from vc_cli.output import add_output_flags, date, print_objects
 from vc_core.errors import NotFound
+from vc_core.quantity import parse_quantity
 from vc_proto import api, subjects
 from vc_proto.batch import BATCH_V1ALPHA1, Job
 from vc_proto.meta import OwnerReference
@@ -34,8 +35,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     run.add_argument("-m", "--min", type=int, default=1, help="without -f: minAvailable (default 1)")
     run.add_argument("-r", "--replicas", type=int, default=1, help="without -f: the task's replicas (default 1)")
     run.add_argument("-R", "--requests", default="cpu=1000m,memory=100Mi", help="without -f: the task's requests")
-    run.add_argument("-L", "--limits", default="cpu=1000m,memory=100Mi", help="without -f: the task's limits")
+    run.add_argument(
+        "-L", "--limits", default=DEFAULT_LIMITS, help=f"without -f: the task's limits (default {DEFAULT_LIMITS})"
+    )
     run.add_argument("-S", "--scheduler", default="volcano", help="without -f: schedulerName (default volcano)")
+    run.add_argument("-q", "--queue", help="the queue to submit to (default: the file's spec.queue, else default)")
     set_prepare(run, _prepare_run)
 
     lst = job.add_parser("list", help="list jobs")
@@ -81,11 +85,35 @@ def _prepare_run(args: argparse.Namespace) -> None:
                 raise CliError(
                     f"{args.filename}: document {index} is a {kind!r}, not a Job (use `vcctl apply`)", code=2
                 )
-        args.documents = docs
+        args.documents = [_in_queue(doc, args.queue) for doc in docs]
         return
     if not args.name:
         raise CliError("job name cannot be left blank: give -N NAME (and -i, -r, -m, -R, -L), or -f FILE", code=2)
-    args.documents = [job_from_flags(args)]
+    args.documents = [_in_queue(job_from_flags(args), args.queue)]
+
+
+def _in_queue(doc: dict[str, Any], queue: str | None) -> dict[str, Any]:
+    """The Job document submitted to `queue` (--queue), when given."""
+    if not queue:
+        return doc
+    spec = doc.get("spec")
+    return {**doc, "spec": {**(spec if isinstance(spec, dict) else {}), "queue": queue}}
+
+
+DEFAULT_LIMITS = "cpu=1000m,memory=100Mi"  # Volcano's vcctl job run default
+
+
+def _check_requests_within_limits(requests: dict[str, str], limits: dict[str, str], *, default_limits: bool) -> None:
+    """A request above its limit is refused by admission; say so here, naming both flags and the fix."""
+    for name, asked in requests.items():
+        limit = limits.get(name)
+        if limit is not None and parse_quantity(asked) > parse_quantity(limit):
+            which = f"-L/--limits {name}={limit}" + (" (the default)" if default_limits else "")
+            raise CliError(
+                f"-R/--requests {name}={asked} is more than {which}: a request may not exceed its limit; "
+                f"give -L too, e.g. -L {name}={asked}",
+                code=2,
+            )
 
 
 def job_from_flags(args: argparse.Namespace) -> dict[str, Any]:
@@ -96,6 +124,7 @@ def job_from_flags(args: argparse.Namespace) -> dict[str, Any]:
         raise CliError("-m/--min must be between 0 and -r/--replicas", code=2)
     requests = parse_resource_list(args.requests, flag="-R/--requests")
     limits = parse_resource_list(args.limits, flag="-L/--limits")
+    _check_requests_within_limits(requests or {}, limits or {}, default_limits=args.limits == DEFAULT_LIMITS)
     resources = {k: v for k, v in (("requests", requests), ("limits", limits)) if v}
     container = {"name": args.name, "image": args.image, "imagePullPolicy": "IfNotPresent", "resources": resources}
     metadata: dict[str, Any] = {"name": args.name}
@@ -199,7 +228,7 @@ async def _get_job(tephra: Tephra, args: argparse.Namespace) -> Job:
     try:
         return await tephra.store.get(Job, args.namespace, args.name)
     except NotFound as exc:
-        raise CliError(f"job {args.namespace}/{args.name} not found") from exc
+        raise not_found("job", f"{args.namespace}/{args.name}") from exc
 
 
 async def _view(tephra: Tephra, args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from vc_cli import listing
+from vc_cli.allocation import QUEUE_WIDE_HEADERS, queue_wide_row
 from vc_cli.client import Tephra
 from vc_cli.commands.common import command_document, parse_resource_list
 from vc_cli.commands.describe import describe_queue, get_queue
@@ -176,7 +177,7 @@ HEADERS = ["Name", "Weight", "State", "Parent", *PHASES]
 
 
 def queue_columns(counts: PodGroupCounts | StatusCounts) -> Columns[Queue]:
-    return Columns(headers=HEADERS, row=counts.row)
+    return Columns(headers=HEADERS, row=counts.row, wide_headers=QUEUE_WIDE_HEADERS, wide_row=queue_wide_row)
 
 
 async def _list(tephra: Tephra, args: argparse.Namespace) -> int:

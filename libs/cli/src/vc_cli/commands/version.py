@@ -69,13 +69,22 @@ async def server_info(endpoint: Endpoint) -> dict[str, Any]:
     try:
         info: dict[str, Any] = {
             "serverVersion": running.version_for(endpoint.server) or "unknown",
-            "natsServerVersion": str(nc.connected_server_version),
+            "natsServerVersion": nats_version(nc.connected_server_version),
         }
         info["jetStream"] = bool(getattr(nc, "_server_info", {}).get("jetstream"))
         return info
     finally:
         with contextlib.suppress(Exception):
             await nc.close()
+
+
+def nats_version(version: Any) -> str:
+    """`2.15.1` (nats-py's ServerVersion prints itself as `<nats server v2.15.1>`)."""
+    try:
+        plain = f"{version.major}.{version.minor}.{version.patch}"
+    except (AttributeError, ValueError, TypeError):
+        return str(version)
+    return f"{plain}-{version.dev}" if version.dev else plain
 
 
 async def _kube_info(endpoint: Endpoint) -> dict[str, Any]:

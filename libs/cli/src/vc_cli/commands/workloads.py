@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar
 from vc_cli import listing
 from vc_cli.client import Tephra
 from vc_cli.documents import read_documents
-from vc_cli.errors import CliError
+from vc_cli.errors import CliError, not_found
 from vc_cli.flags import add_list_flags, listing_for, namespace_of
 from vc_cli.listing import Columns
 from vc_cli.output import add_output_flags, print_objects
@@ -124,7 +124,7 @@ async def fetch(workload: Workload[W], tephra: Tephra, namespace: str, name: str
     try:
         return await tephra.store.get(workload.kind, namespace, name)
     except NotFound as exc:
-        raise CliError(f"{workload.command} {namespace}/{name} not found") from exc
+        raise not_found(workload.command, f"{namespace}/{name}") from exc
 
 
 async def _get(workload: Workload[Any], tephra: Tephra, args: argparse.Namespace) -> int:
@@ -170,7 +170,7 @@ async def _delete(workload: Workload[Any], tephra: Tephra, args: argparse.Namesp
         try:
             await tephra.write(request)
         except NotFound as exc:
-            raise CliError(f"{workload.command} {namespace}/{name} not found") from exc
+            raise not_found(workload.command, f"{namespace}/{name}") from exc
         print(f"Deleted {workload.kind_name}: {namespace}/{name}")
     return 0
 

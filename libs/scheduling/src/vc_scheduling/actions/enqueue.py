@@ -44,8 +44,8 @@ class EnqueueAction:
         if job.min_resources is not None:
             verdict = ssn.job_enqueueable(job)
             if verdict.vote == Vote.REJECT:
-                if verdict.reason:
-                    job.why["enqueue"] = verdict.reason
+                for i, reason in enumerate(ssn.enqueue_rejections(job)):
+                    job.why[f"enqueue:{i}"] = reason
                 return
         ssn.job_enqueued(job)
         job.phase = PodGroupPhase.INQUEUE

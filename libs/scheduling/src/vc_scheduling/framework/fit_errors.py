@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Final
+
+# A refusal that waiting never clears: no node carries the labels the pod asks for.
+NODE_SELECTOR_MISMATCH: Final = "node(s) didn't match Pod's node affinity/selector"
 
 
 @dataclass(slots=True)
@@ -12,8 +16,9 @@ class FitErrors:
 
     nodes: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
-    # resource name -> (requested per task, most free on any node that passed the other predicates)
-    shortfalls: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # resource name -> (requested per task, most free on any node that passed the other predicates),
+    # in the session's units; a resource whose best node has enough blocks nothing by itself
+    shortfalls: dict[str, tuple[float, float]] = field(default_factory=dict)
     message: str = ""  # set instead of the histogram when the failure is not per node
 
     def error(self) -> str:

@@ -17,7 +17,6 @@ from numpy.typing import NDArray
 from vc_scheduling.framework.fit_errors import FitErrors, insufficient
 from vc_scheduling.framework.model import TaskInfo
 from vc_scheduling.framework.nodes import NodeInfo
-from vc_scheduling.framework.resources import format_amount
 from vc_scheduling.framework.session import Session
 
 MIN_FEASIBLE_NODES = 100
@@ -93,7 +92,7 @@ def _fit_errors(ssn: Session, task: TaskInfo, fits: NDArray[np.bool_], reasons: 
             continue
         errors.reasons[insufficient(name)] += count
         best = float(nodes.future_idle[eligible, dim].max()) if len(eligible) else 0.0
-        errors.shortfalls[name] = (format_amount(name, float(req[dim])), format_amount(name, max(best, 0.0)))
+        errors.shortfalls[name] = (float(req[dim]), max(best, 0.0))
     return errors
 
 

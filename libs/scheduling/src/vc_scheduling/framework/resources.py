@@ -71,6 +71,22 @@ def format_amount(name: str, value: float) -> str:
     return format_quantity(Fraction(value).limit_denominator(1000), binary=name in _BINARY)
 
 
+_GIB = float(1 << 30)
+
+
+def format_units(name: str, value: float) -> str:
+    """An amount as a person counts it: whole units (`32`, `8.4`, `0.5`; memory in Gi), no milli-units."""
+    if np.isinf(value):
+        return "unlimited"
+    if name in _BINARY:
+        return f"{_trimmed(value / _GIB)}Gi"
+    return _trimmed(value)
+
+
+def _trimmed(value: float) -> str:
+    return f"{round(value, 2):.2f}".rstrip("0").rstrip(".")
+
+
 def less_equal(left: Vector, right: Vector, tol: Vector) -> bool:
     """Every dimension of `left` fits in `right` (Volcano's LessEqual with its 0.1-unit slack)."""
     return bool(np.all(left <= right + tol))

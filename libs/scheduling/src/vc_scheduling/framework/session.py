@@ -378,6 +378,16 @@ class Session:
     def job_enqueueable(self, job: JobInfo) -> Verdict:
         return self._vote(P.JOB_ENQUEUEABLE, job)
 
+    def enqueue_rejections(self, job: JobInfo) -> list[str]:
+        """The reason of every plugin that rejects the job, not only the first: a user should learn of
+        every rule that holds the job back at once (asked only for a job already rejected)."""
+        reasons = []
+        for fn in self.fns(P.JOB_ENQUEUEABLE):
+            verdict: Verdict = fn(job)
+            if verdict.vote == Vote.REJECT and verdict.reason and verdict.reason not in reasons:
+                reasons.append(verdict.reason)
+        return reasons
+
     def job_pipelined(self, job: JobInfo) -> bool:
         return self._vote(P.JOB_PIPELINED, job).vote == Vote.PERMIT
 

@@ -2,7 +2,8 @@
 
 Valid only with enough tasks; ready when minAvailable tasks are placed; not-ready jobs go first;
 evictions keep every victim job at minAvailable. At session close it writes the PodGroup's
-Unschedulable or Scheduled condition in Volcano's wording, followed by a plain-language "Why".
+Unschedulable or Scheduled condition in Volcano's wording, followed by a plain-language "Why"
+(explain.py; vc_core.why_pending puts it first wherever a person reads it).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar, Final
 
+from vc_core.why_pending import condition_message
 from vc_proto.vocabulary import PodGroupConditionType, PodGroupPhase
 from vc_scheduling.framework.explain import explain_job
 from vc_scheduling.framework.interfaces import ExtensionPoint, PluginArgs, ValidateResult, Verdict, Vote
@@ -94,6 +96,12 @@ class GangPlugin:
         for job in ssn.jobs.values():
             if job.is_ready():
                 ssn.update_podgroup_condition(job, PodGroupCondition(SCHEDULED, "True", READY_REASON, "", ssn.uid))
+                waited = job.conditions.get(UNSCHEDULABLE)
+                if waited is not None and waited.status == "True":
+                    # Conditions agree with the phase: a scheduled gang is no longer unschedulable.
+                    ssn.update_podgroup_condition(
+                        job, PodGroupCondition(UNSCHEDULABLE, "False", "Scheduled", "", ssn.uid)
+                    )
                 continue
             if job.still_scheduled_while_terminating():
                 continue
@@ -106,11 +114,9 @@ class GangPlugin:
                 # rather than "10/0 tasks in gang unschedulable", which one of them would only replace.
                 ssn.mark_invalid(job, invalid)
                 continue
-            message = unschedulable_message(job)
-            job.job_fit_errors = message
-            why = explain_job(ssn, job)
-            if why:
-                message = f"{message}{'' if message.endswith('.') else '.'} {why}"
+            volcano = unschedulable_message(job)
+            job.job_fit_errors = volcano
+            message = condition_message(volcano, explain_job(ssn, job))
             condition = PodGroupCondition(UNSCHEDULABLE, "True", NOT_ENOUGH_RESOURCES, message, ssn.uid)
             ssn.update_podgroup_condition(job, condition)
         self.jobs = {}

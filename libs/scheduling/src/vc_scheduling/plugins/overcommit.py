@@ -12,7 +12,7 @@ import numpy as np
 
 from vc_scheduling.framework.interfaces import ExtensionPoint, PluginArgs, Verdict, Vote
 from vc_scheduling.framework.model import ALLOCATED_STATUSES, JobInfo, PodGroupPhase
-from vc_scheduling.framework.resources import ResourceSpace, Vector, format_amount
+from vc_scheduling.framework.resources import ResourceSpace, Vector, format_units
 from vc_scheduling.framework.session import Session
 
 NAME: Final = "overcommit"
@@ -93,9 +93,9 @@ class OvercommitPlugin:
             return Verdict(Vote.PERMIT)
         names = [self.space.names[d] for d in np.flatnonzero(over)]
         detail = "; ".join(
-            f"{n}: admitted but unplaced {format_amount(n, float(self.inqueue[d]))} + minResources "
-            f"{format_amount(n, float(job.min_resources[d]))} > cluster idle x{self.factor:g} "
-            f"{format_amount(n, max(float(self.idle[d]), 0.0))}"
+            f"{n}: admitted but unplaced {format_units(n, float(self.inqueue[d]))} + minResources "
+            f"{format_units(n, float(job.min_resources[d]))} > cluster idle x{self.factor:g} "
+            f"{format_units(n, max(float(self.idle[d]), 0.0))}"
             for n, d in zip(names, np.flatnonzero(over), strict=True)
         )
         return Verdict(Vote.REJECT, f"resource in cluster is overused: overused {', '.join(names)} ({detail})")

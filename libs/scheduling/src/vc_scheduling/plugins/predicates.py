@@ -17,6 +17,7 @@ from typing import ClassVar, Final
 import numpy as np
 from numpy.typing import NDArray
 
+from vc_scheduling.framework.fit_errors import NODE_SELECTOR_MISMATCH
 from vc_scheduling.framework.interfaces import EventHandler, ExtensionPoint, NodeFailure, PluginArgs
 from vc_scheduling.framework.model import TaskInfo, TaskStatus
 from vc_scheduling.framework.nodes import NodeTable
@@ -39,7 +40,7 @@ from vc_scheduling.snapshot.cluster import PodObj
 
 NAME: Final = "predicates"
 UNSCHEDULABLE_REASON: Final = "node(s) were unschedulable"
-AFFINITY_REASON: Final = "node(s) didn't match Pod's node affinity/selector"
+AFFINITY_REASON: Final = NODE_SELECTOR_MISMATCH
 POD_NUMBER_REASON: Final = "node(s) pod number exceeded"
 Rows = NDArray[np.intp]
 

@@ -15,7 +15,7 @@ import yaml
 
 from vc_core import pod_requests as kube_rule
 from vc_core.errors import InvalidObject
-from vc_core.resources import Resources, parse_resources
+from vc_core.resources import Resources, parse_resources, schedulable_resources
 from vc_scheduling.snapshot import kube, vgpu
 from vc_scheduling.snapshot.cluster import (
     ClusterSnapshot,
@@ -339,23 +339,6 @@ def _hypernode(hn: kube.HyperNode) -> HyperNodeObj:
         for m in hn.spec.members
     )
     return HyperNodeObj(hn.metadata.name, hn.spec.tier, members)
-
-
-def schedulable_resources(resources: Resources) -> Resources:
-    """The resources a node offers, from a quota-style list such as a vcjob PodGroup's minResources.
-
-    The job controller writes Kubernetes quota usage (`requests.cpu`, `limits.cpu`, `count/pods`,
-    `pods`); Volcano's NewResource keeps only cpu, memory and scalar resources, so `limits.*` and
-    `count/*` never constrain scheduling and `requests.<r>` stands for `<r>` when `<r>` is absent.
-    """
-    out: Resources = {}
-    for name, value in resources.items():
-        if name == "pods" or name.startswith(("limits.", "count/")):
-            continue
-        out[name.removeprefix("requests.")] = (
-            out.get(name.removeprefix("requests."), value) if name.startswith("requests.") else value
-        )
-    return out
 
 
 def _queue(queue: kube.Queue, index: int) -> QueueObj:

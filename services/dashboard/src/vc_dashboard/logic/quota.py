@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
+from vc_core.resources import schedulable_resources
 from vc_dashboard.logic.amounts import human, ordered, parse_amounts, percent
 from vc_proto.scheduling import Queue
 
@@ -85,10 +86,12 @@ class QueueRow:
 
 def quota_bars(queue: Queue, cluster: Mapping[str, Fraction] | None = None) -> list[QuotaBar]:
     spec, status = queue.spec, queue.status
-    allocated = parse_amounts(status.allocated if status else None)
-    inqueue = parse_amounts(status.inqueue_resources if status else None)
-    deserved = parse_amounts(spec.deserved if spec else None)
-    capability = parse_amounts(spec.capability if spec else None)
+    # Only what nodes offer: a job's minResources carries quota keys too (requests.memory stands for
+    # memory; limits.*, count/pods and pods limit nothing here), which were each drawn as a bar.
+    allocated = schedulable_resources(parse_amounts(status.allocated if status else None))
+    inqueue = schedulable_resources(parse_amounts(status.inqueue_resources if status else None))
+    deserved = schedulable_resources(parse_amounts(spec.deserved if spec else None))
+    capability = schedulable_resources(parse_amounts(spec.capability if spec else None))
     names = ordered([*allocated, *inqueue, *deserved, *capability])
     return [
         QuotaBar(

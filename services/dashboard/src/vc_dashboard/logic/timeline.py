@@ -65,6 +65,26 @@ class Timeline:
     def empty(self) -> bool:
         return not self.lanes
 
+    def ticks(self, count: int = 4) -> list[tuple[float, str, str]]:
+        """The time axis: (percent, seconds since the start as `1m30s`, SVG text-anchor) at `count` steps."""
+        anchors = ["start", *["middle"] * (count - 1), "end"]
+        return [(i * 100 / count, elapsed(self.span * i / count), anchors[i]) for i in range(count + 1)]
+
+
+def elapsed(seconds: float) -> str:
+    """`0s`, `0.5s`, `45s`, `1m30s`, `2h5m`: tenths under ten seconds, then whole seconds in the two
+    largest units."""
+    if seconds < 10 and round(seconds, 1) != round(seconds):
+        return f"{seconds:.1f}s"
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m" if minutes else f"{hours}h"
+    if minutes:
+        return f"{minutes}m{secs}s" if secs else f"{minutes}m"
+    return f"{secs}s"
+
 
 def parse_time(text: str) -> datetime | None:
     try:

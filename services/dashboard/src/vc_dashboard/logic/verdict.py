@@ -1,8 +1,8 @@
 """Why a job is pending: the scheduler's latest Unschedulable verdict on its PodGroup.
 
 The scheduler keeps Volcano's message and adds what blocked the gang and by how much (`Why: queue
-"team" capability would be exceeded ...`). A verdict is shown only while the job waits: once it
-runs or finishes, an old Unschedulable condition no longer explains anything.
+"team"'s capability is ...`); the page shows that first (vc_core.why_pending). A verdict is shown only
+while the job waits: once it runs or finishes, an old Unschedulable condition no longer explains anything.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from vc_core.why_pending import readable
 from vc_proto.scheduling import PodGroup
 from vc_proto.vocabulary import PodGroupConditionType
 
@@ -32,7 +33,9 @@ def latest_unschedulable(group: PodGroup | None) -> Verdict | None:
         return None
     latest = max(current, key=lambda c: c.last_transition_time or "")
     return Verdict(
-        reason=latest.reason or UNSCHEDULABLE, message=latest.message or "", since=latest.last_transition_time or ""
+        reason=latest.reason or UNSCHEDULABLE,
+        message=readable(latest.message or ""),
+        since=latest.last_transition_time or "",
     )
 
 

@@ -46,7 +46,9 @@ class QueuePlan:
 
     @property
     def state_changed(self) -> bool:
-        return self.previous_state != self.state
+        """A real change of state: a queue without a status yet is Open (Volcano's default), so its first
+        status saying Open changes nothing (it said "queue is Open (was Open)")."""
+        return (self.previous_state or QueueState.OPEN) != self.state
 
 
 def decide(view: QueueView, action: Action = Action.SYNC_QUEUE) -> QueuePlan:
