@@ -9,12 +9,12 @@ come in bursts are spaced:
   first of them after a quiet spell would otherwise make a write of its own), and a new PodGroup's first
   status that keeps its phase waits as long: a gang's pods starting make one write, not one per pod,
   and so do the conditions that come and go while the job controller creates its pods and they wait
-  for their binds (measured on kube, 1,000 nodes: six status PATCHes per gang, each phase change
-  followed by condition-only writes a second apart);
+  for their binds (on kube this was six status PATCHes per gang: docs/benchmarks.md, "Requests per
+  pod");
 - a gang placed whole reads Scheduled at once, but Running only once its binds are seen: while it is
   Inqueue with a Scheduled condition not yet sent, that condition waits up to BINDS_SEEN_S for the
-  phase change, which carries it (measured on kube, 1,000 nodes: a condition-only
-  PATCH for half the gangs, a few seconds before the Running one);
+  phase change, which carries it (otherwise a condition-only PATCH for half the gangs, a few seconds
+  before the Running one);
 - a gang whose binds are seen reads Running while its pods are still starting: from Inqueue, that phase
   change waits up to PODS_START_S for minMember of them to run, so the pod counts that follow within
   seconds go with it (Inqueue, Running and counts were three PATCHes per gang). Nothing acts on the

@@ -35,8 +35,8 @@ from vc_scheduling.snapshot.cluster import PodGroupObj
 S = TypeVar("S", PodGroupStatusUpdate, QueueStatusUpdate)
 WRITE_ATTEMPTS = 5
 # Entries of deleted PodGroups kept before pruning: 4x the live ones, at least this many (a prune costs
-# one pass over the entries; at 1,024 a small cluster's writer held thousands of gone PodGroups, each
-# with its last update and stored object: the soak's +20 MiB on a cluster of 30 live ones).
+# one pass over the entries; a floor of 1,024 let a small cluster's writer hold thousands of gone
+# PodGroups, each with its last update and stored object: the soak in docs/reliability.md caught it).
 SENT_MIN = 64
 
 
