@@ -372,7 +372,10 @@ def test_borrowed_nodes_offer_only_what_they_have_left() -> None:
     borrowing = share.borrowing(out, part, {})
     assert {n.name: n.allocatable["cpu"] for n in borrowing.nodes} == {n: Fraction(1) for n in far}
     assert {n.name: n.max_pods for n in borrowing.nodes} == {n: 7 for n in far}
-    assert borrowing.outside is not None and borrowing.outside.allocatable == {}
+    # What the shrinking took off (3 cpu and 3 pod slots of each) stays outside, as allocatable and used:
+    # the cluster's total stays the whole cluster's.
+    assert borrowing.outside is not None
+    assert borrowing.outside.allocatable == borrowing.outside.used == {"cpu": 3.0 * len(far)}
 
 
 # -- nodes change owner only between the old owner's cycles ---------------------------------------------
@@ -465,3 +468,36 @@ def test_the_shares_own_pods_on_a_borrowed_node_are_counted_once() -> None:
     # Its two running pods are in the session (the share holds its PodGroup's pods): the node shows all
     # its 4 cpu, and the session takes the 2 off itself.
     assert node_left.allocatable["cpu"] == Fraction(4) and node_left.max_pods == 10
+
+
+def test_a_borrowing_session_judges_the_queue_by_the_whole_cluster() -> None:
+    """Other instances' gangs fill most of their nodes' GPUs; a gang of the share that does not fit on its
+    own full node is placed on the GPUs left there. The queue's allocation counts those gangs, so the
+    cluster's total must too (shrunk nodes alone would say the queue already exceeds the cluster)."""
+    a = Partition("a", MEMBERS)
+    names = [f"n{i}" for i in range(40)]
+    here = [n for n in names if a.owns_node(n)][:1]
+    far = [n for n in names if not a.owns_node(n)][:3]
+    gpus = {"cpu": Fraction(8), "nvidia.com/gpu": Fraction(2)}
+    nodes = tuple(NodeObj(n, {}, (), False, dict(gpus), 110) for n in here + far)
+    mine = [f"g{i}" for i in range(100) if a.owns(f"ns/g{i}")][:2]
+    theirs = [f"g{i}" for i in range(100) if not a.owns(f"ns/g{i}")][:2]
+    ask = {"cpu": Fraction(1), "nvidia.com/gpu": Fraction(1)}
+
+    def gang(name: str, at: str = "") -> list[PodObj]:
+        phase = "Running" if at else "Pending"
+        return [replace(pod(f"{name}-{k}", name, node=at, phase=phase), requests=ask) for k in range(2)]
+
+    pods = [*gang(mine[0], here[0]), *gang(theirs[0], far[0]), *gang(theirs[1], far[1]), *gang(mine[1])]
+    groups = [
+        replace(group(g, min_member=2), phase="Running" if g != mine[1] else "Inqueue", min_resources=ask)
+        for g in (*mine, *theirs)
+    ]
+    snap = replace(cluster(0, pods, groups), nodes=nodes)
+    share = share_of(snap, a)
+    out, _ = share.snapshot(a, {})
+    cycle = Cycle(out, a, "s", WHEN)
+    first = plan_cycle(cycle, load_scheduler_conf(), CarriedState(), lambda: 0.0)
+    assert first.result.binds == {}
+    plan = plan_borrowing(first, share.borrowing(out, a, {}), left_over(out, {}), load_scheduler_conf(), cycle)
+    assert plan.result.binds == {f"ns/{mine[1]}-0": far[2], f"ns/{mine[1]}-1": far[2]}

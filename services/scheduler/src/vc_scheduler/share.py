@@ -176,13 +176,21 @@ class Share:
                     slot[name] = slot.get(name, Fraction(0)) - value
                 slot[PODS] = slot.get(PODS, Fraction(0)) - 1
         others = []
+        taken: dict[str, float] = {}  # what the shrinking took off those nodes, in all
         for node in self._tables().nodes:
             if owner.owns_node(node.name):
                 continue
-            others.append(self._left(node, held.get(node.name, {})))
+            shrunk = self._left(node, held.get(node.name, {}))
+            others.append(shrunk)
+            for name, value in node.allocatable.items():
+                gone = value - shrunk.allocatable.get(name, Fraction(0))
+                taken[name] = taken.get(name, 0.0) + gone.numerator / gone.denominator
         outside = share.outside
-        if outside is not None:  # those nodes are inside now
-            outside = replace(outside, allocatable={}, used={})
+        if outside is not None:
+            # Those nodes are inside now, at what they have left; what was taken off them stays outside,
+            # as allocatable and as used, so the cluster's total (fair share, quotas' "the cluster
+            # total") and its usage (overcommit) are still the whole cluster's.
+            outside = replace(outside, allocatable=taken, used=taken)
         return replace(share, nodes=share.nodes + tuple(others), outside=outside)
 
     def _left(self, node: NodeObj, reserved: Mapping[str, Fraction]) -> NodeObj:
