@@ -15,6 +15,7 @@ from tests.integration.test_dashboard_browser import (  # noqa: F401 - fixtures 
     blocked_job,
     browser,
     dashboard,
+    log_in,
     screenshot,
     wait_for,
 )
@@ -46,6 +47,7 @@ async def test_the_queue_page_and_the_yaml_view(browser: Any, dashboard: tuple[S
     assert created.returncode == 0, created.stderr
     system.submit(blocked_job())  # 12 CPUs in a queue capped at 8: waits, and says why
 
+    log_in(browser, base)
     browser.get(f"{base}/queues")
     wait_for(browser, 'tr[data-queue="research"] a.details', "the queues page links the queue's page")
     browser.get(f"{base}/queues/research")
