@@ -167,3 +167,20 @@ def test_with_a_share_only_changes_to_it_count_unless_the_loop_waits_to_borrow()
     assert cache._concerns("Queue", "q", None, None)
     cache.follow_all = True
     assert cache._concerns("Pod", "ns/p", None, pod("p", theirs, node=there))
+
+
+def test_its_own_status_write_coming_back_is_no_change_for_the_loop() -> None:
+    """The status writer's own write of a PodGroup's status, delivered back at the revision it wrote,
+    changes nothing a cycle decides: it must not make the loop cycle. Another revision, or a change of
+    the PodGroup's demands, still does."""
+    cache = SchedulerCache()
+    pg = group("g", min_member=2)
+    running = replace(pg, phase="Running")
+    cache.expect_echo("ns/g", 7)
+    assert cache._echo("PodGroup", "ns/g", 7, pg, running)
+    assert not cache._echo("PodGroup", "ns/g", 7, pg, running)  # once only
+    cache.expect_echo("ns/g", 8)
+    assert not cache._echo("PodGroup", "ns/g", 9, pg, running)  # someone else's later write
+    cache.expect_echo("ns/g", 10)
+    assert not cache._echo("PodGroup", "ns/g", 10, pg, replace(running, min_member=3))  # demands changed
+    assert not cache._echo("Pod", "ns/g", 10, pg, running)

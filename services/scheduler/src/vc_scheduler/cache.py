@@ -166,6 +166,8 @@ class SchedulerCache:
         # What the objects add up to, kept per change (pods by node and PodGroup, the ledger's view,
         # queue sums and node usage): an instance's cycle gathers its share from it (share.py).
         self.index = ClusterIndex()
+        # PodGroup key -> the store revision of this instance's own last status write of it (echoes).
+        self._echoes: dict[str, int] = {}
         self.follow_all = True  # every change counts for the loop (see _concerns)
 
     def snapshot(self) -> ClusterSnapshot:
@@ -270,6 +272,8 @@ class SchedulerCache:
                     # What a cycle reads of it is as it was (a node's heartbeat, a pod's status
                     # conditions): the same object stays, nothing to cycle for.
                     continue
+                if self._echo(kind, key, entry.revision, old, new):
+                    continue
                 if not _new_work(kind, old, new):
                     # A bind confirmed, a pod started, a status we wrote: nothing a cycle could act on
                     # (the next periodic cycle sees it all the same). Waking up for these would run a
@@ -283,6 +287,21 @@ class SchedulerCache:
             else:
                 self.demands.add(demand)
             self.changed.set()
+
+    def expect_echo(self, key: str, revision: int) -> None:
+        """The status writer stored a PodGroup's status at `revision`: when the watch delivers that very
+        revision, and it changes nothing but the status, it is no change for the loop."""
+        if len(self._echoes) > 2 * len(self.podgroups) + 1024:  # of PodGroups deleted before their echo
+            self._echoes = {k: r for k, r in self._echoes.items() if k in self.podgroups}
+        self._echoes[key] = revision
+
+    def _echo(self, kind: str, key: str, revision: int, old: Any, new: Any) -> bool:
+        """Whether a stored change is this instance's own status write coming back (expect_echo) and
+        nothing else: the cycle that decided that status already planned on it, so it is no change for
+        the loop (counting it ran a cycle per status write)."""
+        if kind != "PodGroup" or key not in self._echoes:
+            return False
+        return self._echoes.pop(key) == revision and not _new_work(kind, old, new)
 
     def _concerns(self, kind: str, key: str, old: Any, new: Any) -> bool:
         """Whether the change can matter to this instance's next cycle (its share: ClusterIndex.concerns),

@@ -169,6 +169,7 @@ class StatusWriter:
             except Conflict:
                 continue
             self._written[update.podgroup] = written
+            self._cache.expect_echo(update.podgroup, revision_of(written))
             if len(self._written) > SENT_MIN + 2 * len(self._cache.podgroups):  # deleted PodGroups' leftovers
                 self._written = {k: v for k, v in self._written.items() if k in self._cache.podgroups}
             PG_WRITES.labels(self.instance, "ok").inc()
