@@ -1,5 +1,5 @@
 """vcctl on a running system: `node list -o wide` and `queue list -o wide` show what is allocated, and
-`node describe` lists the node's pods; a job submitted with `job run --queue` lands in that queue."""
+`node describe` (and kubectl's word order, `describe node`) lists the node's pods; a job submitted with `job run --queue` lands in that queue."""
 
 from __future__ import annotations
 
@@ -51,4 +51,11 @@ async def test_wide_lists_and_node_describe_show_the_allocation(system: System, 
     assert "Allocated resources:" in page and "5 (15%)" in page
     assert "tensorflow-benchmark-ps-0" in page and "tensorflow-benchmark-worker-1" in page
     missing = system.vcctl("node", "describe", "nope")
+    assert missing.returncode == 1 and 'node "nope" not found' in missing.stderr
+
+    kubectl_order = system.vcctl("describe", "node", "node-0")  # kubectl's word order: the same page
+    assert kubectl_order.returncode == 0, kubectl_order.stderr
+    assert "Allocated resources:" in kubectl_order.stdout and "tensorflow-benchmark-ps-0" in kubectl_order.stdout
+    assert kubectl_order.stdout.splitlines()[0] == page.splitlines()[0]
+    missing = system.vcctl("describe", "no", "nope")
     assert missing.returncode == 1 and 'node "nope" not found' in missing.stderr

@@ -1,4 +1,5 @@
-"""vcctl describe job|queue|podgroup NAME [-n NS]: kubectl's spelling of `job view` and friends.
+"""vcctl describe job|queue|podgroup|node NAME [-n NS]: kubectl's spelling of `job view`, `node describe`
+and friends.
 
 This module gathers what a describe page shows (the object, its PodGroup, pods, jobs) and its events;
 vc_cli.describe lays the page out.
@@ -17,6 +18,7 @@ from typing import Final
 from vc_bus.events import follow
 from vc_cli import describe as page
 from vc_cli.client import Tephra
+from vc_cli.commands import node
 from vc_cli.describe import DescribedEvent
 from vc_cli.errors import not_found
 from vc_cli.kube_events_source import kube_events_source, without_history_repeats
@@ -43,13 +45,16 @@ KIND_NAMES: Final = {
     "podgroup": "podgroup",
     "podgroups": "podgroup",
     "pg": "podgroup",
+    "node": "node",
+    "nodes": "node",
+    "no": "node",
 }
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("describe", help="describe a job, queue or podgroup (kubectl style)")
+    parser = sub.add_parser("describe", help="describe a job, queue, podgroup or node (kubectl style)")
     parser.add_argument(
-        "kind", choices=sorted(KIND_NAMES), metavar="KIND", help="job, queue or podgroup (or vcjob, q, pg)"
+        "kind", choices=sorted(KIND_NAMES), metavar="KIND", help="job, queue, podgroup or node (or vcjob, q, pg, no)"
     )
     parser.add_argument("name", help="the object's name")
     parser.add_argument("-n", "--namespace", default="default", help="the namespace (job, podgroup; default: default)")
@@ -57,6 +62,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 async def run(tephra: Tephra, args: argparse.Namespace) -> int:
     kind = KIND_NAMES[args.kind]
+    if kind == "node":  # the same page as `vcctl node describe NAME`
+        return await node.describe(tephra, args.name)
     if kind == "job":
         try:
             job = await tephra.store.get(Job, args.namespace, args.name)

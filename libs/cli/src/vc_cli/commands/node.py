@@ -49,7 +49,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 async def run(tephra: Tephra, args: argparse.Namespace) -> int:
     if args.verb == "describe":
-        return await _describe(tephra, args.name)
+        return await describe(tephra, args.name)
     if args.verb == "list":
         columns = NODE_COLUMNS
         if args.output.kind == "wide":  # what the pods bound to each node request (as the list starts)
@@ -79,7 +79,8 @@ async def run(tephra: Tephra, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _describe(tephra: Tephra, name: str) -> int:
+async def describe(tephra: Tephra, name: str) -> int:
+    """Print one node's page: allocatable, allocated resources and its pods (also `vcctl describe node`)."""
     try:
         node = await tephra.store.get(Node, None, name)
     except NotFound as exc:
