@@ -68,3 +68,9 @@ def test_the_timeline_axis_reads_in_minutes_and_seconds() -> None:
         (75.0, "1m30s", "middle"),
         (100.0, "2m", "end"),
     ]
+
+
+def test_a_queue_that_names_no_parent_sits_under_root() -> None:
+    root, loose = _queue("root"), _queue("research")
+    assert queue_detail(loose, [root, loose]).lineage == ["root", "research"]
+    assert queue_detail(root, [root, loose]).children == ["research"]

@@ -11,6 +11,7 @@ from typing import Any, Final
 
 from vc_dashboard.cache import ClusterCache
 from vc_dashboard.history import HistoryTail
+from vc_dashboard.logic.hierarchy import subtree_counts
 from vc_dashboard.logic.jobs import FINISHED, job_phase, job_row, phase_counts, select_jobs
 from vc_dashboard.logic.nodes import cluster_allocatable, cluster_totals, node_row
 from vc_dashboard.logic.paging import paginate
@@ -36,7 +37,9 @@ def queues_page(cache: ClusterCache, query: ListQuery) -> Context:
     queues = sorted(cache.queues.items.values(), key=queue_order)
     page = paginate(queues, number=query.page, size=query.size)
     cluster = cluster_allocatable(cache.nodes.items.values())
-    return {"queues": [queue_row(q, cluster) for q in page.items], "page": page, "query": query}
+    counts = subtree_counts(queues)  # a parent's row counts its children's PodGroups, as its allocation does
+    rows = [queue_row(q, cluster, counts.get(q.metadata.name or "")) for q in page.items]
+    return {"queues": rows, "page": page, "query": query}
 
 
 def jobs_page(cache: ClusterCache, query: ListQuery, readable: Readable) -> Context:

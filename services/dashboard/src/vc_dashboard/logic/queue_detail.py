@@ -13,6 +13,7 @@ from fractions import Fraction
 
 from vc_core.resources import schedulable_resources
 from vc_dashboard.logic.amounts import human, ordered, parse_amounts
+from vc_dashboard.logic.hierarchy import children_by_parent, parent_of
 from vc_proto.scheduling import Queue
 
 
@@ -42,13 +43,14 @@ def _name(queue: Queue) -> str:
 
 
 def lineage(queue: Queue, by_name: Mapping[str, Queue]) -> list[str]:
-    """The queue's ancestors, root first, then the queue (a cycle or a missing parent ends the walk)."""
+    """The queue's ancestors, root first, then the queue (a cycle or a missing parent ends the walk); a
+    queue that names no parent is under `root`."""
     chain = [_name(queue)]
-    parent = queue.spec.parent if queue.spec else None
+    parent = parent_of(queue)
     while parent and parent not in chain:
         chain.append(parent)
         above = by_name.get(parent)
-        parent = above.spec.parent if above is not None and above.spec else None
+        parent = parent_of(above) if above is not None else None
     return list(reversed(chain))
 
 
@@ -79,7 +81,7 @@ def queue_detail(queue: Queue, queues: Iterable[Queue]) -> QueueDetail:
         )
         for name in names
     ]
-    children = sorted(_name(q) for q in by_name.values() if q.spec and q.spec.parent == _name(queue))
+    children = children_by_parent(by_name.values()).get(_name(queue), [])
     return QueueDetail(
         name=_name(queue),
         state=(status.state if status else None) or "Open",

@@ -15,6 +15,7 @@ from fractions import Fraction
 
 from vc_core.resources import schedulable_resources
 from vc_dashboard.logic.amounts import human, ordered, parse_amounts, percent
+from vc_dashboard.logic.hierarchy import GroupCounts, own_counts
 from vc_proto.scheduling import Queue
 
 
@@ -106,18 +107,22 @@ def quota_bars(queue: Queue, cluster: Mapping[str, Fraction] | None = None) -> l
     ]
 
 
-def queue_row(queue: Queue, cluster: Mapping[str, Fraction] | None = None) -> QueueRow:
-    spec, status = queue.spec, queue.status
+def queue_row(
+    queue: Queue, cluster: Mapping[str, Fraction] | None = None, counts: GroupCounts | None = None
+) -> QueueRow:
+    """`counts`: the PodGroups the row reports (hierarchy.subtree_counts); the queue's own by default."""
+    spec = queue.spec
+    shown = counts if counts is not None else own_counts(queue)
     return QueueRow(
         name=queue.metadata.name or "",
-        state=(status.state if status else None) or "Open",
+        state=(queue.status.state if queue.status else None) or "Open",
         weight=(spec.weight if spec else None) or 1,
         parent=(spec.parent if spec else None) or "",
         reclaimable=bool(spec.reclaimable) if spec and spec.reclaimable is not None else True,
-        pending=(status.pending if status else None) or 0,
-        inqueue=(status.inqueue if status else None) or 0,
-        running=(status.running if status else None) or 0,
-        completed=(status.completed if status else None) or 0,
+        pending=shown.pending,
+        inqueue=shown.inqueue,
+        running=shown.running,
+        completed=shown.completed,
         bars=quota_bars(queue, cluster),
     )
 
