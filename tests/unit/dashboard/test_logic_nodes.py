@@ -42,6 +42,9 @@ def test_a_pod_that_moves_leaves_its_old_node() -> None:
     usage.apply(first, moved)
     assert "n1" not in usage.requested
     assert usage.of("n2") == {"cpu": Fraction(3, 2), "memory": Fraction(2**30), "pods": 1}
+    assert usage.pods_on("n1") == [] and usage.pods_on("n2") == [("default", "p")]  # the node page's pods
+    usage.apply(moved, None)
+    assert usage.pods_on("n2") == []
 
 
 def test_a_node_row_compares_requested_with_allocatable() -> None:

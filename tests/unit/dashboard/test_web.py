@@ -93,6 +93,27 @@ async def test_pages_show_queues_jobs_and_nodes(client: tuple[TestClient[Any, An
     assert 'data-node="node-0"' in nodes and "4 / 32" in nodes and "1 / 110" in nodes
 
 
+async def test_a_node_page_lists_the_pods_on_it_with_their_jobs_in_units(
+    client: tuple[TestClient[Any, Any], Hub], store: MemoryStore
+) -> None:
+    http, _ = client
+    await store.create(pod("p-1", node="node-0", phase="Running", requests={"cpu": "1500m", "memory": "1536Mi"}))
+    await store.create(pod("done", node="node-0", phase="Succeeded", requests={"cpu": "1"}, job_name="other"))
+    nodes = await (await http.get("/nodes")).text()
+    assert '<a href="/nodes/node-0">node-0</a>' in nodes
+    response = await http.get("/nodes/node-0")
+    assert response.status == 200 and response.headers["Content-Security-Policy"]
+    page = await response.text()
+    assert 'data-pod="default/p-0"' in page and '<a href="/jobs/default/other">other</a>' in page
+    assert "cpu 1.5 · memory 1.5Gi" in page  # not 1500m, not 1610612736
+    assert 'data-pod="default/done"' not in page  # a finished pod holds nothing of the node
+    assert "2 of 2 shown" in page and "5.5 / 32" in page
+    missing = await http.get("/nodes/node-9")
+    assert missing.status == 404 and "no node node-9" in await missing.text()
+    bad = await http.get("/nodes/Not_A_Node")
+    assert bad.status == 400 and "name" in await bad.text()
+
+
 async def test_a_bad_query_is_a_400_naming_the_field(client: tuple[TestClient[Any, Any], Hub]) -> None:
     http, _ = client
     response = await http.get("/jobs?page=-1")

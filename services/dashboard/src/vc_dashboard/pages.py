@@ -13,6 +13,7 @@ from vc_dashboard.cache import ClusterCache
 from vc_dashboard.history import HistoryTail
 from vc_dashboard.logic.hierarchy import subtree_counts
 from vc_dashboard.logic.jobs import FINISHED, job_phase, job_row, phase_counts, select_jobs
+from vc_dashboard.logic.node_detail import node_pods
 from vc_dashboard.logic.nodes import cluster_allocatable, cluster_totals, node_row
 from vc_dashboard.logic.paging import paginate
 from vc_dashboard.logic.query import ListQuery
@@ -28,6 +29,7 @@ JOB_PODS_SHOWN: Final = 100
 HISTORY_ROWS: Final = 200
 FILTER_OPTIONS: Final = 200
 QUEUE_JOBS_SHOWN: Final = 200
+NODE_PODS_SHOWN: Final = 500  # Kubernetes' default is 110 pods per node; a larger node is cut, and says so
 
 Context = dict[str, Any]
 Readable = Callable[[str | None], bool]  # the namespaces the viewer may see (logic.access.Viewer.reads)
@@ -134,6 +136,16 @@ def queue_page(cache: ClusterCache, name: str) -> Context | None:
         "jobs": rows[:QUEUE_JOBS_SHOWN],
         "job_total": len(rows),
     }
+
+
+def node_page(cache: ClusterCache, name: str) -> Context | None:
+    """One node: its allocation and the pods on it with their jobs; None when unknown."""
+    node = cache.nodes.get(None, name)
+    if node is None:
+        return None
+    keys = cache.usage.pods_on(name)
+    pods = [pod for namespace, pod_name in keys[:NODE_PODS_SHOWN] if (pod := cache.pods.get(namespace, pod_name))]
+    return {"node": node_row(node, cache.usage.of(name)), "pods": node_pods(pods), "pod_total": len(keys)}
 
 
 def yaml_page(cache: ClusterCache, kind: str, namespace: str | None, name: str) -> Context | None:

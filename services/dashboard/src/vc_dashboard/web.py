@@ -101,6 +101,7 @@ class Dashboard:
         app.router.add_get("/jobs/{namespace}/{name}", self._job_page)
         app.router.add_get("/stream/jobs/{namespace}/{name}", self._job_stream)
         app.router.add_get("/queues/{name}", self._queue_page)
+        app.router.add_get("/nodes/{name}", self._node_page)
         app.router.add_get("/yaml/{kind}/{name}", self._yaml_page)
         app.router.add_get("/yaml/{kind}/{namespace}/{name}", self._yaml_page)
         app.router.add_static("/static", STATIC, show_index=False, follow_symlinks=False)
@@ -141,6 +142,17 @@ class Dashboard:
         if context is None:
             return self._error("queue", 404, f"no queue {name}")
         return self._page("queue", f"Queue {name}", "queue.html", "", context, section="/queues")
+
+    async def _node_page(self, request: web.Request) -> web.Response:
+        """One node and its pods (a page without a live stream, like a queue's)."""
+        try:
+            name = check_name("name", request.match_info["name"])
+        except BadQuery as exc:
+            return self._error("node", 400, str(exc))
+        context = pages.node_page(self._cache, name)
+        if context is None:
+            return self._error("node", 404, f"no node {name}")
+        return self._page("node", f"Node {name}", "node.html", "", context, section="/nodes")
 
     async def _yaml_page(self, request: web.Request) -> web.Response:
         """One object's YAML, read-only."""

@@ -68,6 +68,7 @@ class NodeUsage:
 
     requested: dict[str, Milli] = field(default_factory=dict)
     _held: dict[tuple[str, str], tuple[str, Milli]] = field(default_factory=dict)
+    _on_node: dict[str, set[tuple[str, str]]] = field(default_factory=dict)  # node -> (namespace, pod)
     _shapes: dict[tuple[object, ...], Milli] = field(default_factory=dict)
 
     def apply(self, old: Pod | None, new: Pod | None) -> None:
@@ -82,13 +83,26 @@ class NodeUsage:
         if held is not None:
             del self._held[key]
             self._add(held[0], held[1], sign=-1)
+            self._leave(held[0], key)
         if node is not None and new is not None:
             share = self._share(new)
             self._held[key] = (node, share)
             self._add(node, share, sign=1)
+            self._on_node.setdefault(node, set()).add(key)
 
     def of(self, node: str) -> Resources:
         return {name: Fraction(milli, 1000) for name, milli in self.requested.get(node, {}).items()}
+
+    def pods_on(self, node: str) -> list[tuple[str, str]]:
+        """The (namespace, name) of the pods holding a share of the node, sorted."""
+        return sorted(self._on_node.get(node, ()))
+
+    def _leave(self, node: str, key: tuple[str, str]) -> None:
+        keys = self._on_node.get(node)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._on_node[node]
 
     def _share(self, pod: Pod) -> Milli:
         shape = _shape(pod.spec)
