@@ -9,6 +9,7 @@ kept as artifacts in .artifacts/dashboard/ (git-ignored); their paths are printe
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -63,22 +64,32 @@ def chromium_paths() -> tuple[str, str]:
     return browser, driver
 
 
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Any]:
+@contextlib.contextmanager
+def chromium(profile: Path, *, network_log: bool = False) -> Iterator[Any]:
+    """A headless Chromium under WebDriver; with `network_log`, its DevTools network and page events
+    are kept in the `performance` log (for tests that look at the requests a page makes)."""
     browser_path, driver_path = chromium_paths()
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     options.binary_location = browser_path
-    for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}"):
+    for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={profile}"):
         options.add_argument(flag)
+    if network_log:
+        options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
     driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
     driver.set_page_load_timeout(60)
     try:
         yield driver
     finally:
         driver.quit()
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    with chromium(tmp_path / "chromium-profile") as driver:
+        yield driver
 
 
 @pytest.fixture
