@@ -1,5 +1,6 @@
 """vcctl on a running system: `node list -o wide` and `queue list -o wide` show what is allocated, and
-`node describe` (and kubectl's word order, `describe node`) lists the node's pods; a job submitted with `job run --queue` lands in that queue."""
+`node describe` (and kubectl's word order, `describe node`) lists the node's pods; a job submitted with
+`job run --queue` lands in that queue."""
 
 from __future__ import annotations
 
