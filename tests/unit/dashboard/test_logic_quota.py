@@ -72,7 +72,8 @@ def test_root_comes_first_then_names() -> None:
 
 
 def test_amounts_read_as_people_write_them() -> None:
-    assert human("cpu", Fraction(1, 2)) == "500m"
+    assert human("cpu", Fraction(1, 2)) == "0.5"  # cores, not Kubernetes' milli-units
+    assert human("cpu", Fraction(1, 1000)) == "0.001" and human("nvidia.com/gpu", Fraction(84, 10)) == "8.4"
     assert human("cpu", Fraction(17, 2)) == "8.5"
     assert human("memory", Fraction(3 * 2**29)) == "1.5Gi"
     assert human("memory", Fraction(2**40)) == "1Ti"

@@ -1,4 +1,4 @@
-"""Resource amounts for people: `4`, `500m`, `1.5Gi`; and quantities that may be malformed.
+"""Resource amounts for people: `4`, `0.5`, `1.5Gi`; and quantities that may be malformed.
 
 Objects on the bus are written by services and users alike; a quantity that does not parse is shown
 as absent rather than stopping the page (the page is a reader, admission is where input is refused).
@@ -37,20 +37,20 @@ def ordered(names: Iterable[str], *, skip: Iterable[str] = (PODS,)) -> list[str]
 
 
 def human(resource: str, value: Fraction) -> str:
-    """`4`, `2.5`, `500m` for cores and counts; `16Gi`, `1.5Gi` for bytes."""
+    """`4`, `2.5`, `0.25` for cores and counts (whole units, never Kubernetes' milli-units `250m`);
+    `16Gi`, `1.5Gi` for bytes."""
     if resource in _BINARY_NAMES:
         for suffix, factor in _BINARY_UNITS:
             if abs(value) >= factor:
                 return f"{_short(value / factor)}{suffix}"
         return _short(value)
-    if value.denominator != 1 and abs(value) < 1:
-        return f"{_short(value * 1000)}m"
-    return _short(value)
+    # Below one unit a thousandth still shows (a 1m CPU request is 0.001 cores, not 0).
+    return _short(value, places=3 if abs(value) < 1 else 2)
 
 
-def _short(value: Fraction) -> str:
-    """At most two decimals, without trailing zeros."""
-    text = f"{float(value):.2f}".rstrip("0").rstrip(".")
+def _short(value: Fraction, *, places: int = 2) -> str:
+    """At most `places` decimals, without trailing zeros."""
+    text = f"{float(value):.{places}f}".rstrip("0").rstrip(".")
     return "0" if text in ("-0", "") else text
 
 
