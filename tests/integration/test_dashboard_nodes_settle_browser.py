@@ -112,6 +112,7 @@ async def test_node_pages_root_counts_and_pages_that_settle(
     wait_for(driver, f"{row} td.job a", "the pod links its job", attribute="href", contains=f"/jobs/default/{JOB}")
     wait_for(driver, row, "the pod's requests in units", contains="cpu 1")
     wait_for(driver, "section.totals", "the node's allocation", contains="requested / allocatable")
+    wait_for(driver, "#live-status.live.on", "the node page is live")
     screenshot(driver, "node-page")
 
     # root holds the default queue's job: its row counts it (it said 0 running before).
@@ -119,7 +120,7 @@ async def test_node_pages_root_counts_and_pages_that_settle(
     wait_for(driver, 'tr[data-queue="root"] td.groups', "root counts its children's PodGroups", contains="1 running")
 
     # Every live page goes quiet after its load, and opens its live stream only then.
-    for path in LIVE_PAGES:
+    for path in (*LIVE_PAGES, f"/nodes/{node}"):
         quiet = load_and_settle(driver, f"{base}{path}")
         assert quiet >= QUIET_S, f"{path}: the longest quiet stretch after load was {quiet:.3f}s (< {QUIET_S}s)"
         wait_for(driver, "#live-status.live.on", f"{path}: the live stream runs after the page settled")

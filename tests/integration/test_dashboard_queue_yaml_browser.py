@@ -80,5 +80,5 @@ async def test_the_queue_page_and_the_yaml_view(browser: Any, dashboard: tuple[S
     assert "Pending" in key and "failed or evicted" in key
     wait_for(browser, "table.timeline tr.axis text.tick", "the timeline's time axis", contains="0s")
     wait_for(browser, "a.podgroup", "the PodGroup links its YAML", attribute="href", contains="/yaml/podgroup/default/")
-    wait_for(browser, "table.pods a.node", "a pod's node links its YAML", attribute="href", contains="/yaml/node/node-")
+    wait_for(browser, "table.pods a.node", "a pod's node links its page", attribute="href", contains="/nodes/node-")
     screenshot(browser, "job-timeline")

@@ -112,6 +112,17 @@ async def test_a_node_page_lists_the_pods_on_it_with_their_jobs_in_units(
     assert missing.status == 404 and "no node node-9" in await missing.text()
     bad = await http.get("/nodes/Not_A_Node")
     assert bad.status == 400 and "name" in await bad.text()
+    assert (await http.get("/stream/nodes/Not_A_Node")).status == 400
+
+
+async def test_a_node_page_is_live(client: tuple[TestClient[Any, Any], Hub], store: MemoryStore) -> None:
+    http, _ = client
+    assert 'data-stream="/stream/nodes/node-0"' in await (await http.get("/nodes/node-0")).text()
+    response = await http.get("/stream/nodes/node-0")
+    assert 'data-pod="default/p-0"' in await _event(response)
+    await store.create(pod("arrived", node="node-0", phase="Running", requests={"cpu": "1"}, job_name="new"))
+    assert '<a href="/jobs/default/new">new</a>' in await _event(response)
+    response.close()
 
 
 async def test_a_bad_query_is_a_400_naming_the_field(client: tuple[TestClient[Any, Any], Hub]) -> None:

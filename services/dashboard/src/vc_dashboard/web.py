@@ -102,6 +102,7 @@ class Dashboard:
         app.router.add_get("/stream/jobs/{namespace}/{name}", self._job_stream)
         app.router.add_get("/queues/{name}", self._queue_page)
         app.router.add_get("/nodes/{name}", self._node_page)
+        app.router.add_get("/stream/nodes/{name}", self._node_stream)
         app.router.add_get("/yaml/{kind}/{name}", self._yaml_page)
         app.router.add_get("/yaml/{kind}/{namespace}/{name}", self._yaml_page)
         app.router.add_static("/static", STATIC, show_index=False, follow_symlinks=False)
@@ -144,7 +145,7 @@ class Dashboard:
         return self._page("queue", f"Queue {name}", "queue.html", "", context, section="/queues")
 
     async def _node_page(self, request: web.Request) -> web.Response:
-        """One node and its pods (a page without a live stream, like a queue's)."""
+        """One node and the pods on it, live: its stream wakes on node and pod changes, as the nodes list."""
         try:
             name = check_name("name", request.match_info["name"])
         except BadQuery as exc:
@@ -152,7 +153,7 @@ class Dashboard:
         context = pages.node_page(self._cache, name)
         if context is None:
             return self._error("node", 404, f"no node {name}")
-        return self._page("node", f"Node {name}", "node.html", "", context, section="/nodes")
+        return self._page("node", f"Node {name}", "node.html", _stream_url(request), context, section="/nodes")
 
     async def _yaml_page(self, request: web.Request) -> web.Response:
         """One object's YAML, read-only."""
@@ -218,6 +219,24 @@ class Dashboard:
                 return web.Response(status=503, text=str(exc), headers={"Retry-After": "5"})
 
         return handle
+
+    async def _node_stream(self, request: web.Request) -> web.StreamResponse:
+        try:
+            name = check_name("name", request.match_info["name"])
+        except BadQuery as exc:
+            return web.Response(status=400, text=str(exc))
+
+        def fragment() -> str:
+            context = pages.node_page(self._cache, name)
+            if context is None:
+                return self._fragment("error.html", {"status": 404, "message": f"no node {name}"})
+            return self._fragment("node.html", context)
+
+        try:
+            with self._hub.subscribe(VIEWS["/nodes"].topics) as subscription:
+                return await self._pump(request, "node", subscription, fragment)
+        except TooManyStreams as exc:
+            return web.Response(status=503, text=str(exc), headers={"Retry-After": "5"})
 
     async def _job_stream(self, request: web.Request) -> web.StreamResponse:
         try:
