@@ -88,3 +88,16 @@ def test_every_page_of_a_large_cluster_is_bounded() -> None:
     assert len(context["history"]) == pages.HISTORY_ROWS
     assert sum(lane.kind == "Pod" for lane in context["timeline"].lanes) == MAX_POD_LANES
     assert page_bytes("job.html", context) < MAX_PAGE_BYTES
+
+
+def test_a_crowded_node_page_is_cut_and_says_so() -> None:
+    cache = ClusterCache(MemoryStore(), publish=lambda topics: None)
+    cache.nodes.remember(node("node-0", pods="5000"))
+    crowd = pages.NODE_PODS_SHOWN + 100
+    for i in range(crowd):
+        cache.pods.remember(pod(f"p-{i:05d}", node="node-0", phase="Running", requests={"cpu": "10m"}, job_name="j"))
+    context = pages.node_page(cache, "node-0")
+    assert context is not None
+    assert len(context["pods"]) == pages.NODE_PODS_SHOWN and context["pod_total"] == crowd
+    html = render("layout.html", title="t", section="", stream="", fragment="node.html", synced=True, **context)
+    assert f"{pages.NODE_PODS_SHOWN} of {crowd} shown" in html and len(html.encode()) < MAX_PAGE_BYTES
