@@ -373,6 +373,9 @@ async def test_a_tenants_text_cannot_drive_the_terminal_of_whoever_reads_it(tena
     for fmt, load in (("json", json.loads), ("yaml", yaml.safe_load)):
         out = tenants.vcctl("job", "view", "-N", "title", "-n", "team-a", "-o", fmt)
         assert load(out.stdout)["metadata"]["annotations"]["note"] == hostile, fmt
+    # -o jsonpath prints values bare, as a table does: escaped the same way.
+    picked = tenants.vcctl("job", "view", "-N", "title", "-n", "team-a", "-o", "jsonpath={.metadata.annotations.note}")
+    assert picked.returncode == 0 and picked.stdout == hostile.encode("unicode_escape").decode(), picked
     # An error that names what the user typed.
     missing = tenants.vcctl("describe", "job", "no\x1b[2Jsuch", "-n", "team-a")
     assert missing.returncode == 1 and "\x1b" not in missing.stderr and "\\x1b[2J" in missing.stderr, missing.stderr
