@@ -228,19 +228,21 @@ async def test_a_plain_pod_naming_a_queue_its_namespace_may_not_use_is_refused_b
     }
     pods = "/api/v1/namespaces/team-b/pods"
 
+    rule = "namespace `team-b` is not allowed to submit to queue `team-a`"
+
     async def refused() -> bool:  # until the apiserver calls the new webhook and admission knows the queue
         try:
             await kube.request("POST", pods, body=pod)
         except KubeApiError as exc:
             refused.error = exc  # type: ignore[attr-defined]
-            return True
+            return rule in str(exc)
         await kube.request("DELETE", f"{pods}/bobs-pod", body={"gracePeriodSeconds": 0})
         return False
 
     await eventually(refused, timeout=30, interval=0.5)
     error: KubeApiError = refused.error  # type: ignore[attr-defined]
     assert error.status == 400 and "denied the request" in str(error), error
-    assert "namespace `team-b` is not allowed to submit to queue `team-a`" in str(error), error
+    assert f"metadata.annotations[scheduling.volcano.sh/queue-name]: {rule}" in str(error), error
     with pytest.raises(KubeApiError) as missing:
         await kube.request("GET", f"{pods}/bobs-pod")
     assert missing.value.status == 404
