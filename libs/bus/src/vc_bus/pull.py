@@ -229,8 +229,7 @@ def register_opener(nc: Client, opener: Callable[[Client, str, api.ConsumerConfi
 
 def _named(config: api.ConsumerConfig) -> api.ConsumerConfig:
     """The consumer with a name, so that nats-py creates it on `CONSUMER.CREATE.<stream>.<name>.<filter>`:
-    the server then checks the filter against the subject, and so can a reader's permissions (a tenant
-    may create consumers only within its namespaces; vc_security.identities)."""
+    the server then checks the filter against the subject, and so can a reader's permissions."""
     check_filter(config)
     return config if config.name else config.evolve(name=secrets.token_hex(11))
 
