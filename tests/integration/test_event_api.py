@@ -16,6 +16,7 @@ import pytest
 from nats.aio.client import Client
 
 from tests.support.secure import session_bus
+from tests.support.services import ServiceProcess
 from tests.support.system import BIN
 from tests.support.waiting import eventually
 from vc_bus.connection import connect
@@ -207,6 +208,11 @@ async def test_a_tenant_reads_its_own_namespaces_only_whatever_the_cursor(tmp_pa
     write_private(tmp_path / "alice.creds", alice.encode())
     server = bus.server(tmp_path / "nats")
     server.start()
+    # A tenant's reads go through consumers admission makes for it (vc_security.consumer_requests).
+    identities = ["--identities", str(bus.auth.registry_path)]
+    admission = ServiceProcess(
+        "vc-admission", server.url, [*bus.identity_args("vc-admission"), *identities], tmp_path / "admission.log"
+    )
     try:
         async with connect(server.url, name="harness") as nc:
             await ensure_events_stream(nc)
@@ -215,6 +221,7 @@ async def test_a_tenant_reads_its_own_namespaces_only_whatever_the_cursor(tmp_pa
             for i in range(3):
                 await publisher.publish(fact(i, namespace="team-b"))
                 await publisher.publish(fact(i, namespace="team-a"))
+        await admission.start().wait_ready(timeout=60)
         async with open_client(server.url, creds=str(tmp_path / "alice.creds")) as client:
             assert client.identity == "alice"
             own = await read(client, namespace="team-a")
@@ -242,6 +249,7 @@ async def test_a_tenant_reads_its_own_namespaces_only_whatever_the_cursor(tmp_pa
         assert refused.returncode == 1 and refused.stdout == ""
         assert "NATS refused identity 'alice': it may not read the history in namespace 'team-b'" in refused.stderr
     finally:
+        admission.stop_quietly()
         server.stop()
 
 

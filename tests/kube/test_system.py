@@ -172,6 +172,84 @@ async def test_an_invalid_vcjob_is_refused_by_tephras_webhook_with_its_message(
     assert "denied the request" in message and "'minAvailable' is greater than 'replicas'" in message
 
 
+async def ensure_namespace(kube: KubeClient, name: str) -> None:
+    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    try:
+        await kube.request("POST", "/api/v1/namespaces", body=body)
+    except KubeApiError as exc:
+        if exc.status != 409:  # namespaces outlive a wipe (nothing here would finalize their deletion)
+            raise
+
+
+@pytest.mark.timeout(180)
+async def test_a_plain_pod_naming_a_queue_its_namespace_may_not_use_is_refused_by_the_webhook(
+    kube: KubeClient, webhook_system: tuple[KubeSystem, int], tmp_path: Path
+) -> None:
+    """bob works in team-b; queue team-a admits team-a only. His plain Pod there, naming team-a in the
+    queue annotation, is refused by the apiserver through Tephra's pod webhook, and nothing is stored."""
+    _, port = webhook_system
+    ca = base64.b64encode((tmp_path / "certs" / "ca.crt").read_bytes()).decode()
+    for namespace in ("team-a", "team-b"):
+        await ensure_namespace(kube, namespace)
+    store = KubeStore(kube)
+    queue_spec = QueueSpec(weight=1, parent="root", allowed_namespaces=["team-a"])
+    await store.create(Queue(api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(name="team-a"), spec=queue_spec))
+    await kube.request(
+        "POST",
+        WEBHOOKS,
+        body={
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "tephra-kube-test"},
+            "webhooks": [
+                {
+                    "name": "validate-pods.tephra.dev",
+                    "admissionReviewVersions": ["v1"],
+                    "sideEffects": "None",
+                    "failurePolicy": "Fail",
+                    "clientConfig": {"url": f"https://127.0.0.1:{port}/pods/validate", "caBundle": ca},
+                    "rules": [
+                        {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["CREATE"]}
+                    ],
+                }
+            ],
+        },
+    )
+    container = {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "100m"}}}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "bobs-pod",
+            "namespace": "team-b",
+            "annotations": {"scheduling.volcano.sh/queue-name": "team-a"},
+        },
+        "spec": {"schedulerName": "volcano", "containers": [container]},
+    }
+    pods = "/api/v1/namespaces/team-b/pods"
+
+    rule = "namespace `team-b` is not allowed to submit to queue `team-a`"
+
+    async def refused() -> bool:  # until the apiserver calls the new webhook and admission knows the queue
+        try:
+            await kube.request("POST", pods, body=pod)
+        except KubeApiError as exc:
+            refused.error = exc  # type: ignore[attr-defined]
+            return rule in str(exc)
+        await kube.request("DELETE", f"{pods}/bobs-pod", body={"gracePeriodSeconds": 0})
+        return False
+
+    await eventually(refused, timeout=30, interval=0.5)
+    error: KubeApiError = refused.error  # type: ignore[attr-defined]
+    assert error.status == 400 and "denied the request" in str(error), error
+    assert f"metadata.annotations[scheduling.volcano.sh/queue-name]: {rule}" in str(error), error
+    with pytest.raises(KubeApiError) as missing:
+        await kube.request("GET", f"{pods}/bobs-pod")
+    assert missing.value.status == 404
+    podgroups = await kube.request("GET", "/apis/scheduling.volcano.sh/v1beta1/namespaces/team-b/podgroups")
+    assert podgroups["items"] == []
+
+
 def gang_job(name: str, *, workers: int = 4, gpu: str = "1") -> dict[str, Any]:
     resources = {"requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": gpu}, "limits": {"nvidia.com/gpu": gpu}}
     return {

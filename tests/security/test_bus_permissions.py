@@ -78,6 +78,9 @@ LEDGER, DELAYS = "$KV.vc-sched-ledger.x", "$KV.vc-job-delays.x"
 EVENT, READ_HISTORY = "vc.evt.job.team-a.j1", "$JS.API.CONSUMER.CREATE.VC_EVT"
 WRITE = {who: f"vc.rpc.admission.write.{who}" for who in ("alice", "bob", "admin")}
 WRITE_BARE, WRITE_ANY = "vc.rpc.admission.write", "vc.rpc.admission.write.*"
+# A tenant makes no consumer itself (nats-server would not check where it delivers): it asks admission.
+CONSUMERS = {who: f"vc.rpc.admission.consumers.{who}" for who in ("alice", "bob", "admin")}
+CONSUMERS_ANY = "vc.rpc.admission.consumers.*"
 NODE_CONTROL = "vc.rpc.node-sim.control"
 
 ALL_KINDS = set(W)
@@ -106,7 +109,8 @@ VOLUME_KINDS = {"persistentvolumeclaim", "persistentvolume"}
 
 # identity -> (kinds it writes, kinds it reads, the other subjects it may publish on, may subscribe on)
 EXPECTED: dict[str, tuple[set[str], set[str], set[str], set[str]]] = {
-    "admission": (ALL_KINDS, ALL_KINDS, {CREATE_JOBS, EVENT}, {WRITE_ANY, WRITE_BARE}),
+    # It reads the history too: it makes the consumers tenants read through.
+    "admission": (ALL_KINDS, ALL_KINDS, {CREATE_JOBS, EVENT, READ_HISTORY}, {WRITE_ANY, WRITE_BARE, CONSUMERS_ANY}),
     "job-controller": (
         # The claims of jobs' volumes[].volumeClaim.
         {"job", "podgroup", "pod", "command", "event", "persistentvolumeclaim"} | PLUGIN_KINDS,
@@ -159,8 +163,8 @@ EXPECTED: dict[str, tuple[set[str], set[str], set[str], set[str]]] = {
     # Everything but Events: in kube mode the services write those to the apiserver themselves.
     "kube-relay": (ALL_KINDS - {"event"}, ALL_KINDS - {"event"}, {CREATE_JOBS}, set()),
     "admin": (set(), USER_KINDS, {WRITE["admin"], NODE_CONTROL, READ_HISTORY}, set()),
-    "alice": (set(), USER_KINDS, {WRITE["alice"], READ_HISTORY}, set()),
-    "bob": (set(), USER_KINDS, {WRITE["bob"], READ_HISTORY}, set()),
+    "alice": (set(), USER_KINDS, {WRITE["alice"], CONSUMERS["alice"], READ_HISTORY}, set()),
+    "bob": (set(), USER_KINDS, {WRITE["bob"], CONSUMERS["bob"], READ_HISTORY}, set()),
 }
 # The tenants read their own namespaces only (and cluster-scoped kinds whole); the others read all.
 NAMESPACES_OF = {"alice": {"team-a"}, "bob": {"team-b"}}
@@ -183,6 +187,7 @@ PROBED_PUBLISH = sorted(
         EVENT,
         READ_HISTORY,
         *WRITE.values(),
+        *CONSUMERS.values(),
         WRITE_BARE,
         NODE_CONTROL,
         ">",
@@ -191,7 +196,17 @@ PROBED_PUBLISH = sorted(
     }
 )
 PROBED_SUBSCRIBE = sorted(
-    {WRITE_ANY, WRITE_BARE, NODE_CONTROL, ">", "_INBOX.>", "_INBOX.alice.>", "$KV.vc-secret.>", "vc.evt.>"}
+    {
+        WRITE_ANY,
+        WRITE_BARE,
+        CONSUMERS_ANY,
+        NODE_CONTROL,
+        ">",
+        "_INBOX.>",
+        "_INBOX.alice.>",
+        "$KV.vc-secret.>",
+        "vc.evt.>",
+    }
 )
 
 
@@ -200,15 +215,20 @@ def expected_publish(identity: str, subject: str) -> bool:
     scope = NAMESPACES_OF.get(identity)
     if subject in W.values():
         return any(W[k] == subject for k in writes)
-    if subject in GET.values() or subject in WATCH.values():
-        # Reads that name no key in the subject: only for whoever reads every namespace of the kind.
-        return any((GET[k] == subject or WATCH[k] == subject) and (scope is None or k in CLUSTER_KINDS) for k in reads)
-    for (kind, ns), probed in (*WATCH_IN.items(), *DIRECT_IN.items()):
+    if subject in GET.values():
+        # A get that names no key in the subject: only for whoever reads every namespace of the kind.
+        return any(GET[k] == subject and (scope is None or k in CLUSTER_KINDS) for k in reads)
+    # Consumers: a tenant creates none, in its own namespaces or not (admission makes them for it).
+    if subject in WATCH.values():
+        return scope is None and any(WATCH[k] == subject for k in reads)
+    for (kind, _), probed in WATCH_IN.items():
+        if probed == subject:
+            return scope is None and kind in reads
+    if subject in HISTORY_IN.values():
+        return scope is None and READ_HISTORY in others
+    for (kind, ns), probed in DIRECT_IN.items():
         if probed == subject:
             return kind in reads and (scope is None or kind in CLUSTER_KINDS or ns in scope)
-    for ns, probed in HISTORY_IN.items():
-        if probed == subject:
-            return READ_HISTORY in others and (scope is None or ns in scope)
     if subject == DIRECT_SECRET:
         return "secret" in reads
     if subject == EVENT:

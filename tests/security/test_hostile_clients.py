@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import subprocess
@@ -24,6 +25,7 @@ from typing import Any
 
 import msgspec
 import nats.errors
+import nats.js.errors
 import pytest
 import yaml
 
@@ -138,22 +140,84 @@ async def test_tenants_read_only_their_own_namespaces(tenants: Tenants) -> None:
         expected = f"NATS refused identity 'alice': it may not {what} (it reads namespaces team-a only"
         assert refused.returncode == 1 and expected in refused.stderr, (args, refused.stderr)
 
-    # Past vcctl, as a hostile client: a consumer whose subject names team-a but whose body asks for
-    # more is refused by the server, and so is every read that names no key in its subject.
+    # Past vcctl, as a hostile client: a consumer of her own (admission makes hers) and every read
+    # that names no key in its subject are refused by the server.
     alice = tenants.people["alice"]
     create = "$JS.API.CONSUMER.CREATE.KV_vc-job.sneaky.$KV.vc-job.team-a.*"
     async with connect(tenants.url, name="alice", credentials=alice) as nc:
-        for config in ({"filter_subject": "$KV.vc-job.>"}, {"filter_subjects": ["$KV.vc-job.>"]}):
-            body = {"stream_name": "KV_vc-job", "config": {"name": "sneaky", "ack_policy": "none", **config}}
-            answer = msgspec.json.decode((await nc.request(create, msgspec.json.encode(body), timeout=10)).data)
-            assert "error" in answer, (config, answer)
         for subject, body in (
+            (create, {"stream_name": "KV_vc-job", "config": {"name": "sneaky", "filter_subject": "$KV.vc-job.>"}}),
             ("$JS.API.STREAM.MSG.GET.KV_vc-job", {"last_by_subj": "$KV.vc-job.team-b.b-job"}),
             ("$JS.API.CONSUMER.CREATE.KV_vc-job", {"stream_name": "KV_vc-job", "config": {"ack_policy": "none"}}),
             ("$JS.API.DIRECT.GET.KV_vc-job", {"last_by_subj": "$KV.vc-job.team-b.b-job"}),
         ):
             with pytest.raises((nats.errors.TimeoutError, nats.errors.NoRespondersError)):
                 await nc.request(subject, msgspec.json.encode(body), timeout=1)
+
+
+async def test_a_tenants_consumers_deliver_to_its_own_inbox_only(tenants: Tenants) -> None:
+    """nats-server checks no consumer's deliver subject: a tenant creates none, admission makes them."""
+    assert tenants.vcctl_as("alice", "apply", "-f", "-", stdin=job_in("team-a", "a-job")).returncode == 0
+    alice, admin = tenants.people["alice"], tenants.bus.credentials("admin")
+    bobs_requests = subjects.admission_write_subject("bob")
+    own_keys = "$KV.vc-job.team-a.>"
+    hijack = {
+        "stream_name": "KV_vc-job",
+        "config": {
+            "name": "hijack",
+            "deliver_subject": bobs_requests,
+            "filter_subject": own_keys,
+            "ack_policy": "none",
+        },
+    }
+    async with connect(tenants.url, name="alice", credentials=alice) as nc:
+        # Her own keys pushed to a service's request subject: the server refuses the create itself.
+        with pytest.raises((nats.errors.TimeoutError, nats.errors.NoRespondersError)):
+            await nc.request(f"$JS.API.CONSUMER.CREATE.KV_vc-job.hijack.{own_keys}", json.dumps(hijack).encode(), 1)
+
+        async def ask(**request: object) -> dict[str, Any]:
+            body = {"stream": "KV_vc-job", "filter_subject": own_keys, **request}
+            reply = await nc.request(subjects.admission_consumers_subject("alice"), json.dumps(body).encode(), 10)
+            answer: dict[str, Any] = json.loads(reply.data)
+            return answer
+
+        # Admission makes hers, delivering to her own inbox only, within her namespaces only.
+        refused = await ask(deliver_inbox=bobs_requests)
+        assert refused["error"]["code"] == 400 and "deliver_inbox: " in refused["error"]["message"], refused
+        refused = await ask(deliver_inbox="_INBOX.alice.x", filter_subject="$KV.vc-job.team-b.>")
+        assert refused["error"]["code"] == 403 and "filter_subject: " in refused["error"]["message"], refused
+        inbox = nc.new_inbox()
+        delivered = await nc.subscribe(inbox)
+        granted = await ask(deliver_inbox=inbox)
+        assert granted.get("pending") == 1, granted
+        message = await delivered.next_msg(timeout=10)
+        assert message.subject == "$KV.vc-job.team-a.a-job"
+    async with connect(tenants.url, name="admin", credentials=admin) as nc:
+        with pytest.raises(nats.js.errors.NotFoundError):
+            await nc.jetstream().consumer_info("KV_vc-job", "hijack")
+
+    # vcctl reads through admission's consumers: a watch sees a new job arrive.
+    env = {"VC_SERVER": tenants.url, "VC_NATS__CREDS": str(tenants.root / "alice.creds"), "PATH": "/usr/bin:/bin"}
+    watch = await asyncio.create_subprocess_exec(
+        str(BIN / "vcctl"), "job", "list", "-w", "-n", "team-a", stdout=asyncio.subprocess.PIPE, env=env
+    )
+    try:
+        assert watch.stdout is not None
+        stdout = watch.stdout
+
+        async def shown(name: str) -> None:
+            while name not in (await asyncio.wait_for(stdout.readline(), 30)).decode():
+                pass
+
+        await shown("a-job")
+        applied = tenants.vcctl_as("alice", "apply", "-f", "-", stdin=job_in("team-a", "b-job"))
+        assert applied.returncode == 0, applied.stderr
+        await shown("b-job")
+    finally:
+        watch.kill()
+        await watch.wait()
+    history = tenants.vcctl_as("alice", "events", "-n", "team-a")
+    assert history.returncode == 0 and "a-job" in history.stdout, history.stderr
 
 
 async def test_a_jobs_ssh_secret_is_neither_readable_nor_replaceable(tenants: Tenants) -> None:
@@ -309,6 +373,9 @@ async def test_a_tenants_text_cannot_drive_the_terminal_of_whoever_reads_it(tena
     for fmt, load in (("json", json.loads), ("yaml", yaml.safe_load)):
         out = tenants.vcctl("job", "view", "-N", "title", "-n", "team-a", "-o", fmt)
         assert load(out.stdout)["metadata"]["annotations"]["note"] == hostile, fmt
+    # -o jsonpath prints values bare, as a table does: escaped the same way.
+    picked = tenants.vcctl("job", "view", "-N", "title", "-n", "team-a", "-o", "jsonpath={.metadata.annotations.note}")
+    assert picked.returncode == 0 and picked.stdout == hostile.encode("unicode_escape").decode(), picked
     # An error that names what the user typed.
     missing = tenants.vcctl("describe", "job", "no\x1b[2Jsuch", "-n", "team-a")
     assert missing.returncode == 1 and "\x1b" not in missing.stderr and "\\x1b[2J" in missing.stderr, missing.stderr

@@ -78,4 +78,22 @@ def caller_of(subject: str) -> str | None:
     return caller if caller and "." not in caller else None
 
 
+# A tenant may not create JetStream consumers itself (nats-server does not check where a consumer
+# delivers): it asks admission on `vc.rpc.admission.consumers.<identity>`, which makes one within the
+# tenant's namespaces that delivers to the tenant's own inbox (vc_security.consumer_requests).
+ADMISSION_CONSUMERS: Final = rpc_subject("admission", "consumers")
+ADMISSION_CONSUMERS_ANY: Final = f"{ADMISSION_CONSUMERS}.*"
+
+
+def admission_consumers_subject(identity: str) -> str:
+    return f"{ADMISSION_CONSUMERS}.{identity}"
+
+
+def consumer_asker_of(subject: str) -> str | None:
+    """The identity a consumer request came from (the subject's last token), None on any other subject."""
+    prefix = ADMISSION_CONSUMERS + "."
+    asker = subject[len(prefix) :] if subject.startswith(prefix) else ""
+    return asker if asker and "." not in asker else None
+
+
 NODE_SIM_CONTROL: Final = rpc_subject("node-sim", "control")

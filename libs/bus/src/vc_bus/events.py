@@ -27,7 +27,7 @@ from prometheus_client import Counter
 
 from vc_bus.buckets import while_unavailable
 from vc_bus.decoding import decode_or_none
-from vc_bus.pull import RESUME_RETRY, Delivery, PullConsumer, refused_filter
+from vc_bus.pull import RESUME_RETRY, Delivery, consumer_for, refused_filter
 from vc_core.errors import InvalidObject
 from vc_proto import codec, subjects
 from vc_proto.events import MAX_EVENTS_PER_MESSAGE, DomainEvent, EventMessage
@@ -211,7 +211,7 @@ async def follow(
     last = from_sequence - 1  # the sequence of the last message read (yielded or skipped)
     failures = 0
     while True:
-        consumer = PullConsumer(nc, subjects.EVENTS_STREAM, _config(filter_subject, last + 1), batch=512)
+        consumer = consumer_for(nc, subjects.EVENTS_STREAM, _config(filter_subject, last + 1), batch=512)
         try:
             if await consumer.open() == 0 and stop_when_caught_up:
                 return

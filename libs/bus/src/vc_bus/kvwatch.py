@@ -19,7 +19,7 @@ from nats.js import api
 from nats.js.client import JetStreamContext
 
 from vc_bus.decoding import selected
-from vc_bus.pull import RESUME_RETRY, PullConsumer, refused_filter
+from vc_bus.pull import RESUME_RETRY, PullConsumer, consumer_for, refused_filter
 from vc_core.errors import InvalidObject
 from vc_core.store import WatchOp
 from vc_proto.selectors import Selector
@@ -75,7 +75,7 @@ class _Feed:
                 if not self._synced and self._sync_at == 0:
                     self._sync_at = (await self._js.stream_info(self._stream)).state.last_seq
                 # JetStreamContext keeps its connection in `_nc`; the consumer needs the connection itself.
-                consumer = PullConsumer(self._js._nc, self._stream, self._config())
+                consumer = consumer_for(self._js._nc, self._stream, self._config())
                 if await consumer.open() == 0 and not self._synced:
                     yield self._mark_synced()
                 while True:

@@ -22,6 +22,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -89,14 +91,18 @@ class PullConsumer:
         info = await self._nc.jetstream().add_consumer(self._stream, _named(self._config))
         self._name = info.name
         self._next_subject = f"$JS.API.CONSUMER.MSG.NEXT.{self._stream}.{info.name}"
+        await self._listen()
+        await self._send_request()
+        return int(info.num_pending or 0)
+
+    async def _listen(self) -> None:
+        """Subscribe to a new inbox of this connection's, where the deliveries will arrive."""
         self._inbox = self._nc.new_inbox()
         self._reconnects = self._nc.stats["reconnects"]
         if isinstance(self._nc, RawDeliveryClient):
             self._sub = await self._nc.subscribe_raw(self._inbox, self._on_raw)
         else:
             self._sub = await self._nc.subscribe(self._inbox, cb=self._on_msg)
-        await self._send_request()
-        return int(info.num_pending or 0)
 
     async def take(self) -> list[Delivery]:
         """Every delivery that arrived since the last call (at least one: waits for it)."""
@@ -130,7 +136,10 @@ class PullConsumer:
                 else:
                     await self._sub.unsubscribe()
             if self._name:
-                await self._nc.publish(f"$JS.API.CONSUMER.DELETE.{self._stream}.{self._name}", b"")
+                await self._delete()
+
+    async def _delete(self) -> None:
+        await self._nc.publish(f"$JS.API.CONSUMER.DELETE.{self._stream}.{self._name}", b"")
 
     async def _send_request(self) -> None:
         self._owed = self._batch
@@ -200,14 +209,36 @@ class PullConsumer:
             waiter.set_result(None)
 
 
+# Who creates a connection's consumers: itself, or (a tenant's) admission on its behalf, which
+# vc_bus.brokered registers here. Kept per connection so every reader on it (a store's watches, the
+# history) reads the way its identity may, with no flag to pass down every call.
+_OPENERS: Final[weakref.WeakKeyDictionary[Client, Callable[[Client, str, api.ConsumerConfig, int], PullConsumer]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def consumer_for(nc: Client, stream: str, config: api.ConsumerConfig, *, batch: int = BATCH) -> PullConsumer:
+    """A consumer with `config` on `stream`, made the way `nc`'s identity may make one (not yet open)."""
+    opener = _OPENERS.get(nc)
+    return opener(nc, stream, config, batch) if opener is not None else PullConsumer(nc, stream, config, batch=batch)
+
+
+def register_opener(nc: Client, opener: Callable[[Client, str, api.ConsumerConfig, int], PullConsumer]) -> None:
+    _OPENERS[nc] = opener
+
+
 def _named(config: api.ConsumerConfig) -> api.ConsumerConfig:
     """The consumer with a name, so that nats-py creates it on `CONSUMER.CREATE.<stream>.<name>.<filter>`:
-    the server then checks the filter against the subject, and so can a reader's permissions (a tenant
-    may create consumers only within its namespaces; vc_security.identities)."""
-    if any(c.isspace() for c in config.filter_subject or ""):
-        # No subject can carry it (the publish would break the connection): refused as the server would.
-        raise BadRequestError(code=400, err_code=_INVALID_SUBJECT, description=f"filter {config.filter_subject!r}")
+    the server then checks the filter against the subject, and so can a reader's permissions."""
+    check_filter(config)
     return config if config.name else config.evolve(name=secrets.token_hex(11))
+
+
+def check_filter(config: api.ConsumerConfig) -> None:
+    """A filter with white space in it is refused as the server would (no subject can carry it: the
+    publish would break the connection)."""
+    if any(c.isspace() for c in config.filter_subject or ""):
+        raise BadRequestError(code=400, err_code=_INVALID_SUBJECT, description=f"filter {config.filter_subject!r}")
 
 
 def _wake(waiter: asyncio.Future[None]) -> None:

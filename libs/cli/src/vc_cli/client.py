@@ -26,6 +26,7 @@ import nats.errors
 from nats.aio.client import Client
 from nats.protocol.parser import PERMISSIONS_ERR
 
+from vc_bus.brokered import use_admission_consumers
 from vc_bus.connection import PlainTextRefused, check_tls, client_options
 from vc_bus.decoding import UNDECODABLE, describe
 from vc_bus.store import NatsStore
@@ -320,6 +321,8 @@ async def connect(endpoint: Endpoint | str) -> AsyncIterator[Tephra]:
         store: ObjectStore = NatsStore(nc, direct_gets=True)
         if credentials is not None and credentials.namespaces is not None:
             store = ScopedStore(store, credentials.namespaces)
+            # A tenant may not create consumers: admission makes those its reads need (vc_bus.brokered).
+            use_admission_consumers(nc, credentials.identity, on_forbidden=refusals.note)
         yield Tephra(nc, store, writer, credentials=credentials, refusals=refusals)
     finally:
         with contextlib.suppress(Exception):

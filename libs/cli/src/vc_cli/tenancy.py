@@ -1,7 +1,8 @@
 """What a tenant's vcctl reads, and how it says what the server refused.
 
 A tenant's NATS identity reads only its own namespaces (vc_security.identities): the server refuses a
-watch or a get anywhere else, and `--all-namespaces` with it. Its credentials file names those
+get anywhere else, and admission a watch or list (the consumers it makes for tenants, vc_bus.brokered,
+whose refusal is reported as the server's would be), and `--all-namespaces` with it. Its credentials file names those
 namespaces, so vcctl reads "all namespaces" as all of *its* namespaces, one after the other
 (`ScopedStore`), and turns the server's terse "permissions violation for publish to <subject>" into
 what the user asked for and could not have (`describe_refusal`).

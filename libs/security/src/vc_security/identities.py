@@ -15,10 +15,13 @@ the exact NATS subjects the server allows it to publish and subscribe to. Why th
   (a user's write of a Secret must be checked against what is stored) and the relay (fills it).
   Users, the dashboard, the scheduler and node-sim never see it.
 - A tenant reads only its own namespaces (cluster-scoped kinds, Queues and Nodes, it reads whole). A
-  read names its keys in the subject the server checks: a watch creates its consumer on
-  `$JS.API.CONSUMER.CREATE.<stream>.<consumer>.<filter>` (the server refuses a body whose filter
-  differs from the subject's), and a get is a `$JS.API.DIRECT.GET.<stream>.<key subject>`; the get
-  by a key in the body (`STREAM.MSG.GET`) and the unfiltered consumer are the admin's and the services'.
+  get names its keys in the subject the server checks (`$JS.API.DIRECT.GET.<stream>.<key subject>`;
+  the get by a key in the body, `STREAM.MSG.GET`, is the admin's and the services'). A tenant has no
+  consumer API at all: nats-server checks neither a consumer's `deliver_subject` nor a pull request's
+  reply subject against the creator's permissions, so a tenant able to make or pull from a consumer
+  could have it deliver to any subject. It asks admission instead (`vc.rpc.admission.consumers.
+  <identity>`), which creates a push consumer within the tenant's namespaces (`consumer_filters`) that
+  delivers to the tenant's own inbox (vc_security.consumer_requests).
 - Every reply comes back on the asker's own inbox prefix `_INBOX.<identity>`: nobody can subscribe
   to another identity's replies. Services that answer requests reply through `allow_responses`
   (one reply per request received), not through a publish grant on other inboxes.
@@ -93,7 +96,8 @@ SERVICE_GRANTS: Final[dict[str, Grant]] = {
         "service",
         reads=ALL_KINDS,
         writes=ALL_KINDS,
-        serves=(subjects.ADMISSION_WRITE_ANY, subjects.ADMISSION_WRITE),
+        serves=(subjects.ADMISSION_WRITE_ANY, subjects.ADMISSION_WRITE, subjects.ADMISSION_CONSUMERS_ANY),
+        reads_history=True,  # the consumers it makes for tenants (the history's included)
         writes_history=True,
     ),
     "job-controller": Grant(
@@ -183,7 +187,7 @@ def tenant_grant(name: str, namespaces: frozenset[str]) -> Grant:
         "tenant",
         reads=USER_READABLE,
         reads_history=True,
-        asks=(subjects.admission_write_subject(name),),
+        asks=(subjects.admission_write_subject(name), subjects.admission_consumers_subject(name)),
         namespaces=namespaces,
     )
 
@@ -221,33 +225,51 @@ def all_streams() -> tuple[str, ...]:
     return (*(f"KV_{b}" for b in buckets), subjects.EVENTS_STREAM)
 
 
-def _read_stream(out: _Subjects, stream: str, filters: tuple[str, ...] | None = None) -> None:
-    """Consumers on `stream`: any (filters None), or only those filtered within one of `filters`."""
+def consumer_filters(grant: Grant) -> dict[str, tuple[str, ...]]:
+    """Each stream `grant` reads, and the subjects a consumer's filter on it must stay within: its own
+    namespaces' keys for a reader held to some namespaces, else the whole stream."""
+    streams: dict[str, tuple[str, ...]] = {}
+    for kind in sorted(grant.reads):
+        bucket = subjects.bucket(kind)
+        if grant.namespaces is not None and KINDS[kind].namespaced:
+            streams[f"KV_{bucket}"] = tuple(f"$KV.{bucket}.{ns}.>" for ns in sorted(grant.namespaces))
+        else:
+            streams[f"KV_{bucket}"] = (f"$KV.{bucket}.>",)
+    if grant.reads_history:
+        if grant.namespaces is not None:
+            history = tuple(f"{subjects.EVENTS_PREFIX}.*.{ns}.>" for ns in sorted(grant.namespaces))
+        else:
+            history = (f"{subjects.EVENTS_PREFIX}.>",)
+        streams[subjects.EVENTS_STREAM] = history
+    return streams
+
+
+def _read_stream(out: _Subjects, stream: str, *, consumers: bool) -> None:
+    """Look `stream` up and, with `consumers`, create, pull from and delete any consumer on it."""
     api = "$JS.API"
     out.pub(f"{api}.STREAM.INFO.{stream}")
-    if filters is None:
-        out.pub(f"{api}.CONSUMER.CREATE.{stream}", f"{api}.CONSUMER.CREATE.{stream}.>")
-    else:
-        out.pub(*(f"{api}.CONSUMER.CREATE.{stream}.*.{f}" for f in filters))
-    out.pub(
-        f"{api}.CONSUMER.INFO.{stream}.*",
-        f"{api}.CONSUMER.DELETE.{stream}.*",
-        f"{api}.CONSUMER.MSG.NEXT.{stream}.*",
-        f"$JS.ACK.{stream}.>",
-    )
+    if consumers:
+        out.pub(
+            f"{api}.CONSUMER.CREATE.{stream}",
+            f"{api}.CONSUMER.CREATE.{stream}.>",
+            f"{api}.CONSUMER.INFO.{stream}.*",
+            f"{api}.CONSUMER.DELETE.{stream}.*",
+            f"{api}.CONSUMER.MSG.NEXT.{stream}.*",
+            f"$JS.ACK.{stream}.>",
+        )
 
 
-def _read_bucket(out: _Subjects, bucket: str, namespaces: frozenset[str] | None = None) -> None:
+def _read_bucket(
+    out: _Subjects, bucket: str, namespaces: frozenset[str] | None = None, *, consumers: bool = True
+) -> None:
     """A KV get is a STREAM.MSG.GET (the key in the body) or, on a bucket that allows it, a DIRECT.GET
     (the key in the subject: the only get a reader held to `namespaces` may make)."""
     stream = f"KV_{bucket}"
+    _read_stream(out, stream, consumers=consumers)
     if namespaces is None:
-        _read_stream(out, stream)
         out.pub(f"$JS.API.STREAM.MSG.GET.{stream}", f"$JS.API.DIRECT.GET.{stream}", f"$JS.API.DIRECT.GET.{stream}.>")
         return
-    keys = tuple(f"$KV.{bucket}.{ns}.>" for ns in sorted(namespaces))
-    _read_stream(out, stream, keys)
-    out.pub(*(f"$JS.API.DIRECT.GET.{stream}.{k}" for k in keys))
+    out.pub(*(f"$JS.API.DIRECT.GET.{stream}.$KV.{bucket}.{ns}.>" for ns in sorted(namespaces)))
 
 
 def permissions(identity: str, grant: Grant, backend: Backend = "nats") -> Permissions:
@@ -256,8 +278,11 @@ def permissions(identity: str, grant: Grant, backend: Backend = "nats") -> Permi
     if grant.role == "service":
         out.pub(*(f"$JS.API.STREAM.INFO.{s}" for s in all_streams() if _service_creates(grant, s)))
         out.pub(*(f"$JS.API.STREAM.CREATE.{s}" for s in all_streams() if _service_creates(grant, s)))
+    # A tenant's consumers are made by admission on its behalf (see the module docstring).
+    consumers = grant.role != "tenant"
     for kind in sorted(grant.reads):
-        _read_bucket(out, subjects.bucket(kind), grant.namespaces if KINDS[kind].namespaced else None)
+        namespaces = grant.namespaces if KINDS[kind].namespaced else None
+        _read_bucket(out, subjects.bucket(kind), namespaces, consumers=consumers)
     writes = grant.writes if backend == "nats" or grant is SERVICE_GRANTS["kube-relay"] else frozenset()
     for kind in sorted(writes):
         out.pub(f"$KV.{subjects.bucket(kind)}.>")
@@ -268,10 +293,7 @@ def permissions(identity: str, grant: Grant, backend: Backend = "nats") -> Permi
         _read_bucket(out, subjects.LEASES_BUCKET)
         out.pub(f"$KV.{subjects.LEASES_BUCKET}.{grant.lease_group}.>")
     if grant.reads_history:
-        history = None
-        if grant.namespaces is not None:
-            history = tuple(f"{subjects.EVENTS_PREFIX}.*.{ns}.>" for ns in sorted(grant.namespaces))
-        _read_stream(out, subjects.EVENTS_STREAM, history)
+        _read_stream(out, subjects.EVENTS_STREAM, consumers=consumers)
     if grant.writes_history:
         out.pub(f"{subjects.EVENTS_PREFIX}.>")
     out.pub(*grant.asks)

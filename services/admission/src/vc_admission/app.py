@@ -11,6 +11,7 @@ from nats.aio.msg import Msg
 from prometheus_client import Counter, Histogram
 
 from vc_admission.callers import Callers
+from vc_admission.consumers import serve_consumer_request
 from vc_admission.context import CacheContext
 from vc_admission.review import Admitter
 from vc_admission.webhook_tls import WebhookOptions, add_webhook_arguments, webhook_worker
@@ -68,6 +69,13 @@ class AdmissionApp:
         for subject in (subjects.ADMISSION_WRITE_ANY, subjects.ADMISSION_WRITE):
             sub = await ctx.nc.subscribe(subject, queue="admission", cb=enqueue)
             ctx.resources.push_async_callback(sub.unsubscribe)
+
+        # `vc.rpc.admission.consumers.<identity>`: the consumers tenants read through (vc_admission.consumers).
+        async def consumer_request(msg: Msg) -> None:
+            await serve_consumer_request(ctx.nc, callers, msg)
+
+        sub = await ctx.nc.subscribe(subjects.ADMISSION_CONSUMERS_ANY, queue="admission", cb=consumer_request)
+        ctx.resources.push_async_callback(sub.unsubscribe)
 
         async def serve(shutdown: asyncio.Event) -> None:
             async with asyncio.TaskGroup() as tg:

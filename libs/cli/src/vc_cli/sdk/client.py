@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Iterable
 
 from nats.aio.client import Client
 
+from vc_bus.brokered import use_admission_consumers
 from vc_bus.connection import connect
 from vc_bus.store import NatsStore
 from vc_cli.client import Endpoint, resolve_credentials
@@ -150,6 +151,8 @@ async def open_client(
         store: ObjectStore = NatsStore(nc, direct_gets=True)  # direct gets: the only get a tenant may make
         if credentials is not None and credentials.namespaces is not None:
             store = ScopedStore(store, credentials.namespaces)
+            # A tenant may not create consumers: admission makes those its reads need (vc_bus.brokered).
+            use_admission_consumers(nc, credentials.identity, on_forbidden=refusals.note)
         identity = credentials.identity if credentials else None
         yield TephraClient(nc, store, refusals=refusals, identity=identity, namespaces=_namespaces(credentials))
 
