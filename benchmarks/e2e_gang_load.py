@@ -43,6 +43,7 @@ from vc_bus.store import NatsStore
 from vc_cli.client import Tephra
 from vc_cli.up import ensure_default_queues
 from vc_core.store import WatchOp
+from vc_proto import api
 from vc_proto.batch import Job
 from vc_proto.core import Pod
 from vc_proto.scheduling import PodGroup
@@ -145,7 +146,7 @@ async def submit_all(url: str, tl: Timeline, jobs: int, concurrency: int) -> Non
             name = f"g{i:06d}"
             async with gate:
                 tl.submitted[name] = time.perf_counter()
-                await tephra.submit("create", vcjob(name), namespace="bench")
+                await tephra.submit(api.Create, vcjob(name), namespace="bench")
                 tl.admitted[name] = time.perf_counter()
 
         await asyncio.gather(*(one(i) for i in range(jobs)))

@@ -86,9 +86,7 @@ class Load:
         """Create through admission until a definite answer (or GIVE_UP_AFTER_S)."""
         meta = document["metadata"]
         key = object_key(meta.get("namespace"), meta["name"])
-        request = msgspec.json.encode(
-            api.WriteRequest(operation="create", object=msgspec.Raw(msgspec.json.encode(document)))
-        )
+        request = msgspec.json.encode(api.Create(object=msgspec.Raw(msgspec.json.encode(document))))
         deadline, unsure, attempt = time.monotonic() + GIVE_UP_AFTER_S, False, 0
         while time.monotonic() < deadline:
             attempt += 1

@@ -35,6 +35,7 @@ from vc_bus.connection import connect
 from vc_bus.store import NatsStore
 from vc_cli.client import Tephra
 from vc_core.quantity import parse_quantity
+from vc_proto import api
 from vc_proto.batch import Job
 from vc_proto.core import Pod
 from vc_proto.scheduling import PodGroup, Queue
@@ -236,7 +237,7 @@ async def test_three_schedulers_keep_every_invariant_through_a_crash_and_a_pause
             name = f"gang-{i:04d}"
             queue = CAPPED_QUEUE if i % 6 == 0 else "default"
             # About as much work as the nodes hold: instances compete for the last free slots.
-            await tephra.submit("create", gang_job(name, queue, duration_s=2.0 + (i % 4) * 0.5), namespace="default")
+            await tephra.submit(api.Create, gang_job(name, queue, duration_s=2.0 + (i % 4) * 0.5), namespace="default")
             names.append(name)
             i += 1
             if killed.proc and killed.proc.poll() is None and elapsed >= KILL_AT_S:
@@ -298,11 +299,13 @@ async def test_with_three_instances_each_queue_reports_the_whole_clusters_alloca
         tephra = Tephra(nc)
         for queue, weight in queues.items():
             queue_obj = {"metadata": {"name": queue}, "spec": {"weight": weight}}
-            await tephra.submit("create", {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", **queue_obj})
+            await tephra.submit(
+                api.Create, {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", **queue_obj}
+            )
         for i in range(8):  # 8 gangs of 4 one-cpu pods that run until deleted: 32 of the nodes' 48 cpu
             job = gang_job(f"steady-{i}", ("left", "right")[i % 2], duration_s=0)
             del job["spec"]["tasks"][0]["template"]["metadata"]["annotations"]
-            await tephra.submit("create", job, namespace="default")
+            await tephra.submit(api.Create, job, namespace="default")
 
         async def figures() -> tuple[dict[str, Fraction], dict[str, Fraction]]:
             groups, _ = await tephra.store.list(PodGroup, "default")

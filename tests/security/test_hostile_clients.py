@@ -92,13 +92,13 @@ async def test_tenants_are_held_to_their_namespaces_and_tephras_objects(tenants:
 
     # The raw request of the issue, on alice's own subject, claiming to be the admin: refused.
     alice = tenants.people["alice"]
-    delete = api.WriteRequest(operation="delete", kind="Job", namespace="team-b", name="b-job", user="admin")
+    delete = api.Delete(kind="Job", namespace="team-b", name="b-job", user="admin")
     async with connect(tenants.url, name="alice", credentials=alice) as nc:
         answer = _reply.decode(
             (await nc.request(subjects.admission_write_subject("alice"), msgspec.json.encode(delete), timeout=10)).data
         )
         assert answer.error is not None and answer.error.code == api.FORBIDDEN
-        queue = api.WriteRequest(operation="delete", kind="Queue", name="default")
+        queue = api.Delete(kind="Queue", name="default")
         answer = _reply.decode(
             (await nc.request(subjects.admission_write_subject("alice"), msgspec.json.encode(queue), timeout=10)).data
         )

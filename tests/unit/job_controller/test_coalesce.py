@@ -238,25 +238,27 @@ def test_the_controller_holds_a_count_change_until_it_settles_and_stamps_its_tas
             and key in controller.resync_armed
             and not task_phases()
         )
-        first_seen, task_seen = controller.held_since[key], controller.held_tasks[key]
+        first_seen, task_seen = controller.status_holds.held_since[key], controller.held_tasks[key]
         assert task_seen == {"w": ("Running", task_seen["w"][1])}
         await start(controller, store, 1)  # still settling: held with the first
-        assert (await run_passes(controller, store)).status == written and controller.held_since[key] == first_seen
+        assert (await run_passes(controller, store)).status == written and controller.status_holds.held_since[
+            key
+        ] == first_seen
         assert controller.held_tasks[key] == task_seen  # the same task phase: still first seen then
         # the hold is over (a Pending job's gang coming up waits STARTING_WAIT_S): the sync writes what it
         # finds, the task's change stamped when it was first held
-        controller.held_since[key] = first_seen - STARTING_WAIT_S
-        if key in controller.status_written:
-            controller.status_written[key] -= COUNTS_EVERY_S
+        controller.status_holds.held_since[key] = first_seen - STARTING_WAIT_S
+        if key in controller.status_holds.written_at:
+            controller.status_holds.written_at[key] -= COUNTS_EVERY_S
         await controller._handle(ResyncDue(key))
         assert (await run_passes(controller, store)).status.running == 2 and key not in controller.resync_armed  # type: ignore[union-attr]
         assert task_phases() == [("Running", rfc3339(task_seen["w"][1]))]
-        assert key not in controller.held_since and key not in controller.held_tasks
+        assert key not in controller.status_holds.held_since and key not in controller.held_tasks
         await start(controller, store, 2)
         await start(controller, store, 3)  # minAvailable reached: the phase is written at once, counts with it
         done = await run_passes(controller, store)
         assert done.status.running == 4 and done.status.state.phase == JobPhase.RUNNING  # type: ignore[union-attr]
-        assert key not in controller.held_since
+        assert key not in controller.status_holds.held_since
 
     asyncio.run(scenario())
 
@@ -277,23 +279,23 @@ def test_a_pending_jobs_gang_coming_up_waits_so_the_job_writes_once_when_it_runs
         before = await store.get(Job, "ns", "job")
         assert (await run_passes(controller, store)).status == before.status  # four pods created, none started: held
         assert controller._gang_starting(key, before)
-        since = controller.held_since[key]
+        since = controller.status_holds.held_since[key]
         assert controller.resync_armed[key] >= since + STARTING_WAIT_S
         # Past the ordinary settle the resync still holds it.
-        controller.held_since[key] = since - 2 * COUNTS_SETTLE_S
-        controller.status_written.pop(key, None)
+        controller.status_holds.held_since[key] = since - 2 * COUNTS_SETTLE_S
+        controller.status_holds.written_at.pop(key, None)
         await controller._handle(ResyncDue(key))
         assert (await run_passes(controller, store)).status == before.status
         for i in range(4):
             await start(controller, store, i)
             if i < 3:  # starting, short of minAvailable: still held, even past the ordinary settle
-                controller.held_since[key] -= 2 * COUNTS_SETTLE_S
+                controller.status_holds.held_since[key] -= 2 * COUNTS_SETTLE_S
                 assert (await run_passes(controller, store)).status == before.status
         after = await run_passes(controller, store)
         assert after.status is not None and after.status.state is not None
         assert after.status.state.phase == JobPhase.RUNNING and after.status.running == 4 and after.status.pending == 0
         assert int(after.metadata.resource_version or 0) == int(before.metadata.resource_version or 0) + 1
-        assert key not in controller.held_since
+        assert key not in controller.status_holds.held_since
 
     asyncio.run(scenario())
 
@@ -307,7 +309,7 @@ def test_pods_created_and_never_started_are_written_after_starting_wait_s() -> N
 
         controller = await pending_gang(store, publish)
         await run_passes(controller, store)
-        controller.held_since[KEY] -= STARTING_WAIT_S
+        controller.status_holds.held_since[KEY] -= STARTING_WAIT_S
         await controller._handle(ResyncDue(KEY))
         written = await run_passes(controller, store)
         assert written.status is not None and written.status.pending == 4
@@ -340,9 +342,9 @@ def test_a_hold_is_forgotten_when_another_instance_owns_the_job() -> None:
         assert old is not None and old.status is not None
         controller.pods.remember(await store.update(replace(old, status=replace(old.status, phase="Running"))))
         await controller._handle(key)
-        assert key in controller.held_since and key in controller.held_tasks
+        assert key in controller.status_holds.held_since and key in controller.held_tasks
         controller.membership = Elsewhere()
         await controller._handle(ResyncDue(key))
-        assert key not in controller.held_since and key not in controller.held_tasks
+        assert key not in controller.status_holds.held_since and key not in controller.held_tasks
 
     asyncio.run(scenario())

@@ -16,7 +16,7 @@ from vc_scheduling.framework.resources import ResourceSpace
 from vc_scheduling.plugins.binpack import binpack_scores, resource_weights
 from vc_scheduling.plugins.node_filters import tolerates
 from vc_scheduling.plugins.proportion import water_fill
-from vc_scheduling.plugins.queue_ledger import QueueAttr
+from vc_scheduling.plugins.queue_accounts import QueueAttr
 from vc_scheduling.plugins.shares import dominant_share
 from vc_scheduling.plugins.sla import parse_go_duration
 from vc_scheduling.snapshot.cluster import QueueObj

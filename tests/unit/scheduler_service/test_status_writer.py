@@ -5,7 +5,9 @@ statuses of one PodGroup offered while its write waits make one write, of the ne
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
+from dataclasses import dataclass, replace
+
+import pytest
 
 from tests.unit.scheduler_service.service_builders import group
 from vc_bus.testing import MemoryStore
@@ -41,69 +43,69 @@ class CountingStore(MemoryStore):
             raise
 
 
-def test_consecutive_status_writes_neither_read_nor_conflict_while_the_watch_lags() -> None:
-    async def scenario() -> None:
-        store = CountingStore()
-        stored = await store.create(
-            PodGroup(
-                api_version=SCHEDULING_V1BETA1,
-                metadata=ObjectMeta(name="g", namespace="ns"),
-                spec=PodGroupSpec(min_member=1),
-            )
+@dataclass
+class Rig:
+    """A status writer over a store holding the PodGroup ns/g, with the cache holding it as created
+    (what the watch delivered; it delivers nothing more in these tests), and the events it published."""
+
+    store: CountingStore
+    stored: PodGroup
+    cache: SchedulerCache
+    work: InFlight
+    writer: StatusWriter
+    published: list[object]
+
+
+async def build_rig(store: CountingStore) -> Rig:
+    stored = await store.create(
+        PodGroup(
+            api_version=SCHEDULING_V1BETA1,
+            metadata=ObjectMeta(name="g", namespace="ns"),
+            spec=PodGroupSpec(min_member=1),
         )
-        cache = SchedulerCache()
-        # What the watch delivered: the PodGroup as created. It delivers nothing more in this test.
-        cache._podgroup_raw["ns/g"] = (codec.encode(stored), int(stored.metadata.resource_version or 0))
-        published: list[object] = []
+    )
+    cache = SchedulerCache()
+    cache._podgroup_raw["ns/g"] = (codec.encode(stored), int(stored.metadata.resource_version or 0))
+    published: list[object] = []
 
-        async def publish(event: object) -> int:
-            published.append(event)
-            return len(published)
+    async def publish(event: object) -> int:
+        published.append(event)
+        return len(published)
 
-        events = SchedulerEvents(publish, source="test")
-        writer = StatusWriter(store, cache, events, ownership=SoleOwner(), work=InFlight("test"))
-        scheduled = PodGroupCondition("Scheduled", "True", "tasks in gang are ready to be scheduled")
-        await writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Inqueue", (), 0, 0, 0))
-        await writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Running", (scheduled,), 0, 0, 0))
-        await writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Running", (scheduled,), 2, 0, 0))
-        assert (store.reads, store.conflicts) == (0, 0)
-        final = await store.get(PodGroup, "ns", "g")
-        assert final.status is not None and final.status.phase == "Running" and final.status.running == 2
-        assert len(published) == 1  # the verdict "Scheduled", once
-
-    asyncio.run(scenario())
+    work = InFlight("test")
+    writer = StatusWriter(store, cache, SchedulerEvents(publish, source="test"), ownership=SoleOwner(), work=work)
+    return Rig(store, stored, cache, work, writer, published)
 
 
-def test_on_a_mirror_the_write_names_the_version_the_value_carries_not_the_kv_revision() -> None:
+@pytest.fixture
+async def rig() -> Rig:
+    return await build_rig(CountingStore())
+
+
+async def test_consecutive_status_writes_neither_read_nor_conflict_while_the_watch_lags(rig: Rig) -> None:
+    scheduled = PodGroupCondition("Scheduled", "True", "tasks in gang are ready to be scheduled")
+    await rig.writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Inqueue", (), 0, 0, 0))
+    await rig.writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Running", (scheduled,), 0, 0, 0))
+    await rig.writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Running", (scheduled,), 2, 0, 0))
+    assert (rig.store.reads, rig.store.conflicts) == (0, 0)
+    final = await rig.store.get(PodGroup, "ns", "g")
+    assert final.status is not None and final.status.phase == "Running" and final.status.running == 2
+    assert len(rig.published) == 1  # the verdict "Scheduled", once
+
+
+async def test_on_a_mirror_the_write_names_the_version_the_value_carries_not_the_kv_revision(rig: Rig) -> None:
     """The kube backend: the relay's KV values carry the apiserver's own resourceVersion, and the KV
     revision is another counter. Writes name the value's version (a write on the KV revision would fail
     its precondition: a conflict, a re-read, a second write), and our own write is told from the watch's
     copy by comparing versions of one counter."""
-
-    async def scenario() -> None:
-        store = CountingStore()
-        stored = await store.create(
-            PodGroup(
-                api_version=SCHEDULING_V1BETA1,
-                metadata=ObjectMeta(name="g", namespace="ns"),
-                spec=PodGroupSpec(min_member=1),
-            )
-        )
-        cache = SchedulerCache()
-        kv_revision = int(stored.metadata.resource_version or 0) + 1000  # the mirror bucket's own sequence
-        cache._podgroup_raw["ns/g"] = (codec.encode(stored), kv_revision)  # the value keeps its version
-        assert stored_object(PodGroup, cache._podgroup_raw["ns/g"]) == stored
-        writer = StatusWriter(
-            store, cache, SchedulerEvents(lambda event: asyncio.sleep(0), source="test"),
-            ownership=SoleOwner(), work=InFlight("test"),
-        )  # fmt: skip
-        await writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Inqueue", (), 0, 0, 0))
-        await writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Running", (), 1, 0, 0))
-        assert (store.reads, store.conflicts, store.updates) == (0, 0, 2)
-        final = await store.get(PodGroup, "ns", "g")
-        assert final.status is not None and (final.status.phase, final.status.running) == ("Running", 1)
-
-    asyncio.run(scenario())
+    kv_revision = int(rig.stored.metadata.resource_version or 0) + 1000  # the mirror bucket's own sequence
+    rig.cache._podgroup_raw["ns/g"] = (codec.encode(rig.stored), kv_revision)  # the value keeps its version
+    assert stored_object(PodGroup, rig.cache._podgroup_raw["ns/g"]) == rig.stored
+    await rig.writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Inqueue", (), 0, 0, 0))
+    await rig.writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Running", (), 1, 0, 0))
+    assert (rig.store.reads, rig.store.conflicts, rig.store.updates) == (0, 0, 2)
+    final = await rig.store.get(PodGroup, "ns", "g")
+    assert final.status is not None and (final.status.phase, final.status.running) == ("Running", 1)
 
 
 def test_a_value_without_a_version_is_at_its_kv_revision() -> None:
@@ -114,30 +116,16 @@ def test_a_value_without_a_version_is_at_its_kv_revision() -> None:
     assert stored_object(Pod, (codec.encode(pg), 42)) is None  # not that kind
 
 
-def test_statuses_offered_while_a_write_waits_coalesce_into_one_write_of_the_newest() -> None:
-    async def scenario() -> None:
-        store = CountingStore()
-        await store.create(
-            PodGroup(
-                api_version=SCHEDULING_V1BETA1,
-                metadata=ObjectMeta(name="g", namespace="ns"),
-                spec=PodGroupSpec(min_member=1),
-            )
-        )
-        work = InFlight("test")
-        events = SchedulerEvents(lambda event: asyncio.sleep(0), source="test")
-        writer = StatusWriter(store, SchedulerCache(), events, ownership=SoleOwner(), work=work)
-        for phase in ("Pending", "Inqueue", "Running"):  # each a phase change: each due a write
-            assert writer.offer_podgroup(PodGroupStatusUpdate("ns/g", phase, (), 0, 0, 0))
-        assert work.backlog == 1
-        shutdown = asyncio.Event()
-        shutdown.set()  # the runner still carries out what was submitted before it stops
-        await work.run(shutdown)
-        assert store.updates == 1
-        final = await store.get(PodGroup, "ns", "g")
-        assert final.status is not None and final.status.phase == "Running"
-
-    asyncio.run(scenario())
+async def test_statuses_offered_while_a_write_waits_coalesce_into_one_write_of_the_newest(rig: Rig) -> None:
+    for phase in ("Pending", "Inqueue", "Running"):  # each a phase change: each due a write
+        assert rig.writer.offer_podgroup(PodGroupStatusUpdate("ns/g", phase, (), 0, 0, 0))
+    assert rig.work.backlog == 1
+    shutdown = asyncio.Event()
+    shutdown.set()  # the runner still carries out what was submitted before it stops
+    await rig.work.run(shutdown)
+    assert rig.store.updates == 1
+    final = await rig.store.get(PodGroup, "ns", "g")
+    assert final.status is not None and final.status.phase == "Running"
 
 
 def test_an_unchanged_status_is_judged_once_until_the_store_or_the_members_change() -> None:
@@ -172,7 +160,7 @@ def test_an_unchanged_status_is_judged_once_until_the_store_or_the_members_chang
     assert writer.offer_podgroup(renewed) and asked == ["due"] * 5  # written back
 
 
-def test_a_store_that_needs_a_diff_base_is_told_of_the_cached_version_a_write_starts_from() -> None:
+async def test_a_store_that_needs_a_diff_base_is_told_of_the_cached_version_a_write_starts_from() -> None:
     """The kube backend's store (vc_core.store.VersionMemory) computes a merge patch from the version it
     knows; the cache reads the mirror's KV itself, so the writer hands it the version it starts from."""
 
@@ -184,84 +172,33 @@ def test_a_store_that_needs_a_diff_base_is_told_of_the_cached_version_a_write_st
         def remember(self, obj: PodGroup) -> None:
             self.remembered.append(obj.metadata.resource_version)
 
-    async def scenario() -> None:
-        store = RememberingStore()
-        stored = await store.create(
-            PodGroup(api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(name="g", namespace="ns"), spec=PodGroupSpec())
-        )
-        cache = SchedulerCache()
-        cache._podgroup_raw["ns/g"] = (codec.encode(stored), int(stored.metadata.resource_version or 0))
-        writer = StatusWriter(
-            store,
-            cache,
-            SchedulerEvents(lambda e: asyncio.sleep(0, 0), source="t"),
-            ownership=SoleOwner(),
-            work=InFlight("t"),
-        )  # type: ignore[arg-type]
-        await writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Inqueue", (), 0, 0, 0))
-        assert store.remembered == [stored.metadata.resource_version] and store.reads == 0
-
-    asyncio.run(scenario())
+    store = RememberingStore()
+    rig = await build_rig(store)
+    await rig.writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Inqueue", (), 0, 0, 0))
+    assert store.remembered == [rig.stored.metadata.resource_version] and store.reads == 0
 
 
-def test_the_history_says_why_a_gang_waits_with_the_explanation_first() -> None:
-    async def scenario() -> None:
-        store = MemoryStore()
-        stored = await store.create(
-            PodGroup(api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(name="g", namespace="ns"), spec=PodGroupSpec())
-        )
-        cache = SchedulerCache()
-        cache._podgroup_raw["ns/g"] = (codec.encode(stored), int(stored.metadata.resource_version or 0))
-        published: list[object] = []
-
-        async def publish(event: object) -> int:
-            published.append(event)
-            return len(published)
-
-        writer = StatusWriter(
-            store, cache, SchedulerEvents(publish, source="test"), ownership=SoleOwner(), work=InFlight("test")
-        )
-        volcano = "10/0 tasks in gang unschedulable: pod group is not ready, 10 minAvailable"
-        message = f"{volcano}. Why: Needs 40 nvidia.com/gpu for 10 pods."
-        waiting = PodGroupCondition("Unschedulable", "True", "NotEnoughResources", message)
-        await writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Pending", (waiting,), 0, 0, 0))
-        (event,) = published
-        assert event.message == f"Needs 40 nvidia.com/gpu for 10 pods. Scheduler detail: {volcano}."  # type: ignore[attr-defined]
-        stored_group = await store.get(PodGroup, "ns", "g")
-        assert stored_group.status is not None and stored_group.status.conditions[0].message == message  # type: ignore[index]
-
-    asyncio.run(scenario())
+async def test_the_history_says_why_a_gang_waits_with_the_explanation_first(rig: Rig) -> None:
+    volcano = "10/0 tasks in gang unschedulable: pod group is not ready, 10 minAvailable"
+    message = f"{volcano}. Why: Needs 40 nvidia.com/gpu for 10 pods."
+    waiting = PodGroupCondition("Unschedulable", "True", "NotEnoughResources", message)
+    await rig.writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Pending", (waiting,), 0, 0, 0))
+    (event,) = rig.published
+    assert event.message == f"Needs 40 nvidia.com/gpu for 10 pods. Scheduler detail: {volcano}."  # type: ignore[attr-defined]
+    stored_group = await rig.store.get(PodGroup, "ns", "g")
+    assert stored_group.status is not None and stored_group.status.conditions[0].message == message  # type: ignore[index]
 
 
-def test_a_gang_whose_pods_are_being_created_is_no_news_for_the_history() -> None:
+async def test_a_gang_whose_pods_are_being_created_is_no_news_for_the_history(rig: Rig) -> None:
     """Every healthy gang is Inqueue with `NotEnoughPodsOfTask` while its pods are created: the condition
     is written, but no Unschedulable event (a Warning Event on kube) is published for it."""
-
-    async def scenario() -> None:
-        store = MemoryStore()
-        stored = await store.create(
-            PodGroup(api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(name="g", namespace="ns"), spec=PodGroupSpec())
-        )
-        cache = SchedulerCache()
-        cache._podgroup_raw["ns/g"] = (codec.encode(stored), int(stored.metadata.resource_version or 0))
-        published: list[object] = []
-
-        async def publish(event: object) -> int:
-            published.append(event)
-            return len(published)
-
-        writer = StatusWriter(
-            store, cache, SchedulerEvents(publish, source="test"), ownership=SoleOwner(), work=InFlight("test")
-        )
-        starting = PodGroupCondition(
-            "Unschedulable", "True", "NotEnoughPodsOfTask", "Not enough valid pods of each task for gang-scheduling"
-        )
-        await writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Inqueue", (starting,), 0, 0, 0))
-        written = await store.get(PodGroup, "ns", "g")
-        assert written.status is not None and written.status.conditions[0].reason == "NotEnoughPodsOfTask"  # type: ignore[index]
-        assert published == []
-        stuck = PodGroupCondition("Unschedulable", "True", "NotEnoughResources", "3/3 tasks in gang unschedulable")
-        await writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Inqueue", (stuck,), 0, 0, 0))
-        assert [e.reason for e in published] == ["Unschedulable"]  # type: ignore[attr-defined]
-
-    asyncio.run(scenario())
+    starting = PodGroupCondition(
+        "Unschedulable", "True", "NotEnoughPodsOfTask", "Not enough valid pods of each task for gang-scheduling"
+    )
+    await rig.writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Inqueue", (starting,), 0, 0, 0))
+    written = await rig.store.get(PodGroup, "ns", "g")
+    assert written.status is not None and written.status.conditions[0].reason == "NotEnoughPodsOfTask"  # type: ignore[index]
+    assert rig.published == []
+    stuck = PodGroupCondition("Unschedulable", "True", "NotEnoughResources", "3/3 tasks in gang unschedulable")
+    await rig.writer.write_podgroup(PodGroupStatusUpdate("ns/g", "Inqueue", (stuck,), 0, 0, 0))
+    assert [e.reason for e in rig.published] == ["Unschedulable"]  # type: ignore[attr-defined]

@@ -130,13 +130,14 @@ class Tephra:
         return await self._writer.write(request)
 
     async def submit(
-        self, operation: api.Operation, document: dict[str, Any], *, namespace: str | None = None
+        self, write: type[api.ObjectWrite], document: dict[str, Any], *, namespace: str | None = None
     ) -> KubeObject:
+        """Send `document` as a write of that type (api.Create, api.Update or api.Apply)."""
         try:
             raw = msgspec.Raw(msgspec.json.encode(document))
         except (msgspec.EncodeError, OverflowError, TypeError, ValueError) as exc:  # e.g. an integer past 64 bits
             raise CliError(f"the document cannot be sent as JSON: {describe(exc)}", code=2) from exc
-        obj = await self.write(api.WriteRequest(operation=operation, object=raw, namespace=namespace))
+        obj = await self.write(write(object=raw, namespace=namespace))
         assert obj is not None
         return obj
 
@@ -173,34 +174,43 @@ class KubeWriter:
         self._store = store
 
     async def write(self, request: api.WriteRequest) -> KubeObject | None:
-        if request.operation == "delete":
-            row = KINDS.get(request.kind or "")
-            if row is None or not request.name:
-                raise CliError("delete needs a supported kind and a name", code=2)
-            namespace = (request.namespace or "default") if row.namespaced else None
-            await self._store.delete(
-                row.type, namespace, request.name, resource_version=request.resource_version, uid=request.uid
-            )
-            return None
+        match request:
+            case api.Delete():
+                await self._delete(request)
+                return None
+            case api.Create():
+                return await self._store.create(self._object_of(request))
+            case api.Update() | api.Apply():
+                obj = self._object_of(request)
+                try:
+                    current = await self._store.get(type(obj), obj.metadata.namespace, obj.metadata.name or "")
+                except NotFound:
+                    if isinstance(request, api.Apply):
+                        return await self._store.create(obj)
+                    raise
+                meta = msgspec.structs.replace(
+                    obj.metadata,
+                    uid=current.metadata.uid,
+                    resource_version=obj.metadata.resource_version or current.metadata.resource_version,
+                )
+                return await self._store.update(msgspec.structs.replace(obj, metadata=meta))
+
+    async def _delete(self, request: api.Delete) -> None:
+        row = KINDS.get(request.kind or "")
+        if row is None or not request.name:
+            raise CliError("delete needs a supported kind and a name", code=2)
+        namespace = (request.namespace or "default") if row.namespaced else None
+        await self._store.delete(
+            row.type, namespace, request.name, resource_version=request.resource_version, uid=request.uid
+        )
+
+    @staticmethod
+    def _object_of(request: api.ObjectWrite) -> KubeObject:
         try:
             obj = codec.decode_object(bytes(request.object))
         except UNDECODABLE as exc:
             raise CliError(f"the object is not one Tephra knows: {describe(exc)}", code=2) from exc
-        obj = _with_namespace(obj, request.namespace)
-        if request.operation == "create":
-            return await self._store.create(obj)
-        try:
-            current = await self._store.get(type(obj), obj.metadata.namespace, obj.metadata.name or "")
-        except NotFound:
-            if request.operation == "apply":
-                return await self._store.create(obj)
-            raise
-        meta = msgspec.structs.replace(
-            obj.metadata,
-            uid=current.metadata.uid,
-            resource_version=obj.metadata.resource_version or current.metadata.resource_version,
-        )
-        return await self._store.update(msgspec.structs.replace(obj, metadata=meta))
+        return _with_namespace(obj, request.namespace)
 
 
 def _with_namespace(obj: KubeObject, namespace: str | None) -> KubeObject:

@@ -28,6 +28,7 @@ OnChange = Callable[[ObjT | None, ObjT | None], None]
 
 
 def revision_of(obj: KubeObject) -> int:
+    """The store revision an object was read or written at (its resourceVersion; 0 before it is stored)."""
     return int(obj.metadata.resource_version or 0)
 
 

@@ -292,6 +292,7 @@ class Membership:
 
     async def _watch_loop(self, nc: Client) -> None:
         js = nc.jetstream()
+        # Raw KV, not an Informer: leases are heartbeats, not stored objects, and their arrival time is what counts.
         async for entry in watch_bucket(js, subjects.LEASES_BUCKET, f"{self.group}.*"):
             name = entry.key.partition(".")[2]
             if entry.op is WatchOp.PUT and entry.value != b"{}":

@@ -81,23 +81,23 @@ class WriteApi:
         return object_reply(obj) if obj is not None else _reply.encode(api.WriteReply())
 
     async def _dispatch(self, request: api.WriteRequest, caller: Person) -> KubeObject | None:
-        if request.operation == "delete":
-            await self._delete(request, caller)
-            return None
-        if api.is_absent(request.object):
-            raise InvalidObject("object", "required", f"{request.operation} needs an object")
-        obj = _with_namespace(decode_object(bytes(request.object)), request.namespace)
-        kind, namespace = type(obj).__name__, obj.metadata.namespace if KINDS[type(obj).__name__].namespaced else None
-        if request.operation == "create":
-            authorize(caller, "create", kind, namespace, new=obj, old=None)
-            return await self._create(obj)
-        old = await self._current(obj)
-        authorize(caller, "create" if old is None else "update", kind, namespace, new=obj, old=old)
-        if request.operation == "apply" and old is None:
-            return await self._create(obj)
-        if old is None:
-            raise NotFound(kind, obj.metadata.name or "")
-        return await self._update(obj, old)
+        match request:
+            case api.Delete():
+                await self._delete(request, caller)
+                return None
+            case api.Create():
+                obj, kind, namespace = _object_of(request)
+                authorize(caller, "create", kind, namespace, new=obj, old=None)
+                return await self._create(obj)
+            case api.Update() | api.Apply():
+                obj, kind, namespace = _object_of(request)
+                old = await self._current(obj)
+                authorize(caller, "create" if old is None else "update", kind, namespace, new=obj, old=old)
+                if old is not None:
+                    return await self._update(obj, old)
+                if isinstance(request, api.Apply):
+                    return await self._create(obj)
+                raise NotFound(kind, obj.metadata.name or "")
 
     async def _current(self, obj: KubeObject) -> KubeObject | None:
         if not obj.metadata.name:  # generateName: a new object
@@ -129,7 +129,7 @@ class WriteApi:
         admitted = await self._admit.update(candidate, old)
         return await self._store.update(admitted)
 
-    async def _delete(self, request: api.WriteRequest, caller: Person) -> None:
+    async def _delete(self, request: api.Delete, caller: Person) -> None:
         row = KINDS.get(request.kind or "")
         if row is None or not request.name:
             raise InvalidObject("kind", "required", "delete needs a supported kind and a name")
@@ -149,6 +149,16 @@ class WriteApi:
         await self._store.delete(
             row.type, namespace, request.name, resource_version=request.resource_version, uid=request.uid
         )
+
+
+def _object_of(request: api.ObjectWrite) -> tuple[KubeObject, str, str | None]:
+    """The request's object (in the request's namespace when it names none), its kind and the
+    namespace it is in (None for a cluster-scoped kind)."""
+    if api.is_absent(request.object):
+        raise InvalidObject("object", "required", f"{api.operation_of(request)} needs an object")
+    obj = _with_namespace(decode_object(bytes(request.object)), request.namespace)
+    kind = type(obj).__name__
+    return obj, kind, obj.metadata.namespace if KINDS[kind].namespaced else None
 
 
 def _check_key(namespace: str | None, name: str, path: str) -> None:

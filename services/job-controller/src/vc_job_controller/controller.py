@@ -43,6 +43,7 @@ from vc_runtime.informer import Informer
 from vc_runtime.membership import Membership
 from vc_runtime.refusals import report_refused
 from vc_runtime.sharding import FencedStore
+from vc_runtime.status_pacing import Pacing, StatusHolds
 from vc_validation import Violation, summarize
 
 log = structlog.get_logger(__name__)
@@ -92,6 +93,7 @@ COUNTS_SETTLE_S = 1.0
 # carries them. On kube, 1,000 nodes under load, 5-9 s passed between pods created and the gang running,
 # and its pods started over seconds: one or two PATCHes of their own per job.
 STARTING_WAIT_S = 10.0
+COUNTS = Pacing(every_s=COUNTS_EVERY_S, settle_s=COUNTS_SETTLE_S)
 _COMING_UP = frozenset((PodPhase.PENDING, PodPhase.RUNNING))  # task phases (logic.transitions.task_phase)
 
 
@@ -125,10 +127,10 @@ class JobController:
         self.pods_by_job: dict[JobKey, dict[str, Pod]] = {}
         self.pending: dict[JobKey, deque[Request]] = {}
         self.delayed: dict[JobKey, dict[str, DelayedAction]] = {}
-        self.status_written: dict[JobKey, float] = {}  # monotonic time of each job's last status write
-        # Jobs with a change of counts held back: when it was first held (monotonic), and for each task
-        # whose phase it moves, that phase and when it was first seen (for the records the write makes).
-        self.held_since: dict[JobKey, float] = {}
+        # Each job's last status write and its change of counts held back (monotonic times), and for each
+        # task whose phase that change moves, the phase and when it was first seen (for the records the
+        # write makes).
+        self.status_holds: StatusHolds[JobKey] = StatusHolds(COUNTS)
         self.held_tasks: dict[JobKey, dict[str, tuple[str, datetime]]] = {}
         self.resync_armed: dict[JobKey, float] = {}  # jobs with a sync set for when their held counts are due
         self.dispatcher: KeyedDispatcher[Work] = KeyedDispatcher(self._handle, workers=workers, name="jobs")
@@ -156,8 +158,8 @@ class JobController:
             key = (old.metadata.namespace or "", old.metadata.name or "") if old else ("", "")
             self.pending.pop(key, None)
             self.delayed.pop(key, None)
-            self.status_written.pop(key, None)
-            self._forget_hold(key)
+            self.status_holds.forget(key)
+            self.held_tasks.pop(key, None)
             self.resync_armed.pop(key, None)
             self.admissibility.forget(key)
             if old is not None:
@@ -288,16 +290,15 @@ class JobController:
             delayed=dict(self.delayed.get(key, {})),
             priority_classes={pc.metadata.name or "": pc.value for pc in self.priority_classes.items.values()},
         )
-        written = self.status_written.get(key)
-        since = self.held_since.get(key)
-        starting = self._gang_starting(key, job)
+        settle = STARTING_WAIT_S if self._gang_starting(key, job) else None
+        now = time.monotonic()
         with LATENCY.time():
             plan = decide(
                 view,
                 request,
                 datetime.now(UTC),
                 merged=merged,
-                hold_counts=time.monotonic() < self._hold_until(written, since, starting=starting),
+                hold_counts=now < self.status_holds.due_at(key, now, settle_s=settle),
                 tasks_seen=self.held_tasks.get(key),
             )
             try:
@@ -308,12 +309,11 @@ class JobController:
         if stored is not job:
             self.jobs.remember(stored)
         if plan.status is not None:
-            self.status_written[key] = time.monotonic()
-        if plan.status_held:
+            self.status_holds.wrote(key, time.monotonic())
+        if plan.status_held:  # (a plan holding its status writes none)
             now = time.monotonic()
-            since = self.held_since.setdefault(key, now)
             self._note_held_tasks(key, plan.held_tasks)
-            due = self._hold_until(written, since, starting=self._gang_starting(key, job))
+            due = self.status_holds.hold(key, now, settle_s=STARTING_WAIT_S if self._gang_starting(key, job) else None)
             armed = self.resync_armed.get(key)
             if armed is None or due < armed:
                 self.resync_armed[key] = due
@@ -324,15 +324,6 @@ class JobController:
         await self._apply_delays(key, plan.delays_to_cancel, plan.delays_to_schedule)
         RECONCILES.labels(plan.action, "ok").inc()
         MERGED.inc(len(merged))
-
-    @staticmethod
-    def _hold_until(written: float | None, since: float | None, *, starting: bool = False) -> float:
-        """Until when (monotonic) a change of counts alone is held back: COUNTS_SETTLE_S after it was
-        first held (from now, for a change not held yet), STARTING_WAIT_S while a Pending job's gang
-        comes up, and COUNTS_EVERY_S after the last write."""
-        settle = STARTING_WAIT_S if starting else COUNTS_SETTLE_S
-        settled = (since if since is not None else time.monotonic()) + settle
-        return max(settled, written + COUNTS_EVERY_S if written is not None else 0.0)
 
     def _gang_starting(self, key: JobKey, job: Job) -> bool:
         """The job is Pending and the change held for it moves tasks to Pending or Running only (its pods
@@ -353,7 +344,7 @@ class JobController:
         }
 
     def _forget_hold(self, key: JobKey) -> None:
-        self.held_since.pop(key, None)
+        self.status_holds.release(key)
         self.held_tasks.pop(key, None)
 
     async def _refuse(self, key: JobKey, job: Job, violations: tuple[Violation, ...]) -> None:

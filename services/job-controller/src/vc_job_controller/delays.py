@@ -55,6 +55,7 @@ class DelayStore:
     async def load(self) -> AsyncIterator[tuple[str, str, DelayedAction]]:
         """Every stored delay as (namespace, job, action), read once up to now; bad entries are skipped."""
         await self._bucket()
+        # Raw KV, not an Informer: delayed actions are not stored objects, and are read once at start-up.
         async for entry in watch_bucket(self._nc.jetstream(), BUCKET):
             if entry.op is WatchOp.SYNCED:
                 return

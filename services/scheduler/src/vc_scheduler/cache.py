@@ -76,7 +76,7 @@ def stored_object(kind: type[ObjT], stored: tuple[bytes, int]) -> ObjT | None:
     return obj if obj.metadata.resource_version else with_meta(obj, resource_version=str(stored[1]))
 
 
-def revision_of(obj: KubeObject) -> int:
+def resource_version_number(obj: KubeObject) -> int:
     """An object's resourceVersion as a number (0 when absent or not numeric), to tell the newer of two
     versions of one object that came from the same store."""
     rv = obj.metadata.resource_version
@@ -230,6 +230,7 @@ class SchedulerCache:
 
     async def follow(self, js: Any, kind: str, shutdown: asyncio.Event) -> None:
         table = self._table(kind)
+        # Raw KV, not an Informer: it decodes into snapshot views and keeps bytes and revision for CAS.
         async for entry in until(shutdown, watch_bucket(js, subjects.bucket(kind))):
             if entry.op is WatchOp.SYNCED:
                 self.version += 1

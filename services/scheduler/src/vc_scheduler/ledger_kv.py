@@ -128,6 +128,7 @@ class Ledger:
     # -- the followed copy -------------------------------------------------------------------------
     async def follow(self, shutdown: asyncio.Event) -> None:
         await self.open()
+        # Raw KV, not an Informer: entries are reservations, and each CAS starts from the entry's revision.
         async for entry in until(shutdown, watch_bucket(self._js, BUCKET)):
             if entry.op is WatchOp.SYNCED:
                 self.synced.set()

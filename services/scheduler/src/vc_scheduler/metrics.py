@@ -33,7 +33,7 @@ from vc_scheduling.framework.decisions import Evict
 from vc_scheduling.framework.model import QueueInfo
 from vc_scheduling.framework.resources import ResourceSpace, less_equal
 from vc_scheduling.plugins.proportion import water_fill
-from vc_scheduling.plugins.queue_ledger import QueueAttr, capability_vector, share
+from vc_scheduling.plugins.queue_accounts import QueueAttr, capability_vector, share
 from vc_scheduling.snapshot.cluster import (
     DEFAULT_QUEUE,
     GROUP_NAME_ANNOTATION,

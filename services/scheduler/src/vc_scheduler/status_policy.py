@@ -26,7 +26,8 @@ come in bursts are spaced:
   simply has not caught up;
 - a queue's `status.allocated` is written when it changed, at most every ALLOCATED_EVERY_S (binds
   move it many times a second on a busy cluster).
-The clock is the caller's (a monotonic reading, in seconds).
+The spacing itself (hold, settle, flush) is the runtime's status pacing (vc_runtime.status_pacing); the
+scheduler's figures are the constants below. The clock is the caller's (a monotonic reading, in seconds).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from typing import cast
 from vc_proto.scheduling import PodGroupCondition as StoredCondition
 from vc_proto.scheduling import PodGroupStatus
 from vc_proto.vocabulary import PodGroupConditionType, PodGroupPhase
+from vc_runtime.status_pacing import Pacing, StatusHolds
 from vc_scheduling.framework.decisions import PodGroupStatusUpdate, QueueStatusUpdate
 from vc_scheduling.snapshot.cluster import PodGroupCondition, PodGroupObj
 
@@ -46,6 +48,8 @@ COUNTS_SETTLE_S = 1.0  # and a change that keeps the phase waits this long from 
 ALLOCATED_EVERY_S = 1.0  # a queue's status.allocated is rewritten at most this often
 BINDS_SEEN_S = 15.0  # a new Scheduled condition on an Inqueue PodGroup waits this long for Running
 PODS_START_S = 10.0  # Inqueue -> Running waits this long for minMember pods to run
+COUNTS = Pacing(every_s=COUNTS_EVERY_S, settle_s=COUNTS_SETTLE_S)
+ALLOCATED = Pacing(every_s=ALLOCATED_EVERY_S, settle_s=0.0)
 SCHEDULED = PodGroupConditionType.SCHEDULED
 UNSCHEDULABLE = PodGroupConditionType.UNSCHEDULABLE
 # The gang's verdicts while an admitted job's pods are still being created (Volcano's gang plugin):
@@ -124,43 +128,16 @@ def stored_matches(phase: str, stored: tuple[PodGroupCondition, ...], update: Po
     return phase == update.phase and all(have.get(t) == v for t, v in _conditions(update.conditions).items())
 
 
-class _Held:
-    """Updates declined only for now: by key, the time from which offering them again writes them.
-    The loop skips cycles while nothing changes; it must still run one then (next_due)."""
-
-    def __init__(self) -> None:
-        self._until: dict[str, float] = {}
-
-    def hold(self, key: str, until: float) -> None:
-        self._until[key] = until
-
-    def release(self, key: str) -> None:
-        self._until.pop(key, None)
-
-    def holds(self, key: str) -> bool:
-        return key in self._until
-
-    def due_keys(self, now: float) -> list[str]:
-        return [key for key, until in self._until.items() if until <= now]
-
-    def next_due(self, keep: Callable[[str], bool]) -> float | None:
-        """The earliest release time of the keys still worth writing (`keep`); others are dropped."""
-        self._until = {k: v for k, v in self._until.items() if keep(k)}
-        return min(self._until.values()) if self._until else None
-
-    def keep_only(self, live: Container[str]) -> None:
-        self._until = {k: v for k, v in self._until.items() if k in live}
-
-
 class SentStatuses:
     """The PodGroup statuses last sent, and when: whether a new update is due a write."""
 
     def __init__(self) -> None:
         self._sent: dict[str, tuple[Signature, float]] = {}
         self._first_offered: dict[str, float] = {}  # PodGroups offered, never sent: since when
-        self._minor_since: dict[str, float] = {}  # a change keeping the sent phase, not yet sent: since when
         self._starting_since: dict[str, float] = {}  # Running offered after Inqueue, pods not running yet
-        self._held = _Held()
+        # Updates declined for now, until when; a change keeping the sent phase settles from when it was
+        # first held. The loop skips cycles while nothing changes; it must still run one then (next_due).
+        self._held: StatusHolds[str] = StatusHolds(COUNTS)
 
     def due(self, update: PodGroupStatusUpdate, now: float, stored: PodGroupObj | None) -> bool:
         """Whether to write `update` now (`stored`: the PodGroup as the watch last delivered it); a
@@ -171,36 +148,33 @@ class SentStatuses:
         if sent is None and stored is not None and (stored.phase or PodGroupPhase.PENDING) == update.phase:
             first = self._first_offered.setdefault(key, now)
             if now - first < COUNTS_EVERY_S:
-                self._held.hold(key, first + COUNTS_EVERY_S)
+                self._held.hold_until(key, first + COUNTS_EVERY_S)
                 return False  # a first status keeping the phase: the enqueue about to follow says more
         if sent is not None and starting(sent[0], update, stored):
             first = self._starting_since.setdefault(key, now)
             if now - first < PODS_START_S:
-                self._held.hold(key, first + PODS_START_S)
+                self._held.hold_until(key, first + PODS_START_S)
                 return False  # bound, pods starting: the counts about to follow go in the same write
         else:
             self._starting_since.pop(key, None)
         if sent is not None and minor_only(sent[0], sig):
-            since = self._minor_since.setdefault(key, now)
-            until = max(sent[1] + COUNTS_EVERY_S, since + COUNTS_SETTLE_S)
-            if newly_scheduled(sent[0], update):
-                until = max(until, since + BINDS_SEEN_S)
-            if now < until:
-                self._held.hold(key, until)
+            settle = max(COUNTS_SETTLE_S, BINDS_SEEN_S) if newly_scheduled(sent[0], update) else None
+            if now < self._held.hold(key, now, settle_s=settle):
                 return False  # the phase holds: wait, so a gang's pods and conditions make one write
         if sent is not None and sent[0] == sig:
-            self._minor_since.pop(key, None)  # a change that came and went: the next one settles afresh
+            self._held.restart_settle(key)  # a change that came and went: the next one settles afresh
             if stored is not None and stored_matches(stored.phase, stored.conditions, update):
                 self._held.release(key)  # written and seen: nothing to resend
                 return False
             if now - sent[1] < STATUS_RESEND_S:
-                self._held.hold(key, sent[1] + STATUS_RESEND_S)  # resent then if the store still disagrees
+                self._held.hold_until(key, sent[1] + STATUS_RESEND_S)  # resent then if the store still disagrees
                 return False
         # Sent: held until the store is seen to say it (a write that failed is resent STATUS_RESEND_S on).
-        self._held.hold(key, now + STATUS_RESEND_S)
+        self._held.restart_settle(key)
+        self._held.hold_until(key, now + STATUS_RESEND_S)
+        self._held.wrote(key, now)
         self._sent[key] = (sig, now)
         self._first_offered.pop(key, None)
-        self._minor_since.pop(key, None)
         self._starting_since.pop(key, None)
         return True
 
@@ -219,10 +193,9 @@ class SentStatuses:
 
     def forget_all_but(self, live: Container[str], *, above: int) -> None:
         """Drop deleted PodGroups' entries once more than `above` are held (bounded by the cluster)."""
-        if len(self._sent) + len(self._first_offered) + len(self._minor_since) + len(self._starting_since) > above:
+        if len(self._sent) + len(self._first_offered) + len(self._held.held_since) + len(self._starting_since) > above:
             self._sent = {k: v for k, v in self._sent.items() if k in live}
             self._first_offered = {k: v for k, v in self._first_offered.items() if k in live}
-            self._minor_since = {k: v for k, v in self._minor_since.items() if k in live}
             self._starting_since = {k: v for k, v in self._starting_since.items() if k in live}
             self._held.keep_only(live)
 
@@ -231,19 +204,20 @@ class SentAllocations:
     """Each queue's `status.allocated` last sent, and when."""
 
     def __init__(self) -> None:
-        self._sent: dict[str, tuple[dict[str, str], float]] = {}
-        self._held = _Held()
+        self._sent: dict[str, dict[str, str]] = {}
+        self._held: StatusHolds[str] = StatusHolds(ALLOCATED)
 
     def due(self, update: QueueStatusUpdate, now: float) -> bool:
-        sent = self._sent.get(update.queue)
-        if sent is not None and sent[0] == update.allocated:
-            self._held.release(update.queue)
+        queue = update.queue
+        if self._sent.get(queue) == update.allocated:
+            self._held.release(queue)
             return False
-        if sent is not None and now - sent[1] < ALLOCATED_EVERY_S:
-            self._held.hold(update.queue, sent[1] + ALLOCATED_EVERY_S)
+        if now < self._held.due_at(queue, now):
+            self._held.hold(queue, now)
             return False
-        self._held.release(update.queue)
-        self._sent[update.queue] = (update.allocated, now)
+        self._held.release(queue)
+        self._held.wrote(queue, now)
+        self._sent[queue] = update.allocated
         return True
 
     def next_due(self, keep: Callable[[str], bool]) -> float | None:

@@ -24,7 +24,7 @@ from vc_proto import events as ev
 from vc_proto.scheduling import PodGroup, PodGroupStatus, Queue, QueueStatus
 from vc_proto.vocabulary import PodGroupConditionType
 from vc_runtime.sharding import FencedStore
-from vc_scheduler.cache import SchedulerCache, revision_of, stored_object
+from vc_scheduler.cache import SchedulerCache, resource_version_number, stored_object
 from vc_scheduler.events import SchedulerEvents, timestamp
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.metrics import PG_WRITES, QUEUE_WRITES
@@ -169,7 +169,7 @@ class StatusWriter:
             except Conflict:
                 continue
             self._written[update.podgroup] = written
-            self._cache.expect_echo(update.podgroup, revision_of(written))
+            self._cache.expect_echo(update.podgroup, resource_version_number(written))
             if len(self._written) > SENT_MIN + 2 * len(self._cache.podgroups):  # deleted PodGroups' leftovers
                 self._written = {k: v for k, v in self._written.items() if k in self._cache.podgroups}
             PG_WRITES.labels(self.instance, "ok").inc()
@@ -203,7 +203,9 @@ class StatusWriter:
         write the watch still holds the revision before it, and writing on that would only conflict."""
         written = self._written.get(key)
         cached = stored_object(PodGroup, stored) if stored is not None else None
-        if written is not None and (cached is None or revision_of(written) > revision_of(cached)):
+        if written is not None and (
+            cached is None or resource_version_number(written) > resource_version_number(cached)
+        ):
             return written
         self._written.pop(key, None)  # the watch caught up with our write
         return cached

@@ -7,6 +7,7 @@ from typing import Any
 
 from vc_cli.client import Tephra
 from vc_cli.commands.from_file import add_file_arguments, for_each_document
+from vc_proto import api
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -15,7 +16,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 async def run(tephra: Tephra, args: argparse.Namespace) -> int:
     async def apply(doc: dict[str, Any]) -> str:
-        obj = await tephra.submit("apply", doc, namespace=args.namespace)
+        obj = await tephra.submit(api.Apply, doc, namespace=args.namespace)
         return f"{type(obj).__name__.lower()}/{obj.metadata.name} applied"
 
     return await for_each_document(args.documents, apply)

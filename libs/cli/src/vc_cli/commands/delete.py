@@ -21,7 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 async def run(tephra: Tephra, args: argparse.Namespace) -> int:
     async def delete(doc: dict[str, Any]) -> str:
         kind, namespace, name = target(doc, args.namespace)
-        await tephra.write(api.WriteRequest(operation="delete", kind=kind, namespace=namespace, name=name))
+        await tephra.write(api.Delete(kind=kind, namespace=namespace, name=name))
         return f"{kind.lower()}/{name} deleted"
 
     return await for_each_document(args.documents, delete)

@@ -152,7 +152,7 @@ def job_from_flags(args: argparse.Namespace) -> dict[str, Any]:
 
 async def _run(tephra: Tephra, args: argparse.Namespace) -> int:
     for doc in args.documents:
-        created = await tephra.submit("create", doc, namespace=args.namespace)
+        created = await tephra.submit(api.Create, doc, namespace=args.namespace)
         print(f"run job {created.metadata.name} successfully")
     return 0
 
@@ -270,7 +270,7 @@ async def _command(tephra: Tephra, args: argparse.Namespace, action: Action) -> 
     target = OwnerReference(
         api_version=BATCH_V1ALPHA1, kind="Job", name=job.metadata.name or "", uid=job.metadata.uid or ""
     )
-    await tephra.submit("create", command_document(action=action.value, namespace=args.namespace, target=target))
+    await tephra.submit(api.Create, command_document(action=action.value, namespace=args.namespace, target=target))
     return 0
 
 
@@ -287,6 +287,6 @@ async def _resume(tephra: Tephra, args: argparse.Namespace) -> int:
 
 
 async def _delete(tephra: Tephra, args: argparse.Namespace) -> int:
-    await tephra.write(api.WriteRequest(operation="delete", kind="Job", namespace=args.namespace, name=args.name))
+    await tephra.write(api.Delete(kind="Job", namespace=args.namespace, name=args.name))
     print(f"delete job {args.name} successfully")
     return 0

@@ -107,7 +107,7 @@ def _prepare_create(args: argparse.Namespace) -> None:
 
 
 async def _create(tephra: Tephra, args: argparse.Namespace) -> int:
-    queue = await tephra.submit("create", args.document)
+    queue = await tephra.submit(api.Create, args.document)
     assert isinstance(queue, Queue)  # admission answers a create with the object it stored
     if args.state == "Closed":
         # A queue's state is its controller's to write (status is not writable through admission), so
@@ -222,7 +222,7 @@ async def _describe(tephra: Tephra, args: argparse.Namespace) -> int:
 
 # -- delete, operate -----------------------------------------------------------------------------------
 async def _delete(tephra: Tephra, args: argparse.Namespace) -> int:
-    await tephra.write(api.WriteRequest(operation="delete", kind="Queue", name=args.name))
+    await tephra.write(api.Delete(kind="Queue", name=args.name))
     print(f"delete queue {args.name} successfully")
     return 0
 
@@ -231,7 +231,7 @@ async def _send_command(tephra: Tephra, queue: Queue, action: Action) -> None:
     target = OwnerReference(
         api_version=SCHEDULING_V1BETA1, kind="Queue", name=queue.metadata.name or "", uid=queue.metadata.uid or ""
     )
-    await tephra.submit("create", command_document(action=action.value, namespace="default", target=target))
+    await tephra.submit(api.Create, command_document(action=action.value, namespace="default", target=target))
 
 
 def _prepare_operate(args: argparse.Namespace) -> None:
@@ -246,7 +246,7 @@ async def _operate(tephra: Tephra, args: argparse.Namespace) -> int:
     if args.action == "update":
         doc = codec.to_dict(queue)
         doc.setdefault("spec", {})["weight"] = args.weight
-        await tephra.submit("update", doc)
+        await tephra.submit(api.Update, doc)
         print(f"update queue {args.name} successfully")
         return 0
     await _send_command(tephra, queue, Action.OPEN_QUEUE if args.action == "open" else Action.CLOSE_QUEUE)

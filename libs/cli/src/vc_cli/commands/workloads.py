@@ -100,7 +100,7 @@ async def _create(workload: Workload[Any], tephra: Tephra, args: argparse.Namesp
     failed = 0
     for doc in args.documents:
         try:
-            obj = await tephra.submit("create", doc, namespace=args.namespace)
+            obj = await tephra.submit(api.Create, doc, namespace=args.namespace)
         except CliError as exc:
             failed += 1
             name = (doc.get("metadata") or {}).get("name")
@@ -166,7 +166,7 @@ async def _delete(workload: Workload[Any], tephra: Tephra, args: argparse.Namesp
             for d in args.documents
         ]
     for namespace, name in targets:
-        request = api.WriteRequest(operation="delete", kind=workload.kind_name, namespace=namespace, name=name)
+        request = api.Delete(kind=workload.kind_name, namespace=namespace, name=name)
         try:
             await tephra.write(request)
         except NotFound as exc:

@@ -14,7 +14,7 @@ from vc_scheduling.framework.interfaces import ALLOWED, Check, ExtensionPoint, P
 from vc_scheduling.framework.model import JobInfo, QueueInfo, TaskInfo
 from vc_scheduling.framework.resources import Vector, less_equal
 from vc_scheduling.framework.session import Session
-from vc_scheduling.plugins.queue_ledger import QueueAttr, QueueLedger, share
+from vc_scheduling.plugins.queue_accounts import QueueAccounts, QueueAttr, share
 from vc_scheduling.snapshot.cluster import ROOT_QUEUE
 
 NAME: Final = "capacity"
@@ -26,7 +26,7 @@ class CapacityPlugin:
 
     def __init__(self, args: PluginArgs | None = None) -> None:
         self.hierarchical = bool((args or {}).get("enableHierarchy", False))
-        self.ledger: QueueLedger | None = None
+        self.ledger: QueueAccounts | None = None
         self.parent: dict[str, str] = {}
         self.children: dict[str, list[str]] = {}
 
@@ -45,9 +45,9 @@ class CapacityPlugin:
         ssn.add_fn(P.JOB_ENQUEUED, NAME, self.job_enqueued)
         ssn.add_event_handler(ledger.placement_handler(queues_of=self._lineage, share_of=self._share))
 
-    def _build(self, ssn: Session) -> QueueLedger:
+    def _build(self, ssn: Session) -> QueueAccounts:
         """The queue tree (when hierarchical) and per-queue attributes, parents before children."""
-        self.ledger = ledger = QueueLedger(ssn)
+        self.ledger = ledger = QueueAccounts(ssn)
         names = set(ssn.queues) if self.hierarchical else {job.queue for job in ssn.jobs.values()}
         self._build_tree(ssn, names)
         for name in self._top_down(ssn, names):

@@ -16,7 +16,7 @@ from vc_scheduling.framework.interfaces import ALLOWED, Check, ExtensionPoint, P
 from vc_scheduling.framework.model import JobInfo, QueueInfo, TaskInfo
 from vc_scheduling.framework.resources import Vector, less_equal
 from vc_scheduling.framework.session import Session
-from vc_scheduling.plugins.queue_ledger import QueueAttr, QueueLedger, share
+from vc_scheduling.plugins.queue_accounts import QueueAccounts, QueueAttr, share
 from vc_scheduling.plugins.shares import ShareOf
 
 NAME: Final = "proportion"
@@ -53,7 +53,7 @@ class ProportionPlugin:
     name: ClassVar[str] = NAME
 
     def __init__(self, args: PluginArgs | None = None) -> None:
-        self.ledger: QueueLedger | None = None
+        self.ledger: QueueAccounts | None = None
         # Per queue, fixed once the deserved shares are filled: the share function and the limits an
         # allocation is checked against, tolerance included (the hot path compares, nothing more).
         self._share_of: dict[str, ShareOf] = {}
@@ -68,9 +68,9 @@ class ProportionPlugin:
         self._register(ssn, self.ledger)
 
     @staticmethod
-    def build_ledger(ssn: Session) -> QueueLedger:
+    def build_ledger(ssn: Session) -> QueueAccounts:
         """Queue attributes for queues with jobs, and their deserved shares by water-filling."""
-        ledger = QueueLedger(ssn)
+        ledger = QueueAccounts(ssn)
         total = ssn.total_resource
         guarantees = [ssn.space.vector(q.spec.guarantee) for q in ssn.queues.values()]
         total_guarantee = np.sum(guarantees, axis=0) if guarantees else ssn.space.zeros()
@@ -87,7 +87,7 @@ class ProportionPlugin:
             attr.share = share(attr.allocated, attr.deserved)
         return ledger
 
-    def _register(self, ssn: Session, ledger: QueueLedger) -> None:
+    def _register(self, ssn: Session, ledger: QueueAccounts) -> None:
         P = ExtensionPoint
         ssn.add_fn(P.QUEUE_ORDER, NAME, self.queue_order)
         ssn.add_fn(P.RECLAIMABLE, NAME, self.reclaimable)

@@ -1,6 +1,6 @@
 """Per-queue resource bookkeeping shared by proportion and capacity.
 
-Besides Volcano's allocated/request/inqueue sums, the ledger keeps each admitted job's *reservation*
+Besides Volcano's allocated/request/inqueue sums, the accounts keep each admitted job's *reservation*
 (its minResources not yet placed), so a quota check can count allocated + reserved + the new request
 exactly, per resource, and a job's own reservation shrinks as its tasks are placed (issues 921, 1860).
 """
@@ -44,7 +44,10 @@ def capability_vector(space: ResourceSpace, queue: QueueInfo) -> Vector:
     return cap
 
 
-class QueueLedger:
+class QueueAccounts:
+    """A session's per-queue sums (QueueAttr) and admitted jobs' reservations. (Not the scheduler's
+    placement ledger, which reserves nodes and queues between scheduler instances.)"""
+
     def __init__(self, ssn: Session) -> None:
         self.space = ssn.space
         self.jobs = ssn.jobs
@@ -231,7 +234,7 @@ def _opening_sums(job: JobInfo, space: ResourceSpace) -> tuple[Vector, Vector, V
     """As the job opens: Σ requests of its placed and pending tasks, Σ of its placed and pipelined ones,
     and, when it holds a reservation, its unplaced minResources. Memoised on the job (read-only
     arrays): it opens the same every cycle while carried unchanged."""
-    memo = job.opening_memo.get("ledger.sums")
+    memo = job.opening_memo.get("queue_accounts.sums")
     if memo is None:
         request, placed = space.zeros(), space.zeros()
         for task in job.tasks.values():
@@ -248,7 +251,7 @@ def _opening_sums(job: JobInfo, space: ResourceSpace) -> tuple[Vector, Vector, V
             reservation = np.where(job.min_resources_dims, np.maximum(job.min_resources - placed, 0.0), 0.0)
             reservation.flags.writeable = False
         request.flags.writeable = placed.flags.writeable = False
-        memo = job.opening_memo["ledger.sums"] = (request, placed, reservation)
+        memo = job.opening_memo["queue_accounts.sums"] = (request, placed, reservation)
     return memo
 
 
