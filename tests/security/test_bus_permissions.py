@@ -79,6 +79,7 @@ EVENT, READ_HISTORY = "vc.evt.job.team-a.j1", "$JS.API.CONSUMER.CREATE.VC_EVT"
 WRITE = {who: f"vc.rpc.admission.write.{who}" for who in ("alice", "bob", "admin")}
 WRITE_BARE, WRITE_ANY = "vc.rpc.admission.write", "vc.rpc.admission.write.*"
 NODE_CONTROL = "vc.rpc.node-sim.control"
+LOAN = "vc.rpc.scheduler.loan.*"  # scheduler instances ask each other for room on their nodes
 
 ALL_KINDS = set(W)
 USER_KINDS = {
@@ -139,8 +140,8 @@ EXPECTED: dict[str, tuple[set[str], set[str], set[str], set[str]]] = {
         {"node", "pod", "podgroup", "queue", "priorityclass", "job", "event", "hypernode"}
         | POLICY_KINDS
         | VOLUME_KINDS,
-        {CREATE_JOBS, EVENT, LEASE["scheduler"], LEDGER},
-        set(),
+        {CREATE_JOBS, EVENT, LEASE["scheduler"], LEDGER, LOAN},
+        {LOAN},
     ),
     "flow-controller": (
         {"job"} | FLOW_KINDS,
@@ -185,13 +186,14 @@ PROBED_PUBLISH = sorted(
         *WRITE.values(),
         WRITE_BARE,
         NODE_CONTROL,
+        LOAN,
         ">",
         "$JS.API.>",
         "_INBOX.alice.x",
     }
 )
 PROBED_SUBSCRIBE = sorted(
-    {WRITE_ANY, WRITE_BARE, NODE_CONTROL, ">", "_INBOX.>", "_INBOX.alice.>", "$KV.vc-secret.>", "vc.evt.>"}
+    {WRITE_ANY, WRITE_BARE, NODE_CONTROL, LOAN, ">", "_INBOX.>", "_INBOX.alice.>", "$KV.vc-secret.>", "vc.evt.>"}
 )
 
 

@@ -169,6 +169,9 @@ class SchedulerCache:
         # PodGroup key -> the store revision of this instance's own last status write of it (echoes).
         self._echoes: dict[str, int] = {}
         self.follow_all = True  # every change counts for the loop (see _concerns)
+        # By kind, the store revision the watch has delivered up to, and who waits for one (followed_to).
+        self.followed: dict[str, int] = {}
+        self._revision_waiters: list[tuple[str, int, asyncio.Future[None]]] = []
 
     def snapshot(self) -> ClusterSnapshot:
         return ClusterSnapshot(
@@ -237,6 +240,7 @@ class SchedulerCache:
                 self.shared_work = True
                 self.changed.set()
                 continue
+            self._advance(kind, entry.revision)
             namespace, name = subjects.split_key(entry.key)
             key = f"{namespace}/{name}" if namespace else name
             if entry.op is WatchOp.DELETE:
@@ -287,6 +291,30 @@ class SchedulerCache:
             else:
                 self.demands.add(demand)
             self.changed.set()
+
+    async def followed_to(self, kind: str, revision: int, timeout_s: float) -> bool:
+        """Whether the watch of `kind` has delivered every change up to `revision`, waiting up to
+        `timeout_s` for it."""
+        if self.followed.get(kind, 0) >= revision:
+            return True
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._revision_waiters.append((kind, revision, waiter))
+        try:
+            async with asyncio.timeout(timeout_s):
+                await waiter
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            self._revision_waiters = [w for w in self._revision_waiters if w[2] is not waiter]
+
+    def _advance(self, kind: str, revision: int) -> None:
+        if revision <= self.followed.get(kind, 0):
+            return
+        self.followed[kind] = revision
+        for waited, wanted, waiter in self._revision_waiters:
+            if waited == kind and wanted <= revision and not waiter.done():
+                waiter.set_result(None)
 
     def expect_echo(self, key: str, revision: int) -> None:
         """The status writer stored a PodGroup's status at `revision`: when the watch delivers that very
@@ -395,3 +423,18 @@ class SchedulerCache:
             "PersistentVolume": self.persistent_volumes,
         }
         return tables[kind]
+
+
+class FollowedPods:
+    """The pods stream as the scheduler's hand-over of nodes reads it (peers.PodsStream)."""
+
+    def __init__(self, js: Any, cache: SchedulerCache) -> None:
+        self._js = js
+        self._cache = cache
+
+    async def last_revision(self) -> int:
+        info = await self._js.stream_info(f"KV_{subjects.bucket('Pod')}")
+        return int(info.state.last_seq)
+
+    async def followed(self, revision: int, timeout_s: float) -> bool:
+        return await self._cache.followed_to("Pod", revision, timeout_s)

@@ -182,8 +182,8 @@ class SchedulingLoop:
     async def run_once(self) -> CycleResult:
         number = next(self.cycles)
         members = self.members
-        partition = await self._partition()
         view = self._view()
+        partition = await self._partition(view)
         reserved = self.peers.reserved(view)
         snapshot, by_reservation = self._share.snapshot(partition, reserved)
         cycle = Cycle(
@@ -235,10 +235,10 @@ class SchedulingLoop:
             )
         return result
 
-    async def _partition(self) -> Partition:
+    async def _partition(self, view: View) -> Partition:
         """Who owns what among the instances (peers.py); the cache's index recounts what lies outside the
         share when it changes."""
-        parts = await self.peers.partition(tuple(self.members.members) or (self.instance,))
+        parts = await self.peers.partition(tuple(self.members.members) or (self.instance,), view)
         if parts is not self._parts:
             self._parts = parts
             self.cache.index.regroup(parts.owns, parts.owns_node)
