@@ -41,7 +41,6 @@ from vc_scheduler.peers import Alone, Peers
 from vc_scheduling.framework.decisions import Bind
 
 log = structlog.get_logger(__name__)
-BIND_ATTEMPTS = 5
 # A gang planned before this instance's lease renewal came late (an overloaded machine: on kube, one
 # lapse dropped ~230 planned gangs, each planned again with its PodGroup's phase written Running, then
 # Pending, then Running) waits this long for the instance to re-join and settle, then commits if the
@@ -240,42 +239,43 @@ class GangBinder:
 
     # -- the pods ----------------------------------------------------------------------------------
     async def _bind(self, bind: Bind) -> bool:
+        """Bind one pod: one compare-and-set from the cached copy when it is current. The store re-reads
+        and tries again after a lost race (its retry policy, the only one here); a pod that is bound,
+        deleting or another pod by then is judged from the stored copy: bound to this very node for
+        this uid (by an earlier owner, or our own write that timed out) counts as done."""
         namespace, name = bind.pod.split("/", 1)
         stored = self._cache.stored_unbound(bind.pod)
-        for attempt in range(BIND_ATTEMPTS):
-            pod = stored_object(Pod, stored) if attempt == 0 and stored is not None else None
+        pod = stored_object(Pod, stored) if stored is not None else None
+        # The bound-by annotation and the decision's own (deviceshare's GPU assignment) ride along, as a
+        # Binding's annotations do.
+        annotations = {**dict(bind.annotations), BOUND_BY: f"{self.instance}/{self._own.epoch}"}
+        try:
             if pod is None:
-                try:
-                    pod = await self._store.get(Pod, namespace, name)
-                except NotFound:
-                    BINDS.labels(self.instance, "gone").inc()
-                    return False
-            if pod.metadata.uid != bind.uid or pod.metadata.deletion_timestamp or (pod.spec and pod.spec.node_name):
-                if attempt == 0 and stored is not None:
-                    continue  # judge by the stored pod, not by our copy
-                BINDS.labels(self.instance, "stale").inc()
-                # Bound already (by a previous owner) is not a failure of the gang if it is our node.
-                return bool(pod.spec and pod.spec.node_name == bind.node and pod.metadata.uid == bind.uid)
-            try:
-                # One write: the store's bind is fenced on the uid and on the pod being unbound and not
-                # deleting (the bound-by annotation and the decision's own, deviceshare's GPU
-                # assignment, ride along, as a Binding's annotations do).
-                annotations = {**dict(bind.annotations), BOUND_BY: f"{self.instance}/{self._own.epoch}"}
-                started = time.perf_counter()
-                await self._store.bind(pod, bind.node, annotations=annotations)
-            except Conflict:
-                continue  # bound or recreated meanwhile (or our copy was stale): re-read and judge
-            except NotFound:
-                BINDS.labels(self.instance, "gone").inc()
-                return False
-            BINDS.labels(self.instance, "ok").inc()
-            STAGE.labels("Bind").observe((time.perf_counter() - started) * 1000)  # Volcano: the bind call
-            assumed = self._cache.bound(bind.pod)
-            if assumed is not None:
-                TASK_LATENCY.labels("Bound").observe((time.monotonic() - assumed) * 1000)
-            await self._events.pod(
-                pod, ev.POD_BOUND, f"Successfully assigned {bind.pod} to {bind.node}", node=bind.node
-            )
+                pod = await self._store.get(Pod, namespace, name)
+            started = time.perf_counter()
+            await self._store.bind(pod, bind.node, annotations=annotations)
+        except NotFound:
+            BINDS.labels(self.instance, "gone").inc()
+            return False
+        except Conflict:
+            return await self._judge(bind, namespace, name)
+        BINDS.labels(self.instance, "ok").inc()
+        STAGE.labels("Bind").observe((time.perf_counter() - started) * 1000)  # Volcano: the bind call
+        assumed = self._cache.bound(bind.pod)
+        if assumed is not None:
+            TASK_LATENCY.labels("Bound").observe((time.monotonic() - assumed) * 1000)
+        await self._events.pod(pod, ev.POD_BOUND, f"Successfully assigned {bind.pod} to {bind.node}", node=bind.node)
+        return True
+
+    async def _judge(self, bind: Bind, namespace: str, name: str) -> bool:
+        """After a refused bind: whether the stored pod is already bound where the gang wants it."""
+        try:
+            pod = await self._store.get(Pod, namespace, name)
+        except NotFound:
+            BINDS.labels(self.instance, "gone").inc()
+            return False
+        if pod.metadata.uid == bind.uid and pod.spec is not None and pod.spec.node_name == bind.node:
+            BINDS.labels(self.instance, "stale").inc()
             return True
         BINDS.labels(self.instance, "conflict").inc()
         return False
