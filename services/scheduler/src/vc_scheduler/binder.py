@@ -153,12 +153,14 @@ class GangBinder:
         own: dict[str, list[Bind]] = defaultdict(list)
         borrowed: dict[str, list[Bind]] = defaultdict(list)
         for b in gang.binds:
-            if self._peers.commits_on(b.node):
+            mine = self._peers.commits_on(b.node)
+            if mine and b.node not in gang.borrowed:
                 own[b.node].append(b)
-            elif (owner := self._peers.owner_of(b.node)) is not None and owner != self.instance:
+            elif not mine and (owner := self._peers.owner_of(b.node)) not in (None, self.instance):
+                assert owner is not None
                 borrowed[owner].append(b)
             else:  # the node moved, or is moving, since the cycle: the next cycle plans again
-                log.info("gang.refused", podgroup=gang.podgroup, node=b.node, reason="no owner may commit there now")
+                log.info("gang.refused", podgroup=gang.podgroup, node=b.node, reason="the node changed owner")
                 return False
         if not self._fits_own(gang, own):
             return False

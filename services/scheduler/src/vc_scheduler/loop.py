@@ -212,7 +212,15 @@ class SchedulingLoop:
         self._record(plan, partition)
         if not members.can_write():
             return result  # the lease lapsed while we planned: another instance may own these now
-        for gang in gangs_of(result.decisions, plan.snapshot, view, tree=self._tree, nodes=self.cache.nodes):
+        gangs = gangs_of(
+            result.decisions,
+            plan.snapshot,
+            view,
+            tree=self._tree,
+            nodes=self.cache.nodes,
+            owns_node=partition.owns_node,
+        )
+        for gang in gangs:
             self.binder.submit(gang)
         for decision in result.decisions:
             if isinstance(decision, Evict):
