@@ -18,8 +18,8 @@ from vc_core.ownership import rendezvous_owner
 from vc_scheduler import ledger
 from vc_scheduler.cluster_index import ClusterIndex
 from vc_scheduler.gangs import node_capacity
-from vc_scheduler.planning import Cycle, plan_borrowing, plan_cycle
 from vc_scheduler.lending import LoanAsk, LoanBook, loan_pods
+from vc_scheduler.planning import Cycle, plan_borrowing, plan_cycle
 from vc_scheduler.share import Partition, Share, left_over
 from vc_scheduling.cycle import load_scheduler_conf, run_cycle
 from vc_scheduling.framework.carried import CarriedState
@@ -283,7 +283,7 @@ def test_a_cycle_over_unchanged_loans_rebuilds_no_job_and_no_node() -> None:
     book = LoanBook()
     view = share._index.view(gone=frozenset(), live=frozenset(MEMBERS), instance="a", epoch=1)
     ask = LoanAsk("b", 1, loan_pods([("uid-theirs", "ns/theirs", here)], {"uid-theirs": {"cpu": Fraction(1)}}))
-    assert book.grant(ask, {here: {"cpu": Fraction(4), "pods": Fraction(10)}}, view, NOW).granted
+    assert book.grant(ask, {here: {"cpu": Fraction(4), "pods": Fraction(10)}}, view.occupying_node, view, NOW).granted
     for _ in range(2):
         view = share._index.view(gone=frozenset(), live=frozenset(MEMBERS), instance="a", epoch=1)
         reserved = book.lent(view, NOW)

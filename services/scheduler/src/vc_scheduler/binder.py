@@ -176,7 +176,7 @@ class GangBinder:
             if not book.lends_on(node):
                 continue
             new = {b.uid: self._reservation(gang, b, now) for b in binds}
-            over = book.fits(node, new, gang.capacities.get(node, {}), gang.view, now)
+            over = book.fits(node, new, gang.capacities.get(node, {}), self._cache.occupying(node), gang.view, now)
             if over:
                 log.info("gang.refused", podgroup=gang.podgroup, node=node, over=over, reason="lent meanwhile")
                 return False

@@ -16,11 +16,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import replace
+from fractions import Fraction
 from typing import Any, TypeVar
 
 from vc_bus.decoding import decode_or_none, report_undecodable
 from vc_bus.kvwatch import watch_bucket
 from vc_bus.objects import with_meta
+from vc_core.resources import PODS, Resources
 from vc_core.store import WatchOp
 from vc_proto import codec, subjects
 from vc_proto.kinds import KubeObject
@@ -218,6 +220,16 @@ class SchedulerCache:
     def assumed(self) -> frozenset[str]:
         """Pods whose node in the cache is only assumed (no stored bind seen yet)."""
         return frozenset(k for k, (obj, _) in self._assumed.items() if self.pods.get(k) is obj)
+
+    def occupying(self, node: str) -> dict[str, Resources]:
+        """By pod uid, the requests (`pods` included) of what occupies `node` as this instance's cycles
+        see it: the stored binds (the index's view) and this instance's own binds in flight (assumed)."""
+        out = dict(self.index.by_node.get(node, {}))
+        for key in self.index.pods_on.get(node, ()):
+            held = self._assumed.get(key)
+            if held is not None and self.pods.get(key) is held[0] and held[0].uid not in out:
+                out[held[0].uid] = {**held[0].requests, PODS: Fraction(1)}
+        return out
 
     def stored_unbound(self, pod_key: str) -> tuple[bytes, int] | None:
         return self._unbound_raw.get(pod_key)

@@ -5,9 +5,10 @@ Every node has one owner among the scheduler instances (share.Partition). The ow
 and commits there without asking anyone: its cycles see every pod on them, and the binds it hands to
 its binder are assumed in its cache at once, so its next cycle and every check below count them.
 Another instance places a pod on such a node only with a **loan**: it asks the owner (loans.py) for
-the pods it would bind there, and the owner grants them only if they fit now (the node's allocatable
-against every pod its cache sees occupying the node, its own binds in flight included, plus the loans
-it granted before), all or nothing over the nodes of one ask. A granted loan counts as occupying the
+the pods it would bind there, and the owner grants them only if they fit now, all or nothing over the
+nodes of one ask. Fit counts the node's allocatable against every pod the owner's cache sees occupying
+the node, its own binds in flight included (stored binds alone would let it lend the room its own
+binds are about to take), plus the loans it granted before. A granted loan counts as occupying the
 node until the borrower's bind shows in the owner's cache (which then counts the pod itself), the
 borrower gives it back, or it lapses by the placement ledger's rules (ledger.keep: the borrower gone
 for RECLAIM_DEAD_AFTER_S, or the pod still unbound after ABANDONED_AFTER_S). A commit of the owner's
@@ -20,12 +21,13 @@ the owner is the only one who decides on its nodes, so nothing is written for th
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from fractions import Fraction
 from typing import Final
 
 import msgspec
 
+from vc_core.resources import Resources
 from vc_scheduler import ledger
 from vc_scheduler.ledger import Outcome, Record, Reservation, View
 
@@ -93,10 +95,16 @@ class LoanBook:
         self._records: dict[str, Record] = {}
 
     def grant(
-        self, ask: LoanAsk, capacities: Mapping[str, Mapping[str, Fraction]], view: View, now: float
+        self,
+        ask: LoanAsk,
+        capacities: Mapping[str, Mapping[str, Fraction]],
+        occupying: Callable[[str], Mapping[str, Resources]],
+        view: View,
+        now: float,
     ) -> LoanAnswer:
         """Grant the ask if every node takes its pods (`capacities`: the asked nodes this owner may lend
-        on, by name); nothing is granted otherwise."""
+        on, by name; `occupying`: by node, what the owner sees there, its own binds in flight included);
+        nothing is granted otherwise."""
         by_node: dict[str, dict[str, Reservation]] = {}
         for p in ask.pods:
             made = Reservation(p.pod, ask.borrower, ask.epoch, now, p.requests)
@@ -106,7 +114,7 @@ class LoanBook:
             capacity = capacities.get(node)
             if capacity is None:
                 return LoanAnswer(False, f"node {node!r} is not the owner's to lend")
-            outcome = self._weigh(node, new, capacity, view, now)
+            outcome = self._weigh(node, new, capacity, occupying(node), view, now)
             if outcome.record is None:
                 return LoanAnswer(False, f"node {node!r} has no room for them: {', '.join(outcome.over)}")
             records[node] = outcome.record
@@ -114,12 +122,18 @@ class LoanBook:
         return LoanAnswer(True)
 
     def fits(
-        self, node: str, new: Mapping[str, Reservation], capacity: Mapping[str, Fraction], view: View, now: float
+        self,
+        node: str,
+        new: Mapping[str, Reservation],
+        capacity: Mapping[str, Fraction],
+        occupying: Mapping[str, Resources],
+        view: View,
+        now: float,
     ) -> tuple[str, ...]:
         """The resources `node` would run out of if the owner's own reservations `new` went beside what
-        it sees and what it lent; empty when they fit. Its own binds are assumed in its cache (the view
-        counts them), so they are not kept here."""
-        return self._weigh(node, new, capacity, view, now).over
+        it sees there (`occupying`: its own binds in flight included, as assumed in its cache, so they
+        are not kept here) and what it lent; empty when they fit."""
+        return self._weigh(node, new, capacity, occupying, view, now).over
 
     def give_back(self, borrower: str, uids: Iterable[str]) -> None:
         """Drop `borrower`'s loans of these pods (another borrower's stay)."""
@@ -150,11 +164,15 @@ class LoanBook:
         return len(self.lent(view, now))
 
     def _weigh(
-        self, node: str, new: Mapping[str, Reservation], capacity: Mapping[str, Fraction], view: View, now: float
+        self,
+        node: str,
+        new: Mapping[str, Reservation],
+        capacity: Mapping[str, Fraction],
+        occupying: Mapping[str, Resources],
+        view: View,
+        now: float,
     ) -> Outcome:
-        return ledger.try_reserve(
-            self._records.get(node, Record()), new, capacity, view.occupying_node(node), view, now, node=node
-        )
+        return ledger.try_reserve(self._records.get(node, Record()), new, capacity, occupying, view, now, node=node)
 
     def _keep(self, node: str, record: Record) -> Record:
         if record.reservations:

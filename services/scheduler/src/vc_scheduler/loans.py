@@ -115,7 +115,7 @@ class LoanDesk:
             instance=self.instance,
             epoch=self._own.epoch,
         )
-        answer = self._lending.book.grant(ask, capacities, view, self._clock())
+        answer = self._lending.book.grant(ask, capacities, self._cache.occupying, view, self._clock())
         LOANS.labels(self.instance, "granted" if answer.granted else "refused").inc()
         if not answer.granted:
             log.info("loan.refused", borrower=ask.borrower, reason=answer.reason)
