@@ -32,6 +32,7 @@ from nats.aio.client import Client
 from tests.support.services import ServiceProcess
 from tests.support.system import System, start_system
 from tests.support.waiting import eventually
+from tests.unit.scheduler_service.service_builders import pod as pod_view
 from vc_bus.connection import connect
 from vc_bus.store import NatsStore
 from vc_cli.client import Tephra
@@ -459,6 +460,14 @@ async def test_a_loan_is_granted_only_where_it_fits_and_the_owners_own_commits_c
         became_own = dataclasses.replace(one_cpu_gang("d", "n1", 1, view), borrowed=frozenset({"n1"}))
         assert not (await reserve("s0", became_own))[0]
         assert (await reserve("s0", one_cpu_gang("d", "n1", 1, view)))[0]
+
+        # s1's own binds in flight (assumed in its cache, not stored yet) hold their room: no loan takes it.
+        await desks["s0"].give_back("s1", ["own1-0"])
+        for i in range(3):
+            owner_cache.pods[f"ns/mine-{i}"] = pod_view(f"mine-{i}", "g-mine")
+            owner_cache.assume(f"ns/mine-{i}", "n2")
+        assert not (await reserve("s0", one_cpu_gang("e", "n2", 2, view)))[0]
+        assert (await reserve("s0", one_cpu_gang("e", "n2", 1, view)))[0]
 
         await binders["s0"].commit(one_cpu_gang("c", "n2", 5, view, capped="q"))  # n2 has 4: refused
         kv = await js.key_value("vc-sched-ledger")
