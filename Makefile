@@ -54,7 +54,7 @@ test-unit: deps ## fast tests with no servers
 test-integration: deps ## tests against a real nats-server
 	$(BIN)/pytest -q -m "nats or integration"
 
-chaos: deps ## seeded faults under gang load, history checked: SEED=n SCHEDULES=k [BREAK=ledger-blind-write] [MODE=kube]
+chaos: deps ## seeded faults under gang load, history checked: SEED=n SCHEDULES=k [BREAK=blind-fit|ledger-blind-write] [MODE=kube]
 	$(BIN)/python -m tests.chaos --seed $(or $(SEED),1) --schedules $(or $(SCHEDULES),5) $(if $(BREAK),--break $(BREAK)) $(if $(MODE),--mode $(MODE))
 
 fuzz: deps ## seeded fuzzing, EXAMPLES inputs per surface (default 10000): SEED=n EXAMPLES=k; prints the counts

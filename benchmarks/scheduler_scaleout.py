@@ -53,7 +53,8 @@ QUICK = Shape(nodes=1_000, pods=5_000)
 CYCLES = "volcano_e2e_scheduling_latency_milliseconds_count"
 FOREIGN_BINDS = "tephra_scheduler_foreign_node_binds_total"  # binds onto nodes another instance owns
 GANG_COMMITS = "tephra_scheduler_gang_commits_total"  # by outcome; "conflict": the ledger refused the gang
-LEDGER_CONFLICTS = "tephra_scheduler_ledger_conflicts_total"  # node or queue reservations refused
+LEDGER_CONFLICTS = "tephra_scheduler_ledger_conflicts_total"  # capped-queue reservations refused
+LOANS = "tephra_scheduler_loans_total"  # asks for room on another instance's nodes, by outcome
 
 
 @dataclass
@@ -204,10 +205,12 @@ def report(
         for outcome, n in metric_by_label(text, GANG_COMMITS, "outcome").items():
             outcomes[outcome] = outcomes.get(outcome, 0.0) + n
     by_outcome = ", ".join(f"{outcome} {n:,.0f}" for outcome, n in sorted(outcomes.items(), key=lambda kv: -kv[1]))
+    granted, denied = total(bodies, LOANS, 'outcome="granted"'), total(bodies, LOANS, 'outcome="refused"')
     print(
         f"  conflicts: {per_pod(refused, run.bound):.3f} gang commits refused per pod "
         f'({GANG_COMMITS}{{outcome="conflict"}}; commits by outcome: {by_outcome or "none"}), '
-        f"{per_pod(total(bodies, LEDGER_CONFLICTS), run.bound):.3f} node/queue refusals per pod ({LEDGER_CONFLICTS})"
+        f"{per_pod(total(bodies, LEDGER_CONFLICTS), run.bound):.3f} queue refusals per pod ({LEDGER_CONFLICTS}); "
+        f"loans granted {granted:,.0f}, refused {denied:,.0f} ({LOANS})"
     )
     print(f"  {speed.describe()}", flush=True)
 

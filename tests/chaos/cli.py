@@ -22,7 +22,7 @@ from tests.chaos.kube_harness import run_kube_schedule
 from tests.chaos.kube_plan import KUBE_OPTIONS, make_kube_schedule
 from tests.chaos.plan import Options, make_schedule
 
-BREAKS = ("ledger-blind-write",)
+BREAKS = ("ledger-blind-write", "blind-fit")
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

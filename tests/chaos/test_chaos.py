@@ -47,12 +47,12 @@ BROKEN_SCHEDULES = (4, 3, 1)  # 4 first: no scheduler kill or stop, no unsynced 
 
 
 @pytest.mark.timeout(1800)
-async def test_a_ledger_without_compare_and_set_is_caught(tmp_path: Path) -> None:
+async def test_a_blind_fit_check_is_caught(tmp_path: Path) -> None:
     lines: list[str] = []
     for index in BROKEN_SCHEDULES:
         schedule = make_schedule(SEED, index, CROWDED)
-        result = await run_schedule(schedule, tmp_path / f"broken-{index}", breaks="ledger-blind-write")
+        result = await run_schedule(schedule, tmp_path / f"broken-{index}", breaks="blind-fit")
         if {v.invariant for v in result.verdict.violations} & {"queue-capability", "node-allocatable"}:
             return
         lines.append(result.line())
-    raise AssertionError("the blind-write ledger was not caught:\n" + "\n".join(lines))
+    raise AssertionError("the blind fit check was not caught:\n" + "\n".join(lines))

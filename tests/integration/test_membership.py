@@ -64,24 +64,6 @@ async def test_lapsed_lease_fences_writes_until_rejoined(nc: Client) -> None:
         stop.set()
 
 
-async def test_vouches_reach_the_peers_and_a_garbage_lease_vouches_for_nobody(nc: Client) -> None:
-    a = Membership(nc, group="v", instance="a", ttl_s=3.0)
-    b = Membership(nc, group="v", instance="b", ttl_s=3.0)
-    stop = asyncio.Event()
-    async with asyncio.TaskGroup() as tg:
-        tg.create_task(a.run(stop))
-        tg.create_task(b.run(stop))
-        await eventually(lambda: a.members == ("a", "b") == b.members)
-        assert b.vouches_of.get("a") == frozenset()  # a new lease vouches for nobody
-        revision = await a.vouch(frozenset({"b"}))
-        await b.wait_watched(revision)
-        assert b.vouches_of["a"] == frozenset({"b"})
-        kv = await nc.jetstream().key_value("vc-leases")
-        await kv.put("v.c", b"\xff not json")
-        await eventually(lambda: b.vouches_of.get("c") == frozenset())
-        stop.set()
-
-
 def compute(seconds: float, sample: Callable[[], None]) -> None:
     """Python code running for `seconds` without a pause, as a scheduling cycle does, sampling as it goes."""
     end = time.monotonic() + seconds

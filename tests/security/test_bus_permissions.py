@@ -82,6 +82,7 @@ WRITE_BARE, WRITE_ANY = "vc.rpc.admission.write", "vc.rpc.admission.write.*"
 CONSUMERS = {who: f"vc.rpc.admission.consumers.{who}" for who in ("alice", "bob", "admin")}
 CONSUMERS_ANY = "vc.rpc.admission.consumers.*"
 NODE_CONTROL = "vc.rpc.node-sim.control"
+LOAN = "vc.rpc.scheduler.loan.*"  # scheduler instances ask each other for room on their nodes
 
 ALL_KINDS = set(W)
 USER_KINDS = {
@@ -143,8 +144,8 @@ EXPECTED: dict[str, tuple[set[str], set[str], set[str], set[str]]] = {
         {"node", "pod", "podgroup", "queue", "priorityclass", "job", "event", "hypernode"}
         | POLICY_KINDS
         | VOLUME_KINDS,
-        {CREATE_JOBS, EVENT, LEASE["scheduler"], LEDGER},
-        set(),
+        {CREATE_JOBS, EVENT, LEASE["scheduler"], LEDGER, LOAN},
+        {LOAN},
     ),
     "flow-controller": (
         {"job"} | FLOW_KINDS,
@@ -190,6 +191,7 @@ PROBED_PUBLISH = sorted(
         *CONSUMERS.values(),
         WRITE_BARE,
         NODE_CONTROL,
+        LOAN,
         ">",
         "$JS.API.>",
         "_INBOX.alice.x",
@@ -201,6 +203,7 @@ PROBED_SUBSCRIBE = sorted(
         WRITE_BARE,
         CONSUMERS_ANY,
         NODE_CONTROL,
+        LOAN,
         ">",
         "_INBOX.>",
         "_INBOX.alice.>",

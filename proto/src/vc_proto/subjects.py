@@ -97,3 +97,13 @@ def consumer_asker_of(subject: str) -> str | None:
 
 
 NODE_SIM_CONTROL: Final = rpc_subject("node-sim", "control")
+
+# Scheduler instances lend each other room on the nodes they own: a borrower asks the node's owner on
+# `vc.rpc.scheduler.loan.<owner instance>` (vc_scheduler/loans.py).
+SCHEDULER_LOAN: Final = rpc_subject("scheduler", "loan")
+SCHEDULER_LOAN_ANY: Final = f"{SCHEDULER_LOAN}.*"
+
+
+def scheduler_loan_subject(instance: str) -> str:
+    return f"{SCHEDULER_LOAN}.{escape_token(instance)}"
+

@@ -5,7 +5,9 @@ for the processes it breaks; Python imports `sitecustomize` at start-up, and thi
 named module the moment it is imported. Nothing in the services knows about it.
 
 - ledger-blind-write: the scheduler ledger's compare-and-set (`create`, `update(last=...)`) becomes a
-  blind `put`, so two scheduler instances can both reserve the last room on a node or in a queue.
+  blind `put`, so two scheduler instances can both reserve the last room in a capped queue.
+- blind-fit: the placement fit check (`ledger.try_reserve`) accepts everything, so a node's owner lends
+  room it does not have and a capped queue takes every reservation.
 """
 
 from __future__ import annotations
@@ -44,8 +46,17 @@ def _ledger_blind_write(module: ModuleType) -> None:
     module.Ledger.open = open_blind
 
 
+def _blind_fit(module: ModuleType) -> None:
+    def accept_all(record: Any, new: Any, capacity: Any, occupying: Any, view: Any, now: float, **_: Any) -> Any:
+        fresh = {uid: r for uid, r in new.items() if uid not in record.reservations}
+        return module.Outcome(module.Record({**record.reservations, **fresh}), 0)
+
+    module.try_reserve = accept_all
+
+
 BREAKS: dict[str, tuple[str, Callable[[ModuleType], None]]] = {
     "ledger-blind-write": ("vc_scheduler.ledger_kv", _ledger_blind_write),
+    "blind-fit": ("vc_scheduler.ledger", _blind_fit),
 }
 
 

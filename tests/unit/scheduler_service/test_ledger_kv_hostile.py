@@ -14,7 +14,7 @@ from tests.support.services import eventually
 from vc_bus.decoding import DECODE_ERRORS
 from vc_scheduler import ledger
 from vc_scheduler.ledger import Record, View
-from vc_scheduler.ledger_kv import BUCKET, Ledger, announce_key, node_key
+from vc_scheduler.ledger_kv import BUCKET, Ledger, announce_key, queue_key
 
 pytestmark = [pytest.mark.nats]
 
@@ -35,20 +35,20 @@ async def test_following_skips_hostile_values_and_goes_on(nc: Client) -> None:
     kv = await led.open()
     before = _errors()
     for i, data in enumerate(HOSTILE):
-        await kv.put(node_key(f"bad{i}"), data)
+        await kv.put(queue_key(f"bad{i}"), data)
     good = Record({"u1": ledger.reservation("ns/a", {"cpu": Fraction(1)}, instance="s1", epoch=1, at=1.0)})
-    await kv.put(node_key("good"), ledger.encode(good))
+    await kv.put(queue_key("good"), ledger.encode(good))
     shutdown = asyncio.Event()
     follower = asyncio.create_task(led.follow(shutdown))
     try:
         await asyncio.wait_for(led.synced.wait(), 10)
-        assert led.record(node_key("good")) == good
-        assert all(led.record(node_key(f"bad{i}")) == Record() for i in range(len(HOSTILE)))
+        assert led.record(queue_key("good")) == good
+        assert all(led.record(queue_key(f"bad{i}")) == Record() for i in range(len(HOSTILE)))
         assert _errors() == before + len(HOSTILE)
-        await kv.put(node_key("bad0"), ledger.encode(good))  # repaired: followed as any other value
+        await kv.put(queue_key("bad0"), ledger.encode(good))  # repaired: followed as any other value
 
         async def repaired() -> bool:
-            return led.record(node_key("bad0")) == good
+            return led.record(queue_key("bad0")) == good
 
         await eventually(repaired, timeout=10)
         assert not follower.done()
@@ -60,12 +60,12 @@ async def test_following_skips_hostile_values_and_goes_on(nc: Client) -> None:
 async def test_a_reservation_on_a_hostile_key_replaces_it_with_a_record(nc: Client) -> None:
     led = Ledger(nc.jetstream(), instance="s0", can_write=lambda: True)
     kv = await led.open()
-    key = node_key("n1")
+    key = queue_key("q1")
     await kv.put(key, HOSTILE[0])
     before = _errors()
     mine = ledger.reservation("ns/a", {"cpu": Fraction(1)}, instance="s0", epoch=1, at=1.0)
     outcome = await led.reserve(
-        key, {"u1": mine}, {"cpu": Fraction(4), "pods": Fraction(10)}, {}, View(instance="s0", epoch=1), node="n1"
+        key, {"u1": mine}, {"cpu": Fraction(4), "pods": Fraction(10)}, {}, View(instance="s0", epoch=1), node=None
     )
     assert outcome.record is not None and set(outcome.record.reservations) == {"u1"}
     assert _errors() == before + 1  # read once (no followed copy), reported
@@ -86,9 +86,12 @@ async def test_announcements_are_followed_in_order_and_a_stale_retraction_keeps_
     try:
         await asyncio.wait_for(asyncio.gather(a.synced.wait(), b.synced.wait()), 10)
         assert "evil" not in a.announced  # a name longer than a member's: refused, no claim
-        await b.announce(("a", "b"))
+        await kv.put(announce_key("negative"), b'{"members": ["n"], "at": 1, "pods": -1}')
+        await b.announce(("a", "b"), pods_revision=7)
         await a.announce(("a", "b"))
         assert a.announced["b"].members == ("a", "b")  # b's came first: known once a's own is back
+        assert a.announced["b"].pods_revision == 7  # where the pods stream was: the others follow it that far
+        assert "negative" not in a.announced  # a revision below zero: refused, no claim
         old = a.announced["b"].revision
         await b.announce(("a", "b", "c"))
 

@@ -18,8 +18,9 @@ from vc_core.ownership import rendezvous_owner
 from vc_scheduler import ledger
 from vc_scheduler.cluster_index import ClusterIndex
 from vc_scheduler.gangs import node_capacity
+from vc_scheduler.lending import LoanAsk, LoanBook, loan_pods
 from vc_scheduler.planning import Cycle, plan_borrowing, plan_cycle
-from vc_scheduler.share import Partition, Share, left_over, reserved_pods
+from vc_scheduler.share import Partition, Share, left_over
 from vc_scheduling.cycle import load_scheduler_conf, run_cycle
 from vc_scheduling.framework.carried import CarriedState
 from vc_scheduling.snapshot.cluster import ClusterSnapshot, NodeObj, PodGroupObj, PodObj, QueueObj
@@ -271,18 +272,22 @@ def test_a_reserved_pod_is_the_same_copy_while_neither_it_nor_its_node_changes()
     assert moved.pods[0].node_name == here[1]
 
 
-def test_a_cycle_over_unchanged_reservations_rebuilds_no_job_and_no_node() -> None:
-    """Another instance's reserved pods must not count as changed in every cycle while their binds are in
-    flight (each cycle would re-derive them and rebuild their node rows)."""
+def test_a_cycle_over_unchanged_loans_rebuilds_no_job_and_no_node() -> None:
+    """Another instance's pods this one lent room to must not count as changed in every cycle while their
+    binds are in flight (each cycle would re-derive them and rebuild their node rows)."""
     a = Partition("a", MEMBERS)
     mine, theirs = own_group(a), own_group(a, False)
     here = next(f"n{i}" for i in range(20) if a.owns_node(f"n{i}"))
     snap = cluster(20, [pod("mine", mine), pod("theirs", theirs)], [group(mine), group(theirs)])
     share, memo = share_of(snap, a), CarriedState()
-    record = ledger.Record({"uid-theirs": ledger.reservation("ns/theirs", {}, instance="b", epoch=1, at=NOW)})
+    book = LoanBook()
+    view = share._index.view(gone=frozenset(), live=frozenset(MEMBERS), instance="a", epoch=1)
+    ask = LoanAsk("b", 1, loan_pods([("uid-theirs", "ns/theirs", here)], {"uid-theirs": {"cpu": Fraction(1)}}))
+    assert book.grant(ask, {here: {"cpu": Fraction(4), "pods": Fraction(10)}}, view.occupying_node, view, NOW).granted
     for _ in range(2):
         view = share._index.view(gone=frozenset(), live=frozenset(MEMBERS), instance="a", epoch=1)
-        reserved = reserved_pods([(f"node.{here}", record)], view, NOW)
+        reserved = book.lent(view, NOW)
+        assert reserved == {"uid-theirs": ("ns/theirs", here)}
         out, _ = share.snapshot(a, reserved)
         plan_cycle(Cycle(out, a, "s", WHEN), load_scheduler_conf(), memo, lambda: 0.0)
     assert memo.rebuilt == (0, 0)

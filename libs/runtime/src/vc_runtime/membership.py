@@ -12,12 +12,6 @@ paused instance (SIGSTOP) that wakes after its lease lapsed therefore writes not
 under a new epoch and waits a settle period, so the peers that took over its keys have seen it before
 it claims any back.
 
-Vouches: a lease may also say which peers this instance has caught up with (`vouch`): what that
-promise means is the group's own (the scheduler's: its binds made without the placement ledger while
-it ran alone are in the ledger, and it writes the ledger again; see vc_scheduler/solo.py). `vouches_of`
-holds each member's last published set; a member whose lease has no such field (an older version)
-is absent from it.
-
 Where it runs: the lease's whole protocol (joining, renewals, the watch of the peers' leases, the
 member set it yields, leaving) runs in a thread of its own, on its own event loop and NATS connection
 (`vc_runtime.loop_thread`). The service's loop may be blocked by a long synchronous callback, and a
@@ -41,7 +35,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 import structlog
 from nats.aio.client import Client
@@ -102,12 +96,7 @@ class Membership:
         # Events of the service's loop, set from the lease thread through `_signal`.
         self._changed = asyncio.Event()
         self._ready = asyncio.Event()
-        self._watched = asyncio.Event()
-        self._vouches: frozenset[str] = frozenset()
-        # Replaced, never changed in place: the service's side reads it while the lease thread writes.
-        self.vouches_of: Mapping[str, frozenset[str]] = {}
-        self.watched_revision = 0  # the newest lease revision the watch delivered
-        self._write_lock = asyncio.Lock()  # renewals and vouches compare-and-set the same lease (lease thread)
+        self._write_lock = asyncio.Lock()  # joins and renewals compare-and-set the same lease (lease thread)
         self._thread = LoopThread(f"membership:{group}")
         self._service_loop: asyncio.AbstractEventLoop | None = None
         self._service_thread = threading.get_ident()
@@ -185,30 +174,8 @@ class Membership:
 
     def _value(self, epoch: int | None = None) -> bytes:
         epoch = self.epoch if epoch is None else epoch
-        value = {"instance": self.instance, "epoch": epoch, "ttl_s": self.ttl_s, "vouches": sorted(self._vouches)}
+        value = {"instance": self.instance, "epoch": epoch, "ttl_s": self.ttl_s}
         return json.dumps(value).encode()
-
-    async def vouch(self, peers: frozenset[str]) -> int:
-        """Publish, in this instance's lease now, the peers it has caught up with; the lease's revision
-        once written (a failure raises: the caller tries again; the lease itself is the renewals' job)."""
-        assert self._kv is not None, "vouch before run() joined"
-        return await self._thread.call(self._vouch(peers))
-
-    async def _vouch(self, peers: frozenset[str]) -> int:
-        assert self._kv is not None
-        async with self._write_lock:
-            # Taken before the write answers: a renewal or re-join after a failed vouch carries it too,
-            # and the caller only vouches for what it has already made true.
-            self._vouches = frozenset(peers)
-            self._revision = await self._kv.update(self._key(), self._value(), last=self._revision)
-            return self._revision
-
-    async def wait_watched(self, revision: int) -> None:
-        """Until the watch has delivered every lease change up to `revision` (so the member set then
-        known includes every instance that joined before it)."""
-        while self.watched_revision < revision:
-            self._watched.clear()
-            await self._watched.wait()
 
     async def _join(self) -> None:
         assert self._kv is not None
@@ -297,36 +264,11 @@ class Membership:
             name = entry.key.partition(".")[2]
             if entry.op is WatchOp.PUT and entry.value != b"{}":
                 self._seen[name] = self._clock()
-                self._note_vouches(name, entry.value)
             elif entry.op is WatchOp.DELETE:
                 self._seen.pop(name, None)
-                self._set_vouches(name, None)
             elif entry.op is WatchOp.SYNCED:
                 self._signal(self._ready)
-            if entry.revision > self.watched_revision:
-                self.watched_revision = entry.revision
-                self._signal(self._watched)
             self._recompute()
-
-    def _note_vouches(self, name: str, value: bytes) -> None:
-        """A lease value's vouches; a value that is not a lease of this version vouches for nobody
-        (never for everybody: a garbage value must not let a peer skip waiting)."""
-        try:
-            vouches = json.loads(value).get("vouches")
-        except (ValueError, AttributeError):
-            vouches = []
-        if vouches is None:
-            self._set_vouches(name, None)  # an older version's lease: it has no such promise to make
-        elif isinstance(vouches, list) and all(isinstance(v, str) for v in vouches):
-            self._set_vouches(name, frozenset(vouches))
-        else:
-            self._set_vouches(name, frozenset())
-
-    def _set_vouches(self, name: str, vouches: frozenset[str] | None) -> None:
-        if self.vouches_of.get(name) == vouches:
-            return  # a renewal repeating them (the usual case): no copy
-        changed = {**self.vouches_of, name: vouches}
-        self.vouches_of = {n: v for n, v in changed.items() if v is not None}
 
     def _recompute(self) -> None:
         now = self._clock()

@@ -146,6 +146,9 @@ SERVICE_GRANTS: Final[dict[str, Grant]] = {
         | EVENTS,
         writes=frozenset({"Pod", "PodGroup", "Queue"}) | EVENTS,
         keeps=(SCHEDULER_LEDGER_BUCKET,),
+        # Instances lend each other room on the nodes they own (vc_scheduler/loans.py).
+        serves=(subjects.SCHEDULER_LOAN_ANY,),
+        asks=(subjects.SCHEDULER_LOAN_ANY,),
         lease_group="scheduler",
         writes_history=True,
     ),

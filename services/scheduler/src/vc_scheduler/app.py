@@ -3,7 +3,8 @@ writers it hands work to (gang binder, evictor, status writer) over one bounded 
 
 Any number of instances run at once (`vcctl up --scheduler-replicas N`): each owns the PodGroups and
 the nodes rendezvous hashing gives it among the live members and plans over that share (share.py,
-docs/scale-out.md); every placement goes through the ledger.
+docs/scale-out.md); a node has one writer, its owner, and others place there with its loan
+(lending.py).
 """
 
 from __future__ import annotations
@@ -23,16 +24,16 @@ from vc_runtime.membership import Membership
 from vc_runtime.service import FnWorker, ServiceContext, Worker
 from vc_runtime.settings import RuntimeSettings, options_of
 from vc_scheduler.binder import GangBinder
-from vc_scheduler.cache import KINDS, SchedulerCache
+from vc_scheduler.cache import KINDS, FollowedPods, SchedulerCache
 from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.evictor import Evictor
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.ledger_kv import Ledger
 from vc_scheduler.ledger_sweep import LedgerSweeper
+from vc_scheduler.loans import LoanDesk
 from vc_scheduler.loop import SchedulingLoop
 from vc_scheduler.metrics import declare_series
 from vc_scheduler.peers import Several
-from vc_scheduler.solo import SoloLedger
 from vc_scheduler.status_writer import StatusWriter
 from vc_scheduling.cycle import load_scheduler_conf
 
@@ -89,20 +90,24 @@ class SchedulerApp:
         )
         js = ctx.nc.jetstream()
         ledger = Ledger(js, instance=membership.instance, can_write=membership.can_write, replicas=replicas)
-        solo = SoloLedger(membership, ledger)
         work = InFlight(membership.instance)
+        peers = Several(ledger, pods=FollowedPods(js, cache), in_flight=lambda: work.unfinished("Gang"))
+        desk = LoanDesk(ctx.nc, cache, ownership=membership, lending=peers)
         declare_series(membership.instance)
         events = SchedulerEvents(ctx.events.publish, source=source)
+        binder = GangBinder(
+            ctx.store, cache, events, ownership=membership, work=work, ledger_kv=ledger, peers=peers, desk=desk
+        )
         loop = SchedulingLoop(
             cache,
             self.conf,
-            binder=GangBinder(ctx.store, cache, events, ownership=membership, work=work, ledger_kv=ledger, solo=solo),
+            binder=binder,
             evictor=Evictor(ctx.store, events, ownership=membership, work=work),
             statuses=StatusWriter(ctx.store, cache, events, ownership=membership, work=work),
             period_s=self.period_s,
             instance=membership.instance,
             members=membership,
-            peers=Several(ledger),
+            peers=peers,
             work=work,
         )
         sweeper = LedgerSweeper(ledger, membership, lambda: loop.last_view)
@@ -136,7 +141,7 @@ class SchedulerApp:
             FnWorker("membership", membership.run),
             *(FnWorker(f"cache:{kind}", partial(cache.follow, js, kind)) for kind in KINDS),
             FnWorker("ledger", ledger.follow),
-            FnWorker("solo", solo.run),
+            FnWorker("loans", desk.serve),
             FnWorker("loop", schedule),
             FnWorker("ledger-sweep", sweeper.run),
             FnWorker("membership-follow", follow_membership),

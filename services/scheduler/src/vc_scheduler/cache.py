@@ -16,11 +16,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import replace
+from fractions import Fraction
 from typing import Any, TypeVar
 
 from vc_bus.decoding import decode_or_none, report_undecodable
 from vc_bus.kvwatch import watch_bucket
 from vc_bus.objects import with_meta
+from vc_core.resources import PODS, Resources
 from vc_core.store import WatchOp
 from vc_proto import codec, subjects
 from vc_proto.kinds import KubeObject
@@ -169,6 +171,9 @@ class SchedulerCache:
         # PodGroup key -> the store revision of this instance's own last status write of it (echoes).
         self._echoes: dict[str, int] = {}
         self.follow_all = True  # every change counts for the loop (see _concerns)
+        # By kind, the store revision the watch has delivered up to, and who waits for one (followed_to).
+        self.followed: dict[str, int] = {}
+        self._revision_waiters: list[tuple[str, int, asyncio.Future[None]]] = []
 
     def snapshot(self) -> ClusterSnapshot:
         return ClusterSnapshot(
@@ -216,6 +221,16 @@ class SchedulerCache:
         """Pods whose node in the cache is only assumed (no stored bind seen yet)."""
         return frozenset(k for k, (obj, _) in self._assumed.items() if self.pods.get(k) is obj)
 
+    def occupying(self, node: str) -> dict[str, Resources]:
+        """By pod uid, the requests (`pods` included) of what occupies `node` as this instance's cycles
+        see it: the stored binds (the index's view) and this instance's own binds in flight (assumed)."""
+        out = dict(self.index.by_node.get(node, {}))
+        for key in self.index.pods_on.get(node, ()):
+            held = self._assumed.get(key)
+            if held is not None and self.pods.get(key) is held[0] and held[0].uid not in out:
+                out[held[0].uid] = {**held[0].requests, PODS: Fraction(1)}
+        return out
+
     def stored_unbound(self, pod_key: str) -> tuple[bytes, int] | None:
         return self._unbound_raw.get(pod_key)
 
@@ -238,6 +253,7 @@ class SchedulerCache:
                 self.shared_work = True
                 self.changed.set()
                 continue
+            self._advance(kind, entry.revision)
             namespace, name = subjects.split_key(entry.key)
             key = f"{namespace}/{name}" if namespace else name
             if entry.op is WatchOp.DELETE:
@@ -288,6 +304,30 @@ class SchedulerCache:
             else:
                 self.demands.add(demand)
             self.changed.set()
+
+    async def followed_to(self, kind: str, revision: int, timeout_s: float) -> bool:
+        """Whether the watch of `kind` has delivered every change up to `revision`, waiting up to
+        `timeout_s` for it."""
+        if self.followed.get(kind, 0) >= revision:
+            return True
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._revision_waiters.append((kind, revision, waiter))
+        try:
+            async with asyncio.timeout(timeout_s):
+                await waiter
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            self._revision_waiters = [w for w in self._revision_waiters if w[2] is not waiter]
+
+    def _advance(self, kind: str, revision: int) -> None:
+        if revision <= self.followed.get(kind, 0):
+            return
+        self.followed[kind] = revision
+        for waited, wanted, waiter in self._revision_waiters:
+            if waited == kind and wanted <= revision and not waiter.done():
+                waiter.set_result(None)
 
     def expect_echo(self, key: str, revision: int) -> None:
         """The status writer stored a PodGroup's status at `revision`: when the watch delivers that very
@@ -396,3 +436,18 @@ class SchedulerCache:
             "PersistentVolume": self.persistent_volumes,
         }
         return tables[kind]
+
+
+class FollowedPods:
+    """The pods stream as the scheduler's hand-over of nodes reads it (peers.PodsStream)."""
+
+    def __init__(self, js: Any, cache: SchedulerCache) -> None:
+        self._js = js
+        self._cache = cache
+
+    async def last_revision(self) -> int:
+        info = await self._js.stream_info(f"KV_{subjects.bucket('Pod')}")
+        return int(info.state.last_seq)
+
+    async def followed(self, revision: int, timeout_s: float) -> bool:
+        return await self._cache.followed_to("Pod", revision, timeout_s)

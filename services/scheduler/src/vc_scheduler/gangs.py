@@ -5,7 +5,7 @@ The binder (binder.py) commits each gang all or nothing."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -31,6 +31,10 @@ class Gang:
     # The gang's queue and its ancestors that have a capability (nearest first), with it: the gang is
     # reserved on each, so no capability in the hierarchy is exceeded across instances.
     capped_queues: tuple[tuple[str, Mapping[str, Fraction]], ...] = ()
+    # The gang's nodes the cycle planned on as another instance's (borrowed): the binder asks their
+    # owner, and refuses one that became this instance's own since (the cycle may not have seen the
+    # previous owner's last binds there).
+    borrowed: frozenset[str] = frozenset()
 
 
 def hierarchical(conf: SchedulerConf) -> bool:
@@ -68,10 +72,12 @@ def gangs_of(
     *,
     tree: bool,
     nodes: Mapping[str, NodeObj] | None = None,
+    owns_node: Callable[[str], bool] | None = None,
 ) -> list[Gang]:
-    """The cycle's binds grouped by PodGroup, each with what its ledger reservations need. `nodes`: the
-    nodes as stored, for their capacities (a borrowing snapshot shows others' nodes shrunk to what
-    they have left), by default the snapshot's."""
+    """The cycle's binds grouped by PodGroup, each with what its commit needs. `nodes`: the nodes as
+    stored, for their capacities (a borrowing snapshot shows others' nodes shrunk to what they have
+    left), by default the snapshot's; `owns_node`: which nodes the cycle planned on as this instance's
+    own (by default every one)."""
     binds = [d for d in decisions if isinstance(d, Bind)]
     if not binds:
         return []
@@ -92,5 +98,6 @@ def gangs_of(
         capacities = {b.node: node_capacity(nodes[b.node]) for b in binds if b.node in nodes}
         pg = groups.get(key) if key else None
         capped = capped_queues(pg, queues, tree=tree)
-        gangs.append(Gang(key, tuple(binds), requests, capacities, view, capped_queues=capped))
+        borrowed = frozenset(b.node for b in binds if owns_node is not None and not owns_node(b.node))
+        gangs.append(Gang(key, tuple(binds), requests, capacities, view, capped_queues=capped, borrowed=borrowed))
     return gangs

@@ -91,10 +91,14 @@ def decode(data: bytes | None) -> Record:
         return Record()
     record = _decoder.decode(data)
     for reservation in record.reservations.values():
-        for name, value in reservation.requests.items():
-            if not _REQUEST_TEXT.fullmatch(value):
-                raise ValueError(f"reservation of {reservation.pod!r}: request {name!r} is not an amount")
+        if not valid_requests(reservation.requests):
+            raise ValueError(f"reservation of {reservation.pod!r}: a request is not an amount")
     return record
+
+
+def valid_requests(requests: Mapping[str, str]) -> bool:
+    """Whether every amount is in the form `reservation` writes (exact, non-negative, bounded digits)."""
+    return all(_REQUEST_TEXT.fullmatch(value) for value in requests.values())
 
 
 def reservation(pod: str, requests: Mapping[str, Fraction], *, instance: str, epoch: int, at: float) -> Reservation:

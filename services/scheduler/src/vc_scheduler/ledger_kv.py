@@ -1,8 +1,11 @@
-"""SHELL: the placement ledger in a JetStream KV bucket, one key per node and per capped queue.
+"""SHELL: the placement ledger in a JetStream KV bucket: one key per capped queue, and each instance's
+announcement of the member set it plans under.
 
-Every instance follows the bucket (to plan around other instances' in-flight reservations and to
-start each compare-and-set from a fresh copy) and writes it only with `update(last=revision)`.
-A lost race re-reads and re-checks (a retry); a reservation that no longer fits is a conflict.
+A queue's capability holds for the pods of every instance, so a gang in a capped queue is reserved
+there before it binds, whoever owns its nodes (nodes have one writer each and need no ledger:
+lending.py). Every instance follows the bucket (to start each compare-and-set from a fresh copy, and
+for the announcements) and writes a record only with `update(last=revision)`. A lost race re-reads and
+re-checks (a retry); a reservation that no longer fits is a conflict.
 """
 
 from __future__ import annotations
@@ -40,10 +43,6 @@ MAX_ANNOUNCED_MEMBERS: Final = 1024
 WRONG_LAST_SEQUENCE: Final = 10071  # JetStream's error code for a delete whose expected revision is not the key's
 
 
-def node_key(node: str) -> str:
-    return f"node.{subjects.escape_token(node)}"
-
-
 def queue_key(queue: str) -> str:
     return f"queue.{subjects.escape_token(queue)}"
 
@@ -58,11 +57,15 @@ class Announcement(msgspec.Struct, frozen=True):
     members: tuple[str, ...]
     at: float
     revision: int = 0  # the key's revision, as followed (not stored)
+    # The pods stream's revision when it was made: every bind the instance made on the nodes it gave up
+    # is at or before it (peers.Several).
+    pods_revision: int = 0
 
 
 class _Announced(msgspec.Struct, frozen=True):
     members: list[str]
     at: float
+    pods: int = 0
 
 
 _announced_decoder = msgspec.json.Decoder(_Announced)
@@ -76,7 +79,9 @@ def decode_announcement(data: bytes | None, revision: int) -> Announcement | Non
         return None
     if len(value.members) > MAX_ANNOUNCED_MEMBERS or any(not 0 < len(m) <= 253 for m in value.members):
         return None
-    return Announcement(tuple(sorted(set(value.members))), value.at, revision)
+    if value.pods < 0:
+        return None
+    return Announcement(tuple(sorted(set(value.members))), value.at, revision, value.pods)
 
 
 Change = Callable[[Record], Outcome]
@@ -109,10 +114,7 @@ class Ledger:
         self._pending: dict[str, list[tuple[Change, bool, asyncio.Future[Outcome]]]] = {}
         self._flushers: dict[str, asyncio.Task[None]] = {}
         self.synced = asyncio.Event()
-        self.changed = asyncio.Event()  # another instance's reservations changed (the loop's idle gate reads it)
-        # Which keys' changes may change this instance's next cycle (peers.Several sets it to its own
-        # nodes' keys while it plans over a share): other keys set no `changed`.
-        self.concerns: Callable[[str], bool] = lambda _key: True
+        self.changed = asyncio.Event()  # another instance's announcement changed (the loop's idle gate reads it)
         # The member set each instance announced it plans under (share.Partition), and the watch's
         # position, which announce() waits for.
         self.announced: dict[str, Announcement] = {}
@@ -140,23 +142,17 @@ class Ledger:
             known = self._copies.get(entry.key)
             if known is not None and known.revision >= entry.revision:
                 continue  # our own write, already applied
-            after = None
             if entry.op is WatchOp.DELETE:
                 self._copies.pop(entry.key, None)
             else:
-                after = self._decode(entry.value, entry.key, entry.revision)
-                self._copies[entry.key] = _Copy(after, entry.revision)
-            if (self._foreign(known.record if known is not None else None) or self._foreign(after)) and self.concerns(
-                entry.key
-            ):
-                self.changed.set()
+                self._copies[entry.key] = _Copy(self._decode(entry.value, entry.key, entry.revision), entry.revision)
 
     # -- announcements -----------------------------------------------------------------------------
-    async def announce(self, members: tuple[str, ...]) -> None:
+    async def announce(self, members: tuple[str, ...], *, pods_revision: int = 0) -> None:
         """Announce the member set this instance plans under, and return once the followed copy shows
         it: every announcement written before it is then known too (the bucket is one ordered stream)."""
         kv = await self.open()
-        value = msgspec.json.encode(_Announced(list(members), self._clock()))
+        value = msgspec.json.encode(_Announced(list(members), self._clock(), pods_revision))
         revision = await kv.put(announce_key(self.instance), value)
         if self._revision >= revision:
             return
@@ -206,11 +202,6 @@ class Ledger:
             ledger.decode, data or b"", source=BUCKET, kind="LedgerRecord", key=key, revision=revision
         )
         return record if record is not None else Record()
-
-    def _foreign(self, record: Record | None) -> bool:
-        """Whether the record holds another instance's reservations: only those change what this
-        instance plans (its own pods' reservations stand for binds it already assumed)."""
-        return record is not None and any(r.instance != self.instance for r in record.reservations.values())
 
     def records(self) -> list[tuple[str, Record]]:
         """(key, record) of every ledger key in the followed copy."""

@@ -1,5 +1,6 @@
-"""SHELL: prune the ledger keys this instance owns (rendezvous on the key) of dead reservations, so those
-of finished pods and of crashed instances are reclaimed even on nodes nobody reserves on right now."""
+"""SHELL: prune the ledger's queue records this instance owns (rendezvous on the key) of dead reservations,
+so those of finished pods and of crashed instances are reclaimed even in queues nobody reserves in right
+now."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from collections.abc import Callable
 import structlog
 
 from vc_core.ownership import Ownership
-from vc_proto.subjects import unescape_token
 from vc_scheduler.ledger import View
 from vc_scheduler.ledger import prune as prune_record
 from vc_scheduler.ledger_kv import Ledger
@@ -53,10 +53,9 @@ class LedgerSweeper:
         for key, record in self._ledger.records():
             if not self._own.owns(f"ledger:{key}"):
                 continue
-            node = unescape_token(key.removeprefix("node.")) if key.startswith("node.") else None
-            if prune_record(record, view, now, node=node) is record:
+            if prune_record(record, view, now, node=None) is record:
                 continue
             try:
-                await self._ledger.prune(key, view, node=node)
+                await self._ledger.prune(key, view, node=None)
             except Exception as exc:  # transport boundary: the next sweep tries again
                 log.info("ledger.sweep_failed", key=key, error=repr(exc))

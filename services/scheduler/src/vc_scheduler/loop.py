@@ -182,8 +182,8 @@ class SchedulingLoop:
     async def run_once(self) -> CycleResult:
         number = next(self.cycles)
         members = self.members
-        partition = await self._partition()
         view = self._view()
+        partition = await self._partition(view)
         reserved = self.peers.reserved(view)
         snapshot, by_reservation = self._share.snapshot(partition, reserved)
         cycle = Cycle(
@@ -212,7 +212,15 @@ class SchedulingLoop:
         self._record(plan, partition)
         if not members.can_write():
             return result  # the lease lapsed while we planned: another instance may own these now
-        for gang in gangs_of(result.decisions, plan.snapshot, view, tree=self._tree, nodes=self.cache.nodes):
+        gangs = gangs_of(
+            result.decisions,
+            plan.snapshot,
+            view,
+            tree=self._tree,
+            nodes=self.cache.nodes,
+            owns_node=partition.owns_node,
+        )
+        for gang in gangs:
             self.binder.submit(gang)
         for decision in result.decisions:
             if isinstance(decision, Evict):
@@ -235,10 +243,10 @@ class SchedulingLoop:
             )
         return result
 
-    async def _partition(self) -> Partition:
+    async def _partition(self, view: View) -> Partition:
         """Who owns what among the instances (peers.py); the cache's index recounts what lies outside the
         share when it changes."""
-        parts = await self.peers.partition(tuple(self.members.members) or (self.instance,))
+        parts = await self.peers.partition(tuple(self.members.members) or (self.instance,), view)
         if parts is not self._parts:
             self._parts = parts
             self.cache.index.regroup(parts.owns, parts.owns_node)

@@ -233,7 +233,7 @@ QUEUE_WRITES = Counter(
 )
 GANGS = Counter(
     "tephra_scheduler_gang_commits_total",
-    "Gang commits by outcome (ok, partial, conflict, unvouched, fenced, moved, error)",
+    "Gang commits by outcome (ok, partial, conflict, fenced, moved, error)",
     ["instance", "outcome"],
 )
 LEDGER_WRITES = Counter("tephra_scheduler_ledger_writes_total", "Ledger compare-and-set writes that won", ["instance"])
@@ -242,8 +242,13 @@ LEDGER_RETRIES = Counter(
 )
 LEDGER_CONFLICTS = Counter(
     "tephra_scheduler_ledger_conflicts_total",
-    "Reservations refused because the node or queue was full by the ledger",
+    "Reservations refused because the capped queue was full by the ledger",
     ["instance", "scope"],
+)
+LOANS = Counter(
+    "tephra_scheduler_loans_total",
+    "Asks for room on this instance's nodes by other instances, by outcome (granted, refused)",
+    ["instance", "outcome"],
 )
 OWNED = Gauge("tephra_scheduler_owned_podgroups", "PodGroups this instance owns", ["instance"])
 OWNED_NODES = Gauge("tephra_scheduler_owned_nodes", "Nodes this instance owns (plans on first)", ["instance"])
@@ -410,8 +415,7 @@ def declare_series(instance: str) -> None:
     for counter, outcomes in _INSTANCE_OUTCOMES:
         for outcome in outcomes:
             counter.labels(instance, outcome)
-    for scope in ("node", "queue"):
-        LEDGER_CONFLICTS.labels(instance, scope)
+    LEDGER_CONFLICTS.labels(instance, "queue")
 
 
 # -- state: queues ---------------------------------------------------------------------------------------
@@ -799,7 +803,8 @@ def _remove(gauge: Gauge | BareCounter, *labels: str) -> None:
 _INSTANCE_OUTCOMES: Final = (
     (BINDS, ("ok", "conflict", "gone", "stale")),
     (EVICTS, ("ok", "stale")),
-    (GANGS, ("ok", "partial", "conflict", "unvouched", "moved")),
+    (GANGS, ("ok", "partial", "conflict", "moved")),
+    (LOANS, ("granted", "refused")),
     (PG_WRITES, ("ok", "conflict")),
     (QUEUE_WRITES, ("ok", "conflict")),
 )

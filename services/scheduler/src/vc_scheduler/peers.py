@@ -1,47 +1,90 @@
-"""SHELL: what one scheduler instance says to and knows of the others, as its loop needs it: the member
-set it plans under and the partition that follows (share.Partition), and the pods whose binds other
-instances have in flight (their ledger reservations). Two implementations behind one port:
+"""SHELL: what one scheduler instance says to and knows of the others, as its loop and binder need it:
+the member set it plans under and the partition that follows (share.Partition), where it may commit,
+who owns a node it would borrow, and the loans it granted on its own nodes (lending.py). Two
+implementations behind one port:
 
 - `Alone`: no other instance can run (no ledger): the partition is the whole cluster;
-- `Several`: the ledger bucket (ledger_kv.Ledger): announcements of the member sets each instance plans
-  under, and reservations. It also serves an instance that is alone for now: others may join.
+- `Several`: announcements of the member sets each instance plans under, in the ledger bucket
+  (ledger_kv.Ledger). It also serves an instance that is alone for now: others may join.
+
+A node changes owner only once its old owner has nothing in flight there: an instance that sees a new
+member (and so loses nodes) stops committing on its nodes and granting loans, waits until its binder has
+no gang in flight and every loan it granted is bound or gone, and only then announces the new set, with
+the pods stream's revision at that moment. Another instance plans on a node an announcement gave up only
+once its cache has followed the pods stream that far, so it sees every bind the old owner made there.
+When an announcement goes (its instance stopped, after waiting for its binds in flight; or it died and
+the announcement was removed after ANNOUNCED_STALE_S, its lease long lapsed), the others follow the pods
+stream to its end before planning on its nodes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Final, Protocol
 
 import structlog
 
-from vc_proto.subjects import unescape_token
 from vc_scheduler.ledger import View
 from vc_scheduler.ledger_kv import Ledger
-from vc_scheduler.share import Partition, reserved_pods
+from vc_scheduler.lending import LoanBook
+from vc_scheduler.share import Partition
 
 log = structlog.get_logger(__name__)
 ANNOUNCE_TIMEOUT_S: Final = 5.0
-NODE_PREFIX: Final = "node."  # ledger_kv.node_key
+# How long an instance that loses nodes waits for its binds and loans there to land before it gives the
+# nodes up (it commits nothing on its nodes meanwhile); past it, it tries again at its next cycle.
+HANDOVER_WAIT_S: Final = 15.0
+HANDOVER_POLL_S: Final = 0.05
+# How long a cycle waits for the cache to follow the pods stream to an announcement's revision.
+FOLLOW_WAIT_S: Final = 5.0
+LEAVE_WAIT_S: Final = 3.0  # a stopping instance waits this long for its binds in flight before it retracts
 # An announcement of an instance that is no longer a member is removed once this old: longer than any
 # lease lasts unrenewed, so its owner is fenced by then, and than a joining instance's lease takes to be
 # seen here.
-ANNOUNCED_STALE_S: Final = 30.0
+ANNOUNCED_STALE_S: Final = 15.0
+
+
+class PodsStream(Protocol):
+    """The pods stream as the hand-over needs it (cache.FollowedPods)."""
+
+    async def last_revision(self) -> int:
+        """The stream's last revision now."""
+        ...
+
+    async def followed(self, revision: int, timeout_s: float) -> bool:
+        """Whether the cache has followed the stream to `revision`, waiting up to `timeout_s`."""
+        ...
 
 
 class Peers(Protocol):
-    async def partition(self, members: tuple[str, ...]) -> Partition:
+    async def partition(self, members: tuple[str, ...], view: View) -> Partition:
         """Who owns what for the next cycle (the same object while nothing changed); called between
         cycles only."""
         ...
 
     def reserved(self, view: View) -> dict[str, tuple[str, str]]:
-        """Pod uid -> (pod key, node) of other instances' binds in flight, judged against `view`."""
+        """Pod uid -> (pod key, node) of other instances' binds in flight on this instance's nodes (the
+        loans it granted), judged against `view`."""
+        ...
+
+    def commits_on(self, node: str) -> bool:
+        """Whether this instance may commit on `node` without asking anyone: it owns it under the set it
+        announced, and it is not handing nodes over."""
+        ...
+
+    def owner_of(self, node: str) -> str | None:
+        """The other instance to ask for a loan on `node` (None: no single one claims it)."""
+        ...
+
+    @property
+    def book(self) -> LoanBook:
+        """The loans granted on this instance's nodes."""
         ...
 
     def changed(self) -> bool:
-        """Whether another instance's reservations or announcement changed since `settle`."""
+        """Whether another instance's announcement changed since `settle`."""
         ...
 
     def settle(self) -> None:
@@ -56,12 +99,23 @@ class Peers(Protocol):
 class Alone:
     def __init__(self, instance: str) -> None:
         self._partition = Partition(instance, (instance,))
+        self._book = LoanBook()
 
-    async def partition(self, members: tuple[str, ...]) -> Partition:
+    async def partition(self, members: tuple[str, ...], view: View) -> Partition:
         return self._partition
 
     def reserved(self, view: View) -> dict[str, tuple[str, str]]:
         return {}
+
+    def commits_on(self, node: str) -> bool:
+        return True
+
+    def owner_of(self, node: str) -> str | None:
+        return None
+
+    @property
+    def book(self) -> LoanBook:
+        return self._book
 
     def changed(self) -> bool:
         return False
@@ -74,38 +128,95 @@ class Alone:
 
 
 class Several:
-    def __init__(self, ledger: Ledger, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        *,
+        pods: PodsStream,
+        in_flight: Callable[[], int] = lambda: 0,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        """`in_flight`: how many gangs the binder has in flight."""
         self.ledger = ledger
         self.instance = ledger.instance
-        self._clock = clock
+        self._pods = pods
+        self._in_flight = in_flight
+        self._clock, self._sleep = clock, sleep
+        self._book = LoanBook()
         self._announced: tuple[str, ...] = ()  # the member set last announced
         self._partition: Partition | None = None
+        self._handing_over = False  # nodes are being given up: no commits on own nodes, no loans
+        self._required = 0  # the pods stream revision to follow before planning on nodes given up
 
-    async def partition(self, members: tuple[str, ...]) -> Partition:
+    @property
+    def book(self) -> LoanBook:
+        return self._book
+
+    async def partition(self, members: tuple[str, ...], view: View) -> Partition:
         """PodGroups and nodes by the member set this instance announced it plans under, less the nodes
         other instances' announcements claim (share.Partition). A new member set is announced here,
-        between cycles, before the first cycle that plans under it; should that fail, the cycle plans
+        between cycles, before the first cycle that plans under it, once the nodes it gives up have
+        nothing of this instance in flight (the module's docstring); should either fail, the cycle plans
         under the set announced before (nodes move only once announced). Every other announcement
         counts, also one of an instance this one has not seen join yet; one of an instance that left is
         removed once it is older than ANNOUNCED_STALE_S."""
-        if members != self._announced:
+        if members != self._announced and await self._handed_over(members, view):
             try:
+                revision = await self._pods.last_revision()
                 async with asyncio.timeout(ANNOUNCE_TIMEOUT_S):
-                    await self.ledger.announce(members)
+                    await self.ledger.announce(members, pods_revision=revision)
                 self._announced = members
+                self._handing_over = False
             except Exception as exc:  # NATS unavailable: plan under the last announced set; again next cycle
                 log.warning("partition.announce_failed", members=list(members), error=repr(exc))
         await self._retract_stale(frozenset(members))
-        claims = {m: a.members for m, a in self.ledger.announced.items() if m != self.instance}
+        others = {m: a for m, a in self.ledger.announced.items() if m != self.instance}
+        claims = {m: a.members for m, a in others.items()}
         mine = self._announced or (self.instance,)
         held = self._partition
         if held is None or (held.members, held.claims) != (mine, claims):
+            try:
+                if held is not None and any(m not in claims for m in held.claims):
+                    # An instance's announcement is gone (it stopped, or left and was removed): its
+                    # binds are all in the pods stream by now; see them before planning on its nodes.
+                    self._required = max(self._required, await self._pods.last_revision())
+                required = max([self._required, *(a.pods_revision for a in others.values())])
+                followed = await self._pods.followed(required, FOLLOW_WAIT_S)
+            except Exception as exc:  # NATS unavailable: plan as before
+                log.warning("partition.follow_failed", error=repr(exc))
+                followed = False
+            if not followed:
+                if held is not None:
+                    return held  # plan as before until the cache has seen the binds made on the nodes that move
+                raise TimeoutError("the cache has not followed the pods stream to the announced revisions")
             held = self._partition = Partition(self.instance, mine, claims)
-            self.ledger.concerns = _own_nodes_keys(held)
         return held
 
+    async def _handed_over(self, members: tuple[str, ...], view: View) -> bool:
+        """Whether this instance may announce `members`: at once if it gains nodes only (its first
+        announcement, or members left); when a member joined, once nothing of its own is in flight."""
+        if not self._announced or set(members) <= set(self._announced):
+            return True
+        self._handing_over = True
+        deadline = self._clock() + HANDOVER_WAIT_S
+        while self._in_flight() or self._book.outstanding(view, self._clock()):
+            if self._clock() >= deadline:
+                log.info("partition.handover_waiting", gangs=self._in_flight())
+                return False
+            await self._sleep(HANDOVER_POLL_S)  # binds land and loans lapse by clock, not by one event
+        return True
+
     def reserved(self, view: View) -> dict[str, tuple[str, str]]:
-        return reserved_pods(self.ledger.records(), view, self._clock())
+        return self._book.lent(view, self._clock())
+
+    def commits_on(self, node: str) -> bool:
+        held = self._partition
+        return held is not None and not self._handing_over and held.owns_node(node)
+
+    def owner_of(self, node: str) -> str | None:
+        held = self._partition
+        return held.owner_of_node(node) if held is not None else None
 
     def changed(self) -> bool:
         return self.ledger.changed.is_set()
@@ -117,6 +228,10 @@ class Several:
         if not self._announced:
             return
         # Best effort (NATS may be gone): the others remove it after ANNOUNCED_STALE_S anyway.
+        self._handing_over = True  # no more commits on its nodes; those in flight land first
+        deadline = self._clock() + LEAVE_WAIT_S
+        while self._in_flight() and self._clock() < deadline:
+            await self._sleep(HANDOVER_POLL_S)
         try:
             async with asyncio.timeout(1.0):
                 await self.ledger.retract(self.instance)
@@ -137,15 +252,3 @@ class Several:
                 log.info("partition.retracted", member=member)
             except Exception as exc:  # the next cycle tries again
                 log.warning("partition.retract_failed", member=member, error=repr(exc))
-
-
-def _own_nodes_keys(partition: Partition) -> Callable[[str], bool]:
-    """Ledger keys whose reservations by others a cycle over the partition's share plans around: its own
-    nodes' (alone: every key)."""
-    if partition.alone():
-        return lambda _key: True
-
-    def concerns(key: str) -> bool:
-        return key.startswith(NODE_PREFIX) and partition.owns_node(unescape_token(key.removeprefix(NODE_PREFIX)))
-
-    return concerns

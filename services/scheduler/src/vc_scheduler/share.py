@@ -5,31 +5,29 @@ owner and every node one owner (as Volcano's multi-scheduler hash mode puts job 
 one ring), so an instance plans over its share, and a cycle costs what the share costs:
 
 - the share snapshot: its own nodes with every pod on them (pods of other instances' PodGroups there
-  count as occupying, nothing more), its own PodGroups with all their pods, the pods other instances
-  have reserved on its nodes (their binds are in flight) as if bound there, every queue and the other
+  count as occupying, nothing more), its own PodGroups with all their pods, the pods it lent room to
+  on its nodes (other instances' binds in flight, lending.py) as if bound there, every queue and the other
   small kinds, and `outside` (cluster.Outside): what the others' nodes and PodGroups add up to, so fair
   share and quotas are the whole cluster's;
 - the borrowing snapshot, only for what did not fit: the share snapshot plus the other instances'
-  nodes, each shrunk to the capacity it has left (its stored pods and live reservations taken off), so
+  nodes, each shrunk to the capacity it has left (its stored pods taken off), so
   a gang larger than the instance's nodes, or a pod whose selector matches only others' nodes, is
   placed (soft partitions, as in Godel). Pods on others' nodes are not seen there: inter-pod affinity
   and topology spread judge other instances' nodes by the pods of this instance's share only.
 
-Every commit, on an instance's own nodes or on borrowed ones, goes through the placement ledger, which
-checks actual fit (ledger.try_reserve), so partitions only decide where each instance looks first.
+Each node has one writer: its owner commits there on its own word, and another instance only with a
+loan the owner grants after checking actual fit (lending.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from fractions import Fraction
 
 from vc_core.ownership import rendezvous_owner
 from vc_core.resources import PODS
-from vc_proto.subjects import unescape_token
 from vc_scheduler.cluster_index import TERMINAL, ClusterIndex
-from vc_scheduler.ledger import Record, View, keep
 from vc_scheduling.snapshot.cluster import ClusterSnapshot, NodeObj, PodObj
 
 
@@ -82,27 +80,16 @@ class Partition:
             self._memo[key] = hit
         return hit
 
+    def owner_of_node(self, name: str) -> str | None:
+        """The other instance whose announced set gives it `name` (None: none does, or several do while
+        their announcements disagree: nobody lends it then)."""
+        key = node_owner_key(name)
+        owners = [member for member, theirs in self.claims.items() if rendezvous_owner(key, theirs) == member]
+        return owners[0] if len(owners) == 1 else None
+
     def alone(self) -> bool:
         """Planning over the whole cluster: alone in its set, and no other member claims a node."""
         return self.members == (self.instance,) and not any(member in theirs for member, theirs in self.claims.items())
-
-
-def reserved_pods(records: Iterable[tuple[str, Record]], view: View, now: float) -> dict[str, tuple[str, str]]:
-    """Pod uid -> (pod key, node) of the ledger's node reservations still holding resources for a pod
-    not yet bound (ledger.keep): other instances' binds in flight."""
-    out: dict[str, tuple[str, str]] = {}
-    pods = view.pods
-    for key, record in records:
-        if not key.startswith("node."):
-            continue
-        node = unescape_token(key.removeprefix("node."))
-        for uid, res in record.reservations.items():
-            state = pods.get(uid)
-            if state is not None and (state.node or state.terminal):
-                continue
-            if keep(uid, res, view, now, node=node):
-                out[uid] = (res.pod, node)
-    return out
 
 
 class Share:
