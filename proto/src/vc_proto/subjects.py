@@ -106,4 +106,3 @@ SCHEDULER_LOAN_ANY: Final = f"{SCHEDULER_LOAN}.*"
 
 def scheduler_loan_subject(instance: str) -> str:
     return f"{SCHEDULER_LOAN}.{escape_token(instance)}"
-
