@@ -3,8 +3,8 @@ a pod in a few KB, where the pod's stored JSON alone is about 1.7 KB."""
 
 from __future__ import annotations
 
-from tests.support.bench_pods import running_gang_pods
 from tests.support.memory import retained_bytes
+from tests.unit.bench.bench_pods import running_gang_pods
 from vc_bus.kvwatch import RawEntry
 from vc_core.store import WatchOp
 from vc_scheduler.cache import SchedulerCache

@@ -25,9 +25,10 @@ def running_gang_pods(count: int, *, nodes: int) -> list[tuple[str, bytes]]:
     for j in range(count // GANG):
         job = codec.from_dict(vcjob(f"gang-{j:06d}"))
         assert isinstance(job, Job) and job.spec and job.spec.tasks
+        task = job.spec.tasks[0]
         job = with_meta(job, uid=f"00000000-0000-4000-8000-{j:012d}")
         for index in range(GANG):
-            pod = stamp_new(build_job_pod(job, job.spec.tasks[0], index), now=CREATED)
+            pod = stamp_new(build_job_pod(job, task, index), now=CREATED)
             pod = _bound(pod, node=f"node-{len(pods) % nodes:05d}")
             # Started within the second a whole gang is bound in (a second per 200 pods).
             started = f"2026-01-05T10:{len(pods) // 200 // 60 % 60:02d}:{len(pods) // 200 % 60:02d}Z"
