@@ -10,34 +10,18 @@ containers, the status' conditions and the rest are left out, and the text gangs
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
-
 import msgspec
 
-from vc_core.interning import shared, shared_or_none, shared_strings
+from vc_core.interning import SharedParts, shared, shared_or_none, shared_strings
 from vc_proto.core import ContainerState, ContainerStateTerminated, ContainerStatus, Pod, PodSpec, PodStatus
 from vc_proto.meta import ObjectMeta, OwnerReference
 
 # Equal parts are one object (these are frozen, and nothing changes a cached pod): pods on one node
 # share their spec (all the cache keeps of it is the node's name), a gang's pods their owner, and pods
-# that started in the same second their status. Each table is bounded: when full it starts over (the
-# objects already shared stay valid).
-MAX_SHARED = 100_000
-_SPECS: dict[str | None, PodSpec] = {}
-_OWNERS: dict[tuple[object, ...], list[OwnerReference]] = {}
-_STATUSES: dict[tuple[object, ...], PodStatus] = {}
-T = TypeVar("T")
-K = TypeVar("K")
-
-
-def _one(table: dict[K, T], key: K, make: Callable[[], T]) -> T:
-    found = table.get(key)
-    if found is None:
-        if len(table) >= MAX_SHARED:
-            table.clear()
-        found = table[key] = make()
-    return found
+# that started in the same second their status.
+_SPECS: SharedParts[str | None, PodSpec] = SharedParts()
+_OWNERS: SharedParts[tuple[object, ...], list[OwnerReference]] = SharedParts()
+_STATUSES: SharedParts[tuple[object, ...], PodStatus] = SharedParts()
 
 
 def cached_pod(pod: Pod) -> Pod:
@@ -65,7 +49,7 @@ def _metadata(meta: ObjectMeta) -> ObjectMeta:
 
 def _owners(refs: list[OwnerReference]) -> list[OwnerReference]:
     key = tuple(msgspec.structs.astuple(ref) for ref in refs)
-    return _one(_OWNERS, key, lambda: [_owner(ref) for ref in refs])
+    return _OWNERS.one(key, lambda: [_owner(ref) for ref in refs])
 
 
 def _owner(ref: OwnerReference) -> OwnerReference:
@@ -80,15 +64,14 @@ def _owner(ref: OwnerReference) -> OwnerReference:
 
 
 def _spec(node_name: str | None) -> PodSpec:
-    return _one(_SPECS, node_name, lambda: PodSpec(node_name=shared_or_none(node_name)))
+    return _SPECS.one(node_name, lambda: PodSpec(node_name=shared_or_none(node_name)))
 
 
 def _status(status: PodStatus) -> PodStatus:
     containers = _containers(status.container_statuses)
     init_containers = _containers(status.init_container_statuses)
     key = (status.phase, status.reason, status.message, status.start_time, containers, init_containers)
-    return _one(
-        _STATUSES,
+    return _STATUSES.one(
         key,
         lambda: PodStatus(
             phase=shared_or_none(status.phase),
