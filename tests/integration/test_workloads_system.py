@@ -11,8 +11,9 @@ five-minute schedule).
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +27,25 @@ pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow]
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "volcano"
 
 
-@pytest.fixture
-async def system(tmp_path: Path) -> AsyncIterator[System]:
+async def _start(root: Path) -> System:
     # The examples' pods run `sleep 10s`; simulated pods end after --default-duration instead.
-    running = await start_system(tmp_path, extra={"node-sim": ["--default-duration", "1s"]})
+    running = await start_system(root, extra={"node-sim": ["--default-duration", "1s"]})
     try:
         flow = running.services["flow-controller"] = running.service("flow-controller", "vc-flow-controller", [])
         flow.start()
         await flow.wait_ready(timeout=60)
+    except BaseException:
+        running.stop()
+        raise
+    return running
+
+
+@pytest.fixture(scope="module")
+def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
+    """One system for the module: the flow's objects (templates a-e, jobs test-*) and the CronJob's
+    (volcano-cronjob-example) share no name, and neither test changes a node, a queue or a service."""
+    running = asyncio.run(_start(tmp_path_factory.mktemp("workloads")))
+    try:
         yield running
     finally:
         running.stop()
