@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 from benchmarks.progress import Progress
 from benchmarks.report import BenchReport, running_curve
+from benchmarks.services import Proc, wait_ready
 from vc_bus.connection import connect
 from vc_bus.server import NatsServer, free_port
 from vc_bus.store import NatsStore
@@ -26,38 +25,17 @@ from vc_proto.core import CORE_V1, Container, Node, Pod, PodSpec
 from vc_proto.meta import ObjectMeta
 
 
-def ready(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1) as r:
-            return r.status == 200
-    except OSError:
-        return False
-
-
 async def run(nodes: int, pods: int, sync: str) -> None:
     with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp), sync=sync) as server:  # type: ignore[arg-type]
         port = free_port()
-        start = time.perf_counter()
-        # Popen only forks and execs (quick); the waits below run in a thread or after the measurement.
-        proc = subprocess.Popen(  # noqa: ASYNC220 - a one-off start, not on a measured path
-            [
-                str(Path(sys.executable).parent / "vc-node-sim"),
-                "--nats",
-                server.url,
-                "--health-port",
-                str(port),
-                "--nodes",
-                str(nodes),
-                "--start-delay",
-                "0",
-                "--heartbeat-period",
-                "600",
-            ],
-            stderr=subprocess.DEVNULL,
+        argv = [str(Path(sys.executable).parent / "vc-node-sim"), "--nats", server.url, "--health-port", str(port)]
+        node_sim = Proc(
+            "node-sim", [*argv, "--nodes", str(nodes), "--start-delay", "0", "--heartbeat-period", "600"], port
         )
+        start = time.perf_counter()
+        node_sim.start(Path(tmp))  # only forks and execs (quick); the wait runs in a thread
         try:
-            while not await asyncio.to_thread(ready, port):  # noqa: ASYNC110 - another process's /readyz
-                await asyncio.sleep(0.2)
+            await wait_ready([node_sim], Path(tmp))
             register_s = time.perf_counter() - start
             async with connect(server.url, name="bench") as nc:
                 store = NatsStore(nc)
@@ -65,8 +43,7 @@ async def run(nodes: int, pods: int, sync: str) -> None:
                 assert len((await store.list(Node))[0]) == nodes
                 run_s, create_s, curve = await _run_pods(store, nodes, pods)
         finally:
-            proc.terminate()
-            proc.wait(30)
+            node_sim.stop()
     print(
         f"node-sim[sync={sync}]: {nodes:,} nodes registered in {register_s:.1f}s; "
         f"{pods:,} pods created in {create_s:.1f}s "

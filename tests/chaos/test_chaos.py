@@ -42,6 +42,8 @@ async def test_a_chaos_schedule_keeps_every_invariant(index: int, tmp_path: Path
 # two of them seldom reach for the same room; on eight nodes, filled in bursts, they must. A schedule
 # whose faults keep the instances apart (one paused or slowed the whole time) can still miss it, so
 # the broken build gets up to three schedules, as `make chaos` would run several: one must catch it.
+# Not shorter: 12 s of this load (schedule 4, its faults) and 10 s without faults both ran clean on the
+# broken build; the faults and the longer load are what make two instances reach for the same room.
 CROWDED = Options(load_s=20.0, jobs_per_s=4.0, burst=8, nodes=8, flap_nodes=8)
 BROKEN_SCHEDULES = (4, 3, 1)  # 4 first: no scheduler kill or stop, no unsynced loss to thin the load
 

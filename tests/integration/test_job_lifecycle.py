@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +20,22 @@ pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow, pytes
 
 @pytest.fixture
 async def system(tmp_path: Path) -> AsyncIterator[System]:
+    """A system of its own, for a test that changes it (kills a controller, makes a node NotReady) or
+    reads a total over every job (a queue's allocation)."""
     running = await start_system(tmp_path)
     yield running
     running.stop()
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
+    """One system for the tests that only submit jobs of names no other test here uses and look at those
+    jobs alone: each system start is seven processes, the larger part of such a test's time."""
+    running = asyncio.run(start_system(tmp_path_factory.mktemp("shared-system")))
+    try:
+        yield running
+    finally:
+        running.stop()
 
 
 async def pods_of(system: System, job: str) -> dict[str, Pod]:
@@ -75,38 +88,6 @@ def task(name: str, replicas: int, *, duration: str = "1h", exit_code: int = 0, 
     }
 
 
-async def test_tensorflow_seed_gets_hostfiles_and_env_and_completes_on_task_completed(system: System) -> None:
-    system.submit(seed("tensorflow-benchmark.yaml", durations={"ps": "1h", "worker": "3s"}))
-    await system.wait_phase("tensorflow-benchmark", "Running")
-    hosts = await system.store_call(lambda s: s.get(ConfigMap, "default", "tensorflow-benchmark-svc"))
-    assert hosts.data is not None
-    assert hosts.data["ps.host"] == "tensorflow-benchmark-ps-0.tensorflow-benchmark"
-    assert hosts.data["worker.host"].split("\n") == [
-        f"tensorflow-benchmark-worker-{i}.tensorflow-benchmark" for i in (0, 1)
-    ]
-    pods = await pods_of(system, "tensorflow-benchmark")
-    worker = pods["tensorflow-benchmark-worker-1"]
-    assert env_of(worker)["VK_TASK_INDEX"] == "1" and env_of(worker)["VC_TASK_INDEX"] == "1"
-    mounts = {m.mount_path for m in ((worker.spec.containers or [])[0].volume_mounts or [])} if worker.spec else set()
-    assert "/etc/volcano" in mounts
-    await system.wait_phase("tensorflow-benchmark", "Completed")
-    history = system.history("tensorflow-benchmark")
-    reasons = [(h["kind"], h["reason"]) for h in history]
-    assert ("Job", "ExecuteAction") in reasons and reasons[-1] == ("Job", "PhaseChanged")
-    assert any(h["reason"] == "PodExited" and h.get("exitCode") == 0 for h in history)
-
-
-async def test_mpi_seed_gets_ssh_keys_and_completes_when_the_master_finishes(system: System) -> None:
-    system.submit(seed("lm-mpi-job.yaml", durations={"mpimaster": "3s", "mpiworker": "1h"}))
-    await system.wait_phase("lm-mpi-job", "Running")
-    secret = await system.store_call(lambda s: s.get(Secret, "default", "lm-mpi-job-ssh"))
-    assert secret.data is not None and {"id_rsa", "id_rsa.pub", "authorized_keys", "config"} <= set(secret.data)
-    await system.wait_phase("lm-mpi-job", "Completed")
-    assert await pods_of(system, "lm-mpi-job") == {} or all(
-        p.status and p.status.phase in ("Succeeded", "Failed") for p in (await pods_of(system, "lm-mpi-job")).values()
-    )
-
-
 async def test_pod_evicted_from_a_not_ready_node_restarts_the_job(system: System) -> None:
     system.submit(seed("tensorflow-benchmark.yaml", durations={"ps": "1h", "worker": "1h"}))
     await system.wait_phase("tensorflow-benchmark", "Running")
@@ -131,74 +112,6 @@ async def test_pod_evicted_from_a_not_ready_node_restarts_the_job(system: System
     assert any(
         h["reason"] == "PhaseChanged" and h.get("phase") == "Restarting" for h in system.history("tensorflow-benchmark")
     )
-
-
-async def test_exit_code_policy_and_max_retry_exhaustion(system: System) -> None:
-    system.submit(
-        simple_job(
-            "abort-on-3",
-            tasks=[task("w", 2, duration="1s", exit_code=3)],
-            policies=[{"exitCode": 3, "action": "AbortJob"}],
-        )
-    )
-    system.submit(
-        simple_job(
-            "retry-until-failed",
-            tasks=[task("w", 1, duration="1s", exit_code=1)],
-            policies=[{"event": "PodFailed", "action": "RestartJob"}],
-            max_retry=2,
-        )
-    )
-    await system.wait_phase("abort-on-3", "Aborted")
-    await system.wait_phase("retry-until-failed", "Failed", timeout=60)
-    job = await system.job("retry-until-failed")
-    assert job.status and job.status.retry_count == 2
-
-
-async def test_restart_task_restarts_only_that_task(system: System) -> None:
-    system.submit(
-        simple_job(
-            "partial",
-            tasks=[
-                task("steady", 1),
-                task(
-                    "flaky", 1, duration="2s", exit_code=1, policies=[{"event": "PodFailed", "action": "RestartTask"}]
-                ),
-            ],
-            max_retry=5,
-        )
-    )
-    await system.wait_phase("partial", "Running")
-    steady_uid = (await pods_of(system, "partial"))["partial-steady-0"].metadata.uid
-
-    async def flaky_restarted() -> bool:
-        job = await system.job("partial")
-        return bool(job.status and (job.status.retry_count or 0) >= 1)
-
-    await eventually(flaky_restarted, timeout=30, interval=0.2)
-    assert (await pods_of(system, "partial"))["partial-steady-0"].metadata.uid == steady_uid
-
-
-async def test_suspend_and_resume(system: System) -> None:
-    system.submit(simple_job("pausable", tasks=[task("w", 2)]))
-    await system.wait_phase("pausable", "Running")
-    assert system.vcctl("job", "suspend", "-N", "pausable").returncode == 0
-    await system.wait_phase("pausable", "Aborted")
-    await eventually(lambda: _no_live_pods(system, "pausable"), timeout=30)
-    assert system.vcctl("job", "resume", "-N", "pausable").returncode == 0
-    await system.wait_phase("pausable", "Running")
-
-
-async def test_depends_on_creates_dependents_after_their_dependency_runs(system: System) -> None:
-    # A gang of all three could never start while the workers wait for the ps: minAvailable 1 (as Volcano needs too).
-    system.submit(
-        simple_job("ordered", tasks=[task("ps", 1), task("worker", 2, dependsOn={"name": ["ps"]})], min_available=1)
-    )
-    await system.wait_phase("ordered", "Running", timeout=60)
-    history = system.history("ordered")
-    created = {h["name"]: i for i, h in enumerate(history) if h["reason"] == "PodCreated"}
-    ps_running = next(i for i, h in enumerate(history) if h["name"] == "ordered-ps-0" and h.get("phase") == "Running")
-    assert created["ordered-worker-0"] > ps_running and created["ordered-worker-1"] > ps_running
 
 
 async def test_killed_controller_restarts_without_duplicates_or_lost_transitions(system: System) -> None:
@@ -301,3 +214,107 @@ async def test_queue_status_allocated_follows_the_running_pods(system: System) -
         return (await allocated("default")).get("cpu") in (None, "0")
 
     await eventually(back_to_zero, timeout=30, interval=0.2)
+
+
+# The tests on the shared system come last: it starts with the first of them and stops with the module,
+# so it does not idle beside the systems of the tests above.
+
+
+async def test_tensorflow_seed_gets_hostfiles_and_env_and_completes_on_task_completed(shared: System) -> None:
+    shared.submit(seed("tensorflow-benchmark.yaml", durations={"ps": "1h", "worker": "3s"}))
+    await shared.wait_phase("tensorflow-benchmark", "Running")
+    hosts = await shared.store_call(lambda s: s.get(ConfigMap, "default", "tensorflow-benchmark-svc"))
+    assert hosts.data is not None
+    assert hosts.data["ps.host"] == "tensorflow-benchmark-ps-0.tensorflow-benchmark"
+    assert hosts.data["worker.host"].split("\n") == [
+        f"tensorflow-benchmark-worker-{i}.tensorflow-benchmark" for i in (0, 1)
+    ]
+    pods = await pods_of(shared, "tensorflow-benchmark")
+    worker = pods["tensorflow-benchmark-worker-1"]
+    assert env_of(worker)["VK_TASK_INDEX"] == "1" and env_of(worker)["VC_TASK_INDEX"] == "1"
+    mounts = {m.mount_path for m in ((worker.spec.containers or [])[0].volume_mounts or [])} if worker.spec else set()
+    assert "/etc/volcano" in mounts
+    await shared.wait_phase("tensorflow-benchmark", "Completed")
+    history = shared.history("tensorflow-benchmark")
+    reasons = [(h["kind"], h["reason"]) for h in history]
+    assert ("Job", "ExecuteAction") in reasons and reasons[-1] == ("Job", "PhaseChanged")
+    assert any(h["reason"] == "PodExited" and h.get("exitCode") == 0 for h in history)
+
+
+async def test_mpi_seed_gets_ssh_keys_and_completes_when_the_master_finishes(shared: System) -> None:
+    shared.submit(seed("lm-mpi-job.yaml", durations={"mpimaster": "3s", "mpiworker": "1h"}))
+    await shared.wait_phase("lm-mpi-job", "Running")
+    secret = await shared.store_call(lambda s: s.get(Secret, "default", "lm-mpi-job-ssh"))
+    assert secret.data is not None and {"id_rsa", "id_rsa.pub", "authorized_keys", "config"} <= set(secret.data)
+    await shared.wait_phase("lm-mpi-job", "Completed")
+    assert await pods_of(shared, "lm-mpi-job") == {} or all(
+        p.status and p.status.phase in ("Succeeded", "Failed") for p in (await pods_of(shared, "lm-mpi-job")).values()
+    )
+
+
+async def test_exit_code_policy_and_max_retry_exhaustion(shared: System) -> None:
+    shared.submit(
+        simple_job(
+            "abort-on-3",
+            tasks=[task("w", 2, duration="1s", exit_code=3)],
+            policies=[{"exitCode": 3, "action": "AbortJob"}],
+        )
+    )
+    shared.submit(
+        simple_job(
+            "retry-until-failed",
+            tasks=[task("w", 1, duration="1s", exit_code=1)],
+            policies=[{"event": "PodFailed", "action": "RestartJob"}],
+            max_retry=2,
+        )
+    )
+    await shared.wait_phase("abort-on-3", "Aborted")
+    await shared.wait_phase("retry-until-failed", "Failed", timeout=60)
+    job = await shared.job("retry-until-failed")
+    assert job.status and job.status.retry_count == 2
+
+
+async def test_restart_task_restarts_only_that_task(shared: System) -> None:
+    shared.submit(
+        simple_job(
+            "partial",
+            tasks=[
+                task("steady", 1),
+                task(
+                    "flaky", 1, duration="2s", exit_code=1, policies=[{"event": "PodFailed", "action": "RestartTask"}]
+                ),
+            ],
+            max_retry=5,
+        )
+    )
+    await shared.wait_phase("partial", "Running")
+    steady_uid = (await pods_of(shared, "partial"))["partial-steady-0"].metadata.uid
+
+    async def flaky_restarted() -> bool:
+        job = await shared.job("partial")
+        return bool(job.status and (job.status.retry_count or 0) >= 1)
+
+    await eventually(flaky_restarted, timeout=30, interval=0.2)
+    assert (await pods_of(shared, "partial"))["partial-steady-0"].metadata.uid == steady_uid
+
+
+async def test_suspend_and_resume(shared: System) -> None:
+    shared.submit(simple_job("pausable", tasks=[task("w", 2)]))
+    await shared.wait_phase("pausable", "Running")
+    assert shared.vcctl("job", "suspend", "-N", "pausable").returncode == 0
+    await shared.wait_phase("pausable", "Aborted")
+    await eventually(lambda: _no_live_pods(shared, "pausable"), timeout=30)
+    assert shared.vcctl("job", "resume", "-N", "pausable").returncode == 0
+    await shared.wait_phase("pausable", "Running")
+
+
+async def test_depends_on_creates_dependents_after_their_dependency_runs(shared: System) -> None:
+    # A gang of all three could never start while the workers wait for the ps: minAvailable 1 (as Volcano needs too).
+    shared.submit(
+        simple_job("ordered", tasks=[task("ps", 1), task("worker", 2, dependsOn={"name": ["ps"]})], min_available=1)
+    )
+    await shared.wait_phase("ordered", "Running", timeout=60)
+    history = shared.history("ordered")
+    created = {h["name"]: i for i, h in enumerate(history) if h["reason"] == "PodCreated"}
+    ps_running = next(i for i, h in enumerate(history) if h["name"] == "ordered-ps-0" and h.get("phase") == "Running")
+    assert created["ordered-worker-0"] > ps_running and created["ordered-worker-1"] > ps_running

@@ -11,8 +11,9 @@ five-minute schedule).
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,19 +22,31 @@ import pytest
 from tests.support.services import eventually
 from tests.support.system import System, start_system
 from vc_proto.batch import Job
+from vc_proto.flow import JobFlow
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow]
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "volcano"
 
 
-@pytest.fixture
-async def system(tmp_path: Path) -> AsyncIterator[System]:
+async def _start(root: Path) -> System:
     # The examples' pods run `sleep 10s`; simulated pods end after --default-duration instead.
-    running = await start_system(tmp_path, extra={"node-sim": ["--default-duration", "1s"]})
+    running = await start_system(root, extra={"node-sim": ["--default-duration", "1s"]})
     try:
         flow = running.services["flow-controller"] = running.service("flow-controller", "vc-flow-controller", [])
         flow.start()
         await flow.wait_ready(timeout=60)
+    except BaseException:
+        running.stop()
+        raise
+    return running
+
+
+@pytest.fixture(scope="module")
+def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
+    """One system for the module: the flow's objects (templates a-e, jobs test-*) and the CronJob's
+    (volcano-cronjob-example) share no name, and neither test changes a node, a queue or a service."""
+    running = asyncio.run(_start(tmp_path_factory.mktemp("workloads")))
+    try:
         yield running
     finally:
         running.stop()
@@ -53,8 +66,9 @@ async def test_the_example_jobflow_runs_its_jobs_in_order_then_removes_them(syst
     assert created.returncode == 0 and created.stdout.strip() == "Created JobFlow: default/test", created.stderr
 
     async def succeeded() -> bool:
-        flow = vcctl_json(system, "jobflow", "get", "-N", "test")
-        return bool((flow.get("status") or {}).get("state", {}).get("phase") == "Succeed")
+        # Polled in the store: a vcctl process per look costs a second of CPU the services need more.
+        flow = await system.store_call(lambda s: s.get(JobFlow, "default", "test"))
+        return bool(flow.status and flow.status.state and flow.status.state.phase == "Succeed")
 
     try:
         await eventually(succeeded, timeout=150, interval=0.3)
@@ -62,6 +76,7 @@ async def test_the_example_jobflow_runs_its_jobs_in_order_then_removes_them(syst
         raise AssertionError(f"{system.vcctl('jobflow', 'describe', '-N', 'test').stdout}\n{system.logs()}") from exc
 
     flow = vcctl_json(system, "jobflow", "get", "-N", "test")
+    assert flow["status"]["state"]["phase"] == "Succeed", flow
     entries = {entry["name"]: entry for entry in flow["status"]["jobStatusList"]}
     assert sorted(entries) == [f"test-{t}" for t in "abcde"]
     assert all(entry["state"] == "Completed" for entry in entries.values())

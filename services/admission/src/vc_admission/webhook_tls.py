@@ -18,19 +18,23 @@ import datetime
 import os
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import structlog
 
 from vc_admission import certs
-from vc_admission.cert_manager import CertConfig, CertManager
 from vc_admission.http import ServingTLS, serve_webhook
 from vc_core.durations import parse_duration
 from vc_core.errors import ConfigError, InvalidObject, TemporaryError, VcError
 from vc_runtime.probes import Probes
 from vc_runtime.service import FnWorker
 from vc_validation import AdmissionContext
+
+if TYPE_CHECKING:
+    # cert_manager imports the kube client, whose kubernetes-asyncio costs seconds of CPU at every start:
+    # only a self-managed certificate (--cert-secret) needs it, so it is imported there, not here.
+    from vc_admission.cert_manager import CertConfig
 
 log = structlog.get_logger(__name__)
 PROBE = "webhook-serving"
@@ -98,6 +102,8 @@ def _duration(flag: str, text: str) -> datetime.timedelta:
 
 
 def cert_config(options: WebhookOptions) -> CertConfig:
+    from vc_admission.cert_manager import CertConfig
+
     validity = certs.Validity(
         ca=_duration("--ca-validity", options.ca_validity), leaf=_duration("--cert-validity", options.cert_validity)
     )
@@ -184,6 +190,7 @@ async def _self_managed(
     shutdown: asyncio.Event,
     stack: contextlib.AsyncExitStack,
 ) -> Renew | None:
+    from vc_admission.cert_manager import CertManager
     from vc_kube.client import KubeClient
 
     try:
