@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.machine import Speed, reference_seconds
-from benchmarks.procstat import CpuMeter, Spies, cpu_seconds
+from benchmarks.procstat import CpuMeter, MemoryMeter, Spies, cpu_seconds
 from benchmarks.progress import Progress
 from benchmarks.report import BenchReport, running_curve
 from benchmarks.services import Proc, metric_sum, scrape, wait_ready
@@ -228,10 +228,11 @@ async def run_once(
                 watcher = asyncio.create_task(follow(store, tl, pods))
                 await asyncio.sleep(0.5)
                 pids = {p.name: (p.proc.pid if p.proc else None) for p in procs} | {"nats-server": server.pid}
-                meter, spies = CpuMeter(pids), Spies(spy)
+                meter, memory, spies = CpuMeter(pids), MemoryMeter(pids), Spies(spy)
                 sequences = await stream_sequences(nc)
                 before_ms = 1000 * reference_seconds()  # the services idle: this process has a core to itself
                 meter.start()
+                memory.start()
                 spies.start(pids, suffix=f"-{schedulers}")
                 start = time.perf_counter()
                 await submit_all(server.url, tl, jobs, concurrency)
@@ -252,6 +253,7 @@ async def run_once(
                 speed = Speed(before_ms, 1000 * reference_seconds())
             cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
             meter.stop()
+            memory.stop()
             spies.stop()
             await asyncio.sleep(2.0)  # the last gangs' bind events are still being published
             texts = [scrape(p.port) for p in sched_procs]
@@ -308,6 +310,7 @@ async def run_once(
     per_pod_ms = 1000 * sum(meter.used.values()) / max(1, tl.running)
     print(f"  first submit -> last Running, all processes: {meter.report(tl.running)}", flush=True)
     print(f"  {speed.describe()}: {speed.in_references(per_pod_ms / 1000):.3f} references per pod", flush=True)
+    print(f"  memory, peak RSS (what the load added, per pod Running): {memory.report(tl.running)}", flush=True)
     if profile:
         for name, _ in busiest[:3]:
             path = profile / f"{name}-{schedulers}.prof"
@@ -320,6 +323,7 @@ async def run_once(
         "cpu_ms_per_pod": per_pod_ms,
         "reference_ms": speed.mean_ms,
         "references_per_pod": speed.in_references(per_pod_ms / 1000),
+        **{f"bytes_per_pod[{name}]": per_pod for name, per_pod in memory.per_pod(tl.running).items()},
     }
     if report is not None:
         running = running_curve((t for times in tl.pod_running.values() for t in times.values()), start)

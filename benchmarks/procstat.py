@@ -1,7 +1,9 @@
-"""What the benchmarks measure about processes: CPU seconds from /proc, and py-spy samples.
+"""What the benchmarks measure about processes: CPU seconds and memory from /proc, and py-spy samples.
 
 CPU is read before and after the measured phase, so start-up (imports, cache sync, node
 registration) is not charged to the pods; a figure per pod divides the load phase's CPU by the pods.
+Memory likewise: a process's bytes per pod are its peak resident size less its resident size when the
+load began, over the pods.
 """
 
 from __future__ import annotations
@@ -24,6 +26,57 @@ def cpu_seconds(pid: int | None) -> float:
     except (OSError, IndexError, TypeError):
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _status_kib(pid: int | None, field_name: str) -> int:
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except (OSError, TypeError):
+        return 0
+    for line in lines:
+        name, _, value = line.partition(":")
+        if name == field_name:
+            return int(value.split()[0])
+    return 0
+
+
+def rss_bytes(pid: int | None) -> int:
+    """The memory a process holds resident now (Linux VmRSS), 0 when unknown."""
+    return 1024 * _status_kib(pid, "VmRSS")
+
+
+def peak_rss_bytes(pid: int | None) -> int:
+    """The most memory a process has held resident so far (Linux VmHWM), 0 when unknown."""
+    return 1024 * _status_kib(pid, "VmHWM")
+
+
+@dataclass
+class MemoryMeter:
+    """Peak resident memory of named processes, and what the load added per pod: `start()`, the work,
+    `stop()` (while the processes still run)."""
+
+    pids: Mapping[str, int | None]
+    before: dict[str, int] = field(default_factory=dict)
+    peak: dict[str, int] = field(default_factory=dict)
+
+    def start(self) -> None:
+        self.before = {name: rss_bytes(pid) for name, pid in self.pids.items()}
+
+    def stop(self) -> dict[str, int]:
+        self.peak = {name: peak_rss_bytes(pid) for name, pid in self.pids.items()}
+        return self.peak
+
+    def per_pod(self, pods: int) -> dict[str, float]:
+        """Bytes per pod each process's peak added over its size when the load began."""
+        return {name: max(0, peak - self.before.get(name, 0)) / max(1, pods) for name, peak in self.peak.items()}
+
+    def report(self, pods: int) -> str:
+        """Largest first: "name 1.2 GB peak (3.4 KB/pod), ..."."""
+        per_pod = self.per_pod(pods)
+        largest = sorted(self.peak.items(), key=lambda kv: -kv[1])
+        return ", ".join(
+            f"{name} {peak / 1e9:.2f} GB peak ({per_pod[name] / 1000:.1f} KB/pod)" for name, peak in largest
+        )
 
 
 @dataclass

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from vc_bus.decoding import report_unprocessable
-from vc_core.store import ObjectStore, WatchOp
+from vc_core.store import ObjectStore, WatchEvent, WatchOp
 from vc_proto import codec
 from vc_proto.kinds import KubeObject
 from vc_proto.selectors import Selector
@@ -25,6 +25,7 @@ from vc_runtime.aio import until
 ObjT = TypeVar("ObjT", bound=KubeObject)
 ObjectKey = tuple[str | None, str]
 OnChange = Callable[[ObjT | None, ObjT | None], None]
+Keep = Callable[[ObjT], ObjT]
 
 
 def revision_of(obj: KubeObject) -> int:
@@ -44,11 +45,16 @@ class Informer(Generic[ObjT]):
         *,
         on_change: OnChange[ObjT] | None = None,
         select: Selector | None = None,
+        keep: Keep[ObjT] | None = None,
     ) -> None:
-        """`select`: the objects to cache (ObjectStore.watch); one that leaves the selection is dropped."""
+        """`select`: the objects to cache (ObjectStore.watch); one that leaves the selection is dropped.
+        `keep`: what of each object to cache (the fields the owner reads; a cache of many objects holds
+        that instead of the whole object). The owner then never writes a cached object back: it reads
+        the stored one first."""
         self._store = store
         self.kind = kind
         self._select = select
+        self._keep = keep
         self._on_change = on_change
         self.items: dict[ObjectKey, ObjT] = {}
         # Objects this instance's own write took out of the selection, at that write's revision: until
@@ -80,14 +86,18 @@ class Informer(Generic[ObjT]):
 
     async def run(self, shutdown: asyncio.Event) -> None:
         async for event in until(shutdown, self._store.watch(self.kind, select=self._select)):
-            if event.op is WatchOp.SYNCED:
-                self.synced.set()
-            elif event.op is WatchOp.PUT and isinstance(event.obj, self.kind):
-                self._put((event.namespace or None, event.name), event.obj)
-            else:
-                key = (event.namespace or None, event.name)
-                self._left.pop(key, None)  # the echo of the write that took it out, or its deletion
-                self._delete(key)
+            self.apply(event)
+
+    def apply(self, event: WatchEvent) -> None:
+        """One event of the store's watch of the kind."""
+        if event.op is WatchOp.SYNCED:
+            self.synced.set()
+        elif event.op is WatchOp.PUT and isinstance(event.obj, self.kind):
+            self._put((event.namespace or None, event.name), event.obj)
+        else:
+            key = (event.namespace or None, event.name)
+            self._left.pop(key, None)  # the echo of the write that took it out, or its deletion
+            self._delete(key)
 
     def _put(self, key: ObjectKey, obj: ObjT) -> None:
         left = self._left.get(key)
@@ -98,6 +108,8 @@ class Informer(Generic[ObjT]):
         old = self.items.get(key)
         if old is not None and revision_of(old) >= revision_of(obj):
             return  # an echo of our own write, or an older state arriving late
+        if self._keep is not None:
+            obj = self._keep(obj)
         self.items[key] = obj
         self._notify(key, old, obj)
 

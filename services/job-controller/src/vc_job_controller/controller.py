@@ -29,6 +29,7 @@ from vc_job_controller import volcano_metrics
 from vc_job_controller.admissibility import Admissibility
 from vc_job_controller.delays import DelayStore
 from vc_job_controller.executor import PlanExecutor, Publish
+from vc_job_controller.logic.cached_pods import cached_pod
 from vc_job_controller.logic.coalesce import take_pass
 from vc_job_controller.logic.decision import decide
 from vc_job_controller.logic.refusal import is_refused_for, plan_refusal
@@ -116,8 +117,9 @@ class JobController:
         self.writer = FencedStore(store, membership)
         self.executor = PlanExecutor(self.writer, publish, source=source, remember=self._remember_created)
         self.jobs = Informer(store, Job, on_change=self._job_changed)
-        # Only vcjobs' pods are decoded and cached (on a shared cluster most pods are not Volcano's).
-        self.pods = Informer(store, Pod, on_change=self._pod_changed, select=pods_of_vcjobs)
+        # Only vcjobs' pods are decoded and cached (on a shared cluster most pods are not Volcano's), and
+        # of each only what the controller reads (logic/cached_pods.py).
+        self.pods = Informer(store, Pod, on_change=self._pod_changed, select=pods_of_vcjobs, keep=cached_pod)
         self.podgroups = Informer(store, PodGroup, on_change=self._podgroup_changed)
         self.commands = Informer(store, Command, on_change=self._command_changed)
         self.priority_classes = Informer(store, PriorityClass)

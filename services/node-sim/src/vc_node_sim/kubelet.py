@@ -19,9 +19,10 @@ from prometheus_client import Counter, Gauge
 from vc_bus.decoding import CorruptObject, report_unprocessable
 from vc_core.errors import Conflict, NotFound
 from vc_core.resources import Resources
-from vc_core.store import ObjectStore, WatchOp
+from vc_core.store import ObjectStore, WatchEvent, WatchOp
 from vc_core.times import rfc3339_from_epoch
 from vc_node_sim.admit import Rejection, admit, pod_requests
+from vc_node_sim.cached import cached_pod, shared_requests
 from vc_node_sim.logic import Next, SimConfig, Step, parse_time, plan
 from vc_node_sim.statuses import finished_status, node_object, node_ready, rejected_status, running_status
 from vc_proto import events as ev
@@ -57,12 +58,13 @@ class Kubelet:
     cfg: SimConfig
     publish: object  # async (DomainEvent) -> None
     nodes: dict[str, NodeState] = field(default_factory=dict)
-    pods: dict[PodKey, Pod] = field(default_factory=dict)
+    pods: dict[PodKey, Pod] = field(default_factory=dict)  # what plan() reads of each (cached.py)
     seen_at: dict[PodKey, float] = field(default_factory=dict)
     by_node: dict[str, set[PodKey]] = field(default_factory=dict)
     # Pods whose start is decided but not yet stored: they hold their node's room meanwhile.
     _starting: set[PodKey] = field(default_factory=set)
-    _requests: dict[PodKey, tuple[object, Resources]] = field(default_factory=dict)
+    # What each pod asks of its node, from the whole pod when first seen (by uid: requests do not change).
+    _requests: dict[PodKey, tuple[str | None, Resources]] = field(default_factory=dict)
     _timers: list[tuple[float, int, PodKey, Step]] = field(default_factory=list)
     _scheduled: dict[PodKey, tuple[Step, float]] = field(default_factory=dict)
     _seq: itertools.count[int] = field(default_factory=itertools.count)
@@ -141,21 +143,25 @@ class Kubelet:
     async def follow_pods(self, shutdown: asyncio.Event) -> None:
         # Only pods bound to these nodes are decoded: most changes under load are of pods still unbound.
         async for event in until(shutdown, self.store.watch(Pod, select=pods_bound_to(self.nodes))):
-            if event.op is WatchOp.SYNCED:
-                self.synced.set()
-                continue
-            key = (event.namespace or "", event.name)
-            if event.op is WatchOp.DELETE or not isinstance(event.obj, Pod):
-                self._forget(key)
-                continue
-            node = event.obj.spec.node_name if event.obj.spec else None
-            if node not in self.nodes:
-                self._forget(key)
-                continue
-            self._keep(key, event.obj)
-            self.seen_at.setdefault(key, time.time())
-            self._schedule(key)
+            self.apply(event)
         PODS.set(len(self.pods))
+
+    def apply(self, event: WatchEvent) -> None:
+        """One event of the watch of the pods bound to these nodes."""
+        if event.op is WatchOp.SYNCED:
+            self.synced.set()
+            return
+        key = (event.namespace or "", event.name)
+        if event.op is WatchOp.DELETE or not isinstance(event.obj, Pod):
+            self._forget(key)
+            return
+        node = event.obj.spec.node_name if event.obj.spec else None
+        if node not in self.nodes:
+            self._forget(key)
+            return
+        self._keep(key, event.obj)
+        self.seen_at.setdefault(key, time.time())
+        self._schedule(key)
 
     def _keep(self, key: PodKey, pod: Pod) -> None:
         old = self.pods.get(key)
@@ -165,7 +171,10 @@ class Kubelet:
             self.by_node.get(old_node, set()).discard(key)
         if node is not None:
             self.by_node.setdefault(node, set()).add(key)
-        self.pods[key] = pod
+        known = self._requests.get(key)
+        if known is None or known[0] != pod.metadata.uid:
+            self._requests[key] = (pod.metadata.uid, shared_requests(pod_requests(pod)))
+        self.pods[key] = cached_pod(pod)
 
     def _forget(self, key: PodKey) -> None:
         pod = self.pods.pop(key, None)
@@ -272,6 +281,7 @@ class Kubelet:
         if nxt.step is Step.START:
             await self._start(key, pod, node or "", now)
             return
+        pod = await self._stored(key, pod)
         status = finished_status(pod, now=now, exit_code=nxt.exit_code, reason=nxt.reason, message=nxt.message)
         updated = await self._write_status(key, pod, status)
         if nxt.reason is not None:
@@ -280,6 +290,7 @@ class Kubelet:
 
     async def _start(self, key: PodKey, pod: Pod, node: str, now: str) -> None:
         """Admit, then run (or reject) the pod. No await between the admission and taking the room."""
+        pod = await self._stored(key, pod)
         rejection = admit(pod, allocatable=self.nodes[node].capacity, running=self._running_on(node, besides=key))
         if rejection is not None:
             await self._reject(key, pod, rejection, now)
@@ -301,6 +312,15 @@ class Kubelet:
             report_refused(kind="Pod", key=f"{key[0]}/{key[1]}", rule=rejection.reason, message=rejection.message)
         await self._event(updated, rejection.reason, rejection.message, phase="Failed")
 
+    async def _stored(self, key: PodKey, cached: Pod) -> Pod:
+        """The stored pod at the version the cache holds, whole, to admit it and write its status from
+        (the cache keeps only what plan() reads). A newer version is a Conflict, as the write's own
+        compare-and-set would be: the step is then planned again from it."""
+        stored = await self.store.get(Pod, key[0], key[1])
+        if stored.metadata.resource_version != cached.metadata.resource_version:
+            raise Conflict("Pod", f"{key[0]}/{key[1]}", expected=_revision(cached))
+        return stored
+
     async def _write_status(self, key: PodKey, pod: Pod, status: PodStatus) -> Pod:
         updated = await self.store.update(msgspec.structs.replace(pod, status=status))
         self._keep(key, updated)
@@ -316,16 +336,8 @@ class Kubelet:
             if key == besides or pod is None:
                 continue
             if key in self._starting or (pod.status is not None and pod.status.phase == "Running"):
-                out.append(self._requests_of(key, pod))
+                out.append(self._requests[key][1])  # every cached pod's, kept with it (_keep)
         return out
-
-    def _requests_of(self, key: PodKey, pod: Pod) -> Resources:
-        known = self._requests.get(key)
-        if known is not None and known[0] is pod.spec:
-            return known[1]
-        requests = pod_requests(pod)
-        self._requests[key] = (pod.spec, requests)
-        return requests
 
     async def _event(
         self, pod: Pod, reason: str, message: str | None, *, phase: str | None, exit_code: int | None = None
@@ -350,6 +362,11 @@ class Kubelet:
             node=pod.spec.node_name if pod.spec else None,
         )
         await self.publish(event)  # type: ignore[operator]
+
+
+def _revision(pod: Pod) -> int | None:
+    rv = pod.metadata.resource_version
+    return int(rv) if rv and rv.isdigit() else None
 
 
 def _not_ready_since(node: Node) -> float | None:

@@ -20,7 +20,7 @@ from fractions import Fraction
 from typing import Any, TypeVar
 
 from vc_bus.decoding import decode_or_none, report_undecodable
-from vc_bus.kvwatch import watch_bucket
+from vc_bus.kvwatch import RawEntry, watch_bucket
 from vc_bus.objects import with_meta
 from vc_core.resources import PODS, Resources
 from vc_core.store import WatchOp
@@ -257,67 +257,71 @@ class SchedulerCache:
         return len(self._unseen_binds)
 
     async def follow(self, js: Any, kind: str, shutdown: asyncio.Event) -> None:
-        table = self._table(kind)
         # Raw KV, not an Informer: it decodes into snapshot views and keeps bytes and revision for CAS.
         async for entry in until(shutdown, watch_bucket(js, subjects.bucket(kind))):
-            if entry.op is WatchOp.SYNCED:
-                self.version += 1
-                self.synced[kind].set()
-                self.shared_work = True
-                self.changed.set()
-                continue
-            self._advance(kind, entry.revision)
-            namespace, name = subjects.split_key(entry.key)
-            key = f"{namespace}/{name}" if namespace else name
-            if entry.op is WatchOp.DELETE:
-                old = table.pop(key, None)
-                self._index_gone(kind, key)
-                if kind == "Queue":
-                    self.index.queues(self.queues.values())
-                self.owner_job.pop(key, None)
-                if kind == "Pod":
-                    self._unbound_raw.pop(key, None)
-                    self._unseen_binds.pop(key, None)
-                    if old is not None:
-                        self._tombstone(old.uid)
-                elif kind == "PodGroup":
-                    self._podgroup_raw.pop(key, None)
-                if old is None or not self._concerns(kind, key, old, None):
-                    continue
-                new = None
-            else:
-                old = table.get(key)
-                changed = self._put(kind, key, entry.value, table)
-                new = table.get(key)
-                if kind == "Pod" and new is not old:
-                    self.index.place(key, new)
-                elif kind == "Queue":
-                    self.index.queues(self.queues.values())
-                if kind == "Pod":
-                    self._track_unbound(key, new, entry.value, entry.revision)
-                elif kind == "PodGroup":
-                    self._podgroup_raw[key] = (entry.value, entry.revision)
-                if not self._concerns(kind, key, old, new):
-                    continue
-                if not changed:
-                    # What a cycle reads of it is as it was (a node's heartbeat, a pod's status
-                    # conditions): the same object stays, nothing to cycle for.
-                    continue
-                if self._echo(kind, key, entry.revision, old, new):
-                    continue
-                if not _new_work(kind, old, new):
-                    # A bind confirmed, a pod started, a status we wrote: nothing a cycle could act on
-                    # (the next periodic cycle sees it all the same). Waking up for these would run a
-                    # cycle per pod transition instead of one per batch of new work.
-                    self.version += 1
-                    continue
+            self.apply(kind, entry)
+
+    def apply(self, kind: str, entry: RawEntry) -> None:
+        """One entry of the store's watch of `kind`'s bucket."""
+        table = self._table(kind)
+        if entry.op is WatchOp.SYNCED:
             self.version += 1
-            demand = _demand(kind, old, new)
-            if demand is None:
-                self.shared_work = True
-            else:
-                self.demands.add(demand)
+            self.synced[kind].set()
+            self.shared_work = True
             self.changed.set()
+            return
+        self._advance(kind, entry.revision)
+        namespace, name = subjects.split_key(entry.key)
+        key = f"{namespace}/{name}" if namespace else name
+        if entry.op is WatchOp.DELETE:
+            old = table.pop(key, None)
+            self._index_gone(kind, key)
+            if kind == "Queue":
+                self.index.queues(self.queues.values())
+            self.owner_job.pop(key, None)
+            if kind == "Pod":
+                self._unbound_raw.pop(key, None)
+                self._unseen_binds.pop(key, None)
+                if old is not None:
+                    self._tombstone(old.uid)
+            elif kind == "PodGroup":
+                self._podgroup_raw.pop(key, None)
+            if old is None or not self._concerns(kind, key, old, None):
+                return
+            new = None
+        else:
+            old = table.get(key)
+            changed = self._put(kind, key, entry.value, table)
+            new = table.get(key)
+            if kind == "Pod" and new is not old:
+                self.index.place(key, new)
+            elif kind == "Queue":
+                self.index.queues(self.queues.values())
+            if kind == "Pod":
+                self._track_unbound(key, new, entry.value, entry.revision)
+            elif kind == "PodGroup":
+                self._podgroup_raw[key] = (entry.value, entry.revision)
+            if not self._concerns(kind, key, old, new):
+                return
+            if not changed:
+                # What a cycle reads of it is as it was (a node's heartbeat, a pod's status
+                # conditions): the same object stays, nothing to cycle for.
+                return
+            if self._echo(kind, key, entry.revision, old, new):
+                return
+            if not _new_work(kind, old, new):
+                # A bind confirmed, a pod started, a status we wrote: nothing a cycle could act on
+                # (the next periodic cycle sees it all the same). Waking up for these would run a
+                # cycle per pod transition instead of one per batch of new work.
+                self.version += 1
+                return
+        self.version += 1
+        demand = _demand(kind, old, new)
+        if demand is None:
+            self.shared_work = True
+        else:
+            self.demands.add(demand)
+        self.changed.set()
 
     async def followed_to(self, kind: str, revision: int, timeout_s: float) -> bool:
         """Whether the watch of `kind` has delivered every change up to `revision`, waiting up to

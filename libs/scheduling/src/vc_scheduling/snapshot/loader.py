@@ -15,6 +15,7 @@ import yaml
 
 from vc_core import pod_requests as kube_rule
 from vc_core.errors import InvalidObject
+from vc_core.interning import shared, shared_strings
 from vc_core.resources import Resources, parse_resources, schedulable_resources
 from vc_scheduling.snapshot import kube, vgpu
 from vc_scheduling.snapshot.cluster import (
@@ -226,24 +227,26 @@ def pod_requests(spec: kube.PodSpec) -> Resources:
 def _pod(pod: kube.Pod, index: int) -> PodObj:
     meta = pod.metadata
     _require_name(meta)
+    # The scheduler's cache holds one of these per pod: the text pods repeat (namespace, label and
+    # annotation keys and values, node, phase, creation second) is shared, not copied per pod.
     return PodObj(
         name=meta.name,
-        namespace=meta.namespace or "default",
+        namespace=shared(meta.namespace or "default"),
         uid=meta.uid or f"{meta.namespace or 'default'}/{meta.name}",
-        labels=dict(meta.labels),
-        annotations=dict(meta.annotations),
-        scheduler_name=pod.spec.scheduler_name,
-        node_name=pod.spec.node_name,
+        labels=shared_strings(meta.labels),
+        annotations=shared_strings(meta.annotations),
+        scheduler_name=shared(pod.spec.scheduler_name),
+        node_name=shared(pod.spec.node_name),
         priority=pod.spec.priority,
-        priority_class_name=pod.spec.priority_class_name,
-        preemption_policy=pod.spec.preemption_policy,
-        node_selector=dict(pod.spec.node_selector),
+        priority_class_name=shared(pod.spec.priority_class_name),
+        preemption_policy=shared(pod.spec.preemption_policy),
+        node_selector=shared_strings(pod.spec.node_selector),
         affinity=pod.spec.affinity,
         tolerations=pod.spec.tolerations,
         requests=pod_requests(pod.spec),
-        phase=pod.status.phase or "Pending",
+        phase=shared(pod.status.phase or "Pending"),
         deleting=meta.deletion_timestamp is not None,
-        creation=meta.creation_timestamp or "",
+        creation=shared(meta.creation_timestamp or ""),
         order=index,
         topology_spread=pod.spec.topology_spread_constraints,
         host_ports=host_ports(pod.spec),
