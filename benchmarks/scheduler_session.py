@@ -133,7 +133,7 @@ def carried_cycles(
     out = []
     for cycle in range(cycles + 1):
         start, cpu = time.perf_counter(), time.process_time()
-        result = run_cycle(snapshot, conf, memo=memo, session_uid=f"cycle-{cycle}")
+        result = run_cycle(snapshot, conf, carried=memo, session_uid=f"cycle-{cycle}")
         out.append((time.perf_counter() - start, time.process_time() - cpu, len(result.binds)))
         snapshot = _as_written(snapshot, apply_result(snapshot, result))
     return out[1:]

@@ -1,6 +1,6 @@
 """The Kubernetes Event recorder over the embedded store, against a real nats-server: a repeat counts on
 one Event, a restarted recorder does not say it again, a Job is named with its uid, and what the
-services publish reaches it once (vc_runtime.kube_events, vc_bus.events.EventPublisher's observer)."""
+services publish reaches it once (vc_runtime.event_recorder, vc_bus.events.EventPublisher's observer)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from vc_proto.events import DomainEvent
 from vc_proto.kube_event import Event
 from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import Queue
-from vc_runtime.kube_events import EventRecorder, cached_uid_lookup
+from vc_runtime.event_recorder import EventRecorder, cached_uid_lookup
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration]
 

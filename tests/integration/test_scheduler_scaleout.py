@@ -487,6 +487,9 @@ class FakePods:
     last: int = 0
     at: int = 0
 
+    def followed_revision(self) -> int:
+        return self.at
+
     async def last_revision(self) -> int:
         return self.last
 
@@ -495,9 +498,9 @@ class FakePods:
 
 
 async def test_a_node_changes_owner_only_after_its_binds_landed_and_were_followed(nc: Client) -> None:
-    """On a real nats-server: a alone, then b joins. a announces the new set only once its binder has
-    nothing in flight (meanwhile it commits on none of its nodes), with the pods stream's revision
-    then; b plans a node a gave up only once its cache followed the stream that far."""
+    """On a real nats-server: a alone, then b joins. a announces the new set only once nothing of its own
+    is in flight (meanwhile it commits on none of its nodes), with how far its cache followed the pods
+    stream; b plans a node a gave up only once its own cache followed the stream that far."""
     js = nc.jetstream()
     shutdown = asyncio.Event()
     ledgers = {name: Ledger(js, instance=name, can_write=lambda: True) for name in ("a", "b")}
@@ -530,7 +533,7 @@ async def test_a_node_changes_owner_only_after_its_binds_landed_and_were_followe
         assert not any(first_b.owns_node(n) for n in nodes)  # a's announcement still claims every node
 
         in_flight["a"] = 0
-        pods["a"].last = 57  # a's last binds are in the stream
+        pods["a"].at = pods["a"].last = 57  # a's cache has seen its last binds
         moved = await a.partition(("a", "b"), view)
         assert moved.members == ("a", "b") and a.commits_on(next(n for n in nodes if n not in gives_up))
         assert not any(a.commits_on(n) for n in gives_up)

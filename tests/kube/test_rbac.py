@@ -66,7 +66,7 @@ RESOURCES = (
 )
 READ = {"get", "list", "watch"}
 CRUD = {"get", "create", "patch", "delete"}  # writes are resourceVersion-guarded merge patches: no update
-# The services that record Kubernetes Events (vc_runtime.kube_events): create, and read and patch a
+# The services that record Kubernetes Events (vc_runtime.event_recorder): create, and read and patch a
 # repeat's count.
 EVENTS = {"get", "create", "patch"}
 

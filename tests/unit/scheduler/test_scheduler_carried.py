@@ -239,7 +239,7 @@ def test_carried_state_decides_as_a_fresh_build_cycle_after_cycle(
         memo.close()
         uid = f"s-{cycle}"
         expected = run_cycle(snap, conf, session_uid=uid, now=NOW)
-        got = run_cycle(snap, conf, session_uid=uid, now=NOW, memo=memo, report_unchanged=False)
+        got = run_cycle(snap, conf, session_uid=uid, now=NOW, carried=memo, report_unchanged=False)
         assert got.decisions == expected.decisions
         assert got.queues == expected.queues and got.pipelined == expected.pipelined
         # What was left out is what was last reported (transition ids aside); the rest is reported as is.
@@ -258,14 +258,14 @@ def test_carried_state_decides_as_a_fresh_build_cycle_after_cycle(
 def test_an_unchanged_snapshot_rebuilds_nothing_and_a_changed_pod_only_its_job_and_node() -> None:
     snap = load_objects(_cluster([4, 4, 4], [(0, 2, 2, 0, True), (1, 2, 2, 0, True), (0, 1, 2, 0, False)]))
     memo = CarriedState()
-    run_cycle(snap, load_scheduler_conf(), memo=memo)
+    run_cycle(snap, load_scheduler_conf(), carried=memo)
     assert memo.rebuilt == (3, 3)  # the first opening builds everything
-    run_cycle(snap, load_scheduler_conf(), memo=memo)
+    run_cycle(snap, load_scheduler_conf(), carried=memo)
     assert memo.rebuilt == (0, 0)
     running = next(i for i, p in enumerate(snap.pods) if p.node_name)
     pods = list(snap.pods)
     pods[running] = replace(pods[running], phase="Succeeded")
-    run_cycle(replace(snap, pods=tuple(pods)), load_scheduler_conf(), memo=memo)
+    run_cycle(replace(snap, pods=tuple(pods)), load_scheduler_conf(), carried=memo)
     assert memo.rebuilt == (1, 1)
 
 
@@ -276,6 +276,6 @@ def test_a_gang_undone_in_one_cycle_is_judged_afresh_in_the_next() -> None:
     memo, conf = CarriedState(), load_scheduler_conf()
     for cycle in range(3):
         expected = run_cycle(snap, conf, session_uid=f"s{cycle}", now=NOW)
-        got = run_cycle(snap, conf, session_uid=f"s{cycle}", now=NOW, memo=memo)
+        got = run_cycle(snap, conf, session_uid=f"s{cycle}", now=NOW, carried=memo)
         assert got.podgroups == expected.podgroups and got.decisions == expected.decisions == ()
     assert "2 Schedulable" in expected.podgroups["ns/j0"].conditions[0].message

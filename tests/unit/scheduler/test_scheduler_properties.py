@@ -281,7 +281,7 @@ def test_a_memo_carried_between_cycles_changes_no_decision(cluster: tuple[Any, A
     for cycle in range(3):
         uid = f"s-{cycle}"
         expected = run_cycle(fresh, conf, session_uid=uid, now=NOW)
-        got = run_cycle(memoised, conf, session_uid=uid, now=NOW, memo=memo)
+        got = run_cycle(memoised, conf, session_uid=uid, now=NOW, carried=memo)
         assert got.decisions == expected.decisions
         assert got.podgroups == expected.podgroups and got.pipelined == expected.pipelined
         fresh, memoised = apply_result(fresh, expected), apply_result(memoised, got)

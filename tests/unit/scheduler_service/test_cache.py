@@ -184,3 +184,25 @@ def test_its_own_status_write_coming_back_is_no_change_for_the_loop() -> None:
     cache.expect_echo("ns/g", 10)
     assert not cache._echo("PodGroup", "ns/g", 10, pg, replace(running, min_member=3))  # demands changed
     assert not cache._echo("Pod", "ns/g", 10, pg, running)
+
+
+def test_own_binds_count_as_occupying_while_in_flight_and_as_unseen_until_the_watch_shows_them() -> None:
+    """A node's owner weighs loans against what occupies the node with its own binds in flight included
+    (assumed, not stored yet); it gives a node up only once its cache shows every bind it wrote."""
+    cache = SchedulerCache()
+    doc = {
+        "kind": "Pod",
+        "metadata": {"name": "a", "namespace": "ns", "uid": "u", "annotations": {"scheduling.k8s.io/group-name": "g"}},
+        "spec": {"schedulerName": "volcano", "containers": [{"resources": {"requests": {"cpu": "1"}}}]},
+    }
+    assert cache._put("Pod", "ns/a", json.dumps(doc).encode(), cache.pods)
+    cache.index.place("ns/a", cache.pods["ns/a"])
+    assert cache.occupying("n1") == {}
+    cache.assume("ns/a", "n1")
+    assert cache.occupying("n1") == {"u": {"cpu": 1, "pods": 1}}
+    assert cache.bound("ns/a") is not None  # the binder wrote it
+    assert cache.unseen_binds() == 1
+    stored = {**doc, "spec": {**doc["spec"], "nodeName": "n1"}}  # type: ignore[dict-item]
+    cache._put("Pod", "ns/a", json.dumps(stored).encode(), cache.pods)
+    assert cache.unseen_binds() == 0
+    assert cache.occupying("n1") == {"u": {"cpu": 1, "pods": 1}}  # now as stored

@@ -95,7 +95,7 @@ class EventPublisher:
     def __init__(self, nc: Client, *, observer: Callable[[DomainEvent], None] | None = None) -> None:
         self._js = nc.jetstream()
         # Told of every event once it is stored (not of a retry the server dropped as a duplicate): the
-        # service's Kubernetes Event recorder (vc_runtime.kube_events). It must not block.
+        # service's Kubernetes Event recorder (vc_runtime.event_recorder). It must not block.
         self._observer = observer
 
     async def publish(self, event: DomainEvent) -> int:

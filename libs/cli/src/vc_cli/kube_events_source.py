@@ -18,7 +18,7 @@ from vc_proto.kube_event import WARNING, Event
 from vc_proto.scheduling import PodGroup, Queue
 from vc_proto.vocabulary import JOB_NAME_KEY
 
-# Where Events about cluster-scoped objects (Queues) are kept (vc_runtime.kube_events).
+# Where Events about cluster-scoped objects (Queues) are kept (vc_runtime.event_recorder).
 CLUSTER_SCOPED_NAMESPACE = "default"
 
 

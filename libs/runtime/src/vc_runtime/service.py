@@ -29,8 +29,8 @@ from vc_bus.store import NatsStore
 from vc_core.errors import ConfigError
 from vc_core.store import ObjectStore
 from vc_runtime import logging as vc_logging
+from vc_runtime.event_recorder import EventRecorder, cached_uid_lookup
 from vc_runtime.exit_deadline import ExitDeadline
-from vc_runtime.kube_events import EventRecorder, cached_uid_lookup
 from vc_runtime.probes import Probes, serve_probes
 from vc_runtime.settings import RuntimeSettings
 from vc_security.credentials import BadCredentials, ClientCredentials, load_credentials

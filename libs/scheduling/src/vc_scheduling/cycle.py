@@ -96,20 +96,20 @@ def run_cycle(
     plugins: Registry[PluginFactory] | None = None,
     actions: Registry[ActionFactory] | None = None,
     clock: Clock = time.perf_counter,
-    memo: CarriedState | None = None,
+    carried: CarriedState | None = None,
     search_start: float = 0.0,
     report: Callable[[str], bool] | None = None,
     report_unchanged: bool = True,
 ) -> CycleResult:
-    """Open a session, run the configured actions in order, close it. A `memo` carried from one call
-    to the next opens each session on the previous one's state, rebuilding only what changed in the
+    """Open a session, run the configured actions in order, close it. A `carried` state kept from one
+    call to the next opens each session on the previous one's state, rebuilding only what changed in the
     snapshot (see carried.py): the decisions are the same as without it.
 
     `search_start` is where in the node list the first feasible-node search starts, as a fraction:
     instances sharing a cluster start apart, so their gangs mostly land on different nodes and their
     ledger reservations rarely meet (one instance: 0, Volcano's start). `report` limits the PodGroup
-    statuses returned to those it names (an instance writes only the ones it owns). With a memo and
-    `report_unchanged=False`, a status that cannot differ from the one the previous cycle on the memo
+    statuses returned to those it names (an instance writes only the ones it owns). With a carried state and
+    `report_unchanged=False`, a status that cannot differ from the one the previous cycle on that state
     returned (or left out the same way) is left out: that of a ready job carried unchanged that this
     session did not touch (its phase, counts and conditions are the previous cycle's; only the
     condition's transition id, the session's, is new)."""
@@ -128,7 +128,7 @@ def run_cycle(
             uid=session_uid,
             scheduler_names=scheduler_names,
             timed=timer,
-            memo=memo,
+            carried=carried,
         )
         timer.durations["session:open"] = clock() - opened_at  # Volcano's open_session_duration
         if len(ssn.nodes):
@@ -137,10 +137,10 @@ def run_cycle(
         for name in conf.actions:
             action = actions[name](conf.action_arguments(name))
             timer(f"action:{name}", partial(action.execute, ssn))
-        if memo is not None and not report_unchanged and memo.unreported is not None:
-            report = _changed_only(ssn, memo.unreported, report)
+        if carried is not None and not report_unchanged and carried.unreported is not None:
+            report = _changed_only(ssn, carried.unreported, report)
         statuses, queues = close_session(ssn, instances, timed=timer, report=report)
-        if memo is not None:
+        if carried is not None:
             # Reported again next cycle, as they hold only for this session: Unknown (the job failed in
             # it with tasks running: the Unschedulable condition carries its uid), and the status of a
             # job this session changed (placed, evicted, pipelined), which counts its decisions. Should
@@ -148,7 +148,7 @@ def run_cycle(
             # rebuilds nothing, and would leave out a status that is no longer what it reported (found
             # by the carried-state property test: a job's pod evicted, the eviction never made).
             journal = ssn.journal
-            memo.reported(
+            carried.reported(
                 again=(
                     uid
                     for uid, status in statuses.items()
@@ -158,8 +158,8 @@ def run_cycle(
             )
         pipelined = sorted(t.key for job in ssn.jobs.values() for t in job.tasks_in(TaskStatus.PIPELINED))
     finally:
-        if memo is not None:
-            memo.close()  # the carried objects back as the snapshot built them, for the next cycle
+        if carried is not None:
+            carried.close()  # the carried objects back as the snapshot built them, for the next cycle
     stats = CycleStats(
         clock() - start,
         timer.durations,

@@ -69,7 +69,7 @@ GC_DEPENDENTS: Final = frozenset(
     {"Pod", "PodGroup", "Service", "ConfigMap", "Secret", "NetworkPolicy", "PersistentVolumeClaim"}
 )
 JOB_PLUGIN_KINDS: Final = frozenset({"Service", "ConfigMap", "Secret", "NetworkPolicy"})
-# The services that record Kubernetes Events (vc_runtime.kube_events): they create them and read them
+# The services that record Kubernetes Events (vc_runtime.event_recorder): they create them and read them
 # back to count a repeat.
 EVENTS: Final = frozenset({"Event"})
 # What the kube relay mirrors into NATS (vc_kube.relay.MIRRORED_KINDS): every kind but Events, which

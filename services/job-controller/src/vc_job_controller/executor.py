@@ -118,7 +118,7 @@ class PlanExecutor:
 
     async def _report_failed_create(self, job: Job, errors: list[BaseException]) -> None:
         """Volcano's `FailedCreate` on the job: the history says it, and the Kubernetes Event recorder
-        (vc_runtime.kube_events) makes it an Event. Best effort: the plan is retried anyway."""
+        (vc_runtime.event_recorder) makes it an Event. Best effort: the plan is retried anyway."""
         said = list(dict.fromkeys(str(e) for e in errors if isinstance(e, Exception)))
         if not said:
             return  # cancelled, not failed

@@ -91,7 +91,9 @@ class SchedulerApp:
         js = ctx.nc.jetstream()
         ledger = Ledger(js, instance=membership.instance, can_write=membership.can_write, replicas=replicas)
         work = InFlight(membership.instance)
-        peers = Several(ledger, pods=FollowedPods(js, cache), in_flight=lambda: work.unfinished("Gang"))
+        peers = Several(
+            ledger, pods=FollowedPods(js, cache), in_flight=lambda: work.unfinished("Gang") + cache.unseen_binds()
+        )
         desk = LoanDesk(ctx.nc, cache, ownership=membership, lending=peers)
         declare_series(membership.instance)
         events = SchedulerEvents(ctx.events.publish, source=source)

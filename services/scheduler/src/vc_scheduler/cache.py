@@ -171,6 +171,9 @@ class SchedulerCache:
         # PodGroup key -> the store revision of this instance's own last status write of it (echoes).
         self._echoes: dict[str, int] = {}
         self.follow_all = True  # every change counts for the loop (see _concerns)
+        # Pod key -> when this instance's bind of it was written, until the watch shows it stored (a node
+        # changes owner only once the old owner's binds are all in its own cache: peers.Several).
+        self._unseen_binds: dict[str, float] = {}
         # By kind, the store revision the watch has delivered up to, and who waits for one (followed_to).
         self.followed: dict[str, int] = {}
         self._revision_waiters: list[tuple[str, int, asyncio.Future[None]]] = []
@@ -241,7 +244,17 @@ class SchedulerCache:
         """The bind was written: stop tracking the assume; the monotonic time it was assumed."""
         held = self._assumed.pop(pod_key, None)
         confirmed = self._confirmed.pop(pod_key, None)
+        if held is not None:  # written, not yet seen stored
+            self._unseen_binds[pod_key] = time.monotonic()
         return held[1] if held else confirmed
+
+    def unseen_binds(self) -> int:
+        """This instance's binds written and not yet seen stored by the watch (past UNSEEN_AFTER_S one is
+        given up: its pod went another way)."""
+        now = time.monotonic()
+        while self._unseen_binds and now - next(iter(self._unseen_binds.values())) > UNSEEN_AFTER_S:
+            self._unseen_binds.pop(next(iter(self._unseen_binds)))
+        return len(self._unseen_binds)
 
     async def follow(self, js: Any, kind: str, shutdown: asyncio.Event) -> None:
         # Raw KV, not an Informer: it decodes into snapshot views and keeps bytes and revision for CAS.
@@ -268,6 +281,7 @@ class SchedulerCache:
             self.owner_job.pop(key, None)
             if kind == "Pod":
                 self._unbound_raw.pop(key, None)
+                self._unseen_binds.pop(key, None)
                 if old is not None:
                     self._tombstone(old.uid)
             elif kind == "PodGroup":
@@ -393,6 +407,8 @@ class SchedulerCache:
             report_undecodable(source=subjects.bucket(kind), kind=kind, error=exc, key=key)
             return False
         self._index_stored(kind, key, obj)
+        if kind == "Pod" and obj.node_name:
+            self._unseen_binds.pop(key, None)  # stored bound: an own bind of it is seen
         if kind == "PodGroup":
             job = next((o.name for o in meta.owner_references if o.kind == "Job"), None)
             if job:
@@ -448,6 +464,9 @@ class FollowedPods:
     def __init__(self, js: Any, cache: SchedulerCache) -> None:
         self._js = js
         self._cache = cache
+
+    def followed_revision(self) -> int:
+        return self._cache.followed.get("Pod", 0)
 
     async def last_revision(self) -> int:
         info = await self._js.stream_info(f"KV_{subjects.bucket('Pod')}")

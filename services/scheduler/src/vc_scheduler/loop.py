@@ -102,7 +102,7 @@ class SchedulingLoop:
         self.last_view: View | None = None  # the ledger sweeper prunes against it
         # Carried between cycles (a cycle's cost follows what changed): the session's opening state, the
         # share's builder (its reserved copies) and the partition.
-        self._memo = CarriedState()
+        self._carried = CarriedState()
         self._share = Share(cache.snapshot, cache.pods, cache.index)
         self._parts: Partition | None = None
         self._borrowed_at = -BORROW_EVERY_S
@@ -194,7 +194,7 @@ class SchedulingLoop:
             report_all=self._report_all(members.members),
             placed_by_reservation=by_reservation,
         )
-        plan = await asyncio.to_thread(plan_cycle, cycle, self.conf, self._memo, time.perf_counter)
+        plan = await asyncio.to_thread(plan_cycle, cycle, self.conf, self._carried, time.perf_counter)
         waiting: frozenset[str] = frozenset()
         if not partition.alone():
             waiting = left_over(snapshot, plan.result.binds)

@@ -9,9 +9,11 @@ implementations behind one port:
 
 A node changes owner only once its old owner has nothing in flight there: an instance that sees a new
 member (and so loses nodes) stops committing on its nodes and granting loans, waits until its binder has
-no gang in flight and every loan it granted is bound or gone, and only then announces the new set, with
-the pods stream's revision at that moment. Another instance plans on a node an announcement gave up only
-once its cache has followed the pods stream that far, so it sees every bind the old owner made there.
+no gang in flight, its cache shows every bind it wrote, and every loan it granted is bound or gone, and
+only then announces the new set, with how far its cache has followed the pods stream. Another instance
+plans on a node an announcement gave up only once its own cache has followed the stream that far, so it
+sees every bind the old owner made there (with `--backend kube` too, where binds reach the stream
+through the relay).
 When an announcement goes (its instance stopped, after waiting for its binds in flight; or it died and
 the announcement was removed after ANNOUNCED_STALE_S, its lease long lapsed), the others follow the pods
 stream to its end before planning on its nodes.
@@ -48,6 +50,10 @@ ANNOUNCED_STALE_S: Final = 15.0
 
 class PodsStream(Protocol):
     """The pods stream as the hand-over needs it (cache.FollowedPods)."""
+
+    def followed_revision(self) -> int:
+        """How far this instance's cache has followed the stream."""
+        ...
 
     async def last_revision(self) -> int:
         """The stream's last revision now."""
@@ -137,7 +143,8 @@ class Several:
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        """`in_flight`: how many gangs the binder has in flight."""
+        """`in_flight`: how many of this instance's gangs are in flight, and binds written that its cache
+        has not seen stored yet."""
         self.ledger = ledger
         self.instance = ledger.instance
         self._pods = pods
@@ -163,7 +170,9 @@ class Several:
         removed once it is older than ANNOUNCED_STALE_S."""
         if members != self._announced and await self._handed_over(members, view):
             try:
-                revision = await self._pods.last_revision()
+                # Every bind of this instance is in its cache by now (_handed_over): the others follow
+                # the stream as far as it has.
+                revision = self._pods.followed_revision()
                 async with asyncio.timeout(ANNOUNCE_TIMEOUT_S):
                     await self.ledger.announce(members, pods_revision=revision)
                 self._announced = members

@@ -41,8 +41,8 @@ class Plan:
     placed_by_reservation: int = 0
 
 
-def plan_cycle(cycle: Cycle, conf: SchedulerConf, memo: CarriedState, timer: Callable[[], float]) -> Plan:
-    """One session over the share, on the state carried in `memo` (held by the caller between calls, so a
+def plan_cycle(cycle: Cycle, conf: SchedulerConf, carried: CarriedState, timer: Callable[[], float]) -> Plan:
+    """One session over the share, on the `carried` state (held by the caller between calls, so a
     call's cost follows what changed since the previous one; the plan is the same without it)."""
     owner = cycle.owner
     members = owner.members
@@ -54,7 +54,7 @@ def plan_cycle(cycle: Cycle, conf: SchedulerConf, memo: CarriedState, timer: Cal
         conf,
         now=cycle.now,
         session_uid=cycle.session_uid,
-        memo=memo,
+        carried=carried,
         clock=timer,
         search_start=start,
         report=report,

@@ -38,11 +38,11 @@ def open_session(
     uid: str,
     scheduler_names: Iterable[str] = ("volcano",),
     timed: Callable[[str, Callable[[], None]], None] = lambda _name, fn: fn(),
-    memo: CarriedState | None = None,
+    carried: CarriedState | None = None,
 ) -> tuple[Session, list[Plugin]]:
-    """A session on `snapshot`. With `memo` (held by the caller between cycles) it opens on the state the
-    previous session left, patched to this snapshot; the caller closes the memo after the session."""
-    opening, journal = (memo or CarriedState(keep=False)).opening(snapshot, scheduler_names)
+    """A session on `snapshot`. With `carried` (held by the caller between cycles) it opens on the state the
+    previous session left, patched to this snapshot; the caller closes it after the session."""
+    opening, journal = (carried or CarriedState(keep=False)).opening(snapshot, scheduler_names)
     ssn = Session(
         uid=uid,
         conf=conf,
