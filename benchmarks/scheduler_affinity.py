@@ -19,8 +19,8 @@ from typing import Any
 
 from benchmarks.scheduler_session import cluster_objects
 from vc_runtime.service import GC_THRESHOLDS
-from vc_scheduling.cycle import load_scheduler_conf, run_cycle
-from vc_scheduling.snapshot import ClusterSnapshot, load_objects
+from vc_sched_core.cycle import load_scheduler_conf, run_cycle
+from vc_sched_core.snapshot import ClusterSnapshot, load_objects
 
 
 def constrained(objects: list[dict[str, Any]], *, constraints: bool) -> list[dict[str, Any]]:

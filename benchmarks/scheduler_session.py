@@ -20,9 +20,9 @@ from typing import Any
 
 from benchmarks.machine import Speed, reference_seconds
 from benchmarks.report import BenchReport
-from vc_scheduling.cycle import apply_result, load_scheduler_conf, run_cycle
-from vc_scheduling.framework.carried import CarriedState
-from vc_scheduling.snapshot import ClusterSnapshot, load_objects
+from vc_sched_core.cycle import apply_result, load_scheduler_conf, run_cycle
+from vc_sched_core.framework.carried import CarriedState
+from vc_sched_core.snapshot import ClusterSnapshot, load_objects
 
 
 def cluster_objects(nodes: int, gangs: int, size: int, running: int = 0, vgpus: int = 0) -> list[dict[str, Any]]:

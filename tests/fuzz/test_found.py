@@ -14,7 +14,7 @@ from vc_admission.webhook import handle_review
 from vc_admission.write_api import WriteApi
 from vc_bus.testing import MemoryStore
 from vc_proto import api
-from vc_scheduling.snapshot.loader import SnapshotError, decode_json
+from vc_sched_core.snapshot.loader import SnapshotError, decode_json
 from vc_validation import StaticContext
 
 _reply = msgspec.json.Decoder(api.WriteReply)

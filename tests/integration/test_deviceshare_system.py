@@ -25,8 +25,8 @@ from vc_core.errors import NotFound
 from vc_node_sim.vgpu import gpu_uuid
 from vc_proto.core import Pod
 from vc_proto.scheduling import PodGroup
-from vc_scheduling.framework.conf import DEFAULT_CONF_YAML
-from vc_scheduling.snapshot.vgpu import decode_assignment
+from vc_sched_core.framework.conf import DEFAULT_CONF_YAML
+from vc_sched_core.snapshot.vgpu import decode_assignment
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow]
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "volcano"

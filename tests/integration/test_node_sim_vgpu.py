@@ -14,7 +14,7 @@ from vc_bus.store import NatsStore
 from vc_node_sim.app import NodeSimApp
 from vc_proto import codec
 from vc_proto.core import Node
-from vc_scheduling.snapshot.loader import decode_json
+from vc_sched_core.snapshot.loader import decode_json
 
 pytestmark = [pytest.mark.nats]
 

@@ -54,8 +54,8 @@ from vc_scheduler.lending import LoanBook
 from vc_scheduler.loans import LoanDesk
 from vc_scheduler.peers import Several
 from vc_scheduler.share import node_owner_key
-from vc_scheduling.framework.decisions import Bind
-from vc_scheduling.snapshot.cluster import NodeObj
+from vc_sched_core.framework.decisions import Bind
+from vc_sched_core.snapshot.cluster import NodeObj
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
 

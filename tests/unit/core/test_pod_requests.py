@@ -12,7 +12,7 @@ import pytest
 from vc_core.errors import InvalidObject
 from vc_core.pod_requests import container_requests, pod_requests
 from vc_proto.core import Container, PodSpec, ResourceRequirements
-from vc_scheduling.snapshot import kube
+from vc_sched_core.snapshot import kube
 
 Amounts = dict[str, str | int | float]
 

@@ -10,7 +10,7 @@ import pytest
 from vc_core.errors import ConfigError
 from vc_node_sim.statuses import node_object
 from vc_node_sim.vgpu import MODEL, VGPUShape, gpu_uuid
-from vc_scheduling.snapshot.vgpu import VGPUDevice, node_inventory
+from vc_sched_core.snapshot.vgpu import VGPUDevice, node_inventory
 
 
 def test_the_shape_publishes_the_plugins_annotation_and_resources() -> None:

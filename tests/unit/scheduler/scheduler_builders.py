@@ -6,13 +6,13 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from vc_scheduling.framework.conf import SchedulerConf, load_conf
-from vc_scheduling.framework.framework import open_session
-from vc_scheduling.framework.interfaces import ExtensionPoint, PluginArgs, PluginFactory
-from vc_scheduling.framework.registry import Registry
-from vc_scheduling.framework.session import Session
-from vc_scheduling.plugins import in_tree_plugins
-from vc_scheduling.snapshot import ClusterSnapshot, load_objects
+from vc_sched_core.framework.conf import SchedulerConf, load_conf
+from vc_sched_core.framework.framework import open_session
+from vc_sched_core.framework.interfaces import ExtensionPoint, PluginArgs, PluginFactory
+from vc_sched_core.framework.registry import Registry
+from vc_sched_core.framework.session import Session
+from vc_sched_core.plugins import in_tree_plugins
+from vc_sched_core.snapshot import ClusterSnapshot, load_objects
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 

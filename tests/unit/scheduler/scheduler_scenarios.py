@@ -10,9 +10,9 @@ from typing import Any
 
 import yaml
 
-from vc_scheduling.cycle import load_scheduler_conf
-from vc_scheduling.sim import simulate
-from vc_scheduling.snapshot import ClusterSnapshot, load_snapshot
+from vc_sched_core.cycle import load_scheduler_conf
+from vc_sched_core.sim import simulate
+from vc_sched_core.snapshot import ClusterSnapshot, load_snapshot
 
 SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
 HEADER_KIND = "SchedulerScenario"

@@ -12,15 +12,15 @@ import numpy as np
 import pytest
 
 from tests.unit.scheduler.scheduler_builders import real_session, snapshot
-from vc_scheduling.cycle import apply_result, load_scheduler_conf, run_cycle
-from vc_scheduling.framework.conf import ConfError, argument_bool
-from vc_scheduling.framework.interfaces import ExtensionPoint
-from vc_scheduling.framework.model import TaskStatus
-from vc_scheduling.framework.statement import Statement
-from vc_scheduling.plugins.deviceshare import DeviceSharePlugin
-from vc_scheduling.plugins.vgpu_devices import BINPACK, SPREAD, DeviceTable, Holding
-from vc_scheduling.snapshot import kube
-from vc_scheduling.snapshot.vgpu import (
+from vc_sched_core.cycle import apply_result, load_scheduler_conf, run_cycle
+from vc_sched_core.framework.conf import ConfError, argument_bool
+from vc_sched_core.framework.interfaces import ExtensionPoint
+from vc_sched_core.framework.model import TaskStatus
+from vc_sched_core.framework.statement import Statement
+from vc_sched_core.plugins.deviceshare import DeviceSharePlugin
+from vc_sched_core.plugins.vgpu_devices import BINPACK, SPREAD, DeviceTable, Holding
+from vc_sched_core.snapshot import kube
+from vc_sched_core.snapshot.vgpu import (
     VGPUContainerRequest,
     VGPUDevice,
     VGPUPodRequest,

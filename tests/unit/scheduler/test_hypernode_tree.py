@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from vc_scheduling.plugins.hypernode_tree import HyperNodeTree, build_tree
-from vc_scheduling.snapshot.cluster import HyperNodeMemberObj, HyperNodeObj
-from vc_scheduling.snapshot.kube import LabelSelector
+from vc_sched_core.plugins.hypernode_tree import HyperNodeTree, build_tree
+from vc_sched_core.snapshot.cluster import HyperNodeMemberObj, HyperNodeObj
+from vc_sched_core.snapshot.kube import LabelSelector
 
 NODES = [f"n{i}" for i in range(6)]
 LABELS = [{"rack": f"r{i // 2}"} for i in range(6)]

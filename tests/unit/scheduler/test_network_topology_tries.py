@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 import pytest
 
 from tests.unit.scheduler.scheduler_scenarios import SCENARIO_DIR, load_scenario
-from vc_scheduling.cycle import load_scheduler_conf
-from vc_scheduling.plugins.network_topology import MAX_HYPERNODE_TRIES
-from vc_scheduling.sim import simulate
-from vc_scheduling.snapshot import load_snapshot
+from vc_sched_core.cycle import load_scheduler_conf
+from vc_sched_core.plugins.network_topology import MAX_HYPERNODE_TRIES
+from vc_sched_core.sim import simulate
+from vc_sched_core.snapshot import load_snapshot
 
 CONF = load_scenario(SCENARIO_DIR / "network-topology-hard-next-hypernode.yaml").conf_text
 

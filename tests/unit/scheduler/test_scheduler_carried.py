@@ -14,11 +14,11 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vc_scheduling.cycle import apply_result, load_scheduler_conf, run_cycle
-from vc_scheduling.framework.carried import CarriedState, Opening
-from vc_scheduling.snapshot import ClusterSnapshot, load_objects
-from vc_scheduling.snapshot.cluster import PriorityClassObj, QueueObj
-from vc_scheduling.snapshot.kube import LabelSelector, TopologySpreadConstraint
+from vc_sched_core.cycle import apply_result, load_scheduler_conf, run_cycle
+from vc_sched_core.framework.carried import CarriedState, Opening
+from vc_sched_core.snapshot import ClusterSnapshot, load_objects
+from vc_sched_core.snapshot.cluster import PriorityClassObj, QueueObj
+from vc_sched_core.snapshot.kube import LabelSelector, TopologySpreadConstraint
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 EVICTING = """

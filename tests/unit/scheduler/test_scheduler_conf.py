@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from vc_scheduling.actions import in_tree_actions
-from vc_scheduling.cycle import load_scheduler_conf
-from vc_scheduling.framework.conf import DEFAULT_CONF_YAML, ConfError
-from vc_scheduling.framework.interfaces import ExtensionPoint
-from vc_scheduling.plugins import in_tree_plugins
+from vc_sched_core.actions import in_tree_actions
+from vc_sched_core.cycle import load_scheduler_conf
+from vc_sched_core.framework.conf import DEFAULT_CONF_YAML, ConfError
+from vc_sched_core.framework.interfaces import ExtensionPoint
+from vc_sched_core.plugins import in_tree_plugins
 
 DEPLOY_CONF = Path(__file__).resolve().parents[3] / "deploy" / "scheduler" / "volcano-scheduler.conf"
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from vc_core.errors import ConfigError
-from vc_scheduling.cycle import load_scheduler_conf
-from vc_scheduling.framework.conf import VOLCANO_PLUGINS_NOT_IN_TEPHRA, ConfError
-from vc_scheduling.plugins import in_tree_plugins
-from vc_scheduling.sim import main
+from vc_sched_core.cycle import load_scheduler_conf
+from vc_sched_core.framework.conf import VOLCANO_PLUGINS_NOT_IN_TEPHRA, ConfError
+from vc_sched_core.plugins import in_tree_plugins
+from vc_sched_core.sim import main
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 CONF = 'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: tdm\n- plugins:\n  - name: numa-aware\n'

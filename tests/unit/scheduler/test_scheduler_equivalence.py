@@ -11,14 +11,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.unit.scheduler.scheduler_builders import NOW, podgroup, snapshot
-from vc_scheduling.framework.conf import load_conf
-from vc_scheduling.framework.framework import open_session
-from vc_scheduling.framework.interfaces import ExtensionPoint, NodeFailure
-from vc_scheduling.framework.model import TaskInfo, TaskStatus
-from vc_scheduling.framework.node_search import find_feasible_nodes, num_feasible_nodes_to_find, select_best_node
-from vc_scheduling.framework.registry import Registry
-from vc_scheduling.framework.session import Session
-from vc_scheduling.plugins import in_tree_plugins
+from vc_sched_core.framework.conf import load_conf
+from vc_sched_core.framework.framework import open_session
+from vc_sched_core.framework.interfaces import ExtensionPoint, NodeFailure
+from vc_sched_core.framework.model import TaskInfo, TaskStatus
+from vc_sched_core.framework.node_search import find_feasible_nodes, num_feasible_nodes_to_find, select_best_node
+from vc_sched_core.framework.registry import Registry
+from vc_sched_core.framework.session import Session
+from vc_sched_core.plugins import in_tree_plugins
 
 CONF = """
 actions: "allocate"

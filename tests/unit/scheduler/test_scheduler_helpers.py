@@ -9,18 +9,18 @@ import pytest
 from numpy.typing import NDArray
 
 from tests.unit.scheduler.scheduler_builders import node, pod, podgroup, real_session, snapshot
-from vc_scheduling.cycle import load_scheduler_conf
-from vc_scheduling.framework.model import QueueInfo
-from vc_scheduling.framework.node_search import find_feasible_nodes, num_feasible_nodes_to_find
-from vc_scheduling.framework.resources import ResourceSpace
-from vc_scheduling.plugins.binpack import binpack_scores, resource_weights
-from vc_scheduling.plugins.node_filters import tolerates
-from vc_scheduling.plugins.proportion import water_fill
-from vc_scheduling.plugins.queue_accounts import QueueAttr
-from vc_scheduling.plugins.shares import dominant_share
-from vc_scheduling.plugins.sla import parse_go_duration
-from vc_scheduling.snapshot.cluster import QueueObj
-from vc_scheduling.snapshot.kube import Taint, Toleration
+from vc_sched_core.cycle import load_scheduler_conf
+from vc_sched_core.framework.model import QueueInfo
+from vc_sched_core.framework.node_search import find_feasible_nodes, num_feasible_nodes_to_find
+from vc_sched_core.framework.resources import ResourceSpace
+from vc_sched_core.plugins.binpack import binpack_scores, resource_weights
+from vc_sched_core.plugins.node_filters import tolerates
+from vc_sched_core.plugins.proportion import water_fill
+from vc_sched_core.plugins.queue_accounts import QueueAttr
+from vc_sched_core.plugins.shares import dominant_share
+from vc_sched_core.plugins.sla import parse_go_duration
+from vc_sched_core.snapshot.cluster import QueueObj
+from vc_sched_core.snapshot.kube import Taint, Toleration
 
 INF = float("inf")
 
@@ -112,7 +112,7 @@ def test_go_durations_parse() -> None:
 
 
 def test_tasks_of_one_template_share_the_static_predicate_verdict() -> None:
-    from vc_scheduling.plugins.predicates import PredicatesPlugin
+    from vc_sched_core.plugins.predicates import PredicatesPlugin
 
     selector = {"spec": {"nodeSelector": {"zone": "a"}}}
     objs = [node("n1"), node("n2"), podgroup("j"), pod("j-0", "j"), pod("j-1", "j"), pod("j-2", "j")]
@@ -135,7 +135,7 @@ def test_benchmark_cluster_schedules_every_gang_at_small_scale() -> None:
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    from vc_scheduling.snapshot import load_objects
+    from vc_sched_core.snapshot import load_objects
 
     _, bound = bench.run(load_objects(bench.cluster_objects(20, 5, 4)))
     assert bound == 20
@@ -145,7 +145,7 @@ def test_benchmark_cluster_schedules_every_gang_at_small_scale() -> None:
 def test_sla_timestamps_compare_whatever_their_zone(stamp: str) -> None:
     from datetime import UTC, datetime
 
-    from vc_scheduling.plugins.sla import parse_timestamp
+    from vc_sched_core.plugins.sla import parse_timestamp
 
     parsed = parse_timestamp(stamp)
     assert parsed == datetime(2024, 1, 1, tzinfo=UTC)
@@ -154,7 +154,7 @@ def test_sla_timestamps_compare_whatever_their_zone(stamp: str) -> None:
 def test_a_search_can_start_elsewhere_and_statuses_be_limited_to_some_podgroups() -> None:
     """Instances sharing a cluster start their node search apart (run_cycle's search_start) and each
     reports only its own PodGroups' statuses (report)."""
-    from vc_scheduling.cycle import run_cycle
+    from vc_sched_core.cycle import run_cycle
 
     snap = snapshot(*(node(f"n{i}") for i in range(4)), podgroup("a"), pod("a-0", "a"), podgroup("b"), pod("b-0", "b"))
     conf = load_scheduler_conf()

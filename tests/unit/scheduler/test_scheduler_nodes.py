@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from tests.unit.scheduler.scheduler_builders import node, pod, podgroup, snapshot
-from vc_scheduling.framework.build import build_jobs_and_tasks, build_queues, resource_space
-from vc_scheduling.framework.model import TaskStatus
-from vc_scheduling.framework.nodes import NodeTable
+from vc_sched_core.framework.build import build_jobs_and_tasks, build_queues, resource_space
+from vc_sched_core.framework.model import TaskStatus
+from vc_sched_core.framework.nodes import NodeTable
 
 
 def test_bulk_accounting_matches_one_by_one_for_every_status() -> None:

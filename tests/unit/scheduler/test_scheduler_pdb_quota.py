@@ -6,11 +6,11 @@ from fractions import Fraction
 
 import pytest
 
-from vc_scheduling.plugins.pdb import disruptions_allowed, scaled, selects
-from vc_scheduling.plugins.resourcequota import counted_usage
-from vc_scheduling.snapshot import load_snapshot
-from vc_scheduling.snapshot.cluster import PodDisruptionBudgetObj, ResourceQuotaObj
-from vc_scheduling.snapshot.kube import LabelSelector
+from vc_sched_core.plugins.pdb import disruptions_allowed, scaled, selects
+from vc_sched_core.plugins.resourcequota import counted_usage
+from vc_sched_core.snapshot import load_snapshot
+from vc_sched_core.snapshot.cluster import PodDisruptionBudgetObj, ResourceQuotaObj
+from vc_sched_core.snapshot.kube import LabelSelector
 
 PODS = load_snapshot(
     "\n---\n".join(

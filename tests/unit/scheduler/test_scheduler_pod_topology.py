@@ -8,13 +8,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from vc_scheduling.cycle import load_scheduler_conf, run_cycle
-from vc_scheduling.framework.framework import open_session
-from vc_scheduling.plugins import in_tree_plugins
-from vc_scheduling.plugins.label_selectors import NamespaceScope, selector_mask, selector_matches, with_label_keys
-from vc_scheduling.plugins.placed_pods import PlacedPods, RowCounter
-from vc_scheduling.snapshot import load_objects
-from vc_scheduling.snapshot.kube import LabelSelector, PodAffinityTerm, SelectorRequirement
+from vc_sched_core.cycle import load_scheduler_conf, run_cycle
+from vc_sched_core.framework.framework import open_session
+from vc_sched_core.plugins import in_tree_plugins
+from vc_sched_core.plugins.label_selectors import NamespaceScope, selector_mask, selector_matches, with_label_keys
+from vc_sched_core.plugins.placed_pods import PlacedPods, RowCounter
+from vc_sched_core.snapshot import load_objects
+from vc_sched_core.snapshot.kube import LabelSelector, PodAffinityTerm, SelectorRequirement
 
 
 def node(name: str, **labels: str) -> dict[str, Any]:

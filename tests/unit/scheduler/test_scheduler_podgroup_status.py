@@ -7,13 +7,13 @@ from collections.abc import Sequence
 import pytest
 
 from tests.unit.scheduler.scheduler_builders import FakePlugin, node, pod, podgroup, real_session, snapshot
-from vc_scheduling.actions.shuffle import ShuffleAction
-from vc_scheduling.cycle import load_scheduler_conf, run_cycle
-from vc_scheduling.framework.decisions import Evict
-from vc_scheduling.framework.framework import podgroup_phase
-from vc_scheduling.framework.interfaces import ExtensionPoint
-from vc_scheduling.framework.model import TaskInfo
-from vc_scheduling.snapshot.cluster import PodGroupCondition
+from vc_sched_core.actions.shuffle import ShuffleAction
+from vc_sched_core.cycle import load_scheduler_conf, run_cycle
+from vc_sched_core.framework.decisions import Evict
+from vc_sched_core.framework.framework import podgroup_phase
+from vc_sched_core.framework.interfaces import ExtensionPoint
+from vc_sched_core.framework.model import TaskInfo
+from vc_sched_core.snapshot.cluster import PodGroupCondition
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vc_scheduling.cycle import CycleResult, apply_result, load_scheduler_conf, run_cycle
-from vc_scheduling.framework.carried import CarriedState
-from vc_scheduling.snapshot import ClusterSnapshot, load_objects
+from vc_sched_core.cycle import CycleResult, apply_result, load_scheduler_conf, run_cycle
+from vc_sched_core.framework.carried import CarriedState
+from vc_sched_core.snapshot import ClusterSnapshot, load_objects
 
 RESOURCES = ("cpu", "nvidia.com/gpu")
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -7,10 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.unit.scheduler.scheduler_builders import NOW, snapshot
-from vc_scheduling.cycle import load_scheduler_conf
-from vc_scheduling.framework.framework import open_session
-from vc_scheduling.framework.model import READY_STATUSES, VALID_STATUSES, JobInfo, TaskStatus
-from vc_scheduling.plugins import in_tree_plugins
+from vc_sched_core.cycle import load_scheduler_conf
+from vc_sched_core.framework.framework import open_session
+from vc_sched_core.framework.model import READY_STATUSES, VALID_STATUSES, JobInfo, TaskStatus
+from vc_sched_core.plugins import in_tree_plugins
 
 
 def _walk(job: JobInfo, counted: frozenset[TaskStatus], best_effort_pending: bool) -> bool:

@@ -18,9 +18,9 @@ def test_scenario_meets_expectations(path: Path) -> None:
 
 
 def test_every_action_and_plugin_appears_in_some_scenario() -> None:
-    from vc_scheduling.actions import in_tree_actions
-    from vc_scheduling.cycle import load_scheduler_conf
-    from vc_scheduling.plugins import in_tree_plugins
+    from vc_sched_core.actions import in_tree_actions
+    from vc_sched_core.cycle import load_scheduler_conf
+    from vc_sched_core.plugins import in_tree_plugins
 
     used_actions: set[str] = set()
     used_plugins: set[str] = set()

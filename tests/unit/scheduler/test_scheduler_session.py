@@ -10,7 +10,7 @@ import pytest
 from numpy.typing import NDArray
 
 from tests.unit.scheduler.scheduler_builders import fake_session, node, pod, podgroup, snapshot
-from vc_scheduling.framework.interfaces import (
+from vc_sched_core.framework.interfaces import (
     ALLOWED,
     Check,
     ExtensionPoint,
@@ -19,7 +19,7 @@ from vc_scheduling.framework.interfaces import (
     Verdict,
     Vote,
 )
-from vc_scheduling.framework.model import JobInfo, TaskInfo
+from vc_sched_core.framework.model import JobInfo, TaskInfo
 
 P = ExtensionPoint
 Fn = Callable[..., Any]

@@ -6,7 +6,7 @@ import io
 import json
 from pathlib import Path
 
-from vc_scheduling.sim import main
+from vc_sched_core.sim import main
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from vc_scheduling.snapshot import SnapshotError, load_objects, load_snapshot
+from vc_sched_core.snapshot import SnapshotError, load_objects, load_snapshot
 
 
 @pytest.mark.parametrize(

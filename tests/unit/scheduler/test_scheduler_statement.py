@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from tests.unit.scheduler.scheduler_builders import node, pod, podgroup, real_session, snapshot
-from vc_scheduling.cycle import load_scheduler_conf
-from vc_scheduling.framework.decisions import Bind, Evict
-from vc_scheduling.framework.model import TaskInfo, TaskStatus
-from vc_scheduling.framework.session import Session
-from vc_scheduling.framework.statement import Statement
+from vc_sched_core.cycle import load_scheduler_conf
+from vc_sched_core.framework.decisions import Bind, Evict
+from vc_sched_core.framework.model import TaskInfo, TaskStatus
+from vc_sched_core.framework.session import Session
+from vc_sched_core.framework.statement import Statement
 
 
 def status_of(task: TaskInfo) -> TaskStatus:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from tests.unit.scheduler.scheduler_builders import node, pod, podgroup, real_session, snapshot
-from vc_scheduling.cycle import load_scheduler_conf
-from vc_scheduling.plugins.predicates import PredicatesPlugin
-from vc_scheduling.plugins.volume_binding import NODE_CONFLICT_REASON, claim_not_found
+from vc_sched_core.cycle import load_scheduler_conf
+from vc_sched_core.plugins.predicates import PredicatesPlugin
+from vc_sched_core.plugins.volume_binding import NODE_CONFLICT_REASON, claim_not_found
 
 
 def with_claim(obj: dict[str, Any], claim: str, namespace: str = "default") -> dict[str, Any]:

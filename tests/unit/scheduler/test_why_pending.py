@@ -10,7 +10,7 @@ from typing import Any
 
 from tests.unit.scheduler.scheduler_builders import node, pod, podgroup, snapshot
 from vc_core.why_pending import readable, split
-from vc_scheduling.cycle import load_scheduler_conf, run_cycle
+from vc_sched_core.cycle import load_scheduler_conf, run_cycle
 
 GPU = "nvidia.com/gpu"
 

@@ -15,8 +15,8 @@ from vc_scheduler.evictor import Evictor
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.loop import SchedulingLoop
 from vc_scheduler.status_writer import StatusWriter
-from vc_scheduling.cycle import load_scheduler_conf
-from vc_scheduling.snapshot.cluster import NodeObj, PodGroupObj, PodObj
+from vc_sched_core.cycle import load_scheduler_conf
+from vc_sched_core.snapshot.cluster import NodeObj, PodGroupObj, PodObj
 
 
 def pod(name: str, group: str, *, node: str = "", phase: str = "Pending") -> PodObj:

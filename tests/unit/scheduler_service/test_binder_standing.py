@@ -16,7 +16,7 @@ from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.gangs import Gang
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.ledger import View
-from vc_scheduling.framework.decisions import Bind
+from vc_sched_core.framework.decisions import Bind
 
 PODGROUP = "ns/pg"
 

@@ -25,9 +25,9 @@ from vc_scheduler.status_policy import (
     PODS_START_S,
 )
 from vc_scheduler.status_writer import StatusWriter
-from vc_scheduling.cycle import CycleResult, load_scheduler_conf
-from vc_scheduling.framework.decisions import Bind, PodGroupStatusUpdate, QueueStatusUpdate
-from vc_scheduling.snapshot.cluster import ClusterSnapshot, PodGroupCondition, QueueObj
+from vc_sched_core.cycle import CycleResult, load_scheduler_conf
+from vc_sched_core.framework.decisions import Bind, PodGroupStatusUpdate, QueueStatusUpdate
+from vc_sched_core.snapshot.cluster import ClusterSnapshot, PodGroupCondition, QueueObj
 
 HIERARCHY_CONF = """
 actions: "enqueue, allocate"

@@ -21,9 +21,9 @@ from vc_scheduler.gangs import node_capacity
 from vc_scheduler.lending import LoanAsk, LoanBook, loan_pods
 from vc_scheduler.planning import Cycle, plan_borrowing, plan_cycle
 from vc_scheduler.share import Partition, Share, left_over
-from vc_scheduling.cycle import load_scheduler_conf, run_cycle
-from vc_scheduling.framework.carried import CarriedState
-from vc_scheduling.snapshot.cluster import ClusterSnapshot, NodeObj, PodGroupObj, PodObj, QueueObj
+from vc_sched_core.cycle import load_scheduler_conf, run_cycle
+from vc_sched_core.framework.carried import CarriedState
+from vc_sched_core.snapshot.cluster import ClusterSnapshot, NodeObj, PodGroupObj, PodObj, QueueObj
 
 NOW = 1_000_000.0
 WHEN = datetime.fromtimestamp(NOW, UTC)

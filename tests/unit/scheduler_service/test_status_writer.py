@@ -21,8 +21,8 @@ from vc_scheduler.cache import SchedulerCache, stored_object
 from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.status_writer import StatusWriter
-from vc_scheduling.framework.decisions import PodGroupStatusUpdate
-from vc_scheduling.snapshot.cluster import PodGroupCondition
+from vc_sched_core.framework.decisions import PodGroupStatusUpdate
+from vc_sched_core.snapshot.cluster import PodGroupCondition
 
 
 class CountingStore(MemoryStore):

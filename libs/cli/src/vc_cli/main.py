@@ -143,7 +143,7 @@ def _sim(argv: list[str]) -> int:
     if argv[:1] != ["cycle"]:
         print("usage: vcctl sim cycle -f SNAPSHOT.yaml [--conf SCHEDULER.conf] [--cycles N] -o json", file=sys.stderr)
         return 2
-    from vc_scheduling.sim import main as sim_main
+    from vc_sched_core.sim import main as sim_main
 
     return int(sim_main(argv[1:]))
 

@@ -6,7 +6,7 @@ deviceSplitCount): the annotation `volcano.sh/node-vgpu-register` with one
 `<uuid>,<split>,<MiB>,NVIDIA-<model>,true,hami-core:` entry per GPU, and allocatable
 `volcano.sh/vgpu-number` (count x split), `volcano.sh/vgpu-memory` (count x MiB) and
 `volcano.sh/vgpu-cores` (count x 100). The scheduler reads them back in
-vc_scheduling.snapshot.vgpu.node_inventory.
+vc_sched_core.snapshot.vgpu.node_inventory.
 """
 
 from __future__ import annotations

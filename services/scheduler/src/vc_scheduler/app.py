@@ -35,7 +35,7 @@ from vc_scheduler.loop import SchedulingLoop
 from vc_scheduler.metrics import declare_series
 from vc_scheduler.peers import Several
 from vc_scheduler.status_writer import StatusWriter
-from vc_scheduling.cycle import load_scheduler_conf
+from vc_sched_core.cycle import load_scheduler_conf
 
 log = structlog.get_logger(__name__)
 

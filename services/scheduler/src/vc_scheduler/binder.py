@@ -38,7 +38,7 @@ from vc_scheduler.lending import loan_pods
 from vc_scheduler.loans import LoanDesk
 from vc_scheduler.metrics import BINDS, GANGS, STAGE, TASK_LATENCY
 from vc_scheduler.peers import Alone, Peers
-from vc_scheduling.framework.decisions import Bind
+from vc_sched_core.framework.decisions import Bind
 
 log = structlog.get_logger(__name__)
 # A gang planned before this instance's lease renewal came late (an overloaded machine: on kube, one

@@ -29,7 +29,7 @@ from vc_proto.kinds import KubeObject
 from vc_runtime.aio import until
 from vc_scheduler.cluster_index import TERMINAL, ClusterIndex
 from vc_scheduler.ledger import UNSEEN_AFTER_S
-from vc_scheduling.snapshot.cluster import (
+from vc_sched_core.snapshot.cluster import (
     ClusterSnapshot,
     HyperNodeObj,
     NodeObj,
@@ -42,7 +42,7 @@ from vc_scheduling.snapshot.cluster import (
     QueueObj,
     ResourceQuotaObj,
 )
-from vc_scheduling.snapshot.loader import SnapshotError, decode_json
+from vc_sched_core.snapshot.loader import SnapshotError, decode_json
 
 KINDS = (
     "Node",

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from vc_core.resources import PODS, Resources
 from vc_scheduler.ledger import PodState, View, queue_chain
-from vc_scheduling.snapshot.cluster import (
+from vc_sched_core.snapshot.cluster import (
     ROOT_QUEUE,
     NodeObj,
     Outside,

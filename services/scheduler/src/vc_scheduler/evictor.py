@@ -13,7 +13,7 @@ from vc_runtime.sharding import FencedStore
 from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.metrics import EVICTS
-from vc_scheduling.framework.decisions import Evict
+from vc_sched_core.framework.decisions import Evict
 
 
 class Evictor:

@@ -28,20 +28,20 @@ from prometheus_client import Counter, Gauge, Histogram
 
 from vc_core.resources import CPU, MEMORY, PODS
 from vc_runtime.bare_counter import BareCounter
-from vc_scheduling.cycle import CycleResult
-from vc_scheduling.framework.decisions import Evict
-from vc_scheduling.framework.model import QueueInfo
-from vc_scheduling.framework.resources import ResourceSpace, less_equal
-from vc_scheduling.plugins.proportion import water_fill
-from vc_scheduling.plugins.queue_accounts import QueueAttr, capability_vector, share
-from vc_scheduling.snapshot.cluster import (
+from vc_sched_core.cycle import CycleResult
+from vc_sched_core.framework.decisions import Evict
+from vc_sched_core.framework.model import QueueInfo
+from vc_sched_core.framework.resources import ResourceSpace, less_equal
+from vc_sched_core.plugins.proportion import water_fill
+from vc_sched_core.plugins.queue_accounts import QueueAttr, capability_vector, share
+from vc_sched_core.snapshot.cluster import (
     DEFAULT_QUEUE,
     GROUP_NAME_ANNOTATION,
     ClusterSnapshot,
     PodGroupObj,
     QueueObj,
 )
-from vc_scheduling.snapshot.vgpu import VGPUDeviceFigures, VGPUPodFigures
+from vc_sched_core.snapshot.vgpu import VGPUDeviceFigures, VGPUPodFigures
 
 log = structlog.get_logger(__name__)
 STATE_PERIOD_S: Final = 15.0

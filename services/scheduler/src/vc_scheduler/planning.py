@@ -12,11 +12,11 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from vc_scheduler.share import Partition
-from vc_scheduling.cycle import CycleResult, apply_result, run_cycle
-from vc_scheduling.framework.carried import CarriedState
-from vc_scheduling.framework.conf import SchedulerConf
-from vc_scheduling.framework.decisions import Bind
-from vc_scheduling.snapshot.cluster import ClusterSnapshot
+from vc_sched_core.cycle import CycleResult, apply_result, run_cycle
+from vc_sched_core.framework.carried import CarriedState
+from vc_sched_core.framework.conf import SchedulerConf
+from vc_sched_core.framework.decisions import Bind
+from vc_sched_core.snapshot.cluster import ClusterSnapshot
 
 
 @dataclass(frozen=True, slots=True)

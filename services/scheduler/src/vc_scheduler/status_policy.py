@@ -39,8 +39,8 @@ from vc_proto.scheduling import PodGroupCondition as StoredCondition
 from vc_proto.scheduling import PodGroupStatus
 from vc_proto.vocabulary import PodGroupConditionType, PodGroupPhase
 from vc_runtime.status_pacing import Pacing, StatusHolds
-from vc_scheduling.framework.decisions import PodGroupStatusUpdate, QueueStatusUpdate
-from vc_scheduling.snapshot.cluster import PodGroupCondition, PodGroupObj
+from vc_sched_core.framework.decisions import PodGroupStatusUpdate, QueueStatusUpdate
+from vc_sched_core.snapshot.cluster import PodGroupCondition, PodGroupObj
 
 STATUS_RESEND_S = 5.0
 COUNTS_EVERY_S = 3.0  # a PodGroup whose phase holds is rewritten at most this often

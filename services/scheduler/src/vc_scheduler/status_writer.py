@@ -29,8 +29,8 @@ from vc_scheduler.events import SchedulerEvents, timestamp
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.metrics import PG_WRITES, QUEUE_WRITES
 from vc_scheduler.status_policy import SentAllocations, SentStatuses, merely_starting, merge_status, same_status
-from vc_scheduling.framework.decisions import PodGroupStatusUpdate, QueueStatusUpdate
-from vc_scheduling.snapshot.cluster import PodGroupObj
+from vc_sched_core.framework.decisions import PodGroupStatusUpdate, QueueStatusUpdate
+from vc_sched_core.snapshot.cluster import PodGroupObj
 
 S = TypeVar("S", PodGroupStatusUpdate, QueueStatusUpdate)
 WRITE_ATTEMPTS = 5
