@@ -29,8 +29,8 @@ from vc_proto.core import CORE_V1, SCHEDULING_K8S_V1, Container, Pod, PodSpec, P
 from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, PodGroupSpec
 from vc_proto.vocabulary import GROUP_NAME_ANNOTATION
-from vc_scheduler.app import SchedulerApp
 from vc_sched_core.framework.conf import DEFAULT_CONF_YAML
+from vc_scheduler.app import SchedulerApp
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration]
 

@@ -43,6 +43,8 @@ from vc_proto.batch import Job
 from vc_proto.core import Pod
 from vc_proto.scheduling import PodGroup, Queue
 from vc_runtime.sharding import SoleOwner
+from vc_sched_core.framework.decisions import Bind
+from vc_sched_core.snapshot.cluster import NodeObj
 from vc_scheduler import ledger as pure
 from vc_scheduler.binder import BOUND_BY, GangBinder
 from vc_scheduler.cache import SchedulerCache
@@ -54,8 +56,6 @@ from vc_scheduler.lending import LoanBook
 from vc_scheduler.loans import LoanDesk
 from vc_scheduler.peers import Several
 from vc_scheduler.share import node_owner_key
-from vc_sched_core.framework.decisions import Bind
-from vc_sched_core.snapshot.cluster import NodeObj
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
 

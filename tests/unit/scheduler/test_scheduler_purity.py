@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[3] / "libs" / "scheduling" / "src" / "vc_sched_core"
+PACKAGE = Path(__file__).resolve().parents[3] / "libs" / "sched_core" / "src" / "vc_sched_core"
 PURE = ["snapshot", "framework", "actions", "plugins", "cycle.py"]
 FORBIDDEN = {
     "asyncio",

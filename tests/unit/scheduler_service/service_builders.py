@@ -8,6 +8,8 @@ from collections.abc import Awaitable, Callable
 from fractions import Fraction
 
 from vc_runtime.sharding import SoleOwner
+from vc_sched_core.cycle import load_scheduler_conf
+from vc_sched_core.snapshot.cluster import NodeObj, PodGroupObj, PodObj
 from vc_scheduler.binder import GangBinder
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.events import SchedulerEvents
@@ -15,8 +17,6 @@ from vc_scheduler.evictor import Evictor
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.loop import SchedulingLoop
 from vc_scheduler.status_writer import StatusWriter
-from vc_sched_core.cycle import load_scheduler_conf
-from vc_sched_core.snapshot.cluster import NodeObj, PodGroupObj, PodObj
 
 
 def pod(name: str, group: str, *, node: str = "", phase: str = "Pending") -> PodObj:

@@ -12,13 +12,13 @@ import pytest
 from vc_bus.store import NatsStore
 from vc_proto.core import CORE_V1, Container, ObjectMeta, Pod, PodSpec, PodStatus
 from vc_runtime.sharding import SoleOwner
+from vc_sched_core.framework.decisions import Bind
 from vc_scheduler.binder import GangBinder
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.gangs import Gang
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.ledger import View
-from vc_sched_core.framework.decisions import Bind
 
 pytestmark = [pytest.mark.nats]
 

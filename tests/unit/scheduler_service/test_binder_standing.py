@@ -10,13 +10,13 @@ import asyncio
 from vc_bus.testing import MemoryStore
 from vc_proto.core import Pod, PodSpec
 from vc_proto.meta import ObjectMeta
+from vc_sched_core.framework.decisions import Bind
 from vc_scheduler.binder import GangBinder
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.gangs import Gang
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.ledger import View
-from vc_sched_core.framework.decisions import Bind
 
 PODGROUP = "ns/pg"
 

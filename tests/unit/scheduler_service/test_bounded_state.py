@@ -6,12 +6,12 @@ from __future__ import annotations
 from unittest import mock
 
 from tests.unit.scheduler_service.service_builders import group
+from vc_sched_core.framework.decisions import PodGroupStatusUpdate
 from vc_scheduler import cache as cache_module
 from vc_scheduler.cache import TOMBSTONE_TTL_S, SchedulerCache
 from vc_scheduler.share import Partition
 from vc_scheduler.status_policy import SentStatuses
 from vc_scheduler.status_writer import SENT_MIN
-from vc_sched_core.framework.decisions import PodGroupStatusUpdate
 
 
 def test_tombstones_expire_once_no_reservation_could_need_them() -> None:

@@ -12,9 +12,9 @@ import pytest
 from vc_bus.decoding import DECODE_ERRORS
 from vc_proto import subjects
 from vc_proto.scheduling import PodGroup
+from vc_sched_core.snapshot.loader import SnapshotError, decode_json, load_snapshot
 from vc_scheduler import ledger
 from vc_scheduler.cache import SchedulerCache, stored_object
-from vc_sched_core.snapshot.loader import SnapshotError, decode_json, load_snapshot
 
 DEEP = b"[" * 200_000 + b"]" * 200_000
 DEEP_OBJECT = b'{"a":' * 100_000 + b"1" + b"}" * 100_000

@@ -11,16 +11,16 @@ from datetime import UTC, datetime, timedelta
 from tests.support.waiting import eventually
 from tests.unit.scheduler_service.service_builders import group, node, offline_loop, pod
 from vc_runtime.sharding import SoleOwner
+from vc_sched_core.cycle import load_scheduler_conf, run_cycle
+from vc_sched_core.framework.decisions import PodGroupStatusUpdate
+from vc_sched_core.snapshot import load_objects
+from vc_sched_core.snapshot.cluster import PodGroupCondition, QueueObj
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.idle import IDLE_CYCLE_S, IdleGate, Inputs
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.status_policy import COUNTS_EVERY_S, COUNTS_SETTLE_S, STATUS_RESEND_S, SentStatuses
 from vc_scheduler.status_writer import StatusWriter
-from vc_sched_core.cycle import load_scheduler_conf, run_cycle
-from vc_sched_core.framework.decisions import PodGroupStatusUpdate
-from vc_sched_core.snapshot import load_objects
-from vc_sched_core.snapshot.cluster import PodGroupCondition, QueueObj
 
 WALL = datetime(2026, 1, 1, tzinfo=UTC)
 SAME = Inputs(cache_version=7, members=("s0",), epoch=1)

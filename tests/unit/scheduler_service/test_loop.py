@@ -11,6 +11,9 @@ import pytest
 
 from tests.unit.scheduler_service.service_builders import group, node, offline_loop, pod
 from vc_runtime.sharding import SoleOwner
+from vc_sched_core.cycle import CycleResult, load_scheduler_conf
+from vc_sched_core.framework.decisions import Bind, PodGroupStatusUpdate, QueueStatusUpdate
+from vc_sched_core.snapshot.cluster import ClusterSnapshot, PodGroupCondition, QueueObj
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.gangs import gangs_of, hierarchical
@@ -25,9 +28,6 @@ from vc_scheduler.status_policy import (
     PODS_START_S,
 )
 from vc_scheduler.status_writer import StatusWriter
-from vc_sched_core.cycle import CycleResult, load_scheduler_conf
-from vc_sched_core.framework.decisions import Bind, PodGroupStatusUpdate, QueueStatusUpdate
-from vc_sched_core.snapshot.cluster import ClusterSnapshot, PodGroupCondition, QueueObj
 
 HIERARCHY_CONF = """
 actions: "enqueue, allocate"

@@ -12,12 +12,12 @@ from typing import Any
 from prometheus_client import REGISTRY
 
 from tests.unit.scheduler_service.service_builders import group, node, pod
-from vc_scheduler import metrics
 from vc_sched_core.cycle import CycleResult, CycleStats, load_scheduler_conf, run_cycle
 from vc_sched_core.framework.decisions import Bind, Evict, PodGroupStatusUpdate
 from vc_sched_core.snapshot import load_objects
 from vc_sched_core.snapshot.cluster import ClusterSnapshot, PodGroupCondition, QueueObj
 from vc_sched_core.snapshot.vgpu import VGPUDevice, VGPUDeviceFigures, VGPUPodFigures, encode_node_devices
+from vc_scheduler import metrics
 
 GPU = "nvidia.com/gpu"
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"

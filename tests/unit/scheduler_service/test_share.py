@@ -15,15 +15,15 @@ from hypothesis import strategies as st
 
 from tests.unit.scheduler_service.service_builders import group, node, pod
 from vc_core.ownership import rendezvous_owner
+from vc_sched_core.cycle import load_scheduler_conf, run_cycle
+from vc_sched_core.framework.carried import CarriedState
+from vc_sched_core.snapshot.cluster import ClusterSnapshot, NodeObj, PodGroupObj, PodObj, QueueObj
 from vc_scheduler import ledger
 from vc_scheduler.cluster_index import ClusterIndex
 from vc_scheduler.gangs import node_capacity
 from vc_scheduler.lending import LoanAsk, LoanBook, loan_pods
 from vc_scheduler.planning import Cycle, plan_borrowing, plan_cycle
 from vc_scheduler.share import Partition, Share, left_over
-from vc_sched_core.cycle import load_scheduler_conf, run_cycle
-from vc_sched_core.framework.carried import CarriedState
-from vc_sched_core.snapshot.cluster import ClusterSnapshot, NodeObj, PodGroupObj, PodObj, QueueObj
 
 NOW = 1_000_000.0
 WHEN = datetime.fromtimestamp(NOW, UTC)

@@ -17,12 +17,12 @@ from vc_proto.core import Pod
 from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, PodGroupSpec
 from vc_runtime.sharding import SoleOwner
+from vc_sched_core.framework.decisions import PodGroupStatusUpdate
+from vc_sched_core.snapshot.cluster import PodGroupCondition
 from vc_scheduler.cache import SchedulerCache, stored_object
 from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.status_writer import StatusWriter
-from vc_sched_core.framework.decisions import PodGroupStatusUpdate
-from vc_sched_core.snapshot.cluster import PodGroupCondition
 
 
 class CountingStore(MemoryStore):

@@ -23,6 +23,7 @@ from vc_runtime.aio import wait_or_stop
 from vc_runtime.membership import Membership
 from vc_runtime.service import FnWorker, ServiceContext, Worker
 from vc_runtime.settings import RuntimeSettings, options_of
+from vc_sched_core.cycle import load_scheduler_conf
 from vc_scheduler.binder import GangBinder
 from vc_scheduler.cache import KINDS, FollowedPods, SchedulerCache
 from vc_scheduler.events import SchedulerEvents
@@ -35,7 +36,6 @@ from vc_scheduler.loop import SchedulingLoop
 from vc_scheduler.metrics import declare_series
 from vc_scheduler.peers import Several
 from vc_scheduler.status_writer import StatusWriter
-from vc_sched_core.cycle import load_scheduler_conf
 
 log = structlog.get_logger(__name__)
 

@@ -28,6 +28,7 @@ from vc_core.store import ObjectStore
 from vc_proto import events as ev
 from vc_proto.core import Pod
 from vc_runtime.sharding import FencedStore
+from vc_sched_core.framework.decisions import Bind
 from vc_scheduler import ledger
 from vc_scheduler.cache import BOUND_BY, SchedulerCache, stored_object
 from vc_scheduler.events import SchedulerEvents
@@ -38,7 +39,6 @@ from vc_scheduler.lending import loan_pods
 from vc_scheduler.loans import LoanDesk
 from vc_scheduler.metrics import BINDS, GANGS, STAGE, TASK_LATENCY
 from vc_scheduler.peers import Alone, Peers
-from vc_sched_core.framework.decisions import Bind
 
 log = structlog.get_logger(__name__)
 # A gang planned before this instance's lease renewal came late (an overloaded machine: on kube, one

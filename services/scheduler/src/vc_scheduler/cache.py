@@ -27,8 +27,6 @@ from vc_core.store import WatchOp
 from vc_proto import codec, subjects
 from vc_proto.kinds import KubeObject
 from vc_runtime.aio import until
-from vc_scheduler.cluster_index import TERMINAL, ClusterIndex
-from vc_scheduler.ledger import UNSEEN_AFTER_S
 from vc_sched_core.snapshot.cluster import (
     ClusterSnapshot,
     HyperNodeObj,
@@ -43,6 +41,8 @@ from vc_sched_core.snapshot.cluster import (
     ResourceQuotaObj,
 )
 from vc_sched_core.snapshot.loader import SnapshotError, decode_json
+from vc_scheduler.cluster_index import TERMINAL, ClusterIndex
+from vc_scheduler.ledger import UNSEEN_AFTER_S
 
 KINDS = (
     "Node",

@@ -25,7 +25,6 @@ from fractions import Fraction
 from typing import Any, TypeVar
 
 from vc_core.resources import PODS, Resources
-from vc_scheduler.ledger import PodState, View, queue_chain
 from vc_sched_core.snapshot.cluster import (
     ROOT_QUEUE,
     NodeObj,
@@ -35,6 +34,7 @@ from vc_sched_core.snapshot.cluster import (
     QueueObj,
     QueueSums,
 )
+from vc_scheduler.ledger import PodState, View, queue_chain
 
 TERMINAL = frozenset({"Succeeded", "Failed"})
 OCCUPYING = frozenset({"Pending", "Running"})

@@ -10,10 +10,10 @@ from vc_core.store import ObjectStore
 from vc_proto import events as ev
 from vc_proto.core import Pod
 from vc_runtime.sharding import FencedStore
+from vc_sched_core.framework.decisions import Evict
 from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.metrics import EVICTS
-from vc_sched_core.framework.decisions import Evict
 
 
 class Evictor:

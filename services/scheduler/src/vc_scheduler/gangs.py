@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from vc_core.resources import PODS, Resources
-from vc_scheduler.cluster_index import podgroup_key
-from vc_scheduler.ledger import View, queue_chain
 from vc_sched_core.framework.conf import SchedulerConf
 from vc_sched_core.framework.decisions import Bind, Evict
 from vc_sched_core.snapshot.cluster import ROOT_QUEUE, ClusterSnapshot, NodeObj, PodGroupObj, QueueObj
+from vc_scheduler.cluster_index import podgroup_key
+from vc_scheduler.ledger import View, queue_chain
 
 UNLIMITED_PODS = Fraction(10**9)
 

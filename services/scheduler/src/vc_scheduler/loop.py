@@ -26,6 +26,10 @@ import structlog
 
 from vc_core.ownership import Ownership
 from vc_runtime.sharding import SoleOwner
+from vc_sched_core.cycle import CycleResult
+from vc_sched_core.framework.carried import CarriedState
+from vc_sched_core.framework.conf import SchedulerConf
+from vc_sched_core.framework.decisions import Evict
 from vc_scheduler import metrics
 from vc_scheduler.binder import GangBinder
 from vc_scheduler.cache import SchedulerCache
@@ -38,10 +42,6 @@ from vc_scheduler.peers import Alone, Peers
 from vc_scheduler.planning import Cycle, Plan, plan_borrowing, plan_cycle
 from vc_scheduler.share import Partition, Share, left_over
 from vc_scheduler.status_writer import StatusWriter
-from vc_sched_core.cycle import CycleResult
-from vc_sched_core.framework.carried import CarriedState
-from vc_sched_core.framework.conf import SchedulerConf
-from vc_sched_core.framework.decisions import Evict
 
 log = structlog.get_logger(__name__)
 MIN_GAP_S = 0.05

@@ -11,12 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from vc_scheduler.share import Partition
 from vc_sched_core.cycle import CycleResult, apply_result, run_cycle
 from vc_sched_core.framework.carried import CarriedState
 from vc_sched_core.framework.conf import SchedulerConf
 from vc_sched_core.framework.decisions import Bind
 from vc_sched_core.snapshot.cluster import ClusterSnapshot
+from vc_scheduler.share import Partition
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,8 +27,8 @@ from fractions import Fraction
 
 from vc_core.ownership import rendezvous_owner
 from vc_core.resources import PODS
-from vc_scheduler.cluster_index import TERMINAL, ClusterIndex
 from vc_sched_core.snapshot.cluster import ClusterSnapshot, NodeObj, PodObj
+from vc_scheduler.cluster_index import TERMINAL, ClusterIndex
 
 
 def node_owner_key(node: str) -> str:

@@ -24,13 +24,13 @@ from vc_proto import events as ev
 from vc_proto.scheduling import PodGroup, PodGroupStatus, Queue, QueueStatus
 from vc_proto.vocabulary import PodGroupConditionType
 from vc_runtime.sharding import FencedStore
+from vc_sched_core.framework.decisions import PodGroupStatusUpdate, QueueStatusUpdate
+from vc_sched_core.snapshot.cluster import PodGroupObj
 from vc_scheduler.cache import SchedulerCache, resource_version_number, stored_object
 from vc_scheduler.events import SchedulerEvents, timestamp
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.metrics import PG_WRITES, QUEUE_WRITES
 from vc_scheduler.status_policy import SentAllocations, SentStatuses, merely_starting, merge_status, same_status
-from vc_sched_core.framework.decisions import PodGroupStatusUpdate, QueueStatusUpdate
-from vc_sched_core.snapshot.cluster import PodGroupObj
 
 S = TypeVar("S", PodGroupStatusUpdate, QueueStatusUpdate)
 WRITE_ATTEMPTS = 5
