@@ -163,7 +163,7 @@ class ProportionPlugin:
         """allocated + reservations of admitted jobs + minResources <= real capability, per resource.
 
         Volcano also subtracts the queue's elastic resources here; that lets admitted minimums add
-        up beyond the capability (issues 921, 1860), so Tephra does not.
+        up beyond the capability (Volcano issues 921, 1860), so Tephra does not.
         """
         attr = self._attr(job.queue)
         if attr is None or self.ledger is None:

@@ -2,7 +2,7 @@
 
 Besides Volcano's allocated/request/inqueue sums, the accounts keep each admitted job's *reservation*
 (its minResources not yet placed), so a quota check can count allocated + reserved + the new request
-exactly, per resource, and a job's own reservation shrinks as its tasks are placed (issues 921, 1860).
+exactly, per resource, and a job's own reservation shrinks as its tasks are placed (Volcano issues 921, 1860).
 """
 
 from __future__ import annotations
