@@ -532,6 +532,13 @@ async def test_a_node_changes_owner_only_after_its_binds_landed_and_were_followe
         first_b = await b.partition(("a", "b"), view)
         assert not any(first_b.owns_node(n) for n in nodes)  # a's announcement still claims every node
 
+        # b leaves again before a handed anything over: a commits on the nodes it keeps again at once.
+        kept = next(n for n in nodes if n not in gives_up)
+        await a.partition(("a",), view)
+        assert a.commits_on(kept)
+        await a.partition(("a", "b"), view)  # b is back: a is handing nodes over again
+        assert not any(a.commits_on(n) for n in nodes)
+
         in_flight["a"] = 0
         pods["a"].at = pods["a"].last = 57  # a's cache has seen its last binds
         moved = await a.partition(("a", "b"), view)

@@ -155,6 +155,7 @@ class Several:
         self._partition: Partition | None = None
         self._handing_over = False  # nodes are being given up: no commits on own nodes, no loans
         self._required = 0  # the pods stream revision to follow before planning on nodes given up
+        self._departed: frozenset[str] = frozenset()  # gone announcers whose stream end is in _required
 
     @property
     def book(self) -> LoanBook:
@@ -168,7 +169,9 @@ class Several:
         under the set announced before (nodes move only once announced). Every other announcement
         counts, also one of an instance this one has not seen join yet; one of an instance that left is
         removed once it is older than ANNOUNCED_STALE_S."""
-        if members != self._announced and await self._handed_over(members, view):
+        if members == self._announced:
+            self._handing_over = False  # a joiner it was handing nodes over to left again before it announced
+        elif await self._handed_over(members, view):
             try:
                 # Every bind of this instance is in its cache by now (_handed_over): the others follow
                 # the stream as far as it has.
@@ -186,10 +189,13 @@ class Several:
         held = self._partition
         if held is None or (held.members, held.claims) != (mine, claims):
             try:
-                if held is not None and any(m not in claims for m in held.claims):
+                departed = frozenset(m for m in (held.claims if held is not None else ()) if m not in claims)
+                if departed - self._departed:
                     # An instance's announcement is gone (it stopped, or left and was removed): its
-                    # binds are all in the pods stream by now; see them before planning on its nodes.
+                    # binds are all in the pods stream by now; see them before planning on its nodes
+                    # (the stream's end is read once per departure, not chased while the cache follows).
                     self._required = max(self._required, await self._pods.last_revision())
+                    self._departed = departed
                 required = max([self._required, *(a.pods_revision for a in others.values())])
                 followed = await self._pods.followed(required, FOLLOW_WAIT_S)
             except Exception as exc:  # NATS unavailable: plan as before
@@ -200,6 +206,7 @@ class Several:
                     return held  # plan as before until the cache has seen the binds made on the nodes that move
                 raise TimeoutError("the cache has not followed the pods stream to the announced revisions")
             held = self._partition = Partition(self.instance, mine, claims)
+            self._departed = frozenset()
         return held
 
     async def _handed_over(self, members: tuple[str, ...], view: View) -> bool:
