@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.machine import Speed, reference_seconds
+from benchmarks.pacing import pacing
 from benchmarks.procstat import CpuMeter, MemoryMeter, Spies, cpu_seconds
 from benchmarks.progress import Progress
 from benchmarks.report import BenchReport, running_curve
@@ -63,6 +64,7 @@ class Timeline:
     pod_bound: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
     pod_running: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
     running: int = 0
+    running_at: list[float] = field(default_factory=list)  # when each pod was first seen Running, in order
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -87,6 +89,7 @@ async def follow(store: NatsStore, tl: Timeline, total: int) -> None:
                 tl.pod_bound[job].setdefault(name, now)
             if pod.status and pod.status.phase == "Running" and name not in tl.pod_running[job]:
                 tl.pod_running[job][name] = now
+                tl.running_at.append(now)
                 tl.running += 1
                 if tl.running >= total:
                     tl.done.set()
@@ -278,6 +281,9 @@ async def run_once(
         f"(submit {submit_s:.1f}s = {jobs / submit_s:,.0f} jobs/s)",
         flush=True,
     )
+    paced = pacing(tl.running_at, start)
+    if paced is not None:
+        print(f"  pace: {paced.describe()}", flush=True)
     for name, values in stage_report(tl):
         median = statistics.median(values) if values else float("nan")
         print(f"  {name:<26} median {median:7.2f}s  p95 {pct(values, 0.95):7.2f}s")
