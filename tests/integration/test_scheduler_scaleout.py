@@ -225,7 +225,7 @@ async def test_three_schedulers_keep_every_invariant_through_a_crash_and_a_pause
     async with connect(system.url, name="submitter") as nc:
         tephra = Tephra(nc)
         await tephra.submit(
-            "create",
+            api.Create,
             {
                 "apiVersion": "scheduling.volcano.sh/v1beta1",
                 "kind": "Queue",

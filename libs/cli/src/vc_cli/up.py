@@ -39,7 +39,7 @@ from vc_cli.progress import StartupProgress
 from vc_cli.service_logs import KEEP, MAX_BYTES, RotatingLog, copy_to, logs_dir
 from vc_cli.terminal import unescaped
 from vc_cli.up_webhooks import UpWebhooks
-from vc_core.errors import AlreadyExists, InvalidObject
+from vc_core.errors import AlreadyExists, InvalidObject, NotFound
 from vc_core.quantity import parse_quantity
 from vc_proto.meta import ObjectMeta
 from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec, QueueStatus
@@ -326,6 +326,27 @@ async def ensure_default_queues(url: str, auth: AuthDir | None = None) -> None:
                 pass
 
 
+async def _wait_default_queues(url: str, auth: AuthDir | None, stop: asyncio.Event) -> None:
+    """With `--backend kube` the queue-controller makes `root` and `default` on the API server and the
+    relay brings them to the store admission reads: `ready` waits for them there, or a job submitted
+    at once would be refused for a queue that is about to exist."""
+    credentials = auth.credentials("queue-controller") if auth is not None else None
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    async with connect(url, name="vcctl-up", credentials=credentials) as nc:
+        store = NatsStore(nc)
+        while not stop.is_set():
+            try:
+                for name in ("root", "default"):
+                    await store.get(Queue, None, name)
+                return
+            except NotFound as exc:
+                if time.monotonic() > deadline:
+                    raise CliError(
+                        "the default queues did not appear within 90 s (see the queue-controller's log)"
+                    ) from exc
+            await asyncio.sleep(0.2)  # the relay writes them once the queue-controller made them
+
+
 def check_arguments(args: argparse.Namespace) -> None:
     """Every flag's value, before anything starts: one line and exit 2 for a bad one."""
     if not 1 <= args.scheduler_replicas <= 16:
@@ -522,6 +543,8 @@ async def _supervise(
         try:
             await _wait_ready(children, nats, stop, progress)
             if webhooks is not None and not stop.is_set():
+                progress.stage("waiting for the default queues")
+                await _wait_default_queues(server.url, auth, stop)
                 progress.stage("registering admission's webhooks")
                 await webhooks.register()
         finally:
