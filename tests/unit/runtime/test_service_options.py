@@ -79,6 +79,8 @@ def test_every_flag_given_reads_as_its_fields_type(
 
 def sample(kind: object) -> object:
     """A value of the field's type other than any default here, and how it is given on the command line."""
+    if typing.get_origin(kind) is typing.Annotated:  # a bounded field: its type within its bounds
+        kind = typing.get_args(kind)[0]
     if kind is bool:
         return True
     if kind is int:
@@ -97,3 +99,9 @@ def test_a_flag_without_a_field_fails_the_service_at_start() -> None:
 
     with pytest.raises(ConfigError, match="--resync-period: GcOptions has no field 'resync_period'"):
         options_of(parse("gc", [], add_arguments=drifted), GcOptions)
+
+
+def test_a_bounded_flag_out_of_its_bounds_names_the_flag_and_the_bound() -> None:
+    settings = parse("scheduler", ["--binds-per-cycle", "-1"], add_arguments=scheduler_arguments)
+    with pytest.raises(ConfigError, match=r"--binds-per-cycle: expected `int` >= 0, got -1"):
+        options_of(settings, SchedulerOptions)

@@ -68,6 +68,7 @@ def offline_loop(
     work: InFlight | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    binds_per_cycle: int | None = None,
 ) -> SchedulingLoop:
     """A scheduling loop over `cache` with no store (its binder, evictor and status writer hold None: the
     tests drive `run_once` or watch the loop's decisions, never a write)."""
@@ -82,6 +83,7 @@ def offline_loop(
         statuses=StatusWriter(None, cache, events, ownership=owner, work=work, clock=clock),  # type: ignore[arg-type]
         period_s=period_s,
         instance="s0",
+        binds_per_cycle=binds_per_cycle,
         **({"members": members} if members is not None else {}),
         clock=clock,
         sleep=sleep,

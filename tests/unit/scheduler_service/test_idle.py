@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from tests.support.waiting import eventually
 from tests.unit.scheduler_service.service_builders import group, node, offline_loop, pod
 from vc_runtime.sharding import SoleOwner
-from vc_sched_core.cycle import load_scheduler_conf, run_cycle
+from vc_sched_core.cycle import CycleResult, load_scheduler_conf, run_cycle
 from vc_sched_core.framework.decisions import PodGroupStatusUpdate
 from vc_sched_core.snapshot import load_objects
 from vc_sched_core.snapshot.cluster import PodGroupCondition, QueueObj
@@ -56,6 +56,11 @@ def test_what_time_alone_may_change_runs_one_when_due() -> None:
     assert not _needed(deadline) and _needed(deadline, wall=WALL + timedelta(minutes=5))
     assert not _needed(_after_a_cycle(), writer_due=101.5) and _needed(_after_a_cycle(), writer_due=101.0)
     assert _needed(_after_a_cycle(), now=100.0 + IDLE_CYCLE_S)  # the safety net
+
+
+def test_a_cycle_that_deferred_jobs_is_followed_by_another_at_once() -> None:
+    assert _needed(_after_a_cycle(deferred=True))  # nothing changed, yet the rest waits to be placed
+    assert not _needed(_after_a_cycle(deferred=False))
 
 
 def test_a_failed_cycle_is_run_again() -> None:
@@ -149,6 +154,38 @@ def test_the_loop_skips_idle_periods_and_cycles_again_on_a_change() -> None:
         cache.pods["ns/a0"] = pod("a0", "a", node="n1", phase="Running")
         await eventually(lambda: loop.last is not first, interval=0.01, what="a cycle after the change")
         assert loop.last.binds == {}  # type: ignore[union-attr]
+        shutdown.set()
+        await runner
+
+    asyncio.run(scenario())
+
+
+def test_the_loop_places_a_backlog_larger_than_a_cycles_budget_in_cycles_back_to_back() -> None:
+    """One bind per cycle and a period far longer than the test: every pod is placed all the same, each
+    cycle taking the next, without waiting for a change or the period."""
+
+    async def scenario() -> None:
+        cache = SchedulerCache()
+        cache.nodes["n1"] = node("n1")
+        cache.queues["default"] = QueueObj(name="default")
+        for name in ("a", "b", "c"):
+            cache.podgroups[f"ns/{name}"] = group(name, min_member=1)
+            cache.pods[f"ns/{name}0"] = pod(f"{name}0", name)
+        loop = offline_loop(cache, period_s=3600.0, binds_per_cycle=1)
+        results: list[CycleResult] = []
+        run_once = loop.run_once
+
+        async def recorded() -> CycleResult:
+            results.append(await run_once())
+            return results[-1]
+
+        loop.run_once = recorded  # type: ignore[method-assign]
+        shutdown = asyncio.Event()
+        runner = asyncio.create_task(loop.run(shutdown))
+        await eventually(lambda: len(results) >= 3, interval=0.01, what="three cycles")
+        # Binds are assumed (the offline binder writes nothing): each cycle placed the next pod.
+        assert [set(r.binds) for r in results[:3]] == [{"ns/a0"}, {"ns/b0"}, {"ns/c0"}]
+        assert [bool(r.deferred) for r in results[:3]] == [True, True, False]
         shutdown.set()
         await runner
 

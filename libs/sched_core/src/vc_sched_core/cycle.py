@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
+from itertools import chain
 
 from vc_proto.vocabulary import PodGroupPhase
 from vc_sched_core.actions import in_tree_actions
@@ -21,6 +22,8 @@ from vc_sched_core.framework.session import Session
 from vc_sched_core.plugins import in_tree_plugins
 from vc_sched_core.snapshot.cluster import ClusterSnapshot
 from vc_sched_core.snapshot.vgpu import VGPUDeviceFigures, VGPUPodFigures
+
+EVICTING_ACTIONS = frozenset({"preempt", "reclaim", "shuffle"})  # skipped once a bind budget is spent
 
 Clock = Callable[[], float]
 
@@ -53,6 +56,9 @@ class CycleResult:
     # The earliest time at which time alone may change a decision (Session.recheck_by); None: only a
     # change of the cluster can.
     recheck_at: datetime | None = None
+    # Jobs with pods to place that the session did not get to (its bind budget was spent): the next
+    # session should run at once.
+    deferred: frozenset[str] = frozenset()
 
     @property
     def binds(self) -> dict[str, str]:
@@ -100,6 +106,7 @@ def run_cycle(
     search_start: float = 0.0,
     report: Callable[[str], bool] | None = None,
     report_unchanged: bool = True,
+    bind_budget: int | None = None,
 ) -> CycleResult:
     """Open a session, run the configured actions in order, close it. A `carried` state kept from one
     call to the next opens each session on the previous one's state, rebuilding only what changed in the
@@ -112,7 +119,13 @@ def run_cycle(
     `report_unchanged=False`, a status that cannot differ from the one the previous cycle on that state
     returned (or left out the same way) is left out: that of a ready job carried unchanged that this
     session did not touch (its phase, counts and conditions are the previous cycle's; only the
-    condition's transition id, the session's, is new)."""
+    condition's transition id, the session's, is new).
+
+    `bind_budget` bounds the binds one session decides (None: no bound, Volcano's way; `vcctl sim cycle`
+    has none). Once allocate has decided that many it starts no further job: the jobs it did not get to
+    are `deferred`, their statuses left out (nothing was tried for them, so an "unschedulable" would be
+    wrong), and the actions that evict (preempt, reclaim, shuffle) do not run: a session that could still
+    place pods is not one that needs room made. The next session takes the rest."""
     conf = conf or load_scheduler_conf()
     plugins = plugins or in_tree_plugins()
     actions = actions or in_tree_actions()
@@ -134,11 +147,16 @@ def run_cycle(
         if len(ssn.nodes):
             ssn.next_start_row = int(search_start * len(ssn.nodes)) % len(ssn.nodes)
         pending = sum(job.count(TaskStatus.PENDING) for job in ssn.jobs.values())
+        ssn.bind_budget = bind_budget
         for name in conf.actions:
+            if name in EVICTING_ACTIONS and ssn.budget_spent():
+                continue
             action = actions[name](conf.action_arguments(name))
             timer(f"action:{name}", partial(action.execute, ssn))
         if carried is not None and not report_unchanged and carried.unreported is not None:
             report = _changed_only(ssn, carried.unreported, report)
+        if ssn.deferred:
+            report = _tried_only(ssn.deferred, report)
         statuses, queues = close_session(ssn, instances, timed=timer, report=report)
         if carried is not None:
             # Reported again next cycle, as they hold only for this session: Unknown (the job failed in
@@ -147,13 +165,17 @@ def run_cycle(
             # none take effect (every bind or eviction failed), the next session reads the job as it was,
             # rebuilds nothing, and would leave out a status that is no longer what it reported (found
             # by the carried-state property test: a job's pod evicted, the eviction never made).
+            # A deferred job's status was left out: the next session reports it, carried unchanged or not.
             journal = ssn.journal
             carried.reported(
-                again=(
-                    uid
-                    for uid, status in statuses.items()
-                    if status.phase == PodGroupPhase.UNKNOWN
-                    or (journal is not None and uid in ssn.jobs and journal.touched(ssn.jobs[uid]))
+                again=chain(
+                    (
+                        uid
+                        for uid, status in statuses.items()
+                        if status.phase == PodGroupPhase.UNKNOWN
+                        or (journal is not None and uid in ssn.jobs and journal.touched(ssn.jobs[uid]))
+                    ),
+                    ssn.deferred,
                 )
             )
         pipelined = sorted(t.key for job in ssn.jobs.values() for t in job.tasks_in(TaskStatus.PIPELINED))
@@ -172,7 +194,24 @@ def run_cycle(
         ssn.vgpu_devices,
         ssn.vgpu_pods,
     )
-    return CycleResult(tuple(ssn.decisions), statuses, tuple(queues), tuple(pipelined), stats, ssn.recheck_at)
+    return CycleResult(
+        tuple(ssn.decisions),
+        statuses,
+        tuple(queues),
+        tuple(pipelined),
+        stats,
+        ssn.recheck_at,
+        deferred=frozenset(ssn.deferred),
+    )
+
+
+def _tried_only(deferred: set[str], report: Callable[[str], bool] | None) -> Callable[[str], bool]:
+    """`report`, without the jobs the session deferred (a bind budget spent before allocate got to them)."""
+
+    def wanted(uid: str) -> bool:
+        return uid not in deferred and (report is None or report(uid))
+
+    return wanted
 
 
 def _changed_only(ssn: Session, rebuilt: set[str], report: Callable[[str], bool] | None) -> Callable[[str], bool]:

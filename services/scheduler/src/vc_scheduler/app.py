@@ -14,6 +14,7 @@ import asyncio
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
+from typing import Annotated
 
 import msgspec
 import structlog
@@ -32,7 +33,7 @@ from vc_scheduler.inflight import InFlight
 from vc_scheduler.ledger_kv import Ledger
 from vc_scheduler.ledger_sweep import LedgerSweeper
 from vc_scheduler.loans import LoanDesk
-from vc_scheduler.loop import SchedulingLoop
+from vc_scheduler.loop import DEFAULT_BINDS_PER_CYCLE, MAX_BINDS_PER_CYCLE, SchedulingLoop
 from vc_scheduler.metrics import declare_series
 from vc_scheduler.peers import Several
 from vc_scheduler.status_writer import StatusWriter
@@ -54,6 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(after a cycle it first rests as long as the cycle took)",
     )
     parser.add_argument("--lease-ttl", type=float, help="seconds before a silent instance's PodGroups move")
+    parser.add_argument(
+        "--binds-per-cycle",
+        type=int,
+        help=f"the most binds one cycle decides before it hands them to the binder; the next cycle takes "
+        f"the rest at once (0: no bound; default {DEFAULT_BINDS_PER_CYCLE:,})",
+    )
 
 
 class SchedulerOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -63,6 +70,7 @@ class SchedulerOptions(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
     strict_conf: bool = False
     schedule_period: float = 1.0
     lease_ttl: float = 5.0
+    binds_per_cycle: Annotated[int, msgspec.Meta(ge=0, le=MAX_BINDS_PER_CYCLE)] = DEFAULT_BINDS_PER_CYCLE
 
 
 class SchedulerApp:
@@ -80,6 +88,7 @@ class SchedulerApp:
             log.warning("scheduler_conf_plugin_skipped", detail=warning)
         self.period_s = options.schedule_period
         self.lease_ttl_s = options.lease_ttl
+        self.binds_per_cycle = options.binds_per_cycle or None
 
     async def open(self, ctx: ServiceContext) -> Sequence[Worker]:
         cache = SchedulerCache()
@@ -107,6 +116,7 @@ class SchedulerApp:
             evictor=Evictor(ctx.store, events, ownership=membership, work=work),
             statuses=StatusWriter(ctx.store, cache, events, ownership=membership, work=work),
             period_s=self.period_s,
+            binds_per_cycle=self.binds_per_cycle,
             instance=membership.instance,
             members=membership,
             peers=peers,

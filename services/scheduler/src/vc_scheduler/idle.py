@@ -5,6 +5,8 @@ The rule. A cycle is skipped when all of these hold:
   (SchedulerCache.version counts every watch event and every forgotten assume; not an assume, which
   is what the last cycle decided), no other instance's ledger write, the same members and epoch;
 - the last cycle did not fail;
+- the last cycle deferred no job (its bind budget was spent before allocate got to every job: the
+  rest waits for the next cycle, at once);
 - nothing the last cycle left depends on time alone:
   - no plugin asked for a recheck by now (Session.recheck_by: the sla plugin, when a job with work left
     reaches its waiting time, is admitted and pipelined by time alone),
@@ -46,11 +48,12 @@ class IdleGate:
     failed: bool = False
     recheck_at: datetime | None = None
     by_reservation: int = 0
+    deferred: bool = False
 
     def needed(
         self, inputs: Inputs, *, ledger_changed: bool, now: float, wall: datetime, writer_due: float | None
     ) -> bool:
-        if self.inputs is None or self.failed or inputs != self.inputs or ledger_changed:
+        if self.inputs is None or self.failed or self.deferred or inputs != self.inputs or ledger_changed:
             return True
         if self.by_reservation or now - self.at >= IDLE_CYCLE_S:
             return True
@@ -59,7 +62,14 @@ class IdleGate:
         return writer_due is not None and now >= writer_due
 
     def ran(
-        self, inputs: Inputs, at: float, *, failed: bool, recheck_at: datetime | None = None, by_reservation: int = 0
+        self,
+        inputs: Inputs,
+        at: float,
+        *,
+        failed: bool,
+        recheck_at: datetime | None = None,
+        by_reservation: int = 0,
+        deferred: bool = False,
     ) -> None:
         self.inputs, self.at, self.failed = inputs, at, failed
-        self.recheck_at, self.by_reservation = recheck_at, by_reservation
+        self.recheck_at, self.by_reservation, self.deferred = recheck_at, by_reservation, deferred

@@ -53,6 +53,12 @@ HOLD_BACK_MAX_S = 2.0  # ...but not longer than this since the last cycle (new P
 # A cycle reports only the PodGroup statuses that may have changed; one at least this often reports all.
 FULL_REPORT_S = 60.0
 BORROW_EVERY_S = 1.0
+# The most binds one cycle decides (--binds-per-cycle). Binds are handed to the binder when the cycle
+# ends, so a cycle over a large backlog (a burst of submissions) would leave the cluster without a new
+# pod for as long as it plans: about 0.5 ms per pod here, 50 s for 100,000 (docs/benchmarks.md). A bound
+# keeps each cycle to a few seconds and the binds flowing; the next cycle starts at once and takes the rest.
+DEFAULT_BINDS_PER_CYCLE = 4_000
+MAX_BINDS_PER_CYCLE = 1_000_000
 
 
 def rest_after(cycle_s: float) -> float:
@@ -77,6 +83,7 @@ class SchedulingLoop:
         statuses: StatusWriter,
         period_s: float,
         instance: str,
+        binds_per_cycle: int | None = DEFAULT_BINDS_PER_CYCLE,
         members: Ownership | None = None,
         peers: Peers | None = None,
         work: InFlight | None = None,
@@ -92,6 +99,7 @@ class SchedulingLoop:
         self.evictor = evictor
         self.statuses = statuses
         self.period_s = period_s
+        self.binds_per_cycle = binds_per_cycle
         self.instance = instance
         self.members: Ownership = members or SoleOwner(instance)
         self.peers: Peers = peers or Alone(instance)
@@ -177,7 +185,14 @@ class SchedulingLoop:
             return
         plan = self._last_plan
         by_reservation = plan.placed_by_reservation if plan is not None else 0
-        self._gate.ran(inputs, started, failed=False, recheck_at=result.recheck_at, by_reservation=by_reservation)
+        self._gate.ran(
+            inputs,
+            started,
+            failed=False,
+            recheck_at=result.recheck_at,
+            by_reservation=by_reservation,
+            deferred=bool(result.deferred),
+        )
 
     async def run_once(self) -> CycleResult:
         number = next(self.cycles)
@@ -193,10 +208,12 @@ class SchedulingLoop:
             datetime.now(UTC),
             report_all=self._report_all(members.members),
             placed_by_reservation=by_reservation,
+            bind_budget=self.binds_per_cycle,
         )
         plan = await asyncio.to_thread(plan_cycle, cycle, self.conf, self._carried, time.perf_counter)
         waiting: frozenset[str] = frozenset()
-        if not partition.alone():
+        if not partition.alone() and not plan.result.deferred:
+            # (A cycle that deferred jobs borrows nothing: what it left may fit the share next cycle.)
             waiting = left_over(snapshot, plan.result.binds)
             if waiting and self._may_borrow():
                 metrics.BORROWING.labels(self.instance).inc()
@@ -289,7 +306,7 @@ class SchedulingLoop:
         places them), or the members changed (PodGroups may have moved to it). While binds are
         backlogged, look again every MIN_GAP_S."""
         await self._rest(rest, shutdown)
-        if shutdown.is_set() or self._binds_backlogged(self._clock()):
+        if shutdown.is_set() or self._gate.deferred or self._binds_backlogged(self._clock()):
             return
         deadline = started + self.period_s
         while not shutdown.is_set() and self._clock() < deadline:

@@ -29,6 +29,7 @@ class Cycle:
     now: datetime  # the session's time (conditions, SLA waits)
     report_all: bool = True  # False: leave out PodGroup statuses that cannot have changed
     placed_by_reservation: int = 0  # others' pending pods planned around as bound, by their reservation
+    bind_budget: int | None = None  # the most binds the cycle decides (run_cycle's bind_budget)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,7 @@ def plan_cycle(cycle: Cycle, conf: SchedulerConf, carried: CarriedState, timer: 
         search_start=start,
         report=report,
         report_unchanged=cycle.report_all,
+        bind_budget=cycle.bind_budget,
     )
     owned = len(cycle.snapshot.podgroups)
     return Plan(result, cycle.snapshot, owned, cycle.placed_by_reservation)

@@ -32,6 +32,16 @@ class AllocateAction:
         queues, jobs_by_queue = self._pick_queues_and_jobs(ssn)
         worksheets: dict[str, PriorityQueue[TaskInfo]] = {}
         while not queues.empty():
+            if ssn.budget_spent():
+                # The rest waits for the next session, which the scheduler runs at once: binds flow
+                # while a large backlog is planned, instead of after one long session over all of it.
+                ssn.deferred.update(
+                    job.uid
+                    for waiting in jobs_by_queue.values()
+                    for job in waiting.items()
+                    if job.uid not in worksheets
+                )
+                return
             queue = queues.pop()
             if ssn.overused(queue):
                 continue

@@ -39,3 +39,7 @@ class PriorityQueue(Generic[T]):
 
     def __len__(self) -> int:
         return len(self._heap)
+
+    def items(self) -> list[T]:
+        """What it holds, in no particular order."""
+        return [entry.item for entry in self._heap]

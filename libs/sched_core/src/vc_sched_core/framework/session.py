@@ -91,6 +91,11 @@ class Session:
         self.outside_queues: dict[str, OutsideQueue] = {}
         self.invalid_jobs: dict[str, JobInfo] = {}
         self.decisions: list[Bind | Evict] = []
+        # At most this many binds per session (None: no bound, Volcano's way): once they are decided,
+        # allocate starts no further job, and the jobs it did not get to are `deferred` (cycle.py).
+        self.bind_budget: int | None = None
+        self.binds = 0
+        self.deferred: set[str] = set()
         # Per task uid, annotations its bind carries (plugins merge them when they allocate a device,
         # delete them when the task is deallocated; Volcano's TaskInfo.PodAnnotations).
         self.bind_annotations: dict[str, dict[str, str]] = {}
@@ -456,6 +461,11 @@ class Session:
         annotations = self.bind_annotations.get(task.uid)
         carried = tuple(sorted(annotations.items())) if annotations else ()
         self.decisions.append(Bind(task.key, task.pod.uid, task.node_name, carried))
+        self.binds += 1
+
+    def budget_spent(self) -> bool:
+        """Whether the session decided as many binds as its `bind_budget` allows."""
+        return self.bind_budget is not None and self.binds >= self.bind_budget
 
     def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
         """Volcano ssn.Allocate: allocate now, bind the job's allocated tasks once it is ready."""
