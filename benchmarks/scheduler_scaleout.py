@@ -80,11 +80,11 @@ class BoundPods:
                     self.done.set()
 
 
-def scheduler(index: int, url: str, lease_ttl: float) -> Proc:
+def scheduler(index: int, url: str, flags: list[str]) -> Proc:
     """`vc-scheduler` as `vcctl up` starts scheduler-i (no credentials: this nats-server has no auth)."""
     name, port = f"scheduler-{index}", free_port()
     argv = [str(BIN / "vc-scheduler"), "--nats", url, "--health-port", str(port), "--instance", name]
-    return Proc(name, [*argv, "--lease-ttl", str(lease_ttl)], port)
+    return Proc(name, [*argv, *flags], port)
 
 
 async def seed(url: str, shape: Shape) -> float:
@@ -116,7 +116,7 @@ async def wait_bound(pods: BoundPods, schedulers: list[Proc], logs: Path, timeou
         progress.update(len(pods.bound))
 
 
-async def run_once(shape: Shape, k: int, timeout_s: float, lease_ttl: float, keep_logs: Path | None) -> RunFigures:
+async def run_once(shape: Shape, k: int, timeout_s: float, flags: list[str], keep_logs: Path | None) -> RunFigures:
     with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "nats", sync=SYNC) as server:
         logs = Path(tmp) if keep_logs is None else keep_logs / f"k{k}"
         logs.mkdir(parents=True, exist_ok=True)
@@ -125,7 +125,7 @@ async def run_once(shape: Shape, k: int, timeout_s: float, lease_ttl: float, kee
             f"  k={k}: wrote {shape.nodes:,} nodes, {shape.gangs:,} PodGroups and {shape.pods:,} pods in {seed_s:.1f}s",
             flush=True,
         )
-        schedulers = [scheduler(i, server.url, lease_ttl) for i in range(k)]
+        schedulers = [scheduler(i, server.url, flags) for i in range(k)]
         pods = BoundPods(shape.pods)
         async with connect(server.url, name="bench-watch") as nc:
             watcher = asyncio.create_task(pods.follow(NatsStore(nc)))
@@ -242,14 +242,20 @@ async def main() -> int:
         default=30.0,
         help="the schedulers' lease; long, as a cycle over 100k pods can starve the renewals",
     )
+    parser.add_argument(
+        "--binds-per-cycle", type=int, help="the schedulers' --binds-per-cycle (default: theirs; 0: no bound)"
+    )
     parser.add_argument("--logs", type=Path, help="keep the schedulers' logs here (DIR/k<k>/scheduler-<i>.log)")
     args = parser.parse_args()
     shape = QUICK if args.quick else Shape(nodes=args.nodes, pods=args.pods)
     if shape.nodes < 1 or shape.pods < shape.gang or shape.pods % shape.gang:
         parser.error(f"--nodes must be at least 1 and --pods a positive multiple of {shape.gang}")
+    flags = ["--lease-ttl", str(args.lease_ttl)]
+    if args.binds_per_cycle is not None:
+        flags += ["--binds-per-cycle", str(args.binds_per_cycle)]
     runs: dict[int, RunFigures] = {}
     for k in args.instances:
-        runs[k] = await run_once(shape, k, args.timeout, args.lease_ttl, args.logs)
+        runs[k] = await run_once(shape, k, args.timeout, flags, args.logs)
     print(summary_line(runs), flush=True)
     return 0 if all(run.complete for run in runs.values()) else 1
 

@@ -103,8 +103,8 @@ class GangPlugin:
                         job, PodGroupCondition(UNSCHEDULABLE, "False", "Scheduled", "", ssn.uid)
                     )
                 continue
-            if job.still_scheduled_while_terminating():
-                continue
+            if job.still_scheduled_while_terminating() or job.uid in ssn.deferred:
+                continue  # (a deferred job was not tried: there is nothing to say of it yet)
             if job.tasks:  # Volcano's volcano_job_retry_counts: one more session that left it unready
                 ssn.retried_jobs.append(job.uid)
             invalid = ssn.job_valid(job) if job.phase == PodGroupPhase.INQUEUE else None
