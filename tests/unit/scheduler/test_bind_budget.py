@@ -33,6 +33,7 @@ def test_a_spent_budget_defers_the_jobs_allocate_did_not_get_to_and_the_next_ses
     assert {uid.split("/")[1] for uid in first.deferred} == deferred
     # No status for a deferred job (an "unschedulable" would be untrue): only the tried ones report.
     assert {uid.split("/")[1] for uid in first.podgroups} == placed
+    assert not set(first.stats.retried_jobs) & first.deferred  # not a session that left them unready
 
     second = run_cycle(apply_result(snap, first), conf, now=NOW, bind_budget=3)
     assert not second.deferred
