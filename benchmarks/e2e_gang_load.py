@@ -33,6 +33,7 @@ from typing import Any
 
 from benchmarks.machine import Speed, reference_seconds
 from benchmarks.pacing import pacing
+from benchmarks.placement_check import RunningPod, check_placement
 from benchmarks.procstat import CpuMeter, MemoryMeter, Spies, cpu_seconds
 from benchmarks.progress import Progress
 from benchmarks.report import BenchReport, running_curve
@@ -43,10 +44,12 @@ from vc_bus.server import NatsServer, SyncMode, free_port
 from vc_bus.store import NatsStore
 from vc_cli.client import Tephra
 from vc_cli.up import ensure_default_queues
+from vc_core.pod_requests import pod_requests
+from vc_core.resources import Resources, parse_resources
 from vc_core.store import WatchOp
 from vc_proto import api
 from vc_proto.batch import Job
-from vc_proto.core import Pod
+from vc_proto.core import Node, Pod
 from vc_proto.scheduling import PodGroup
 
 BIN = Path(sys.executable).parent
@@ -65,6 +68,8 @@ class Timeline:
     pod_running: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
     running: int = 0
     running_at: list[float] = field(default_factory=list)  # when each pod was first seen Running, in order
+    placed: list[RunningPod] = field(default_factory=list)  # each pod first seen Running: its gang, node, requests
+    min_member: dict[str, int] = field(default_factory=dict)  # PodGroup key -> its minMember
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -90,6 +95,7 @@ async def follow(store: NatsStore, tl: Timeline, total: int) -> None:
             if pod.status and pod.status.phase == "Running" and name not in tl.pod_running[job]:
                 tl.pod_running[job][name] = now
                 tl.running_at.append(now)
+                tl.placed.append(placed(pod))
                 tl.running += 1
                 if tl.running >= total:
                     tl.done.set()
@@ -102,6 +108,7 @@ async def follow(store: NatsStore, tl: Timeline, total: int) -> None:
             pg, now = ev.obj, time.perf_counter()
             job = job_of_group(pg)  # type: ignore[arg-type]
             tl.pg_seen.setdefault(job, now)
+            tl.min_member[f"{pg.metadata.namespace}/{pg.metadata.name}"] = pg.spec.min_member if pg.spec else 0
             if pg.status and pg.status.phase in ("Inqueue", "Running"):  # type: ignore[union-attr]
                 tl.pg_inqueue.setdefault(job, now)
 
@@ -115,6 +122,22 @@ async def follow(store: NatsStore, tl: Timeline, total: int) -> None:
         await tl.done.wait()
         for t in tasks:
             t.cancel()
+
+
+def placed(pod: Pod) -> RunningPod:
+    group = (pod.metadata.annotations or {}).get("scheduling.k8s.io/group-name", "")
+    requests = pod_requests(pod.spec, lenient=True)
+    requests.pop("pods", None)
+    node = pod.spec.node_name if pod.spec else ""
+    return RunningPod(f"{pod.metadata.namespace}/{group}", node or "", requests)
+
+
+async def allocatable_of_nodes(store: NatsStore) -> dict[str, Resources]:
+    nodes, _ = await store.list(Node)
+    return {
+        n.metadata.name or "": parse_resources(n.status.allocatable if n.status else None, field="status.allocatable")
+        for n in nodes
+    }
 
 
 def vcjob(name: str) -> dict[str, Any]:
@@ -253,6 +276,7 @@ async def run_once(
                 total_s = time.perf_counter() - start
                 watcher.cancel()
                 writes = writes_per_pod(sequences, await stream_sequences(nc), tl.running)
+                placement = check_placement(tl.placed, tl.min_member, await allocatable_of_nodes(store))
                 speed = Speed(before_ms, 1000 * reference_seconds())
             cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
             meter.stop()
@@ -284,6 +308,7 @@ async def run_once(
     paced = pacing(tl.running_at, start)
     if paced is not None:
         print(f"  pace: {paced.describe()}", flush=True)
+    print(f"  placement at the end: {placement.describe()}", flush=True)
     for name, values in stage_report(tl):
         median = statistics.median(values) if values else float("nan")
         print(f"  {name:<26} median {median:7.2f}s  p95 {pct(values, 0.95):7.2f}s")

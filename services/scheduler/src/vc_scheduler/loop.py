@@ -10,7 +10,9 @@ A period with nothing changed and nothing due by time alone runs no cycle (idle.
 a cycle builds is carried to the next (the session's opening state; the cache keeps the share's index
 per change), so a cycle's cost follows what changed since the last one, within the share. After a
 cycle the loop rests at least as long as the cycle took (rest_after), so the period is the longest
-wait between cycles while nothing new arrives, not their cadence.
+wait between cycles while nothing new arrives, not their cadence. A cycle decides at most
+--binds-per-cycle binds; one that had to leave jobs for later (deferred) is followed by the next as
+soon as its binds are mostly written, so a large backlog is placed in a stream of short cycles.
 """
 
 from __future__ import annotations
@@ -138,17 +140,21 @@ class SchedulingLoop:
                     self.held_back += 1
                 elif self._cycle_needed(started):
                     await self._cycle(started)
-                    rest = rest_after(self._clock() - started)
+                    # A cycle that deferred jobs is followed by the next at once: its binds pace it
+                    # (_binds_backlogged), and a rest would only leave the rest of the backlog waiting.
+                    rest = MIN_GAP_S if self._gate.deferred else rest_after(self._clock() - started)
                 else:
                     self.skipped += 1
             await self._wait_for_work(shutdown, started, rest)
 
     def _binds_backlogged(self, now: float) -> bool:
-        """Too many gangs wait for the binder, and the last cycle started less than HOLD_BACK_MAX_S ago.
-        A cycle longer than HOLD_BACK_MAX_S / 2 is followed by a rest that already spaces the next one
+        """Too many gangs wait for the binder, and the last cycle deferred jobs (the next one waits for
+        its binds, however long they take) or started less than HOLD_BACK_MAX_S ago. A cycle longer than
+        HOLD_BACK_MAX_S / 2 that deferred nothing is followed by a rest that already spaces the next one
         further than that: the hold-back then never adds to it."""
         backlog = self.work is not None and self.work.unfinished("Gang") > BACKLOG_GANGS
-        return backlog and self._gate.inputs is not None and now - self._gate.at < HOLD_BACK_MAX_S
+        gate = self._gate
+        return backlog and gate.inputs is not None and (gate.deferred or now - gate.at < HOLD_BACK_MAX_S)
 
     def _report_all(self, members: tuple[str, ...]) -> bool:
         """Every owned PodGroup's status, not only those that may have changed: on the first cycle, when
