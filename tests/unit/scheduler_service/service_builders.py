@@ -84,6 +84,7 @@ def offline_loop(
         period_s=period_s,
         instance="s0",
         binds_per_cycle=binds_per_cycle,
+        work=work,
         **({"members": members} if members is not None else {}),
         clock=clock,
         sleep=sleep,
