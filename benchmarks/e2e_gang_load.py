@@ -212,7 +212,7 @@ async def run_once(
     schedulers: int,
     concurrency: int,
     profile: Path | None,
-    lease_ttl: float,
+    scheduler_flags: list[str],
     sync: SyncMode,
     spy: Path | None = None,
     report: BenchReport | None = None,
@@ -238,7 +238,7 @@ async def run_once(
             proc("podgroup-controller", "vc-podgroup-controller", []),
             proc("job-controller", "vc-job-controller", []),
         ]
-        sched_args = ["--schedule-period", "1", "--lease-ttl", str(lease_ttl)]
+        sched_args = ["--schedule-period", "1", *scheduler_flags]
         sched_procs = [proc(f"scheduler-{i}", "vc-scheduler", sched_args) for i in range(schedulers)]
         procs += sched_procs
         procs.append(
@@ -374,6 +374,9 @@ async def main() -> None:
         default=5.0,
         help="scheduler lease, seconds (the services' default)",
     )
+    parser.add_argument(
+        "--binds-per-cycle", type=int, help="the schedulers' --binds-per-cycle (default: theirs; 0: no bound)"
+    )
     parser.add_argument("--profile", type=Path, help="run every service under cProfile, keep profiles and logs here")
     parser.add_argument(
         "--py-spy", type=Path, help="sample every service with py-spy during the load (collapsed stacks in this folder)"
@@ -390,9 +393,20 @@ async def main() -> None:
             folder.mkdir(parents=True, exist_ok=True)
     title = f"E2E gang load: {args.pods:,} pods on {args.nodes:,} nodes (fsync {args.sync})"
     report = BenchReport("e2e_gang_load", title, params=vars(args))
+    scheduler_flags = ["--lease-ttl", str(args.lease_ttl)]
+    if args.binds_per_cycle is not None:
+        scheduler_flags += ["--binds-per-cycle", str(args.binds_per_cycle)]
     for count in (int(c) for c in args.schedulers.split(",")):
         await run_once(
-            args.nodes, args.pods, count, args.concurrency, args.profile, args.lease_ttl, args.sync, args.py_spy, report
+            args.nodes,
+            args.pods,
+            count,
+            args.concurrency,
+            args.profile,
+            scheduler_flags,
+            args.sync,
+            args.py_spy,
+            report,
         )
     print("  results: " + ", ".join(str(p) for p in report.write()), flush=True)
 
