@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import pstats
 import statistics
 import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,7 @@ from vc_bus.server import NatsServer, SyncMode, free_port
 from vc_bus.store import NatsStore
 from vc_cli.client import Tephra
 from vc_cli.up import ensure_default_queues
+from vc_core.errors import NotFound
 from vc_core.pod_requests import pod_requests
 from vc_core.resources import Resources, parse_resources
 from vc_core.store import WatchOp
@@ -132,12 +135,19 @@ def placed(pod: Pod) -> RunningPod:
     return RunningPod(f"{pod.metadata.namespace}/{group}", node or "", requests)
 
 
-async def allocatable_of_nodes(store: NatsStore) -> dict[str, Resources]:
-    nodes, _ = await store.list(Node)
-    return {
-        n.metadata.name or "": parse_resources(n.status.allocatable if n.status else None, field="status.allocatable")
-        for n in nodes
-    }
+async def allocatable_of_nodes(store: NatsStore, names: Iterable[str]) -> dict[str, Resources]:
+    """The allocatable of every node in `names`: one listing, and a read of each node it missed (a node
+    written while the listing ran can be left out of it)."""
+
+    def allocatable(node: Node) -> Resources:
+        return parse_resources(node.status.allocatable if node.status else None, field="status.allocatable")
+
+    listed, _ = await store.list(Node)
+    found = {n.metadata.name or "": allocatable(n) for n in listed}
+    for name in set(names) - found.keys():
+        with contextlib.suppress(NotFound):
+            found[name] = allocatable(await store.get(Node, None, name))
+    return found
 
 
 def vcjob(name: str) -> dict[str, Any]:
@@ -276,7 +286,9 @@ async def run_once(
                 total_s = time.perf_counter() - start
                 watcher.cancel()
                 writes = writes_per_pod(sequences, await stream_sequences(nc), tl.running)
-                placement = check_placement(tl.placed, tl.min_member, await allocatable_of_nodes(store))
+                placement = check_placement(
+                    tl.placed, tl.min_member, await allocatable_of_nodes(store, {p.node for p in tl.placed})
+                )
                 speed = Speed(before_ms, 1000 * reference_seconds())
             cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
             meter.stop()

@@ -19,7 +19,6 @@ from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.idle import IDLE_CYCLE_S, IdleGate, Inputs
 from vc_scheduler.inflight import InFlight
-from vc_scheduler.loop import BACKLOG_GANGS, HOLD_BACK_MAX_S
 from vc_scheduler.status_policy import COUNTS_EVERY_S, COUNTS_SETTLE_S, STATUS_RESEND_S, SentStatuses
 from vc_scheduler.status_writer import StatusWriter
 
@@ -191,18 +190,6 @@ def test_the_loop_places_a_backlog_larger_than_a_cycles_budget_in_cycles_back_to
         await runner
 
     asyncio.run(scenario())
-
-
-def test_after_a_cycle_that_deferred_jobs_the_next_waits_for_its_binds_however_long_they_take() -> None:
-    work = InFlight("s0")
-    for _ in range(BACKLOG_GANGS + 1):
-        work.submit("Gang", lambda: asyncio.sleep(0))
-    now = 1000.0
-    loop = offline_loop(SchedulerCache(), work=work, clock=lambda: now)
-    loop._gate.ran(SAME, now - 10 * HOLD_BACK_MAX_S, failed=False, deferred=True)
-    assert loop._binds_backlogged(now)  # its binds pace the stream of cycles
-    loop._gate.ran(SAME, now - 10 * HOLD_BACK_MAX_S, failed=False)
-    assert not loop._binds_backlogged(now)  # otherwise new PodGroups wait at most HOLD_BACK_MAX_S
 
 
 def test_only_work_this_instance_can_do_wakes_it_early() -> None:

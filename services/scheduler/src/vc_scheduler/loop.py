@@ -11,8 +11,8 @@ a cycle builds is carried to the next (the session's opening state; the cache ke
 per change), so a cycle's cost follows what changed since the last one, within the share. After a
 cycle the loop rests at least as long as the cycle took (rest_after), so the period is the longest
 wait between cycles while nothing new arrives, not their cadence. A cycle decides at most
---binds-per-cycle binds; one that had to leave jobs for later (deferred) is followed by the next as
-soon as its binds are mostly written, so a large backlog is placed in a stream of short cycles.
+--binds-per-cycle binds; one that had to leave jobs for later (deferred) is followed by the next with
+no rest, so a large backlog is placed in a stream of cycles of bounded length.
 """
 
 from __future__ import annotations
@@ -56,10 +56,12 @@ HOLD_BACK_MAX_S = 2.0  # ...but not longer than this since the last cycle (new P
 FULL_REPORT_S = 60.0
 BORROW_EVERY_S = 1.0
 # The most binds one cycle decides (--binds-per-cycle). Binds are handed to the binder when the cycle
-# ends, so a cycle over a large backlog (a burst of submissions) would leave the cluster without a new
-# pod for as long as it plans: about 0.5 ms per pod here, 50 s for 100,000 (docs/benchmarks.md). A bound
-# keeps each cycle to a few seconds and the binds flowing; the next cycle starts at once and takes the rest.
-DEFAULT_BINDS_PER_CYCLE = 4_000
+# ends, so one cycle over a very large backlog (a burst of submissions at the seeds' scale) leaves the
+# cluster without a new pod for as long as it plans: about 0.5 ms per pod here, 50 s for 100,000. A
+# bound keeps each cycle to several seconds; the next one starts at once and takes the rest. It is high
+# enough that a steady load never meets it: the part of a cycle that does not depend on its binds
+# (about 1 s over 10,000 pending gangs) is then paid once per 20,000 binds (docs/benchmarks.md).
+DEFAULT_BINDS_PER_CYCLE = 20_000
 MAX_BINDS_PER_CYCLE = 1_000_000
 
 
@@ -140,21 +142,19 @@ class SchedulingLoop:
                     self.held_back += 1
                 elif self._cycle_needed(started):
                     await self._cycle(started)
-                    # A cycle that deferred jobs is followed by the next at once: its binds pace it
-                    # (_binds_backlogged), and a rest would only leave the rest of the backlog waiting.
+                    # A cycle that deferred jobs is followed by the next at once (past the hold-back while
+                    # its binds are written): a rest would only leave the rest of the backlog waiting.
                     rest = MIN_GAP_S if self._gate.deferred else rest_after(self._clock() - started)
                 else:
                     self.skipped += 1
             await self._wait_for_work(shutdown, started, rest)
 
     def _binds_backlogged(self, now: float) -> bool:
-        """Too many gangs wait for the binder, and the last cycle deferred jobs (the next one waits for
-        its binds, however long they take) or started less than HOLD_BACK_MAX_S ago. A cycle longer than
-        HOLD_BACK_MAX_S / 2 that deferred nothing is followed by a rest that already spaces the next one
+        """Too many gangs wait for the binder, and the last cycle started less than HOLD_BACK_MAX_S ago.
+        A cycle longer than HOLD_BACK_MAX_S / 2 is followed by a rest that already spaces the next one
         further than that: the hold-back then never adds to it."""
         backlog = self.work is not None and self.work.unfinished("Gang") > BACKLOG_GANGS
-        gate = self._gate
-        return backlog and gate.inputs is not None and (gate.deferred or now - gate.at < HOLD_BACK_MAX_S)
+        return backlog and self._gate.inputs is not None and now - self._gate.at < HOLD_BACK_MAX_S
 
     def _report_all(self, members: tuple[str, ...]) -> bool:
         """Every owned PodGroup's status, not only those that may have changed: on the first cycle, when
