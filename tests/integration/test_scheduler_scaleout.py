@@ -554,3 +554,40 @@ async def test_a_node_changes_owner_only_after_its_binds_landed_and_were_followe
     finally:
         shutdown.set()
         await asyncio.gather(*followers)
+
+
+async def test_an_instance_whose_announcement_was_removed_announces_again(nc: Client) -> None:
+    """On a real nats-server: b removes a's announcement (a seemed gone: its lease lapsed behind a slow
+    link, and it came back). a's next partition announces again: without its claim nobody would lend a's
+    nodes, and the others' borrowing sessions would plan on them in vain, cycle after cycle."""
+    js = nc.jetstream()
+    shutdown = asyncio.Event()
+    ledgers = {name: Ledger(js, instance=name, can_write=lambda: True) for name in ("a", "b")}
+    followers = [asyncio.create_task(led.follow(shutdown)) for led in ledgers.values()]
+    pods = {name: FakePods(last=5, at=5) for name in ("a", "b")}
+    a = Several(ledgers["a"], pods=pods["a"])
+    b = Several(ledgers["b"], pods=pods["b"])
+    view = pure.View()
+    nodes = [f"n{i}" for i in range(40)]
+    try:
+        await asyncio.wait_for(asyncio.gather(*(led.synced.wait() for led in ledgers.values())), 10)
+        await a.partition(("a", "b"), view)
+        await b.partition(("a", "b"), view)
+        theirs = [n for n in nodes if rendezvous_owner(node_owner_key(n), ("a", "b")) == "a"]
+        seen_by_b = ledgers["b"].announced
+        await eventually(lambda: "a" in seen_by_b, timeout=10)
+        claimed = await b.partition(("a", "b"), view)
+        assert {n for n in nodes if claimed.owner_of_node(n) == "a"} == set(theirs)
+
+        await ledgers["b"].retract("a", seen_by_b["a"].revision)  # as _retract_stale does
+        await eventually(lambda: "a" not in ledgers["a"].announced, timeout=10)
+        unclaimed = await b.partition(("a", "b"), view)
+        assert not any(unclaimed.owner_of_node(n) for n in theirs)  # nobody would lend them
+
+        await a.partition(("a", "b"), view)  # same members: a sees its claim is gone and makes it again
+        await eventually(lambda: "a" in seen_by_b and seen_by_b["a"].members == ("a", "b"), timeout=10)
+        again = await b.partition(("a", "b"), view)
+        assert {n for n in nodes if again.owner_of_node(n) == "a"} == set(theirs)
+    finally:
+        shutdown.set()
+        await asyncio.gather(*followers)

@@ -209,6 +209,11 @@ def cluster(nodes: int, pods: list[PodObj], groups: list[PodGroupObj]) -> Cluste
     )
 
 
+def settled(me: str, members: tuple[str, ...] = MEMBERS) -> Partition:
+    """`me`'s partition once every member announced `members` and read the others' announcements."""
+    return Partition(me, members, {m: members for m in members if m != me})
+
+
 def share_of(snap: ClusterSnapshot, partition: Partition, assumed: frozenset[str] = frozenset()) -> Share:
     index = ClusterIndex()
     index.regroup(partition.owns, partition.owns_node)
@@ -321,7 +326,7 @@ def test_a_session_on_each_share_reports_every_queue_as_the_whole_cluster_does()
 
 @pytest.mark.parametrize("me", MEMBERS)
 def test_a_gang_larger_than_the_instances_nodes_is_placed_across_instances(me: str) -> None:
-    part = Partition(me, MEMBERS)
+    part = settled(me)
     mine = own_group(part)
     nodes = 8
     own = sum(1 for i in range(nodes) if part.owns_node(f"n{i}"))
@@ -348,7 +353,7 @@ def test_a_gang_larger_than_the_instances_nodes_is_placed_across_instances(me: s
 
 
 def test_a_pod_whose_selector_matches_only_another_instances_nodes_is_placed() -> None:
-    part = Partition("a", MEMBERS)
+    part = settled("a")
     mine = own_group(part)
     theirs = next(f"n{i}" for i in range(20) if not part.owns_node(f"n{i}"))
     snap = cluster(20, [replace(pod("picky", mine), node_selector={"zone": "far"})], [group(mine)])
@@ -363,7 +368,7 @@ def test_a_pod_whose_selector_matches_only_another_instances_nodes_is_placed() -
 
 
 def test_borrowed_nodes_offer_only_what_they_have_left() -> None:
-    part = Partition("a", MEMBERS)
+    part = settled("a")
     mine, theirs = own_group(part), own_group(part, False)
     far = [f"n{i}" for i in range(4) if not part.owns_node(f"n{i}")]
     # Every other instance's node is full but for 1 cpu (3 pods of theirs on each, 4 cpu each).
@@ -381,6 +386,19 @@ def test_borrowed_nodes_offer_only_what_they_have_left() -> None:
     # the cluster's total stays the whole cluster's.
     assert borrowing.outside is not None
     assert borrowing.outside.allocatable == borrowing.outside.used == {"cpu": 3.0 * len(far)}
+
+
+def test_borrowing_offers_no_node_that_no_other_instance_claims() -> None:
+    """b's announcement is gone (removed while b seemed gone): nobody would lend b's nodes, so a's
+    borrowing session does not plan on them (its loans would be refused, cycle after cycle)."""
+    snap = cluster(8, [], [])
+    far = {f"n{i}" for i in range(8) if not settled("a").owns_node(f"n{i}")}
+    share = share_of(snap, settled("a"))
+    out, _ = share.snapshot(settled("a"), {})
+    assert {n.name for n in share.borrowing(out, settled("a"), {}).nodes} - {n.name for n in out.nodes} == far
+    unclaimed = Partition("a", MEMBERS)  # no claim of b's read
+    out, _ = share.snapshot(unclaimed, {})
+    assert {n.name for n in share.borrowing(out, unclaimed, {}).nodes} == {n.name for n in out.nodes}
 
 
 # -- nodes change owner only between the old owner's cycles ---------------------------------------------
@@ -461,7 +479,7 @@ def test_once_every_instance_announced_and_read_the_others_every_node_has_its_ow
 
 
 def test_the_shares_own_pods_on_a_borrowed_node_are_counted_once() -> None:
-    part = Partition("a", MEMBERS)
+    part = settled("a")
     mine = own_group(part)
     far = next(f"n{i}" for i in range(20) if not part.owns_node(f"n{i}"))
     placed = [pod(f"m{k}", mine, node=far, phase="Running") for k in range(2)]
@@ -479,7 +497,7 @@ def test_a_borrowing_session_judges_the_queue_by_the_whole_cluster() -> None:
     """Other instances' gangs fill most of their nodes' GPUs; a gang of the share that does not fit on its
     own full node is placed on the GPUs left there. The queue's allocation counts those gangs, so the
     cluster's total must too (shrunk nodes alone would say the queue already exceeds the cluster)."""
-    a = Partition("a", MEMBERS)
+    a = settled("a")
     names = [f"n{i}" for i in range(40)]
     here = [n for n in names if a.owns_node(n)][:1]
     far = [n for n in names if not a.owns_node(n)][:3]

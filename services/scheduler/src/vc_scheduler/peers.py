@@ -169,7 +169,7 @@ class Several:
         under the set announced before (nodes move only once announced). Every other announcement
         counts, also one of an instance this one has not seen join yet; one of an instance that left is
         removed once it is older than ANNOUNCED_STALE_S."""
-        if members == self._announced:
+        if members == self._announced and self._stands():
             self._handing_over = False  # a joiner it was handing nodes over to left again before it announced
         elif await self._handed_over(members, view):
             try:
@@ -208,6 +208,14 @@ class Several:
             held = self._partition = Partition(self.instance, mine, claims)
             self._departed = frozenset()
         return held
+
+    def _stands(self) -> bool:
+        """Whether this instance's last announcement is still in the ledger. Another instance removes it
+        when this one seemed gone for ANNOUNCED_STALE_S (its lease lapsed, behind a slow link): without it
+        nobody else knows these nodes are claimed, nobody lends them, and the others' borrowing sessions
+        plan on them in vain, so it is announced again."""
+        stored = self.ledger.announced.get(self.instance)
+        return stored is not None and stored.members == self._announced
 
     async def _handed_over(self, members: tuple[str, ...], view: View) -> bool:
         """Whether this instance may announce `members`: at once if it gains nodes only (its first

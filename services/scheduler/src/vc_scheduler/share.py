@@ -57,12 +57,15 @@ class Partition:
         self.members = members
         self.claims = dict(claims or {})
         self._memo: dict[str, bool] = {}
+        self._lenders: dict[str, str | None] = {}  # node key -> owner_of_node's answer
 
     def bound(self, live: int) -> None:
         """Forget the answers when they number more than 4x the `live` keys (at least 1,024): the rest are
         deleted PodGroups' and nodes'."""
         if len(self._memo) > 4 * max(live, 256):
             self._memo = {}
+        if len(self._lenders) > 4 * max(live, 256):
+            self._lenders = {}
 
     def owns(self, key: str) -> bool:
         hit = self._memo.get(key)
@@ -84,8 +87,11 @@ class Partition:
         """The other instance whose announced set gives it `name` (None: none does, or several do while
         their announcements disagree: nobody lends it then)."""
         key = node_owner_key(name)
-        owners = [member for member, theirs in self.claims.items() if rendezvous_owner(key, theirs) == member]
-        return owners[0] if len(owners) == 1 else None
+        hit = self._lenders.get(key, "")
+        if hit == "":
+            owners = [member for member, theirs in self.claims.items() if rendezvous_owner(key, theirs) == member]
+            hit = self._lenders[key] = owners[0] if len(owners) == 1 else None
+        return hit
 
     def alone(self) -> bool:
         """Planning over the whole cluster: alone in its set, and no other member claims a node."""
@@ -165,8 +171,8 @@ class Share:
         others = []
         taken: dict[str, float] = {}  # what the shrinking took off those nodes, in all
         for node in self._tables().nodes:
-            if owner.owns_node(node.name):
-                continue
+            if owner.owns_node(node.name) or owner.owner_of_node(node.name) is None:
+                continue  # (a node no single other instance claims has nobody to lend it)
             shrunk = self._left(node, held.get(node.name, {}))
             others.append(shrunk)
             for name, value in node.allocatable.items():
