@@ -87,7 +87,7 @@ async def after_more_cycles(system: System, tag: str, more: int = 4) -> None:
 
 
 async def test_a_job_that_does_not_fit_gets_one_unschedulable_event_with_the_why(system: System) -> None:
-    system.submit(too_big())
+    await system.apply(too_big())
 
     async def why_said() -> bool:
         found = about(await events(system), "PodGroup", "Unschedulable")
