@@ -40,6 +40,7 @@ GANG_GRACE_BASE_S = 30.0
 RESTART_ALL_S = 45.0
 PROGRESS_WINDOW_S = 60.0
 DRAIN_TIMEOUT_S = 300.0
+CAUGHT_CHECK_EVERY_S = 2.0  # how often a broken build's drain looks for the violation it must show
 
 
 @dataclass
@@ -81,7 +82,12 @@ class ScheduleResult:
         return " ".join(parts)
 
 
-async def run_schedule(schedule: Schedule, root: Path, *, breaks: str = "", keep: bool = False) -> ScheduleResult:
+async def run_schedule(
+    schedule: Schedule, root: Path, *, breaks: str = "", keep: bool = False, caught_by: frozenset[str] = frozenset()
+) -> ScheduleResult:
+    """Run `schedule` and check its whole history. With `caught_by` (a broken build's test: invariants
+    that hold at every moment, such as node-allocatable), the drain ends as soon as the history so far
+    breaks one of them: a broken build may never drain, and what it must show is already shown."""
     began = time.monotonic()
     result: ScheduleResult | None = None
     await asyncio.to_thread(root.mkdir, parents=True, exist_ok=True)
@@ -107,7 +113,7 @@ async def run_schedule(schedule: Schedule, root: Path, *, breaks: str = "", keep
         nc = await connect_to(topology.url.split(","), "chaos-load")
         clients.append(nc)
         world = World(schedule, root, topology, fleet, links, recorder, nc, disk, reason or "")
-        result = await _run(world, history)
+        result = await _run(world, history, caught_by)
     finally:
         if fleet is not None:
             await asyncio.to_thread(fleet.stop_all)
@@ -146,7 +152,7 @@ def _node_args(schedule: Schedule) -> list[str]:
     ]
 
 
-async def _run(world: World, history: History) -> ScheduleResult:
+async def _run(world: World, history: History, caught_by: frozenset[str]) -> ScheduleResult:
     schedule, fleet, recorder = world.schedule, world.fleet, world.recorder
     services = [n for n in schedule.instance_names() if not n.startswith("node-sim")]
     stop = asyncio.Event()
@@ -172,7 +178,7 @@ async def _run(world: World, history: History) -> ScheduleResult:
         world.note("load and faults over: healing")
         await heal(world)
         world.note("draining")
-        drained = await _drain(load, recorder)
+        drained = await _drain(load, recorder, lambda: _caught(history, caught_by))
         history.end_at, history.drained = time.time(), drained
         ledger = await asyncio.to_thread(fleet.metric_totals, "scheduler", "tephra_scheduler_")
         world.note(f"drained={drained}; scheduler metrics {ledger}; stopping the services")
@@ -220,17 +226,33 @@ def _grace(schedule: Schedule) -> float:
     return GANG_GRACE_BASE_S + schedule.longest_fault_s() + (RESTART_ALL_S if crash_all else 0.0)
 
 
-async def _drain(load: Load, recorder: Recorder) -> bool:
-    """Until every submission is answered and every job the store holds is finished (or gone)."""
+async def _drain(load: Load, recorder: Recorder, caught: Callable[[], bool]) -> bool:
+    """Until every submission is answered and every job the store holds is finished (or gone), or
+    `caught` says the run has shown what it was for (then it has not drained)."""
+    looked_at = time.monotonic()
+
+    def finished() -> bool:
+        return load.in_flight == 0 and all(p in TERMINAL_JOB_PHASES or p == "deleted" for p in recorder.jobs.values())
 
     def done() -> bool:
-        return load.in_flight == 0 and all(p in TERMINAL_JOB_PHASES or p == "deleted" for p in recorder.jobs.values())
+        nonlocal looked_at
+        if time.monotonic() - looked_at >= CAUGHT_CHECK_EVERY_S:
+            looked_at = time.monotonic()
+            if caught():
+                return True
+        return finished()
 
     try:
         await _until(done, limit_s=DRAIN_TIMEOUT_S, what="jobs finished")
     except TimeoutError:
         return False
-    return True
+    return finished()
+
+
+def _caught(history: History, invariants: frozenset[str]) -> bool:
+    """Whether the history so far breaks one of `invariants`. Only for rules that hold at every moment
+    (node-allocatable, queue-capability): a prefix of the history shows their violations as the whole would."""
+    return bool(invariants) and any(v.invariant in invariants for v in check(history).violations)
 
 
 async def _until(check: Callable[[], bool], *, limit_s: float, what: str) -> None:

@@ -86,6 +86,6 @@ async def good_work_is_still_done(system: System, nc: Client) -> None:
         assert msgspec.json.decode(reply.data) == {"ok": True}, reply.data
     created = await asyncio.to_thread(system.vcctl, "queue", "create", "-n", GOOD_QUEUE, "-w", "1")
     assert created.returncode == 0, created.stderr
-    system.submit(good_job("fuzz-good"))
+    await system.apply(good_job("fuzz-good"))
     await system.wait_phase("fuzz-good", "Completed", timeout=120)
     assert_alive(system.services.values())

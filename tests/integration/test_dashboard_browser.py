@@ -201,9 +201,9 @@ async def test_the_dashboard_shows_a_running_job_and_its_completion_live(
     wait_for(browser, "#live-status.live.on", "the live stream opens")
     mark_loaded(browser)
 
-    system.submit(blocked_job())
-    system.submit(seed("lm-mpi-job.yaml", durations={"mpimaster": "1h", "mpiworker": "1h"}))  # keeps running
-    system.submit(seed("tensorflow-benchmark.yaml", durations={"ps": "1h", "worker": "20s"}))
+    await system.apply(blocked_job())
+    await system.apply(seed("lm-mpi-job.yaml", durations={"mpimaster": "1h", "mpiworker": "1h"}))  # keeps running
+    await system.apply(seed("tensorflow-benchmark.yaml", durations={"ps": "1h", "worker": "20s"}))
     wait_for(
         browser, f'tr[data-job="default/{JOB}"][data-phase="Running"]', "the job shows as Running", contains="3 Running"
     )

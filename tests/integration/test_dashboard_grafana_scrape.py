@@ -28,7 +28,7 @@ async def test_every_series_the_dashboards_query_is_in_a_scrape_of_the_services(
     try:
         dashboard.start()
         await dashboard.wait_ready(timeout=60)
-        system.submit(seed("tensorflow-benchmark.yaml", durations={"ps": "1h", "worker": "2s"}))
+        await system.apply(seed("tensorflow-benchmark.yaml", durations={"ps": "1h", "worker": "2s"}))
         await system.wait_phase("tensorflow-benchmark", "Completed", timeout=90)
         scraped: dict[str, set[str]] = {}
         texts: dict[str, str] = {}

@@ -98,7 +98,7 @@ async def test_node_pages_root_counts_and_pages_that_settle(
     driver = network_browser
     system, base = dashboard
     log_in(driver, base)
-    system.submit(seed("tensorflow-benchmark.yaml", durations={"ps": "1h", "worker": "1h"}))
+    await system.apply(seed("tensorflow-benchmark.yaml", durations={"ps": "1h", "worker": "1h"}))
     await system.wait_phase(JOB, "Running", timeout=90)
     pods, _ = await system.store_call(lambda s: s.list(Pod, "default"))
     node = next(p.spec.node_name for p in pods if p.metadata.name == f"{JOB}-ps-0" and p.spec)

@@ -45,7 +45,7 @@ async def test_the_queue_page_and_the_yaml_view(browser: Any, dashboard: tuple[S
     system, base = dashboard
     created = system.vcctl("queue", "create", "-N", "research", "-w", "2", "--capability", "cpu=8,nvidia.com/gpu=8")
     assert created.returncode == 0, created.stderr
-    system.submit(blocked_job())  # 12 CPUs in a queue capped at 8: waits, and says why
+    await system.apply(blocked_job())  # 12 CPUs in a queue capped at 8: waits, and says why
 
     log_in(browser, base)
     browser.get(f"{base}/queues")
@@ -72,7 +72,7 @@ async def test_the_queue_page_and_the_yaml_view(browser: Any, dashboard: tuple[S
     wait_for(browser, "h1", "an unknown kind is refused", contains="404")
 
     # A job's page: the timeline has a legend and a time axis; its PodGroup, pods and nodes are links.
-    system.submit(seed("tensorflow-benchmark.yaml", durations={"ps": "1h", "worker": "1h"}))
+    await system.apply(seed("tensorflow-benchmark.yaml", durations={"ps": "1h", "worker": "1h"}))
     await system.wait_phase(JOB, "Running", timeout=90)
     browser.get(f"{base}/jobs/default/{JOB}")
     wait_for(browser, "table.timeline tr.lane-pod", "the job page draws its timeline")

@@ -122,7 +122,7 @@ async def test_the_vgpu_examples_run_with_their_gpus_annotated(system: System) -
     assert [sorted((mib for _, mib, _ in c)) for c in held] == [[2000, 2000], [3000, 3000]]
     assert all(len({uuid for uuid, _, _ in c}) == 2 for c in held)  # a container's vGPUs: different GPUs
 
-    system.submit(vgpu_job("vgpu-train", 2, 12000))
+    await system.apply(vgpu_job("vgpu-train", 2, 12000))
     workers = [await running_pod(system, f"vgpu-train-worker-{i}") for i in range(2)]
     uuids = [gpus_held(w)[0][0][0] for w in workers]
     assert len(set(uuids)) == 2, uuids  # 12000 + 12000 MiB do not fit one 16384 MiB GPU
@@ -138,7 +138,7 @@ async def test_the_vgpu_examples_run_with_their_gpus_annotated(system: System) -
             ],
         },
     }
-    system.submit(too_big)
+    await system.apply(too_big)
 
     async def told() -> bool:
         pod = await pod_of(system, "too-big")

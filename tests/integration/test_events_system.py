@@ -84,8 +84,8 @@ async def test_a_watch_prints_a_gangs_events_as_they_happen(system: System, tmp_
         async with asyncio.TaskGroup() as tg:
             reading = tg.create_task(watch.gather(), name="watch-lines")
             await eventually(lambda: system.vcctl("events", "-n", "default").returncode == 0, what="vcctl events")
-            system.submit(gang("gang", "research"))
-            system.submit(gang("elsewhere", "default"))  # another queue: not this watch's
+            await system.apply(gang("gang", "research"))
+            await system.apply(gang("elsewhere", "default"))  # another queue: not this watch's
 
             def seen(kind: str, reason: str, phase: str | None = None) -> list[dict[str, Any]]:
                 found = [json.loads(line) for line in watch.lines]

@@ -347,7 +347,7 @@ async def test_bad_store_entries_crash_no_service_and_a_good_job_still_completes
         await wait_counted(system)
         assert_alive(*system.services.values())
 
-        system.submit(small_job("good", replicas=2))
+        await system.apply(small_job("good", replicas=2))
         await system.wait_phase("good", "Completed", timeout=90)
         assert_alive(*system.services.values())
         listed = await asyncio.to_thread(system.vcctl, "job", "list")
@@ -450,7 +450,7 @@ async def test_objects_that_skipped_admission_are_not_acted_on_and_nodes_never_o
         created = await asyncio.to_thread(system.vcctl, "queue", "create", "-N", "later")  # now "early" may run
         assert created.returncode == 0, created.stderr
         await system.wait_phase("early", "Completed", timeout=90)
-        system.submit(small_job("good", replicas=2))
+        await system.apply(small_job("good", replicas=2))
         await system.wait_phase("good", "Completed", timeout=90)
 
         assert await owned_podgroups(system, bypass.metadata.uid, empty.metadata.uid) == []

@@ -89,7 +89,7 @@ def task(name: str, replicas: int, *, duration: str = "1h", exit_code: int = 0, 
 
 
 async def test_pod_evicted_from_a_not_ready_node_restarts_the_job(system: System) -> None:
-    system.submit(seed("tensorflow-benchmark.yaml", durations={"ps": "1h", "worker": "1h"}))
+    await system.apply(seed("tensorflow-benchmark.yaml", durations={"ps": "1h", "worker": "1h"}))
     await system.wait_phase("tensorflow-benchmark", "Running")
     pods = await pods_of(system, "tensorflow-benchmark")
     node = pods["tensorflow-benchmark-worker-0"].spec.node_name  # type: ignore[union-attr]
@@ -117,7 +117,7 @@ async def test_pod_evicted_from_a_not_ready_node_restarts_the_job(system: System
 async def test_killed_controller_restarts_without_duplicates_or_lost_transitions(system: System) -> None:
     names = [f"crash-{i}" for i in range(6)]
     for name in names:
-        system.submit(simple_job(name, tasks=[task("w", 2, duration="3s")]))
+        await system.apply(simple_job(name, tasks=[task("w", 2, duration="3s")]))
     await asyncio.sleep(0.5)
     system.services["job-controller"].kill()
     system.services["job-controller"].start()
@@ -137,7 +137,7 @@ async def test_two_controllers_survivor_takes_over(system: System) -> None:
         system.services["job-controller"].kill()
         names = [f"handover-{i}" for i in range(6)]
         for name in names:
-            system.submit(simple_job(name, tasks=[task("w", 1, duration="2s")]))
+            await system.apply(simple_job(name, tasks=[task("w", 1, duration="2s")]))
         for name in names:
             await system.wait_phase(name, "Completed", timeout=60)
     finally:
@@ -150,7 +150,7 @@ async def _no_live_pods(system: System, job: str) -> bool:
 
 
 async def test_deleted_job_leaves_no_children_but_keeps_its_history(system: System) -> None:
-    system.submit(seed("tensorflow-benchmark.yaml", durations={"ps": "1h", "worker": "1h"}))
+    await system.apply(seed("tensorflow-benchmark.yaml", durations={"ps": "1h", "worker": "1h"}))
     await system.wait_phase("tensorflow-benchmark", "Running")
     before = system.history("tensorflow-benchmark")
     assert system.vcctl("job", "delete", "-N", "tensorflow-benchmark").returncode == 0
@@ -171,7 +171,7 @@ async def test_deleted_job_leaves_no_children_but_keeps_its_history(system: Syst
 async def test_delayed_policy_action_survives_a_controller_crash(system: System) -> None:
     # TaskCompleted -> CompleteJob after 8 s: the completion edge is not re-derived from state after a
     # restart, so only a stored delay completes the job when the controller dies in between.
-    system.submit(
+    await system.apply(
         simple_job(
             "patient",
             tasks=[
@@ -201,7 +201,7 @@ async def test_queue_status_allocated_follows_the_running_pods(system: System) -
         stored = await system.store_call(lambda s: s.get(Queue, None, queue))
         return dict((stored.status.allocated if stored.status else None) or {})
 
-    system.submit(simple_job("counted", tasks=[task("w", 2)]))
+    await system.apply(simple_job("counted", tasks=[task("w", 2)]))
     await system.wait_phase("counted", "Running")
 
     async def shows_two() -> bool:
@@ -221,7 +221,7 @@ async def test_queue_status_allocated_follows_the_running_pods(system: System) -
 
 
 async def test_tensorflow_seed_gets_hostfiles_and_env_and_completes_on_task_completed(shared: System) -> None:
-    shared.submit(seed("tensorflow-benchmark.yaml", durations={"ps": "1h", "worker": "3s"}))
+    await shared.apply(seed("tensorflow-benchmark.yaml", durations={"ps": "1h", "worker": "3s"}))
     await shared.wait_phase("tensorflow-benchmark", "Running")
     hosts = await shared.store_call(lambda s: s.get(ConfigMap, "default", "tensorflow-benchmark-svc"))
     assert hosts.data is not None
@@ -242,7 +242,7 @@ async def test_tensorflow_seed_gets_hostfiles_and_env_and_completes_on_task_comp
 
 
 async def test_mpi_seed_gets_ssh_keys_and_completes_when_the_master_finishes(shared: System) -> None:
-    shared.submit(seed("lm-mpi-job.yaml", durations={"mpimaster": "3s", "mpiworker": "1h"}))
+    await shared.apply(seed("lm-mpi-job.yaml", durations={"mpimaster": "3s", "mpiworker": "1h"}))
     await shared.wait_phase("lm-mpi-job", "Running")
     secret = await shared.store_call(lambda s: s.get(Secret, "default", "lm-mpi-job-ssh"))
     assert secret.data is not None and {"id_rsa", "id_rsa.pub", "authorized_keys", "config"} <= set(secret.data)
@@ -253,14 +253,14 @@ async def test_mpi_seed_gets_ssh_keys_and_completes_when_the_master_finishes(sha
 
 
 async def test_exit_code_policy_and_max_retry_exhaustion(shared: System) -> None:
-    shared.submit(
+    await shared.apply(
         simple_job(
             "abort-on-3",
             tasks=[task("w", 2, duration="1s", exit_code=3)],
             policies=[{"exitCode": 3, "action": "AbortJob"}],
         )
     )
-    shared.submit(
+    await shared.apply(
         simple_job(
             "retry-until-failed",
             tasks=[task("w", 1, duration="1s", exit_code=1)],
@@ -275,7 +275,7 @@ async def test_exit_code_policy_and_max_retry_exhaustion(shared: System) -> None
 
 
 async def test_restart_task_restarts_only_that_task(shared: System) -> None:
-    shared.submit(
+    await shared.apply(
         simple_job(
             "partial",
             tasks=[
@@ -299,7 +299,7 @@ async def test_restart_task_restarts_only_that_task(shared: System) -> None:
 
 
 async def test_suspend_and_resume(shared: System) -> None:
-    shared.submit(simple_job("pausable", tasks=[task("w", 2)]))
+    await shared.apply(simple_job("pausable", tasks=[task("w", 2)]))
     await shared.wait_phase("pausable", "Running")
     assert shared.vcctl("job", "suspend", "-N", "pausable").returncode == 0
     await shared.wait_phase("pausable", "Aborted")
@@ -310,7 +310,7 @@ async def test_suspend_and_resume(shared: System) -> None:
 
 async def test_depends_on_creates_dependents_after_their_dependency_runs(shared: System) -> None:
     # A gang of all three could never start while the workers wait for the ps: minAvailable 1 (as Volcano needs too).
-    shared.submit(
+    await shared.apply(
         simple_job("ordered", tasks=[task("ps", 1), task("worker", 2, dependsOn={"name": ["ps"]})], min_available=1)
     )
     await shared.wait_phase("ordered", "Running", timeout=60)

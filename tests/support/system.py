@@ -16,7 +16,9 @@ from tests.support.secure import SecureBus, session_bus
 from tests.support.services import ServiceProcess, eventually
 from vc_bus.connection import connect
 from vc_bus.store import NatsStore
+from vc_cli.client import Tephra
 from vc_cli.up import ensure_default_queues
+from vc_proto import api
 from vc_proto.batch import Job
 
 BIN = Path(sys.executable).parent
@@ -85,8 +87,14 @@ class System:
         )
 
     def submit(self, document: dict[str, Any]) -> None:
+        """`vcctl apply -f -` as the admin: a vcctl process (about a second of CPU)."""
         result = self.vcctl("apply", "-f", "-", stdin=yaml.safe_dump(document))
         assert result.returncode == 0, result.stderr
+
+    async def apply(self, document: dict[str, Any]) -> None:
+        """The write `submit` makes (an Apply through admission, as the admin), from the test's process."""
+        async with connect(self.url, name="test") as nc:
+            await Tephra(nc).submit(api.Apply, document)
 
     async def store_call(self, fn: Callable[[NatsStore], Awaitable[T]]) -> T:
         async with connect(self.url, name="test") as nc:
