@@ -4,6 +4,7 @@ and the next session takes the rest."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from tests.unit.scheduler.scheduler_builders import NOW, node, pod, podgroup, snapshot
@@ -46,19 +47,7 @@ def test_without_a_budget_one_session_places_everything() -> None:
     assert len(result.binds) == 8 and not result.deferred
 
 
-PREEMPTING = """
-actions: "enqueue, allocate, preempt"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
+PREEMPTING = replace(load_scheduler_conf(), actions=("enqueue", "allocate", "preempt"))
 
 
 def _full_node_and_a_gang_that_needs_room() -> list[dict[str, Any]]:
@@ -84,7 +73,7 @@ def _full_node_and_a_gang_that_needs_room() -> list[dict[str, Any]]:
 
 
 def test_a_spent_budget_skips_the_actions_that_evict() -> None:
-    conf = load_scheduler_conf(PREEMPTING)
+    conf = PREEMPTING
     snap = snapshot(*_full_node_and_a_gang_that_needs_room())
     unbounded = run_cycle(snap, conf, now=NOW)
     assert unbounded.binds == {"default/small-0": "n2"}
