@@ -218,7 +218,7 @@ def share_of(snap: ClusterSnapshot, partition: Partition, assumed: frozenset[str
     index = ClusterIndex()
     index.regroup(partition.owns, partition.owns_node)
     feed(index, None, snap, assumed)
-    return Share(lambda: snap, {p.key: p for p in snap.pods}, index)
+    return Share(lambda: snap, {p.key: p for p in snap.pods}.get, index)
 
 
 def own_group(partition: Partition, mine: bool = True, *, start: int = 0) -> str:

@@ -91,7 +91,7 @@ class SchedulerApp:
         self.binds_per_cycle = options.binds_per_cycle or None
 
     async def open(self, ctx: ServiceContext) -> Sequence[Worker]:
-        cache = SchedulerCache()
+        cache = SchedulerCache(share_only=True)
         source = f"scheduler/{self.settings.instance}"
         replicas = self.settings.nats_replicas
         membership = Membership(

@@ -7,6 +7,12 @@ confirms or corrects it.
 
 With several instances the cache also remembers the uids of pods it saw deleted (tombstones): the
 placement ledger drops their reservations (see ledger.py).
+
+Several instances each plan over a share of the cluster (share.py), and every pod outside an instance's
+share only counts in sums (queue totals, node usage). A cache made with `share_only` holds those pods
+brief (loader.brief_pod: where the pod is, its PodGroup, phase and requests) with their stored bytes,
+and decodes a pod whole only when the share takes it (`regroup`, `full_pod`): decoding every pod of the
+cluster whole was most of what a second instance added to the first.
 """
 
 from __future__ import annotations
@@ -14,10 +20,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from fractions import Fraction
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from vc_bus.decoding import decode_or_none, report_undecodable
 from vc_bus.kvwatch import RawEntry, watch_bucket
@@ -28,6 +34,7 @@ from vc_proto import codec, subjects
 from vc_proto.kinds import KubeObject
 from vc_runtime.aio import until
 from vc_sched_core.snapshot.cluster import (
+    GROUP_NAME_ANNOTATION,
     ClusterSnapshot,
     HyperNodeObj,
     NodeObj,
@@ -40,8 +47,9 @@ from vc_sched_core.snapshot.cluster import (
     QueueObj,
     ResourceQuotaObj,
 )
-from vc_sched_core.snapshot.loader import SnapshotError, decode_json
-from vc_scheduler.cluster_index import TERMINAL, ClusterIndex
+from vc_sched_core.snapshot.kube import Pod as PodView
+from vc_sched_core.snapshot.loader import SnapshotError, brief_pod, convert_view, decode_json, decode_view
+from vc_scheduler.cluster_index import TERMINAL, ClusterIndex, podgroup_key
 from vc_scheduler.ledger import UNSEEN_AFTER_S
 
 KINDS = (
@@ -131,7 +139,7 @@ def _demand(kind: str, old: Any, new: Any) -> str | None:
 
 
 class SchedulerCache:
-    def __init__(self) -> None:
+    def __init__(self, *, share_only: bool = False) -> None:
         self.nodes: dict[str, NodeObj] = {}
         self.pods: dict[str, PodObj] = {}
         self.podgroups: dict[str, PodGroupObj] = {}
@@ -177,6 +185,11 @@ class SchedulerCache:
         # By kind, the store revision the watch has delivered up to, and who waits for one (followed_to).
         self.followed: dict[str, int] = {}
         self._revision_waiters: list[tuple[str, int, asyncio.Future[None]]] = []
+        # Which pods are held whole, by their node and PodGroup key: all of them, or with `share_only`
+        # those of the share (none until the loop first says what the share is: regroup).
+        self.share_only = share_only
+        self._whole: Callable[[str, str | None], bool] = (lambda _n, _g: False) if share_only else (lambda _n, _g: True)
+        self._brief_raw: dict[str, bytes] = {}  # pod key -> the stored bytes of a pod held brief
 
     def snapshot(self) -> ClusterSnapshot:
         return ClusterSnapshot(
@@ -234,6 +247,35 @@ class SchedulerCache:
                 out[held[0].uid] = {**held[0].requests, PODS: Fraction(1)}
         return out
 
+    def full_pod(self, key: str) -> PodObj | None:
+        """The pod's whole view: one held brief is decoded from its stored bytes now, and kept whole."""
+        raw = self._brief_raw.pop(key, None)
+        pod = self.pods.get(key)
+        if raw is None or pod is None:
+            return pod
+        try:
+            whole = cast(PodObj, convert_view("Pod", decode_view("Pod", raw, pod.order), pod.order))
+        except SnapshotError as exc:  # counted brief, and no whole view: held as if never decoded
+            self.decode_errors += 1
+            report_undecodable(source=subjects.bucket("Pod"), kind="Pod", error=exc, key=key)
+            del self.pods[key]
+            self._unbound_raw.pop(key, None)
+            self._index_gone("Pod", key)
+            return None
+        self.pods[key] = whole
+        return whole
+
+    def regroup(self, owns: Callable[[str], bool], owns_node: Callable[[str], bool]) -> None:
+        """The share changed (the members did): the index recounts what lies outside it, and the pods the
+        share now takes are made whole (a walk over the brief ones, once per change of members)."""
+        self.index.regroup(owns, owns_node)
+        if not self.share_only:
+            return
+        self._whole = self.index.concerns_place
+        taken = [k for k, p in self.pods.items() if k in self._brief_raw and self._whole(p.node_name, podgroup_key(p))]
+        for key in taken:
+            self.full_pod(key)
+
     def stored_unbound(self, pod_key: str) -> tuple[bytes, int] | None:
         return self._unbound_raw.get(pod_key)
 
@@ -281,6 +323,7 @@ class SchedulerCache:
             self.owner_job.pop(key, None)
             if kind == "Pod":
                 self._unbound_raw.pop(key, None)
+                self._brief_raw.pop(key, None)
                 self._unseen_binds.pop(key, None)
                 if old is not None:
                     self._tombstone(old.uid)
@@ -401,7 +444,10 @@ class SchedulerCache:
         order = getattr(old, "order", self._order) if old is not None else self._order
         obj: Any  # the view's type follows `kind`, as the table's values do
         try:
-            obj, meta = decode_json(kind, data, order)
+            if kind == "Pod":
+                obj, meta = self._pod(key, data, order), None
+            else:
+                obj, meta = decode_json(kind, data, order)
         except SnapshotError as exc:  # kept: the previous view, if any (a bad value is skipped, not a delete)
             self.decode_errors += 1
             report_undecodable(source=subjects.bucket(kind), kind=kind, error=exc, key=key)
@@ -409,7 +455,7 @@ class SchedulerCache:
         self._index_stored(kind, key, obj)
         if kind == "Pod" and obj.node_name:
             self._unseen_binds.pop(key, None)  # stored bound: an own bind of it is seen
-        if kind == "PodGroup":
+        if meta is not None and kind == "PodGroup":
             job = next((o.name for o in meta.owner_references if o.kind == "Job"), None)
             if job:
                 self.owner_job[key] = job
@@ -424,6 +470,18 @@ class SchedulerCache:
             self._tombstone(old.uid)  # deleted and re-created under the same name
         table[key] = obj
         return True
+
+    def _pod(self, key: str, data: bytes, order: int) -> PodObj:
+        """A stored pod as the cache holds it: whole, or brief with its bytes kept (share_only)."""
+        view = cast(PodView, decode_view("Pod", data, order))
+        group = view.metadata.annotations.get(GROUP_NAME_ANNOTATION)
+        if self._whole(view.spec.node_name, f"{view.metadata.namespace or 'default'}/{group}" if group else None):
+            whole = cast(PodObj, convert_view("Pod", view, order))
+            self._brief_raw.pop(key, None)
+            return whole
+        pod = brief_pod(view, order)
+        self._brief_raw[key] = data
+        return pod
 
     def _index_stored(self, kind: str, key: str, obj: Any) -> None:
         if kind == "Pod":

@@ -102,7 +102,8 @@ class ClusterIndex:
         self._chains: dict[str, tuple[str, ...]] = {}
         # The queue sums and node usage, and their totals over what other instances own.
         self._groups: dict[str, _Group] = {}
-        self._stored: dict[str, PodObj] = {}  # pod key -> the stored pod counted in the sums
+        # pod key -> the stored pod counted in the sums, and its requests as floats (without `pods`)
+        self._stored: dict[str, tuple[PodObj, Amounts]] = {}
         self._usage: dict[str, _Usage] = {}
         self._nodes: dict[str, NodeObj] = {}
         self._owns_group: Callable[[str], bool] = lambda _key: True
@@ -139,15 +140,19 @@ class ClusterIndex:
     # -- stored objects ----------------------------------------------------------------------------
     def stored_pod(self, key: str, pod: PodObj | None) -> None:
         """A pod as stored (None: deleted): the ledger's view, the queue sums, the node usage."""
-        old = self._stored.pop(key, None)
+        held = self._stored.pop(key, None)
+        old, old_amounts = held if held is not None else (None, None)
         if old is not None and pod is not None and _counts_alike(old, pod):
-            self._stored[key] = pod  # a status or label change: nothing counted here moves
+            self._stored[key] = (pod, old_amounts or {})  # a status or label change: nothing counted moves
             return
-        if old is not None:
-            self._count_pod(old, -1.0)
+        amounts = None
         if pod is not None:
-            self._stored[key] = pod
-            self._count_pod(pod, 1.0)
+            same = old is not None and old.requests == pod.requests
+            amounts = old_amounts if same and old_amounts is not None else _floats(pod.requests)
+            self._stored[key] = (pod, amounts)
+        self._use(old, old_amounts, -1.0)
+        self._use(pod, amounts, 1.0)
+        self._ask(old, old_amounts, pod, amounts)
         self._state(key, pod)
 
     def stored_podgroup(self, key: str, pg: PodGroupObj | None) -> None:
@@ -233,17 +238,18 @@ class ClusterIndex:
         return True
 
     def _concerns_pod(self, pod: PodObj | None) -> bool:
-        if pod is None:
-            return False
-        if pod.node_name and self._owns_node(pod.node_name):
+        return pod is not None and self.concerns_place(pod.node_name, podgroup_key(pod))
+
+    def concerns_place(self, node: str, group: str | None) -> bool:
+        """Whether a pod on `node` ("": none) of PodGroup `group` is in this instance's share."""
+        if node and self._owns_node(node):
             return True
-        group = podgroup_key(pod)
         return group is not None and self._owns_group(group)
 
     def counted_on(self, key: str, node: str) -> bool:
         """Whether the pod's stored version occupies `node` (is counted in its usage)."""
-        stored = self._stored.get(key)
-        return stored is not None and stored.node_name == node and stored.phase in OCCUPYING
+        held = self._stored.get(key)
+        return held is not None and held[0].node_name == node and held[0].phase in OCCUPYING
 
     def usage(self, node: str) -> tuple[Amounts, int]:
         """A node's usage by stored pods (requests without `pods`), and how many pods occupy it."""
@@ -264,33 +270,66 @@ class ClusterIndex:
         )
 
     # -- inside ------------------------------------------------------------------------------------
-    def _count_pod(self, pod: PodObj, sign: float) -> None:
-        amounts = None
-        if pod.node_name and pod.phase in OCCUPYING:
-            amounts = _floats(pod.requests)
-            usage = self._usage.setdefault(pod.node_name, _Usage())
-            _add(usage.used, amounts, sign)
-            usage.pods += int(sign)
-            if not self._owns_node(pod.node_name):
-                _add(self._foreign_used, amounts, sign)
-            if not usage.pods:
-                del self._usage[pod.node_name]
-        key = podgroup_key(pod)
-        if key is None or not _asked(pod):
+    def _use(self, pod: PodObj | None, amounts: Amounts | None, sign: float) -> None:
+        """Count a stored pod into (+1) or out of (-1) its node's usage, if it occupies one."""
+        if pod is None or amounts is None or not pod.node_name or pod.phase not in OCCUPYING:
             return
+        usage = self._usage.setdefault(pod.node_name, _Usage())
+        _add(usage.used, amounts, sign)
+        usage.pods += int(sign)
+        if not self._owns_node(pod.node_name):
+            _add(self._foreign_used, amounts, sign)
+        if not usage.pods:
+            del self._usage[pod.node_name]
+
+    def _ask(
+        self, old: PodObj | None, old_amounts: Amounts | None, new: PodObj | None, amounts: Amounts | None
+    ) -> None:
+        """Move a pod's part of its PodGroup's sums from its old stored version to its new one: by the
+        difference (a bind moves only `allocated`), not by taking the group's sums out and back in."""
+        old_key = podgroup_key(old) if old is not None and _asked(old) else None
+        new_key = podgroup_key(new) if new is not None and _asked(new) else None
+        if old_key is not None and old_key == new_key and old_amounts is amounts and amounts is not None:
+            assert old is not None and new is not None  # (asked: both are stored pods)
+            placed = int(_placed(new)) - int(_placed(old))
+            if placed:
+                self._shift(old_key, None, amounts, placed)
+            return
+        if old_key is not None and old_amounts is not None:
+            assert old is not None
+            self._shift(old_key, old_amounts, old_amounts if _placed(old) else None, -1)
+        if new_key is not None and amounts is not None:
+            assert new is not None
+            self._shift(new_key, amounts, amounts if _placed(new) else None, 1)
+
+    def _shift(self, key: str, request: Amounts | None, allocated: Amounts | None, sign: int) -> None:
+        """Add (sign 1) or take (-1) one pod's `request` and `allocated` to or from a PodGroup's sums and,
+        for another instance's PodGroup, the totals outside the share; then its reservation anew."""
         group = self._groups.get(key)
         if group is None:
             group = self._groups[key] = _Group()
-        amounts = amounts if amounts is not None else _floats(pod.requests)
-        self._count_group(key, group, -1.0)
-        _add(group.request, amounts, sign)
-        group.asked += int(sign)
-        if _placed(pod):
-            _add(group.allocated, amounts, sign)
-            group.placed += int(sign)
-        self._count_group(key, group, 1.0)
+        sums = None
+        if group.pg is not None and not self._owns_group(key):
+            sums = self._foreign_sums.get(group.pg.queue)
+            if sums is None:
+                sums = self._foreign_sums[group.pg.queue] = ({}, {}, {})
+        if request is not None:
+            _add(group.request, request, sign)
+            group.asked += sign
+            if sums is not None:
+                _add(sums[0], request, sign)
+        if allocated is not None:
+            _add(group.allocated, allocated, sign)
+            group.placed += sign
+            if sums is not None:
+                _add(sums[1], allocated, sign)
+        reserved = _reservation(group)
+        if reserved != group.reserved:
+            if sums is not None:
+                _add(sums[2], group.reserved, -1.0)
+                _add(sums[2], reserved, 1.0)
+            group.reserved = reserved
         if group.pg is None and not group.asked:
-            self._count_group(key, group, -1.0)
             del self._groups[key]
 
     def _count_group(self, key: str, group: _Group, sign: float) -> None:

@@ -115,7 +115,7 @@ class SchedulingLoop:
         # Carried between cycles (a cycle's cost follows what changed): the session's opening state, the
         # share's builder (its reserved copies) and the partition.
         self._carried = CarriedState()
-        self._share = Share(cache.snapshot, cache.pods, cache.index)
+        self._share = Share(cache.snapshot, cache.full_pod, cache.index)
         self._parts: Partition | None = None
         self._borrowed_at = -BORROW_EVERY_S
         self._tree = hierarchical(conf)
@@ -272,7 +272,7 @@ class SchedulingLoop:
         parts = await self.peers.partition(tuple(self.members.members) or (self.instance,), view)
         if parts is not self._parts:
             self._parts = parts
-            self.cache.index.regroup(parts.owns, parts.owns_node)
+            self.cache.regroup(parts.owns, parts.owns_node)
         parts.bound(len(self.cache.podgroups) + len(self.cache.nodes) + len(self.cache.queues))
         return parts
 

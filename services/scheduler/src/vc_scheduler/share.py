@@ -101,9 +101,11 @@ class Partition:
 class Share:
     """Builds the snapshots of one instance's share from the cache's tables and index."""
 
-    def __init__(self, tables: Callable[[], ClusterSnapshot], pods: Mapping[str, PodObj], index: ClusterIndex) -> None:
+    def __init__(
+        self, tables: Callable[[], ClusterSnapshot], pod: Callable[[str], PodObj | None], index: ClusterIndex
+    ) -> None:
         self._tables = tables  # the cache's snapshot of every kind (tuples of its current objects)
-        self._pods = pods
+        self._pod = pod  # a pod's whole view by key (the cache holds pods outside the share brief)
         self._index = index
         self._copies: dict[str, tuple[PodObj, str, PodObj]] = {}  # uid -> (pod as stored, node, copy)
 
@@ -112,7 +114,7 @@ class Share:
         full = self._tables()
         if owner.alone():
             return self._alone(full, reserved)
-        index, pods = self._index, self._pods
+        index, pod_of = self._index, self._pod
         nodes = tuple(n for n in full.nodes if owner.owns_node(n.name))
         groups = tuple(pg for pg in full.podgroups if owner.owns(pg.key))
         keys: dict[str, None] = {}
@@ -120,11 +122,11 @@ class Share:
             keys.update(index.pods_on.get(node.name, {}))
         for pg in groups:
             keys.update(index.pods_of.get(pg.key, {}))
-        chosen = [pods[k] for k in keys if k in pods]
+        chosen = [pod for k in keys if (pod := pod_of(k)) is not None]
         by_reservation = 0
         copies: dict[str, tuple[PodObj, str, PodObj]] = {}
         for uid, (key, at) in reserved.items():
-            pod = pods.get(key)
+            pod = pod_of(key)
             if pod is None or pod.uid != uid or pod.node_name or key in keys or not owner.owns_node(at):
                 continue
             chosen.append(self._placed(pod, at, copies))
@@ -154,7 +156,7 @@ class Share:
         """`share` with the other instances' nodes added at the capacity each has left."""
         held: dict[str, dict[str, Fraction]] = {}
         for key, at in reserved.values():
-            pod = self._pods.get(key)
+            pod = self._pod(key)
             if pod is not None and not pod.node_name and not owner.owns_node(at):
                 slot = held.setdefault(at, {})
                 for name, value in pod.requests.items():

@@ -19,6 +19,7 @@ from vc_core.interning import shared, shared_strings
 from vc_core.resources import Resources, parse_resources, schedulable_resources
 from vc_sched_core.snapshot import kube, vgpu
 from vc_sched_core.snapshot.cluster import (
+    GROUP_NAME_ANNOTATION,
     ClusterSnapshot,
     HostPort,
     HyperNodeMemberObj,
@@ -118,15 +119,59 @@ _JSON_DECODERS: Final = {kind: msgspec.json.Decoder(view, strict=False) for kind
 def decode_json(kind: str, data: bytes, index: int = 0) -> tuple[object, kube.ObjectMeta]:
     """One stored object's JSON straight into its snapshot view (no intermediate dict: this is the
     scheduler cache's per-event path), with the metadata view (owner references) alongside."""
+    view = decode_view(kind, data, index)
+    return convert_view(kind, view, index), view.metadata  # type: ignore[attr-defined]
+
+
+def decode_view(kind: str, data: bytes, index: int = 0) -> msgspec.Struct:
+    """One stored object's JSON as the loader's typed view of it (kube.py), not yet converted: the
+    decoding is the cheap part, so a reader that needs only a few fields (brief_pod) stops here."""
     try:
-        view = _JSON_DECODERS[kind].decode(data)
+        return _JSON_DECODERS[kind].decode(data)
     except msgspec.DecodeError as exc:
         raise _snapshot_error(index, kind, exc) from exc
     except RecursionError as exc:  # nested deeper than the interpreter's limit: input, not a bug
         raise SnapshotError(index, kind, "(document)", "nested too deeply") from exc
     except UnicodeDecodeError as exc:  # bytes that are not UTF-8 in a string (found by fuzzing: a scheduler crash)
         raise SnapshotError(index, kind, "(document)", f"not UTF-8: {exc.reason} at byte {exc.start}") from exc
-    return _convert(index, kind, view), view.metadata  # type: ignore[attr-defined]
+
+
+def convert_view(kind: str, view: msgspec.Struct, index: int = 0) -> object:
+    """A decoded view (decode_view) as its snapshot object."""
+    return _convert(index, kind, view)
+
+
+def brief_pod(pod: kube.Pod, index: int = 0) -> PodObj:
+    """A pod with only what its counts need: where it is, its PodGroup, its phase, whether it is
+    leaving, its requests (the scheduler cache holds other instances' pods this way: they count in
+    sums, never in a session). Everything a predicate or an order reads is left empty; `full_pod`
+    gives the whole view."""
+    meta = pod.metadata
+    try:
+        _require_name(meta)
+        requests = pod_requests(pod.spec)
+    except InvalidObject as exc:
+        raise SnapshotError(index, "Pod", exc.field, exc.message) from exc
+    group = meta.annotations.get(GROUP_NAME_ANNOTATION)
+    return PodObj(
+        name=meta.name,
+        namespace=shared(meta.namespace or "default"),
+        uid=meta.uid or f"{meta.namespace or 'default'}/{meta.name}",
+        labels={},
+        annotations={GROUP_NAME_ANNOTATION: shared(group)} if group else {},
+        scheduler_name="",
+        node_name=shared(pod.spec.node_name),
+        priority=None,
+        priority_class_name="",
+        preemption_policy="",
+        node_selector={},
+        affinity=None,
+        tolerations=(),
+        requests=requests,
+        phase=shared(pod.status.phase or "Pending"),
+        deleting=meta.deletion_timestamp is not None,
+        order=index,
+    )
 
 
 def _decode(index: int, kind: str, obj: Mapping[str, Any]) -> object:
