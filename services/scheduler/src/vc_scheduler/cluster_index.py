@@ -38,6 +38,7 @@ from vc_scheduler.ledger import PodState, View, queue_chain
 
 TERMINAL = frozenset({"Succeeded", "Failed"})
 OCCUPYING = frozenset({"Pending", "Running"})
+ONE_POD = Fraction(1)  # a pod's `pods` request
 Amounts = dict[str, float]
 V = TypeVar("V")
 
@@ -146,14 +147,15 @@ class ClusterIndex:
             self._stored[key] = (pod, old_amounts or {})  # a status or label change: nothing counted moves
             return
         amounts = None
+        same = False  # the same requests as the version counted before
         if pod is not None:
-            same = old is not None and old.requests == pod.requests
+            same = old is not None and old_amounts is not None and old.requests == pod.requests
             amounts = old_amounts if same and old_amounts is not None else _floats(pod.requests)
             self._stored[key] = (pod, amounts)
         self._use(old, old_amounts, -1.0)
         self._use(pod, amounts, 1.0)
         self._ask(old, old_amounts, pod, amounts)
-        self._state(key, pod)
+        self._state(key, pod, same)
 
     def stored_podgroup(self, key: str, pg: PodGroupObj | None) -> None:
         group = self._groups.get(key)
@@ -350,7 +352,7 @@ class ClusterIndex:
         _add(sums[1], group.allocated, sign)
         _add(sums[2], group.reserved, sign)
 
-    def _state(self, key: str, pod: PodObj | None) -> None:
+    def _state(self, key: str, pod: PodObj | None, same_requests: bool = False) -> None:
         old_uid = self._uid_of.pop(key, None)
         if old_uid is not None and (pod is None or pod.uid != old_uid):
             self._restate(old_uid, None)
@@ -360,9 +362,12 @@ class ClusterIndex:
         group = podgroup_key(pod) or ""
         queue = self._queue_of.get(group, "") if group else ""
         old = self.states.get(pod.uid)
-        requests: Resources = {**pod.requests, PODS: Fraction(1)}
-        if old is not None and old.requests == requests:
+        if old is not None and same_requests:
             requests = old.requests  # one object per pod while its requests stay
+        else:
+            requests = {**pod.requests, PODS: ONE_POD}
+            if old is not None and old.requests == requests:
+                requests = old.requests
         if group and self._uid_group.get(pod.uid) != group:
             if pod.uid in self._uid_group:
                 _drop(self._group_uids, self._uid_group[pod.uid], pod.uid)

@@ -56,7 +56,8 @@ class Partition:
         self.instance = instance
         self.members = members
         self.claims = dict(claims or {})
-        self._memo: dict[str, bool] = {}
+        self._memo: dict[str, bool] = {}  # PodGroup key -> owns
+        self._nodes: dict[str, bool] = {}  # node name -> owns_node (asked for every pod change the cache follows)
         self._lenders: dict[str, str | None] = {}  # node key -> owner_of_node's answer
 
     def bound(self, live: int) -> None:
@@ -64,6 +65,8 @@ class Partition:
         deleted PodGroups' and nodes'."""
         if len(self._memo) > 4 * max(live, 256):
             self._memo = {}
+        if len(self._nodes) > 4 * max(live, 256):
+            self._nodes = {}
         if len(self._lenders) > 4 * max(live, 256):
             self._lenders = {}
 
@@ -74,13 +77,13 @@ class Partition:
         return hit
 
     def owns_node(self, name: str) -> bool:
-        key = node_owner_key(name)
-        hit = self._memo.get(key)
+        hit = self._nodes.get(name)
         if hit is None:
+            key = node_owner_key(name)
             hit = rendezvous_owner(key, self.members) == self.instance and not any(
                 rendezvous_owner(key, theirs) == member for member, theirs in self.claims.items()
             )
-            self._memo[key] = hit
+            self._nodes[name] = hit
         return hit
 
     def owner_of_node(self, name: str) -> str | None:
