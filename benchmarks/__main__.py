@@ -41,6 +41,8 @@ def main() -> int:
     failures += run("node_sim_capacity.py", *(["--nodes", "1000", "--pods", "5000"] if quick else [])) != 0
     failures += run("scheduler_session.py", *(["--nodes", "1000", "--gangs", "100"] if quick else [])) != 0
     failures += run("scheduler_affinity.py", *(["--nodes", "1000", "--gangs", "100"] if quick else [])) != 0
+    # What following every change costs one scheduler instance, alone and as one of four (in-process).
+    failures += run("cache_follow.py", *(["--nodes", "1000", "--pods", "5000", "--repeats", "1"] if quick else [])) != 0
     # k = 1, 2 and 4 schedulers over pending gangs written to the store (10,000 nodes, 100,000 pods).
     failures += run("scheduler_scaleout.py", *(["--quick"] if quick else [])) != 0
     if quick:
