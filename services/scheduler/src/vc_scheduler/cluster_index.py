@@ -143,8 +143,8 @@ class ClusterIndex:
         """A pod as stored (None: deleted): the ledger's view, the queue sums, the node usage."""
         held = self._stored.pop(key, None)
         old, old_amounts = held if held is not None else (None, None)
-        if old is not None and pod is not None and _counts_alike(old, pod):
-            self._stored[key] = (pod, old_amounts or {})  # a status or label change: nothing counted moves
+        if held is not None and pod is not None and _counts_alike(held[0], pod):
+            self._stored[key] = (pod, held[1])  # a status or label change: nothing counted moves
             return
         amounts = None
         same = False  # the same requests as the version counted before
