@@ -190,6 +190,18 @@ class SchedulerCache:
         self.share_only = share_only
         self._whole: Callable[[str, str | None], bool] = (lambda _n, _g: False) if share_only else (lambda _n, _g: True)
         self._brief_raw: dict[str, bytes] = {}  # pod key -> the stored bytes of a pod held brief
+        self._tables: dict[str, dict[str, Any]] = {
+            "Node": self.nodes,
+            "Pod": self.pods,
+            "PodGroup": self.podgroups,
+            "Queue": self.queues,
+            "PriorityClass": self.priority_classes,
+            "HyperNode": self.hypernodes,
+            "ResourceQuota": self.resource_quotas,
+            "PodDisruptionBudget": self.pod_disruption_budgets,
+            "PersistentVolumeClaim": self.persistent_volume_claims,
+            "PersistentVolume": self.persistent_volumes,
+        }
 
     def snapshot(self) -> ClusterSnapshot:
         return ClusterSnapshot(
@@ -501,19 +513,7 @@ class SchedulerCache:
             self.index.stored_node(key, None)
 
     def _table(self, kind: str) -> dict[str, Any]:
-        tables: dict[str, dict[str, Any]] = {
-            "Node": self.nodes,
-            "Pod": self.pods,
-            "PodGroup": self.podgroups,
-            "Queue": self.queues,
-            "PriorityClass": self.priority_classes,
-            "HyperNode": self.hypernodes,
-            "ResourceQuota": self.resource_quotas,
-            "PodDisruptionBudget": self.pod_disruption_budgets,
-            "PersistentVolumeClaim": self.persistent_volume_claims,
-            "PersistentVolume": self.persistent_volumes,
-        }
-        return tables[kind]
+        return self._tables[kind]
 
 
 class FollowedPods:
