@@ -91,13 +91,18 @@ def sums(cache: SchedulerCache) -> tuple[Any, ...]:
     )
 
 
-def test_pods_outside_the_share_are_brief_and_count_as_whole_ones_do() -> None:
+def whole_and_brief(part: Partition) -> tuple[SchedulerCache, SchedulerCache, Feed]:
+    """A cache holding every pod whole and a share-only one, both of `part`'s instance, fed alike."""
     whole, brief = SchedulerCache(), SchedulerCache(share_only=True)
-    part = Partition("a", ("a", "b"))
     for cache in (whole, brief):
         cache.regroup(part.owns, part.owns_node)
+    return whole, brief, Feed(whole, brief)
+
+
+def test_pods_outside_the_share_are_brief_and_count_as_whole_ones_do() -> None:
+    part = Partition("a", ("a", "b"))
+    whole, brief, feed = whole_and_brief(part)
     mine, theirs, here, there = picks(part)
-    feed = Feed(whole, brief)
     for name in (here, there):
         feed.put("Node", name, node_doc(name))
     for group in (mine, theirs):
@@ -120,12 +125,9 @@ def test_pods_outside_the_share_are_brief_and_count_as_whole_ones_do() -> None:
 
 def test_a_pod_the_share_takes_is_made_whole() -> None:
     """On a change of members (regroup), and as one bound onto the share's node (a loan)."""
-    whole, brief = SchedulerCache(), SchedulerCache(share_only=True)
     two = Partition("a", ("a", "b"))
-    for cache in (whole, brief):
-        cache.regroup(two.owns, two.owns_node)
+    whole, brief, feed = whole_and_brief(two)
     _, theirs, here, there = picks(two)
-    feed = Feed(whole, brief)
     feed.put("Pod", "ns/b", pod_doc("b", theirs))
     assert brief.pods["ns/b"] != whole.pods["ns/b"]
     assert brief.full_pod("ns/b") == whole.pods["ns/b"] and brief.pods["ns/b"] == whole.pods["ns/b"]
