@@ -11,8 +11,9 @@ placement ledger drops their reservations (see ledger.py).
 Several instances each plan over a share of the cluster (share.py), and every pod outside an instance's
 share only counts in sums (queue totals, node usage). A cache made with `share_only` holds those pods
 brief (loader.brief_pod: where the pod is, its PodGroup, phase and requests) with their stored bytes,
-and decodes a pod whole only when the share takes it (`regroup`, `full_pod`): decoding every pod of the
-cluster whole was most of what a second instance added to the first.
+and decodes a pod whole only when the share takes it (`regroup`, `full_pod`). Until the loop first says
+what the share is, every pod is held brief, so an instance's start-up sync decodes none whole; per
+change afterwards a brief pod costs about what a whole one does (benchmarks/cache_follow.py).
 """
 
 from __future__ import annotations
