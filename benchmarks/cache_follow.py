@@ -14,6 +14,7 @@ with k = 1 in the same run says what holding others' pods brief saves.
 from __future__ import annotations
 
 import argparse
+import gc
 import time
 
 import msgspec
@@ -23,6 +24,7 @@ from vc_bus.kvwatch import RawEntry
 from vc_core.store import WatchOp
 from vc_proto.core import Pod
 from vc_proto.subjects import object_key
+from vc_runtime.service import GC_THRESHOLDS
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.share import Partition
 
@@ -73,6 +75,7 @@ def main() -> None:
     parser.add_argument("--instances", default="1,4", help="the k to measure, comma-separated")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    gc.set_threshold(*GC_THRESHOLDS)  # as the scheduler service runs (vc_runtime.service)
     shape = Shape(nodes=args.nodes, pods=args.pods)
     synced, binds = changes(shape)
     for k in (int(n) for n in args.instances.split(",")):

@@ -91,9 +91,9 @@ def test_quotas_and_disruption_budgets_reach_the_snapshot_and_their_changes_wake
         "metadata": {"name": "web", "namespace": "team"},
         "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "web"}}},
     }
-    assert cache._put("ResourceQuota", "team/compute", json.dumps(quota).encode(), cache._table("ResourceQuota"))
+    assert cache._put("ResourceQuota", "team/compute", json.dumps(quota).encode(), cache._tables["ResourceQuota"])
     assert cache._put(
-        "PodDisruptionBudget", "team/web", json.dumps(budget).encode(), cache._table("PodDisruptionBudget")
+        "PodDisruptionBudget", "team/web", json.dumps(budget).encode(), cache._tables["PodDisruptionBudget"]
     )
     snapshot = cache.snapshot()
     (held_quota,) = snapshot.resource_quotas
@@ -129,7 +129,7 @@ def test_claims_and_volumes_reach_the_snapshot_and_their_changes_wake_the_loop()
             "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "data"}}, {"name": "e", "emptyDir": {}}]
         },
     }
-    table = cache._table
+    table = cache._tables.__getitem__
     assert cache._put("PersistentVolumeClaim", "team/data", json.dumps(claim).encode(), table("PersistentVolumeClaim"))
     assert cache._put("PersistentVolume", "disk-n2", json.dumps(volume).encode(), table("PersistentVolume"))
     assert cache._put("Pod", "team/a", json.dumps(pod).encode(), cache.pods)

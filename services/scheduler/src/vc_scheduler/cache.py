@@ -118,6 +118,14 @@ def _new_work(kind: str, old: Any, new: Any) -> bool:
     )
 
 
+def _equal(kind: str, old: Any, new: Any) -> bool:
+    """Whether two views of one object are equal; a pod's node and phase first, as most of its changes
+    differ there (a bind, a start), which settles it without comparing every field."""
+    if kind == "Pod" and (old.node_name != new.node_name or old.phase != new.phase):
+        return False
+    return bool(old == new)
+
+
 def _confirms(assumed: PodObj, stored: PodObj) -> bool:
     """The stored pod is the assumed one bound as assumed: equal but for the bound-by annotation."""
     if stored.node_name != assumed.node_name or stored.annotations == assumed.annotations:
@@ -318,7 +326,7 @@ class SchedulerCache:
 
     def apply(self, kind: str, entry: RawEntry) -> None:
         """One entry of the store's watch of `kind`'s bucket."""
-        table = self._table(kind)
+        table = self._tables[kind]
         if entry.op is WatchOp.SYNCED:
             self.version += 1
             self.synced[kind].set()
@@ -477,7 +485,7 @@ class SchedulerCache:
             # reads changed), and no longer count the pod as only assumed.
             self._confirmed[key] = self._assumed.pop(key)[1]
             return False
-        if old is not None and obj == old and key not in self._assumed:
+        if old is not None and key not in self._assumed and _equal(kind, old, obj):
             return False
         if kind == "Pod" and old is not None and old.uid != obj.uid:
             self._tombstone(old.uid)  # deleted and re-created under the same name
@@ -512,9 +520,6 @@ class SchedulerCache:
             self.index.stored_podgroup(key, None)
         elif kind == "Node":
             self.index.stored_node(key, None)
-
-    def _table(self, kind: str) -> dict[str, Any]:
-        return self._tables[kind]
 
 
 class FollowedPods:

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from vc_core.resources import PODS, Resources
 from vc_sched_core.snapshot.cluster import (
+    GROUP_NAME_ANNOTATION,
     ROOT_QUEUE,
     NodeObj,
     Outside,
@@ -143,9 +144,11 @@ class ClusterIndex:
         """A pod as stored (None: deleted): the ledger's view, the queue sums, the node usage."""
         held = self._stored.pop(key, None)
         old, old_amounts = held if held is not None else (None, None)
-        if held is not None and pod is not None and _counts_alike(held[0], pod):
-            self._stored[key] = (pod, held[1])  # a status or label change: nothing counted moves
-            return
+        if held is not None and pod is not None and _same_pod(held[0], pod):
+            self._stored[key] = (pod, held[1])
+            if pod.node_name != held[0].node_name or pod.phase != held[0].phase or pod.deleting != held[0].deleting:
+                self._moved(held[0], pod, held[1])
+            return  # (else a status or label change: nothing counted moves)
         amounts = None
         same = False  # the same requests as the version counted before
         if pod is not None:
@@ -156,6 +159,28 @@ class ClusterIndex:
         self._use(pod, amounts, 1.0)
         self._ask(old, old_amounts, pod, amounts)
         self._state(key, pod, same)
+
+    def _moved(self, old: PodObj, pod: PodObj, amounts: Amounts) -> None:
+        """The same pod (uid, PodGroup, requests) bound, moved on in its phase or leaving: what most
+        changes are (every bind of the cluster), so it moves its counts without re-deriving what stays."""
+        if old.node_name != pod.node_name or (old.phase in OCCUPYING) != (pod.phase in OCCUPYING):
+            self._use(old, amounts, -1.0)
+            self._use(pod, amounts, 1.0)
+        group = podgroup_key(pod)
+        if group is not None:
+            was, now = _asked(old), _asked(pod)
+            if was and now:
+                placed = int(_placed(pod)) - int(_placed(old))
+                if placed:
+                    self._shift(group, None, amounts, placed)
+            elif was:
+                self._shift(group, amounts, amounts if _placed(old) else None, -1)
+            elif now:
+                self._shift(group, amounts, amounts if _placed(pod) else None, 1)
+        state = self.states.get(pod.uid)
+        terminal = pod.phase in TERMINAL
+        if state is not None and (state.node != pod.node_name or state.terminal != terminal):
+            self._restate(pod.uid, PodState(pod.node_name, terminal, state.requests, state.queue))
 
     def stored_podgroup(self, key: str, pg: PodGroupObj | None) -> None:
         group = self._groups.get(key)
@@ -404,14 +429,12 @@ class ClusterIndex:
         return chain
 
 
-def _counts_alike(old: PodObj, new: PodObj) -> bool:
-    """Whether every field the index counts a pod by is the same in both versions."""
+def _same_pod(old: PodObj, new: PodObj) -> bool:
+    """Whether both versions are one pod counted under one PodGroup with the same requests (what may
+    differ: where it is, its phase, whether it is leaving)."""
     return (
         old.uid == new.uid
-        and old.node_name == new.node_name
-        and old.phase == new.phase
-        and old.deleting == new.deleting
-        and old.group_name == new.group_name
+        and old.annotations.get(GROUP_NAME_ANNOTATION) == new.annotations.get(GROUP_NAME_ANNOTATION)
         and old.requests == new.requests
     )
 
