@@ -5,7 +5,7 @@ k = 1 on the summary line. Pure: the measuring is the benchmark's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 # The summary line's fields, in this order; a field whose k was not run, did not bind every pod or has
@@ -51,6 +51,29 @@ class RunFigures:
         the same, so an instance that ran few cycles does not skew it); None without any cycle."""
         cycles = sum(self.cycles.get(name, 0.0) for name in self.cpu_s)
         return 1000 * sum(self.cpu_s.values()) / cycles if cycles else None
+
+
+def together(runs: Sequence[RunFigures]) -> RunFigures:
+    """Several runs of one k as one: their pods, time, CPU and cycles added up, so the rate is every pod
+    over every second and the CPU per pod and per cycle are weighed by what each run did. A k measured
+    before and after the others (k = 1 first and last) so gives a reference that drifts with the
+    machine as the runs between did."""
+    first = runs[0]
+    cpu: dict[str, float] = {}
+    cycles: dict[str, float] = {}
+    for run in runs:
+        for name, seconds in run.cpu_s.items():
+            cpu[name] = cpu.get(name, 0.0) + seconds
+        for name, count in run.cycles.items():
+            cycles[name] = cycles.get(name, 0.0) + count
+    return RunFigures(
+        instances=first.instances,
+        pods=sum(run.pods for run in runs),
+        bound=sum(run.bound for run in runs),
+        seconds=sum(run.seconds for run in runs),
+        cpu_s=cpu,
+        cycles=cycles,
+    )
 
 
 def ratio(numerator: float | None, denominator: float | None) -> float | None:

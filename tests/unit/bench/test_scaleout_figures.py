@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.scaleout_figures import RunFigures, scaleout_ratios, summary_line
+from benchmarks.scaleout_figures import RunFigures, scaleout_ratios, summary_line, together
 
 
 def run(
@@ -66,3 +66,18 @@ def test_fields_of_a_k_not_run_or_not_complete_are_left_out() -> None:
 def test_k4_cycle_is_left_out_when_a_run_counted_no_cycle() -> None:
     runs = {1: run(1, seconds=10.0, cpu_s=8.0, cycles=0), 4: run(4, seconds=5.0, cpu_s=8.0, cycles=100)}
     assert summary_line(runs) == "scaleout k4_rate=2.00 k4_cpu=1.00"
+
+
+def test_runs_of_one_k_count_together_weighed_by_what_each_did() -> None:
+    # k = 1 before the others on a fast machine, and after them on one half as fast.
+    before = run(1, seconds=10.0, cpu_s=8.0, cycles=40)  # 100 pods/s, 8 cpu-ms/pod
+    after = run(1, seconds=20.0, cpu_s=16.0, cycles=40)  # 50 pods/s, 16 cpu-ms/pod
+    both = together([before, after])
+    assert both.pods_per_s == pytest.approx(2000 / 30)  # every pod over every second
+    assert both.cpu_ms_per_pod == pytest.approx(12.0)
+    assert both.mean_cycle_cpu_ms == pytest.approx(24_000 / 80)
+    assert both.complete
+    k4 = run(4, seconds=6.0, cpu_s=12.0, cycles=40)  # run between them: 166.7 pods/s, 12 cpu-ms/pod
+    assert summary_line({1: both, 4: k4}) == "scaleout k4_rate=2.50 k4_cpu=1.00 k4_cycle=1.00"
+    # A run of the k that did not bind every pod leaves the k incomplete.
+    assert not together([before, run(1, seconds=900.0, cpu_s=9.0, cycles=4, bound=10)]).complete
