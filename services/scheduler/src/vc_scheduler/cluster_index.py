@@ -301,7 +301,9 @@ class ClusterIndex:
         """Count a stored pod into (+1) or out of (-1) its node's usage, if it occupies one."""
         if pod is None or amounts is None or not pod.node_name or pod.phase not in OCCUPYING:
             return
-        usage = self._usage.setdefault(pod.node_name, _Usage())
+        usage = self._usage.get(pod.node_name)
+        if usage is None:
+            usage = self._usage[pod.node_name] = _Usage()
         _add(usage.used, amounts, sign)
         usage.pods += int(sign)
         if not self._owns_node(pod.node_name):
@@ -312,19 +314,13 @@ class ClusterIndex:
     def _ask(
         self, old: PodObj | None, old_amounts: Amounts | None, new: PodObj | None, amounts: Amounts | None
     ) -> None:
-        """Move a pod's part of its PodGroup's sums from its old stored version to its new one: by the
-        difference (a bind moves only `allocated`), not by taking the group's sums out and back in."""
+        """Take a pod's old stored version out of its PodGroup's sums and put its new one in (a pod that
+        stays one pod of one PodGroup with the same requests moves by the difference instead: _moved)."""
         old_key = podgroup_key(old) if old is not None and _asked(old) else None
-        new_key = podgroup_key(new) if new is not None and _asked(new) else None
-        if old_key is not None and old_key == new_key and old_amounts is amounts and amounts is not None:
-            assert old is not None and new is not None  # (asked: both are stored pods)
-            placed = int(_placed(new)) - int(_placed(old))
-            if placed:
-                self._shift(old_key, None, amounts, placed)
-            return
         if old_key is not None and old_amounts is not None:
             assert old is not None
             self._shift(old_key, old_amounts, old_amounts if _placed(old) else None, -1)
+        new_key = podgroup_key(new) if new is not None and _asked(new) else None
         if new_key is not None and amounts is not None:
             assert new is not None
             self._shift(new_key, amounts, amounts if _placed(new) else None, 1)
