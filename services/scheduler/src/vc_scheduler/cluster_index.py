@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, TypeVar
 
+from vc_core.interning import SharedParts, shared
 from vc_core.resources import PODS, Resources
 from vc_sched_core.snapshot.cluster import (
     GROUP_NAME_ANNOTATION,
@@ -45,8 +46,9 @@ V = TypeVar("V")
 
 
 def podgroup_key(pod: PodObj) -> str | None:
+    """The pod's PodGroup key, one string object for all its pods (the index keeps it per pod twice)."""
     group = pod.group_name
-    return f"{pod.namespace}/{group}" if group else None
+    return shared(f"{pod.namespace}/{group}") if group else None
 
 
 def _floats(requests: Mapping[str, Fraction]) -> Amounts:
@@ -107,6 +109,9 @@ class ClusterIndex:
         # pod key -> the stored pod counted in the sums, and its requests as floats (without `pods`)
         self._stored: dict[str, tuple[PodObj, Amounts]] = {}
         self._usage: dict[str, _Usage] = {}
+        # Per distinct requests, read only: the amounts the sums add (floats, without `pods`) and the
+        # ledger's requests (with `pods`: 1). The pods of a template ask alike and share one pair.
+        self._asks: SharedParts[tuple[tuple[str, Fraction], ...], tuple[Amounts, Resources]] = SharedParts()
         self._nodes: dict[str, NodeObj] = {}
         self._owns_group: Callable[[str], bool] = lambda _key: True
         self._owns_node: Callable[[str], bool] = lambda _name: True
@@ -149,16 +154,18 @@ class ClusterIndex:
             if pod.node_name != held[0].node_name or pod.phase != held[0].phase or pod.deleting != held[0].deleting:
                 self._moved(held[0], pod, held[1])
             return  # (else a status or label change: nothing counted moves)
-        amounts = None
-        same = False  # the same requests as the version counted before
+        amounts: Amounts | None = None
+        requests: Resources | None = None
         if pod is not None:
-            same = old is not None and old_amounts is not None and old.requests == pod.requests
-            amounts = old_amounts if same and old_amounts is not None else _floats(pod.requests)
+            amounts, requests = self._asked_of(pod.requests)
             self._stored[key] = (pod, amounts)
         self._use(old, old_amounts, -1.0)
         self._use(pod, amounts, 1.0)
         self._ask(old, old_amounts, pod, amounts)
-        self._state(key, pod, same)
+        self._state(key, pod, requests)
+
+    def _asked_of(self, requests: Resources) -> tuple[Amounts, Resources]:
+        return self._asks.one(tuple(requests.items()), lambda: (_floats(requests), {**requests, PODS: ONE_POD}))
 
     def _moved(self, old: PodObj, pod: PodObj, amounts: Amounts) -> None:
         """The same pod (uid, PodGroup, requests) bound, moved on in its phase or leaving: what most
@@ -373,7 +380,8 @@ class ClusterIndex:
         _add(sums[1], group.allocated, sign)
         _add(sums[2], group.reserved, sign)
 
-    def _state(self, key: str, pod: PodObj | None, same_requests: bool = False) -> None:
+    def _state(self, key: str, pod: PodObj | None, requests: Resources | None) -> None:
+        """The ledger's view of the pod's stored version (`requests`: its requests with `pods`)."""
         old_uid = self._uid_of.pop(key, None)
         if old_uid is not None and (pod is None or pod.uid != old_uid):
             self._restate(old_uid, None)
@@ -382,13 +390,7 @@ class ClusterIndex:
         self._uid_of[key] = pod.uid
         group = podgroup_key(pod) or ""
         queue = self._queue_of.get(group, "") if group else ""
-        old = self.states.get(pod.uid)
-        if old is not None and same_requests:
-            requests = old.requests  # one object per pod while its requests stay
-        else:
-            requests = {**pod.requests, PODS: ONE_POD}
-            if old is not None and old.requests == requests:
-                requests = old.requests
+        assert requests is not None
         if group and self._uid_group.get(pod.uid) != group:
             if pod.uid in self._uid_group:
                 _drop(self._group_uids, self._uid_group[pod.uid], pod.uid)
