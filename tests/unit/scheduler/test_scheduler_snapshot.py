@@ -97,14 +97,14 @@ def test_pod_request_defaults_to_limits_and_takes_the_largest_init_container() -
     assert pod.namespace == "default" and pod.phase == "Pending"
 
 
-def test_pods_asking_alike_get_equal_requests_of_their_own() -> None:
-    """One container's requests are parsed once per distinct resources; each pod still owns its dict,
-    and a bad quantity is refused every time (never remembered)."""
+def test_pods_asking_alike_share_their_requests_and_a_bad_quantity_is_refused_every_time() -> None:
+    """One container's requests are parsed once per distinct resources and the pods that ask alike
+    share that dict (read only, as every view's fields are); a bad quantity is never remembered."""
     spec = {"containers": [{"resources": {"requests": {"cpu": "500m"}, "limits": {"memory": "1Gi"}}}]}
     pods = [{"kind": "Pod", "metadata": {"name": f"p{i}", "namespace": "ns"}, "spec": spec} for i in range(2)]
     first, second = load_objects(pods).pods
     assert first.requests == second.requests == {"cpu": Fraction(1, 2), "memory": Fraction(2**30)}
-    assert first.requests is not second.requests
+    assert first.requests is second.requests
     bad = {
         "kind": "Pod",
         "metadata": {"name": "b"},

@@ -56,3 +56,13 @@ class SharedParts(Generic[K, T]):
 
     def __len__(self) -> int:
         return len(self._parts)
+
+
+_MAPS: SharedParts[tuple[tuple[str, str], ...], dict[str, str]] = SharedParts()
+
+
+def shared_map(mapping: Mapping[str, str]) -> dict[str, str]:
+    """One dict for every equal string map (a template's node selector, an empty one), its keys and
+    values shared: read only. Where the maps differ per object (a pod's labels and annotations name
+    its task index), shared_strings is the cheaper of the two."""
+    return _MAPS.one(tuple(mapping.items()), lambda: shared_strings(mapping))

@@ -15,7 +15,7 @@ import yaml
 
 from vc_core import pod_requests as kube_rule
 from vc_core.errors import InvalidObject
-from vc_core.interning import shared, shared_strings
+from vc_core.interning import shared, shared_map, shared_strings
 from vc_core.resources import Resources, parse_resources, schedulable_resources
 from vc_sched_core.snapshot import kube, vgpu
 from vc_sched_core.snapshot.cluster import (
@@ -157,14 +157,14 @@ def brief_pod(pod: kube.Pod, index: int = 0) -> PodObj:
         name=meta.name,
         namespace=shared(meta.namespace or "default"),
         uid=meta.uid or f"{meta.namespace or 'default'}/{meta.name}",
-        labels={},
-        annotations={GROUP_NAME_ANNOTATION: shared(group)} if group else {},
+        labels=shared_map({}),
+        annotations=shared_map({GROUP_NAME_ANNOTATION: group} if group else {}),
         scheduler_name="",
         node_name=shared(pod.spec.node_name),
         priority=None,
         priority_class_name="",
         preemption_policy="",
-        node_selector={},
+        node_selector=shared_map({}),
         affinity=None,
         tolerations=(),
         requests=requests,
@@ -254,7 +254,8 @@ def pod_requests(spec: kube.PodSpec) -> Resources:
     if len(spec.containers) == 1 and not spec.init_containers and not spec.overhead:
         # The common pod (the scheduler's cache decodes every pod change): its one container's requests,
         # the same values add() would give, without the sums; parsed once per distinct resources (the
-        # pods of a template ask alike), each pod getting its own copy.
+        # pods of a template ask alike), and that one dict shared by them (read only, as every view's
+        # fields are: sums are made into new dicts).
         resources = spec.containers[0].resources
         key = (tuple(resources.limits.items()), tuple(resources.requests.items()))
         known = _ONE_CONTAINER.get(key)
@@ -263,7 +264,7 @@ def pod_requests(spec: kube.PodSpec) -> Resources:
             known = {name: value for name, value in only.items() if value != 0 and name != "pods"}
             if len(_ONE_CONTAINER) < _ONE_CONTAINER_MAX:
                 _ONE_CONTAINER[key] = known
-        return dict(known)
+        return known
     total = kube_rule.pod_requests(spec)
     total.pop("pods", None)
     return {name: value for name, value in total.items() if value != 0}
@@ -285,7 +286,7 @@ def _pod(pod: kube.Pod, index: int) -> PodObj:
         priority=pod.spec.priority,
         priority_class_name=shared(pod.spec.priority_class_name),
         preemption_policy=shared(pod.spec.preemption_policy),
-        node_selector=shared_strings(pod.spec.node_selector),
+        node_selector=shared_map(pod.spec.node_selector),
         affinity=pod.spec.affinity,
         tolerations=pod.spec.tolerations,
         requests=pod_requests(pod.spec),
