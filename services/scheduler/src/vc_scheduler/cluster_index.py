@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, TypeVar
 
-from vc_core.interning import SharedParts, shared
+from vc_core.interning import shared
 from vc_core.resources import PODS, Resources
 from vc_sched_core.snapshot.cluster import (
     GROUP_NAME_ANNOTATION,
@@ -42,6 +42,7 @@ TERMINAL = frozenset({"Succeeded", "Failed"})
 OCCUPYING = frozenset({"Pending", "Running"})
 ONE_POD = Fraction(1)  # a pod's `pods` request
 Amounts = dict[str, float]
+MAX_ASKS = 65_536  # distinct requests dicts whose amounts the index keeps (ClusterIndex._asks)
 V = TypeVar("V")
 
 
@@ -109,9 +110,10 @@ class ClusterIndex:
         # pod key -> the stored pod counted in the sums, and its requests as floats (without `pods`)
         self._stored: dict[str, tuple[PodObj, Amounts]] = {}
         self._usage: dict[str, _Usage] = {}
-        # Per distinct requests, read only: the amounts the sums add (floats, without `pods`) and the
-        # ledger's requests (with `pods`: 1). The pods of a template ask alike and share one pair.
-        self._asks: SharedParts[tuple[tuple[str, Fraction], ...], tuple[Amounts, Resources]] = SharedParts()
+        # By the identity of a pod's requests dict (the loader gives the pods of a template one: they ask
+        # alike), that dict with the amounts the sums add (floats, without `pods`) and the ledger's
+        # requests (with `pods`: 1), read only. Held, the dict keeps its id for no other.
+        self._asks: dict[int, tuple[Resources, Amounts, Resources]] = {}
         self._nodes: dict[str, NodeObj] = {}
         self._owns_group: Callable[[str], bool] = lambda _key: True
         self._owns_node: Callable[[str], bool] = lambda _name: True
@@ -165,7 +167,14 @@ class ClusterIndex:
         self._state(key, pod, requests)
 
     def _asked_of(self, requests: Resources) -> tuple[Amounts, Resources]:
-        return self._asks.one(tuple(requests.items()), lambda: (_floats(requests), {**requests, PODS: ONE_POD}))
+        held = self._asks.get(id(requests))
+        if held is not None and held[0] is requests:
+            return held[1], held[2]
+        if len(self._asks) >= MAX_ASKS:  # of pods whose requests are their own (several containers)
+            self._asks.clear()
+        amounts, with_pods = _floats(requests), {**requests, PODS: ONE_POD}
+        self._asks[id(requests)] = (requests, amounts, with_pods)
+        return amounts, with_pods
 
     def _moved(self, old: PodObj, pod: PodObj, amounts: Amounts) -> None:
         """The same pod (uid, PodGroup, requests) bound, moved on in its phase or leaving: what most

@@ -15,7 +15,7 @@ import yaml
 
 from vc_core import pod_requests as kube_rule
 from vc_core.errors import InvalidObject
-from vc_core.interning import shared, shared_map, shared_strings
+from vc_core.interning import SharedParts, shared, shared_map, shared_strings
 from vc_core.resources import Resources, parse_resources, schedulable_resources
 from vc_sched_core.snapshot import kube, vgpu
 from vc_sched_core.snapshot.cluster import (
@@ -141,6 +141,11 @@ def convert_view(kind: str, view: msgspec.Struct, index: int = 0) -> object:
     return _convert(index, kind, view)
 
 
+_NO_STRINGS: Final[dict[str, str]] = {}  # a brief pod's labels and node selector: none (read only)
+# PodGroup name -> a brief pod's annotations: that name alone (read only, shared by the group's pods).
+_BRIEF_ANNOTATIONS: Final[SharedParts[str, dict[str, str]]] = SharedParts()
+
+
 def brief_pod(pod: kube.Pod, index: int = 0) -> PodObj:
     """A pod with only what its counts need: where it is, its PodGroup, its phase, whether it is
     leaving, its requests (the scheduler cache holds other instances' pods this way: they count in
@@ -157,14 +162,16 @@ def brief_pod(pod: kube.Pod, index: int = 0) -> PodObj:
         name=meta.name,
         namespace=shared(meta.namespace or "default"),
         uid=meta.uid or f"{meta.namespace or 'default'}/{meta.name}",
-        labels=shared_map({}),
-        annotations=shared_map({GROUP_NAME_ANNOTATION: group} if group else {}),
+        labels=_NO_STRINGS,
+        annotations=_BRIEF_ANNOTATIONS.one(group, lambda: {GROUP_NAME_ANNOTATION: shared(group)})
+        if group
+        else _NO_STRINGS,
         scheduler_name="",
         node_name=shared(pod.spec.node_name),
         priority=None,
         priority_class_name="",
         preemption_policy="",
-        node_selector=shared_map({}),
+        node_selector=_NO_STRINGS,
         affinity=None,
         tolerations=(),
         requests=requests,
