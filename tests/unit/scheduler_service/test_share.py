@@ -109,7 +109,19 @@ def _close(a: dict[str, float], b: dict[str, float]) -> bool:
     return all(abs(a.get(n, 0.0) - b.get(n, 0.0)) < 1e-9 for n in names)
 
 
-OPS = ("bind", "finish", "delete", "add", "recreate", "assume", "move", "parent", "admit", "none")
+OPS = ("bind", "finish", "leave", "resize", "delete", "add", "recreate", "assume", "move", "parent", "admit", "none")
+
+
+def scratch_usage(snap: ClusterSnapshot) -> dict[str, tuple[dict[str, float], int]]:
+    """Per node, what its stored occupying pods ask (without `pods`) and how many they are."""
+    out: dict[str, tuple[dict[str, float], int]] = {}
+    for p in snap.pods:
+        if p.node_name and p.phase in ("Pending", "Running"):
+            used, count = out.get(p.node_name, ({}, 0))
+            for name, v in p.requests.items():
+                used[name] = used.get(name, 0.0) + float(v)
+            out[p.node_name] = (used, count + 1)
+    return out
 
 
 def _step(snap: ClusterSnapshot, assumed: frozenset[str], op: str, i: int) -> tuple[ClusterSnapshot, frozenset[str]]:
@@ -118,6 +130,10 @@ def _step(snap: ClusterSnapshot, assumed: frozenset[str], op: str, i: int) -> tu
         pods[i % len(pods)] = replace(pods[i % len(pods)], node_name=f"n{i % 3}", phase="Running")
     elif op == "finish" and pods:
         pods[i % len(pods)] = replace(pods[i % len(pods)], phase="Succeeded")
+    elif op == "leave" and pods:
+        pods[i % len(pods)] = replace(pods[i % len(pods)], deleting=True)
+    elif op == "resize" and pods:
+        pods[i % len(pods)] = replace(pods[i % len(pods)], requests={"cpu": Fraction(1 + i % 3)})
     elif op == "delete" and pods:
         del pods[i % len(pods)]
     elif op == "add":
@@ -171,6 +187,18 @@ def test_the_index_kept_per_change_is_the_view_and_the_sums_built_anew(steps: li
             got_sums = (sums.request, sums.allocated, sums.reserved) if sums else ({}, {}, {})
             want_sums = expected.get(queue, ({}, {}, {}))
             assert all(_close(dict(g), w) for g, w in zip(got_sums, want_sums, strict=True)), queue
+        # Each node's usage by stored pods, and the total over the nodes other instances own.
+        usage = scratch_usage(stored)
+        for name in {n.name for n in snap.nodes} | set(usage):
+            got_used, got_count = index.usage(name)
+            want_used, want_count = usage.get(name, ({}, 0))
+            assert got_count == want_count and _close(got_used, want_used), name
+        foreign: dict[str, float] = {}
+        for name, (used, _) in usage.items():
+            if not partition.owns_node(name):
+                for resource, v in used.items():
+                    foreign[resource] = foreign.get(resource, 0.0) + v
+        assert _close(dict(outside.used), foreign)
         # Where each pod is, as the cycle sees it (assumed binds included), and each PodGroup's pods.
         assert {n: set(keys) for n, keys in index.pods_on.items()} == _by(snap.pods, lambda p: p.node_name)
         assert {g: set(keys) for g, keys in index.pods_of.items()} == _by(

@@ -27,7 +27,6 @@ from typing import Any, TypeVar
 from vc_core.interning import shared
 from vc_core.resources import PODS, Resources
 from vc_sched_core.snapshot.cluster import (
-    GROUP_NAME_ANNOTATION,
     ROOT_QUEUE,
     NodeObj,
     Outside,
@@ -439,11 +438,7 @@ class ClusterIndex:
 def _same_pod(old: PodObj, new: PodObj) -> bool:
     """Whether both versions are one pod counted under one PodGroup with the same requests (what may
     differ: where it is, its phase, whether it is leaving)."""
-    return (
-        old.uid == new.uid
-        and old.annotations.get(GROUP_NAME_ANNOTATION) == new.annotations.get(GROUP_NAME_ANNOTATION)
-        and old.requests == new.requests
-    )
+    return old.uid == new.uid and old.group_name == new.group_name and old.requests == new.requests
 
 
 def _reservation(group: _Group) -> Amounts:
