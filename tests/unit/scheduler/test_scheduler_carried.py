@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
+import msgspec
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -89,22 +90,22 @@ def _edit(snap: ClusterSnapshot, kind: str, pick: int, serial: int) -> ClusterSn
     pods, pgs, nodes, queues = list(snap.pods), list(snap.podgroups), list(snap.nodes), list(snap.queues)
     if kind == "finish" and pods:
         i = pick % len(pods)
-        pods[i] = replace(pods[i], phase="Succeeded")
+        pods[i] = msgspec.structs.replace(pods[i], phase="Succeeded")
     elif kind == "delete_pod" and pods:
         del pods[pick % len(pods)]
     elif kind == "deleting" and pods:
         i = pick % len(pods)
-        pods[i] = replace(pods[i], deleting=True)
+        pods[i] = msgspec.structs.replace(pods[i], deleting=True)
     elif kind == "unbind" and pods:
         i = pick % len(pods)
-        pods[i] = replace(pods[i], node_name="", phase="Pending")
+        pods[i] = msgspec.structs.replace(pods[i], node_name="", phase="Pending")
     elif kind in ("new_pod", "insert_pod") and pods:
         base = pods[pick % len(pods)]
-        new = replace(base, name=f"x{serial}", uid=f"x{serial}", node_name="", phase="Pending")
+        new = msgspec.structs.replace(base, name=f"x{serial}", uid=f"x{serial}", node_name="", phase="Pending")
         pods.insert(pick % (len(pods) + 1) if kind == "insert_pod" else len(pods), new)
     elif kind == "pod_cpu" and pods:
         i = pick % len(pods)
-        pods[i] = replace(pods[i], requests={**pods[i].requests, "cpu": Fraction(pick % 3 + 1, 4)})
+        pods[i] = msgspec.structs.replace(pods[i], requests={**pods[i].requests, "cpu": Fraction(pick % 3 + 1, 4)})
     elif kind == "pg_min" and pgs:
         i = pick % len(pgs)
         pgs[i] = replace(pgs[i], min_member=max(1, pgs[i].min_member + (1 if pick % 2 else -1)))
@@ -131,16 +132,16 @@ def _edit(snap: ClusterSnapshot, kind: str, pick: int, serial: int) -> ClusterSn
         queues[i] = replace(queues[i], capability={"cpu": Fraction(pick % 7 + 2)})
     elif kind == "gpu_pod" and pods:  # a resource name no one had: the space changes (a full build)
         i = pick % len(pods)
-        pods[i] = replace(pods[i], requests={**pods[i].requests, "example.com/gpu": Fraction(1)})
+        pods[i] = msgspec.structs.replace(pods[i], requests={**pods[i].requests, "example.com/gpu": Fraction(1)})
     elif kind == "spread" and pods:  # a pod whose placement counts others' (the topology plugins look)
         i = pick % len(pods)
         spread = TopologySpreadConstraint(
             max_skew=1, topology_key="zone", when_unsatisfiable=("DoNotSchedule", "ScheduleAnyway")[pick % 2],
             label_selector=LabelSelector(match_labels={}),
         )  # fmt: skip
-        pods[i] = replace(pods[i], topology_spread=(spread,))
+        pods[i] = msgspec.structs.replace(pods[i], topology_spread=(spread,))
     elif kind == "unspread":
-        pods = [replace(p, topology_spread=()) if p.topology_spread else p for p in pods]
+        pods = [msgspec.structs.replace(p, topology_spread=()) if p.topology_spread else p for p in pods]
     elif kind == "reorder":  # pods in another order: a full build
         pods.reverse()
     elif kind == "priority":
@@ -264,7 +265,7 @@ def test_an_unchanged_snapshot_rebuilds_nothing_and_a_changed_pod_only_its_job_a
     assert memo.rebuilt == (0, 0)
     running = next(i for i, p in enumerate(snap.pods) if p.node_name)
     pods = list(snap.pods)
-    pods[running] = replace(pods[running], phase="Succeeded")
+    pods[running] = msgspec.structs.replace(pods[running], phase="Succeeded")
     run_cycle(replace(snap, pods=tuple(pods)), load_scheduler_conf(), carried=memo)
     assert memo.rebuilt == (1, 1)
 

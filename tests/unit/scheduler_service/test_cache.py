@@ -6,26 +6,28 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import msgspec
+
 from tests.unit.scheduler_service.service_builders import group, pod
 from vc_scheduler.cache import BOUND_BY, SchedulerCache, _new_work
 
 
 def test_new_pods_and_freed_resources_wake_the_loop() -> None:
     pending = pod("a", "g")
-    bound = replace(pending, node_name="n1")
-    running = replace(bound, phase="Running")
+    bound = msgspec.structs.replace(pending, node_name="n1")
+    running = msgspec.structs.replace(bound, phase="Running")
     assert _new_work("Pod", None, pending)  # a new pod to place
     assert _new_work("Pod", running, None)  # deleted: its node has room again
-    assert _new_work("Pod", running, replace(running, phase="Succeeded"))  # finished: room again
-    assert _new_work("Pod", running, replace(running, deleting=True))  # releasing
+    assert _new_work("Pod", running, msgspec.structs.replace(running, phase="Succeeded"))  # finished: room again
+    assert _new_work("Pod", running, msgspec.structs.replace(running, deleting=True))  # releasing
     assert _new_work("Pod", bound, pending)  # unbound
 
 
 def test_binds_and_starts_do_not() -> None:
     pending = pod("a", "g")
-    bound = replace(pending, node_name="n1")
+    bound = msgspec.structs.replace(pending, node_name="n1")
     assert not _new_work("Pod", pending, bound)  # a bind we assumed already
-    assert not _new_work("Pod", bound, replace(bound, phase="Running"))
+    assert not _new_work("Pod", bound, msgspec.structs.replace(bound, phase="Running"))
 
 
 def test_podgroups_wake_it_for_new_demands_not_for_status() -> None:

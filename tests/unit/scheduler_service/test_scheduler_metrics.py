@@ -9,6 +9,7 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
+import msgspec
 from prometheus_client import REGISTRY
 
 from tests.unit.scheduler_service.service_builders import group, node, pod
@@ -35,7 +36,7 @@ def result_of(*decisions: Bind | Evict, podgroups: dict[str, PodGroupStatusUpdat
 def cluster() -> ClusterSnapshot:
     """8 CPUs and 2 GPUs; queue `small` (weight 1) and `big` (weight 3) each asking for more than there is."""
     nodes = (replace(node("n1"), allocatable={"cpu": Fraction(8), GPU: Fraction(2)}),)
-    gpu_pod = replace(pod("s-0", "s", node="n1"), requests={"cpu": Fraction(1), GPU: Fraction(1)})
+    gpu_pod = msgspec.structs.replace(pod("s-0", "s", node="n1"), requests={"cpu": Fraction(1), GPU: Fraction(1)})
     pods = (
         gpu_pod,
         pod("s-1", "s", node="n1"),

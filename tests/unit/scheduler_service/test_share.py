@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -46,7 +47,7 @@ def feed(index: ClusterIndex, before: ClusterSnapshot | None, after: ClusterSnap
         index.stored_podgroup(key, pg)
     index.queues(after.queues)
     for key, p in new_pods.items():
-        index.stored_pod(key, replace(p, node_name="") if key in assumed else p)
+        index.stored_pod(key, msgspec.structs.replace(p, node_name="") if key in assumed else p)
         index.place(key, p)
     old_nodes = {n.name: n for n in before.nodes} if before else {}
     for name in old_nodes.keys() - {n.name for n in after.nodes}:
@@ -127,13 +128,13 @@ def scratch_usage(snap: ClusterSnapshot) -> dict[str, tuple[dict[str, float], in
 def _step(snap: ClusterSnapshot, assumed: frozenset[str], op: str, i: int) -> tuple[ClusterSnapshot, frozenset[str]]:
     pods, pgs, queues = list(snap.pods), list(snap.podgroups), list(snap.queues)
     if op == "bind" and pods:
-        pods[i % len(pods)] = replace(pods[i % len(pods)], node_name=f"n{i % 3}", phase="Running")
+        pods[i % len(pods)] = msgspec.structs.replace(pods[i % len(pods)], node_name=f"n{i % 3}", phase="Running")
     elif op == "finish" and pods:
-        pods[i % len(pods)] = replace(pods[i % len(pods)], phase="Succeeded")
+        pods[i % len(pods)] = msgspec.structs.replace(pods[i % len(pods)], phase="Succeeded")
     elif op == "leave" and pods:
-        pods[i % len(pods)] = replace(pods[i % len(pods)], deleting=True)
+        pods[i % len(pods)] = msgspec.structs.replace(pods[i % len(pods)], deleting=True)
     elif op == "resize" and pods:
-        pods[i % len(pods)] = replace(pods[i % len(pods)], requests={"cpu": Fraction(1 + i % 3)})
+        pods[i % len(pods)] = msgspec.structs.replace(pods[i % len(pods)], requests={"cpu": Fraction(1 + i % 3)})
     elif op == "delete" and pods:
         del pods[i % len(pods)]
     elif op == "add":
@@ -141,7 +142,7 @@ def _step(snap: ClusterSnapshot, assumed: frozenset[str], op: str, i: int) -> tu
         pods.append(pod(next(f"p{i}-{k}" for k in range(len(pods) + 1) if f"p{i}-{k}" not in taken), f"g{i % 3}"))
     elif op == "recreate" and pods:  # the same name, a new uid
         old = pods[i % len(pods)]
-        pods[i % len(pods)] = replace(old, uid=f"{old.uid}-again", node_name="")
+        pods[i % len(pods)] = msgspec.structs.replace(old, uid=f"{old.uid}-again", node_name="")
     elif op == "assume" and pods:
         assumed = assumed ^ {pods[i % len(pods)].key}
     elif op == "move" and pgs:
@@ -179,7 +180,9 @@ def test_the_index_kept_per_change_is_the_view_and_the_sums_built_anew(steps: li
         assert dict(got.pods) == dict(want.pods)
         assert {n: dict(p) for n, p in got.by_node.items() if p} == {n: dict(p) for n, p in want.by_node.items()}
         assert {q: dict(p) for q, p in got.by_queue.items() if p} == {q: dict(p) for q, p in want.by_queue.items()}
-        stored = replace(snap, pods=tuple(replace(p, node_name="") if p.key in assumed else p for p in snap.pods))
+        stored = replace(
+            snap, pods=tuple(msgspec.structs.replace(p, node_name="") if p.key in assumed else p for p in snap.pods)
+        )
         outside = index.outside()
         expected = scratch_outside(stored, partition)
         for queue in set(expected) | set(outside.queues):
@@ -228,7 +231,7 @@ def test_rendezvous_gives_every_node_and_podgroup_one_owner_roughly_evenly() -> 
 
 
 def cluster(nodes: int, pods: list[PodObj], groups: list[PodGroupObj]) -> ClusterSnapshot:
-    ordered = tuple(replace(p, order=i) for i, p in enumerate(pods))
+    ordered = tuple(msgspec.structs.replace(p, order=i) for i, p in enumerate(pods))
     return ClusterSnapshot(
         nodes=tuple(node(f"n{i}") for i in range(nodes)),
         pods=ordered,
@@ -384,7 +387,7 @@ def test_a_pod_whose_selector_matches_only_another_instances_nodes_is_placed() -
     part = settled("a")
     mine = own_group(part)
     theirs = next(f"n{i}" for i in range(20) if not part.owns_node(f"n{i}"))
-    snap = cluster(20, [replace(pod("picky", mine), node_selector={"zone": "far"})], [group(mine)])
+    snap = cluster(20, [msgspec.structs.replace(pod("picky", mine), node_selector={"zone": "far"})], [group(mine)])
     snap = replace(snap, nodes=tuple(replace(n, labels={"zone": "far"}) if n.name == theirs else n for n in snap.nodes))
     share = share_of(snap, part)
     out, _ = share.snapshot(part, {})
@@ -402,7 +405,9 @@ def test_borrowed_nodes_offer_only_what_they_have_left() -> None:
     # Every other instance's node is full but for 1 cpu (3 pods of theirs on each, 4 cpu each).
     busy = [pod(f"b{n}-{k}", theirs, node=n, phase="Running") for n in far for k in range(3)]
     snap = cluster(
-        4, [*busy, *(replace(pod(f"w{i}", mine), node_selector={}) for i in range(2))], [group(mine), group(theirs)]
+        4,
+        [*busy, *(msgspec.structs.replace(pod(f"w{i}", mine), node_selector={}) for i in range(2))],
+        [group(mine), group(theirs)],
     )
     snap = replace(snap, nodes=tuple(n for n in snap.nodes if n.name in far))  # only their nodes exist
     share = share_of(snap, part)
@@ -537,7 +542,7 @@ def test_a_borrowing_session_judges_the_queue_by_the_whole_cluster() -> None:
 
     def gang(name: str, at: str = "") -> list[PodObj]:
         phase = "Running" if at else "Pending"
-        return [replace(pod(f"{name}-{k}", name, node=at, phase=phase), requests=ask) for k in range(2)]
+        return [msgspec.structs.replace(pod(f"{name}-{k}", name, node=at, phase=phase), requests=ask) for k in range(2)]
 
     pods = [*gang(mine[0], here[0]), *gang(theirs[0], far[0]), *gang(theirs[1], far[1]), *gang(mine[1])]
     groups = [

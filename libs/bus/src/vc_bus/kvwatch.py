@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
+import msgspec
 import structlog
 from nats.js import api
 from nats.js.client import JetStreamContext
@@ -27,8 +27,7 @@ from vc_proto.selectors import Selector
 log = structlog.get_logger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class RawEntry:
+class RawEntry(msgspec.Struct, frozen=True, gc=False):  # one per delivery: a Struct is built fastest
     op: WatchOp
     revision: int
     key: str = ""

@@ -9,6 +9,8 @@ from datetime import datetime
 from functools import partial
 from itertools import chain
 
+import msgspec
+
 from vc_proto.vocabulary import PodGroupPhase
 from vc_sched_core.actions import in_tree_actions
 from vc_sched_core.framework.carried import CarriedState
@@ -237,7 +239,7 @@ def apply_result(snapshot: ClusterSnapshot, result: CycleResult) -> ClusterSnaps
     binds, annotations = result.binds, result.bind_annotations
     evicted = set(result.evictions)
     pods = tuple(
-        replace(
+        msgspec.structs.replace(
             pod,
             node_name=binds[pod.key],
             phase="Running",

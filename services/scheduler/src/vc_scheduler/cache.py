@@ -22,9 +22,10 @@ import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from fractions import Fraction
 from typing import Any, TypeVar, cast
+
+import msgspec
 
 from vc_bus.decoding import decode_or_none, report_undecodable
 from vc_bus.kvwatch import RawEntry, watch_bucket
@@ -133,7 +134,7 @@ def _confirms(assumed: PodObj, stored: PodObj) -> bool:
     extra = stored.annotations.keys() - assumed.annotations.keys()
     if extra - {BOUND_BY} or assumed.annotations.keys() - stored.annotations.keys():
         return False
-    return replace(stored, annotations=assumed.annotations) == assumed
+    return msgspec.structs.replace(stored, annotations=assumed.annotations) == assumed
 
 
 def _demand(kind: str, old: Any, new: Any) -> str | None:
@@ -236,7 +237,7 @@ class SchedulerCache:
         pod = self.pods.get(pod_key)
         if pod is not None and not pod.node_name:
             merged = {**pod.annotations, **annotations} if annotations else pod.annotations
-            assumed = replace(pod, node_name=node, annotations=merged)
+            assumed = msgspec.structs.replace(pod, node_name=node, annotations=merged)
             self.pods[pod_key] = assumed
             self._assumed[pod_key] = (assumed, time.monotonic())
             self.index.place(pod_key, assumed)
@@ -248,7 +249,7 @@ class SchedulerCache:
         if self._confirmed.pop(pod_key, None) is not None:
             return  # the store has the bind after all (the watch showed it): nothing to undo
         if held is not None and self.pods.get(pod_key) is held[0]:
-            self.pods[pod_key] = replace(held[0], node_name="")
+            self.pods[pod_key] = msgspec.structs.replace(held[0], node_name="")
             self.index.place(pod_key, self.pods[pod_key])
         self.version += 1
         self.shared_work = True  # the node it was assumed on has room again

@@ -107,9 +107,8 @@ def reservation(pod: str, requests: Mapping[str, Fraction], *, instance: str, ep
     return Reservation(pod, instance, epoch, at, {name: str(value) for name, value in sorted(reqs.items())})
 
 
-@dataclass(frozen=True, slots=True)
-class PodState:
-    """What the cache knows of a pod, by uid."""
+class PodState(msgspec.Struct, frozen=True, gc=False):
+    """What the cache knows of a pod, by uid (a Struct: the index makes one per change of a pod)."""
 
     node: str  # "" while unbound
     terminal: bool  # Succeeded, Failed

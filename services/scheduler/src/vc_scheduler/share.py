@@ -25,6 +25,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from fractions import Fraction
 
+import msgspec
+
 from vc_core.ownership import rendezvous_owner
 from vc_core.resources import PODS
 from vc_sched_core.snapshot.cluster import ClusterSnapshot, NodeObj, PodObj
@@ -209,7 +211,7 @@ class Share:
         session state tells a changed pod by identity)."""
         hit = self._copies.get(pod.uid)
         if hit is None or hit[0] is not pod or hit[1] != node:
-            hit = (pod, node, replace(pod, node_name=node))
+            hit = (pod, node, msgspec.structs.replace(pod, node_name=node))
         copies[pod.uid] = hit
         return hit[2]
 
