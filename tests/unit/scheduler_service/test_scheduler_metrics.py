@@ -19,6 +19,7 @@ from vc_sched_core.snapshot import load_objects
 from vc_sched_core.snapshot.cluster import ClusterSnapshot, PodGroupCondition, QueueObj
 from vc_sched_core.snapshot.vgpu import VGPUDevice, VGPUDeviceFigures, VGPUPodFigures, encode_node_devices
 from vc_scheduler import metrics
+from vc_scheduler.share import Partition
 
 GPU = "nvidia.com/gpu"
 GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -143,6 +144,31 @@ def test_unschedulable_jobs_and_their_waiting_tasks_are_counted_and_then_forgott
     assert value("volcano_unschedule_job_count") == 0
     assert value("volcano_unschedule_task_count", job_id="ns/s") is None
 
+
+def test_an_instance_not_exporting_the_cluster_gauges_drops_them_and_keeps_its_own_jobs_from_its_share() -> None:
+    unschedulable = PodGroupCondition("Unschedulable", "True", "NotEnoughResources", "2/3 tasks in gang unschedulable")
+    update = PodGroupStatusUpdate("ns/s", "Inqueue", (unschedulable,), running=1, succeeded=0, failed=0)
+    recorder = metrics.StateRecorder(period_s=0)
+    whole = cluster()
+    recorder.record(result_of(podgroups={"uid-s": update}), lambda: whole)  # alone: it exports them
+    assert value("volcano_queue_weight", queue_name="big") == 3
+    assert value("volcano_namespace_share", namespace_name="ns") is not None
+    # Another instance joined and owns the cluster's gauges: this one's share holds its PodGroup `s`.
+    share = replace(whole, pods=tuple(p for p in whole.pods if p.name.startswith("s-")), podgroups=whole.podgroups[:1])
+    recorder.record(result_of(podgroups={"uid-s": update}), lambda: share, whole=False)
+    assert value("volcano_queue_weight", queue_name="big") is None
+    assert value("volcano_queue_allocated_milli_cpu", queue_name="small") is None
+    assert value("volcano_queue_session_start_task_count", queue_name="small", status="pending") is None
+    assert value("volcano_namespace_share", namespace_name="ns") is None
+    assert value("volcano_unschedule_job_count") == 1
+    assert value("volcano_unschedule_task_count", job_id="ns/s") == 4  # counted from the share: s-2 .. s-5
+
+
+def test_one_instance_of_several_owns_the_cluster_gauges() -> None:
+    members = ("s0", "s1", "s2")
+    exporters = [m for m in members if Partition(m, members).owns(metrics.CLUSTER_GAUGES_KEY)]
+    assert len(exporters) == 1
+    assert Partition("s0", ("s0",)).owns(metrics.CLUSTER_GAUGES_KEY)  # alone: always
 
 def test_a_job_is_timed_once_from_its_creation_to_the_cycle_that_made_it_ready() -> None:
     wall = [1_800_000_010.5]  # 10.5 s after both jobs' creation

@@ -296,7 +296,15 @@ class SchedulingLoop:
     def _record(self, plan: Plan, partition: Partition) -> None:
         owned, members = plan.owned, len(self.members.members)
         cluster = self.cache.snapshot
-        metrics.record_cycle(plan.result, plan.snapshot, cluster, instance=self.instance, owned=owned, members=members)
+        metrics.record_cycle(
+            plan.result,
+            plan.snapshot,
+            cluster,
+            instance=self.instance,
+            owned=owned,
+            members=members,
+            whole=partition.owns(metrics.CLUSTER_GAUGES_KEY),
+        )
         if not partition.alone():
             metrics.OWNED_NODES.labels(self.instance).set(
                 sum(1 for n in plan.snapshot.nodes if partition.owns_node(n.name))

@@ -9,6 +9,12 @@ scheduling time of the jobs the cycle made ready) come from the cycle's result; 
 gauges (queues, unschedulable jobs and their waiting tasks) walk every pod (about 0.5 s of CPU at 100k
 pods), so they are refreshed at most every STATE_PERIOD_S, Prometheus' default scrape interval, in a
 worker thread: the event loop only takes the cache's snapshot (tuples of what it holds).
+
+With several instances, one of them exports the whole cluster's gauges (each queue's figures and tasks
+by status, each namespace's share): the owner of CLUSTER_GAUGES_KEY on the ring. Every queue and
+namespace series then comes from one instance, so a sum over the instances' scrapes is the cluster's
+figure, and the other instances skip the walk over every pod. Each instance exports what concerns its
+own PodGroups (unschedulable jobs and their waiting tasks, job times and retries) from its share.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from fractions import Fraction
 from typing import Final, TypeVar
 
@@ -45,6 +52,7 @@ from vc_sched_core.snapshot.vgpu import VGPUDeviceFigures, VGPUPodFigures
 
 log = structlog.get_logger(__name__)
 STATE_PERIOD_S: Final = 15.0
+CLUSTER_GAUGES_KEY: Final = "metrics:cluster"  # the ring key whose owner exports the whole cluster's gauges
 MAX_JOB_SERIES: Final = 10_000  # per-job gauges kept at most (Volcano keeps one series per job)
 # Volcano's buckets are ExponentialBuckets(5, 2, 15) (5 ms .. 82 s); Tephra's cycles and plugins are often
 # well under 5 ms, so finer buckets come first (the names and units, what dashboards query, are Volcano's).
@@ -612,12 +620,12 @@ class StateRecorder:
     _namespaces: set[str] = field(default_factory=set)  # namespaces with volcano_namespace_* series
     _timed_lock: threading.Lock = field(default_factory=threading.Lock)  # the loop times, the worker forgets
 
-    def record(self, result: CycleResult, cluster: Callable[[], ClusterSnapshot]) -> bool:
+    def record(self, result: CycleResult, cluster: Callable[[], ClusterSnapshot], *, whole: bool = True) -> bool:
         """Refresh from this cycle's result and the cluster when due; True if it did."""
         if not self.due():
             return False
         timed = self.timed()
-        self.refresh(result, cluster(), timed)
+        self.refresh(result, cluster(), timed, whole=whole)
         return True
 
     def due(self) -> bool:
@@ -633,13 +641,21 @@ class StateRecorder:
         with self._timed_lock:
             return set(self._timed) | self._retried
 
-    def refresh(self, result: CycleResult, snapshot: ClusterSnapshot, timed: set[str]) -> None:
-        """The state gauges from this cycle's result and `snapshot` (safe in another thread). Of the jobs
-        judged when the snapshot was taken (`timed`), those not in it are gone: their series go."""
+    def refresh(self, result: CycleResult, snapshot: ClusterSnapshot, timed: set[str], *, whole: bool = True) -> None:
+        """The state gauges from this cycle's result and `snapshot` (safe in another thread). `whole`:
+        `snapshot` is the whole cluster and this instance exports its gauges; otherwise it is the share
+        the cycle planned, which holds every pod of the instance's PodGroups, and the whole cluster's
+        series this instance exported before go. Of the jobs judged when the snapshot was taken
+        (`timed`), those not in it are gone (or no longer this instance's): their series go."""
         counted = tally(snapshot, result.binds)
-        self._record_queues(snapshot.queues, figures_of(snapshot, counted))
-        self._record_tasks(counted.statuses)
-        self._record_namespaces(namespace_shares(snapshot, counted.namespaces))
+        if whole:
+            self._record_queues(snapshot.queues, figures_of(snapshot, counted))
+            self._record_tasks(counted.statuses)
+            self._record_namespaces(namespace_shares(snapshot, counted.namespaces))
+        else:
+            self._record_queues((), {})
+            self._record_tasks({})
+            self._record_namespaces({})
         self._record_unschedulable(unschedulable_jobs(result), counted.waiting)
         self._forget_jobs(timed - {pg.key for pg in snapshot.podgroups})
 
@@ -824,10 +840,12 @@ def record_cycle(
     instance: str,
     owned: int,
     members: int,
+    whole: bool = True,
 ) -> None:
     """Everything a cycle tells Prometheus (the loop's one call). `planned` is the snapshot the cycle ran
     on; `cluster` gives the whole cluster as the cache holds it, asked only when the state gauges are due
-    (and no refresh is still running)."""
+    (and no refresh is still running) and this instance exports the whole cluster's gauges (`whole`:
+    see the module's doc); otherwise they come from `planned`."""
     global _refreshing
     record_timings(result)
     record_stages(result)
@@ -840,7 +858,8 @@ def record_cycle(
     _STATE.record_job_times(result, planned)
     if (_refreshing is None or _refreshing.done()) and _STATE.due():
         timed = _STATE.timed()
-        _refreshing = _WORKER.submit(_STATE.refresh, result, cluster(), timed)
+        source = cluster() if whole else planned
+        _refreshing = _WORKER.submit(partial(_STATE.refresh, result, source, timed, whole=whole))
         _refreshing.add_done_callback(_log_failure)
 
 
