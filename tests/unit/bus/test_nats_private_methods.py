@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from nats.aio.client import Client
-from nats.protocol.parser import Parser
 
 from vc_bus.connection import CoalescingClient
 from vc_bus.rawsub import RawDeliveryClient
@@ -53,20 +52,6 @@ PINNED = {
 }
 
 
-# nats-py's parser methods the bus's reader (vc_bus.wire.WireParser) extends or leans on.
-PINNED_PARSER = {
-    "parse": (
-        "7d6165f1766cccd19e50819ea4b6e8f6a51fd9791df821b381b632a31fdb7985",
-        "vc_bus.wire.WireParser: the states, `needed` of a begun frame, that one operation's line alone "
-        "is parsed whole, the arguments of _process_msg",
-    ),
-    "reset": (
-        "0f304f3f8691385fd26c02601690aa0953da6090124c3ba38341208a7550e1df",
-        "vc_bus.wire.WireParser: that a reset replaces the buffer (the reader tells a reset by it)",
-    ),
-}
-
-
 def test_nats_py_is_pinned_to_the_version_the_overrides_were_written_against() -> None:
     project = tomllib.loads((ROOT / "libs" / "bus" / "pyproject.toml").read_text())["project"]
     assert f"nats-py=={NATS_PY}" in project["dependencies"], "pin nats-py exactly: the bus overrides its privates"
@@ -79,15 +64,6 @@ def test_a_nats_py_method_the_bus_overrides_is_the_one_it_was_written_against(me
     source = inspect.getsource(getattr(Client, method))
     assert hashlib.sha256(source.encode()).hexdigest() == digest, (
         f"nats-py's Client.{method} changed: re-check {recheck}, then update its digest here"
-    )
-
-
-@pytest.mark.parametrize("method", sorted(PINNED_PARSER))
-def test_a_nats_py_parser_method_the_reader_leans_on_is_the_one_it_was_written_against(method: str) -> None:
-    digest, recheck = PINNED_PARSER[method]
-    source = inspect.getsource(getattr(Parser, method))
-    assert hashlib.sha256(source.encode()).hexdigest() == digest, (
-        f"nats-py's Parser.{method} changed: re-check {recheck}, then update its digest here"
     )
 
 

@@ -27,8 +27,6 @@ from nats.aio.client import PING_PROTO, Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
-from vc_bus.wire import WireParser
-
 # (subject, reply, payload, raw headers or None): the headers are the "NATS/1.0 ...\r\n" block.
 RawHandler = Callable[[bytes, bytes, bytes, bytes | None], None]
 
@@ -38,7 +36,6 @@ class RawDeliveryClient(Client):
 
     def __init__(self) -> None:
         super().__init__()
-        self._ps = WireParser(self)
         self._raw_handlers: dict[int, RawHandler] = {}
         self._reply_token_at = 0
 
