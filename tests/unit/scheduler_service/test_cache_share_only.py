@@ -167,3 +167,32 @@ def test_a_brief_pod_that_cannot_be_made_whole_is_held_as_if_never_decoded(monke
     monkeypatch.setattr(cache_module, "convert_view", refuse)
     assert cache.full_pod("ns/a") is None
     assert "ns/a" not in cache.pods and cache.decode_errors == 1 and cache.index.usage("n1") == ({}, 0)
+
+
+def test_an_instance_its_membership_says_is_alone_decodes_each_pod_whole_once() -> None:
+    """Alone, its share is the whole cluster: the pods of the sync after it knows are decoded whole at
+    once, and the first partition decodes only those that came before, brief."""
+    cache = SchedulerCache(share_only=True)
+    feed = Feed(cache)
+    feed.put("Pod", "ns/early", pod_doc("early", "g1"))
+    cache.expect_alone()
+    feed.put("Pod", "ns/late", pod_doc("late", "g2", node="n1", phase="Running"))
+    assert cache.pods["ns/early"].labels == {} and cache.pods["ns/late"].labels == {"app": "late"}
+    decoded: list[str] = []
+    full_pod = cache.full_pod
+    cache.full_pod = lambda key: decoded.append(key) or full_pod(key)  # type: ignore[method-assign]
+    alone = Partition("a", ("a",))
+    cache.regroup(alone.owns, alone.owns_node)
+    assert decoded == ["ns/early"] and all(p.labels for p in cache.pods.values())
+
+
+def test_once_partitioned_the_cache_keeps_to_its_share_whatever_the_membership_said() -> None:
+    """A member that joined after the instance thought itself alone: the share decides again."""
+    cache = SchedulerCache(share_only=True)
+    feed = Feed(cache)
+    two = Partition("a", ("a", "b"))
+    cache.regroup(two.owns, two.owns_node)
+    cache.expect_alone()  # too late: the share is known
+    _, theirs, _, there = picks(two)
+    feed.put("Pod", "ns/x", pod_doc("x", theirs, node=there, phase="Running"))
+    assert cache.pods["ns/x"].labels == {}

@@ -170,6 +170,7 @@ def test_one_instance_of_several_owns_the_cluster_gauges() -> None:
     assert len(exporters) == 1
     assert Partition("s0", ("s0",)).owns(metrics.CLUSTER_GAUGES_KEY)  # alone: always
 
+
 def test_a_job_is_timed_once_from_its_creation_to_the_cycle_that_made_it_ready() -> None:
     wall = [1_800_000_010.5]  # 10.5 s after both jobs' creation
     recorder = metrics.StateRecorder(period_s=0, wall=lambda: wall[0])

@@ -134,6 +134,19 @@ class SchedulerApp:
             ctx.probes.set("membership")
             await loop.run(shutdown)
 
+        async def expect_alone(shutdown: asyncio.Event) -> None:
+            # Alone once settled (a lone instance, or a restart with no other member): the share is the
+            # whole cluster, so the cache's sync may decode each pod whole at once.
+            settled = asyncio.ensure_future(membership.wait_settled())
+            stop = asyncio.ensure_future(shutdown.wait())
+            try:
+                await asyncio.wait((settled, stop), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                settled.cancel()
+                stop.cancel()
+            if not shutdown.is_set() and membership.members == (membership.instance,):
+                cache.expect_alone()
+
         async def follow_membership(shutdown: asyncio.Event) -> None:
             # Ownership moved (a join, a leave, a crash, another instance announcing the members it plans
             # under): wake the loop, which plans for the new partition once its rest after the last cycle
@@ -157,5 +170,6 @@ class SchedulerApp:
             FnWorker("loop", schedule),
             FnWorker("ledger-sweep", sweeper.run),
             FnWorker("membership-follow", follow_membership),
+            FnWorker("expect-alone", expect_alone),
             FnWorker("in-flight", work.run),
         ]

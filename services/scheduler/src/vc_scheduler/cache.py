@@ -12,8 +12,10 @@ Several instances each plan over a share of the cluster (share.py), and every po
 share only counts in sums (queue totals, node usage). A cache made with `share_only` holds those pods
 brief (loader.brief_pod: where the pod is, its PodGroup, phase and requests) with their stored bytes,
 and decodes a pod whole only when the share takes it (`regroup`, `full_pod`). Until the loop first says
-what the share is, every pod is held brief, so an instance's start-up sync decodes none whole; per
-change afterwards a brief pod costs about what a whole one does (benchmarks/cache_follow.py).
+what the share is, every pod is held brief, so an instance's start-up sync decodes none whole, unless
+its membership already says it is alone (`expect_alone`): then its share is everything, and each pod is
+decoded whole once. Per change afterwards a brief pod costs about what a whole one does
+(benchmarks/cache_follow.py).
 """
 
 from __future__ import annotations
@@ -199,6 +201,7 @@ class SchedulerCache:
         # those of the share (none until the loop first says what the share is: regroup).
         self.share_only = share_only
         self._whole: Callable[[str, str | None], bool] = (lambda _n, _g: False) if share_only else (lambda _n, _g: True)
+        self._partitioned = False  # the loop has said what the share is (regroup)
         self._brief_raw: dict[str, bytes] = {}  # pod key -> the stored bytes of a pod held brief
         self._tables: dict[str, dict[str, Any]] = {
             "Node": self.nodes,
@@ -287,10 +290,19 @@ class SchedulerCache:
         self.pods[key] = whole
         return whole
 
+    def expect_alone(self) -> None:
+        """The instance's membership says it is alone: its share will be the whole cluster, so the pods
+        that arrive from now on are decoded whole at once, not brief and then again at the first
+        partition (1.5-2 s per 100,000 pods at start-up). If members join meanwhile, regroup holds the
+        pods outside the share brief from their next change on."""
+        if self.share_only and not self._partitioned:
+            self._whole = lambda _node, _group: True
+
     def regroup(self, owns: Callable[[str], bool], owns_node: Callable[[str], bool]) -> None:
         """The share changed (the members did): the index recounts what lies outside it, and the pods the
         share now takes are made whole (a walk over the brief ones, once per change of members)."""
         self.index.regroup(owns, owns_node)
+        self._partitioned = True
         if not self.share_only:
             return
         self._whole = self.index.concerns_place

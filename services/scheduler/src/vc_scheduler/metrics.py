@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import partial
 from fractions import Fraction
+from functools import partial
 from typing import Final, TypeVar
 
 import numpy as np
