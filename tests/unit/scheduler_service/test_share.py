@@ -19,7 +19,7 @@ from vc_core.ownership import rendezvous_owner
 from vc_sched_core.cycle import load_scheduler_conf, run_cycle
 from vc_sched_core.framework.carried import CarriedState
 from vc_sched_core.snapshot.cluster import ClusterSnapshot, NodeObj, PodGroupObj, PodObj, QueueObj
-from vc_scheduler import ledger
+from vc_scheduler import ledger, metrics
 from vc_scheduler.cluster_index import ClusterIndex
 from vc_scheduler.gangs import node_capacity
 from vc_scheduler.lending import LoanAsk, LoanBook, loan_pods
@@ -207,6 +207,19 @@ def test_the_index_kept_per_change_is_the_view_and_the_sums_built_anew(steps: li
         assert {g: set(keys) for g, keys in index.pods_of.items()} == _by(
             snap.pods, lambda p: f"ns/{p.group_name}" if p.group_name else ""
         )
+        # The state gauges' counts from the PodGroups' figures are the walk over every stored pod's
+        # (the assumed binds standing for the cycle's).
+        binds = {key: "n0" for key in assumed}
+        got_tally = metrics.index_tally(index, [q.name for q in snap.queues], binds)
+        want_tally = metrics.tally(stored, binds)
+        assert got_tally.statuses == want_tally.statuses and got_tally.waiting == want_tally.waiting
+        for got_amounts, want_amounts in (
+            (got_tally.allocated, want_tally.allocated),
+            (got_tally.request, want_tally.request),
+            (got_tally.namespaces, want_tally.namespaces),
+        ):
+            assert got_amounts.keys() == want_amounts.keys()
+            assert all(_close(got_amounts[k], want_amounts[k]) for k in want_amounts)
 
 
 def _by(pods: tuple[PodObj, ...], key: Any) -> dict[str, set[str]]:

@@ -11,7 +11,9 @@ which keeps, at the cost of the change:
 - per PodGroup the sums the queue plugins take of a job (Σ requests of placed and pending pods, of
   placed ones, the unplaced minResources of an admitted one), and per queue their totals over the
   PodGroups of other instances (cluster.Outside: fair share and quotas are the whole cluster's);
-- per node its usage by stored pods, and the total allocatable and usage of other instances' nodes.
+- per node its usage by stored pods, and the total allocatable and usage of other instances' nodes;
+- per PodGroup its pods by task status, for the state gauges (metrics.py), which then read the
+  PodGroups instead of every pod.
 
 What is "other instances'" follows the ownership the caller sets (`regroup`), recounted only when the
 members change.
@@ -51,6 +53,32 @@ def podgroup_key(pod: PodObj) -> str | None:
     return shared(f"{pod.namespace}/{group}") if group else None
 
 
+def task_status(phase: str, deleting: bool, placed: bool) -> str:
+    """A pod's task status as a session starts (Volcano's TaskStatus, lower case, as its label says)."""
+    if deleting:
+        return "releasing"
+    if phase in ("Succeeded", "Failed", "Running", "Unknown"):
+        return phase.lower()
+    return "bound" if placed else "pending"
+
+
+def _status(pod: PodObj) -> str:
+    return task_status(pod.phase, pod.deleting, bool(pod.node_name))
+
+
+@dataclass(frozen=True, slots=True)
+class GroupFigures:
+    """What the state gauges read of one PodGroup (read only: the index's own dicts)."""
+
+    key: str
+    pg: PodGroupObj | None
+    request: Amounts
+    allocated: Amounts
+    placed: int  # pods counted in `allocated`
+    waiting: int  # pods pending and unbound
+    statuses: Mapping[str, int]  # its pods by task status
+
+
 def _floats(requests: Mapping[str, Fraction]) -> Amounts:
     return {name: value.numerator / value.denominator for name, value in requests.items() if name != PODS}
 
@@ -60,14 +88,14 @@ def _add(into: Amounts, amounts: Mapping[str, float], sign: float) -> None:
         into[name] = into.get(name, 0.0) + sign * value
 
 
-def _placed(pod: PodObj) -> bool:
+def is_placed(pod: PodObj) -> bool:
     """Volcano's allocated statuses as the store shows them: bound or running, not leaving."""
     return bool(pod.node_name) and pod.phase in OCCUPYING and not pod.deleting
 
 
-def _asked(pod: PodObj) -> bool:
+def is_asked(pod: PodObj) -> bool:
     """Counted in its job's request: placed, or pending and unbound."""
-    return _placed(pod) or (pod.phase == "Pending" and not pod.deleting and not pod.node_name)
+    return is_placed(pod) or (pod.phase == "Pending" and not pod.deleting and not pod.node_name)
 
 
 @dataclass(slots=True)
@@ -120,6 +148,7 @@ class ClusterIndex:
         self._foreign_sums: dict[str, tuple[Amounts, Amounts, Amounts]] = {}
         self._foreign_allocatable: Amounts = {}
         self._foreign_used: Amounts = {}
+        self._statuses: dict[str, dict[str, int]] = {}  # PodGroup key -> its stored pods by task status
 
     # -- where pods are (the cycle's side: assumed binds count) ---------------------------------------
     def place(self, key: str, pod: PodObj | None) -> None:
@@ -154,7 +183,9 @@ class ClusterIndex:
             self._stored[key] = (pod, held[1])
             if pod.node_name != held[0].node_name or pod.phase != held[0].phase or pod.deleting != held[0].deleting:
                 self._moved(held[0], pod, held[1])
+                self._restatus(held[0], pod)
             return  # (else a status or label change: nothing counted moves)
+        self._restatus(old, pod)
         amounts: Amounts | None = None
         requests: Resources | None = None
         if pod is not None:
@@ -183,19 +214,57 @@ class ClusterIndex:
             self._use(pod, amounts, 1.0)
         group = podgroup_key(pod)
         if group is not None:
-            was, now = _asked(old), _asked(pod)
+            was, now = is_asked(old), is_asked(pod)
             if was and now:
-                placed = int(_placed(pod)) - int(_placed(old))
+                placed = int(is_placed(pod)) - int(is_placed(old))
                 if placed:
                     self._shift(group, None, amounts, placed)
             elif was:
-                self._shift(group, amounts, amounts if _placed(old) else None, -1)
+                self._shift(group, amounts, amounts if is_placed(old) else None, -1)
             elif now:
-                self._shift(group, amounts, amounts if _placed(pod) else None, 1)
+                self._shift(group, amounts, amounts if is_placed(pod) else None, 1)
         state = self.states.get(pod.uid)
         terminal = pod.phase in TERMINAL
         if state is not None and (state.node != pod.node_name or state.terminal != terminal):
             self._restate(pod.uid, PodState(pod.node_name, terminal, state.requests, state.queue))
+
+    def _restatus(self, old: PodObj | None, new: PodObj | None) -> None:
+        """Move a pod between its PodGroups' counts by task status (old: as it was, None: new)."""
+        was = (podgroup_key(old), _status(old)) if old is not None else (None, "")
+        now = (podgroup_key(new), _status(new)) if new is not None else (None, "")
+        if was == now:
+            return
+        if was[0] is not None:
+            counts = self._statuses[was[0]]
+            counts[was[1]] -= 1
+            if not counts[was[1]]:
+                del counts[was[1]]
+                if not counts:
+                    del self._statuses[was[0]]
+        if now[0] is not None:
+            counts = self._statuses.setdefault(now[0], {})
+            counts[now[1]] = counts.get(now[1], 0) + 1
+
+    def gauge_groups(self) -> Iterable[GroupFigures]:
+        """Every PodGroup with stored pods or a stored object, as the state gauges read it (on the event
+        loop: the figures are the index's own dicts)."""
+        for key in self._groups.keys() | self._statuses.keys():
+            group = self._groups.get(key)
+            statuses = self._statuses.get(key, {})
+            if group is None:
+                yield GroupFigures(key, None, {}, {}, 0, 0, statuses)
+            else:
+                waiting = group.asked - group.placed
+                yield GroupFigures(key, group.pg, group.request, group.allocated, group.placed, waiting, statuses)
+
+    def pending(self, key: str) -> tuple[str, Amounts] | None:
+        """For a pod stored pending and unbound in a PodGroup: that PodGroup's key and the pod's amounts
+        (what a bind of it moves from asked to placed); None for any other."""
+        held = self._stored.get(key)
+        if held is None or not is_asked(held[0]) or is_placed(held[0]):
+            return None
+        group = podgroup_key(held[0])
+        return (group, held[1]) if group is not None else None
 
     def stored_podgroup(self, key: str, pg: PodGroupObj | None) -> None:
         group = self._groups.get(key)
@@ -331,14 +400,14 @@ class ClusterIndex:
     ) -> None:
         """Take a pod's old stored version out of its PodGroup's sums and put its new one in (a pod that
         stays one pod of one PodGroup with the same requests moves by the difference instead: _moved)."""
-        old_key = podgroup_key(old) if old is not None and _asked(old) else None
+        old_key = podgroup_key(old) if old is not None and is_asked(old) else None
         if old_key is not None and old_amounts is not None:
             assert old is not None
-            self._shift(old_key, old_amounts, old_amounts if _placed(old) else None, -1)
-        new_key = podgroup_key(new) if new is not None and _asked(new) else None
+            self._shift(old_key, old_amounts, old_amounts if is_placed(old) else None, -1)
+        new_key = podgroup_key(new) if new is not None and is_asked(new) else None
         if new_key is not None and amounts is not None:
             assert new is not None
-            self._shift(new_key, amounts, amounts if _placed(new) else None, 1)
+            self._shift(new_key, amounts, amounts if is_placed(new) else None, 1)
 
     def _shift(self, key: str, request: Amounts | None, allocated: Amounts | None, sign: int) -> None:
         """Add (sign 1) or take (-1) one pod's `request` and `allocated` to or from a PodGroup's sums and,

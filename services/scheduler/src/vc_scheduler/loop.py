@@ -304,6 +304,7 @@ class SchedulingLoop:
             owned=owned,
             members=members,
             whole=partition.owns(metrics.CLUSTER_GAUGES_KEY),
+            index=self.cache.index,
         )
         if not partition.alone():
             metrics.OWNED_NODES.labels(self.instance).set(

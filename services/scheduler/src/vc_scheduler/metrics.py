@@ -6,14 +6,17 @@ resources such as GPUs in milli-units), `tephra_scheduler_*` for what only an ac
 `record_cycle` is the one entry the loop calls after each cycle. Per-cycle figures (latencies, per-task
 stage times, attempts, preemption, drf's job shares, gang's job retries, deviceshare's vGPUs, the
 scheduling time of the jobs the cycle made ready) come from the cycle's result; the state
-gauges (queues, unschedulable jobs and their waiting tasks) walk every pod (about 0.5 s of CPU at 100k
-pods), so they are refreshed at most every STATE_PERIOD_S, Prometheus' default scrape interval, in a
-worker thread: the event loop only takes the cache's snapshot (tuples of what it holds).
+gauges (queues, unschedulable jobs and their waiting tasks) are the whole cluster's, refreshed at most
+every STATE_PERIOD_S, Prometheus' default scrape interval. The service counts them from the cache's
+index, per PodGroup (`index_tally`: a walk over the PodGroups and the cycle's binds, on the event loop),
+and the rest (water-filling, the series) runs in a worker thread; `tally`, a walk over every pod of a
+snapshot (about 0.5 s of CPU at 100,000 pods), is what they are defined by and what a share's own jobs
+are counted with.
 
 With several instances, one of them exports the whole cluster's gauges (each queue's figures and tasks
 by status, each namespace's share): the owner of CLUSTER_GAUGES_KEY on the ring. Every queue and
 namespace series then comes from one instance, so a sum over the instances' scrapes is the cluster's
-figure, and the other instances skip the walk over every pod. Each instance exports what concerns its
+figure, and the other instances skip that count. Each instance exports what concerns its
 own PodGroups (unschedulable jobs and their waiting tasks, job times and retries) from its share.
 """
 
@@ -49,6 +52,7 @@ from vc_sched_core.snapshot.cluster import (
     QueueObj,
 )
 from vc_sched_core.snapshot.vgpu import VGPUDeviceFigures, VGPUPodFigures
+from vc_scheduler.cluster_index import ClusterIndex, is_asked, is_placed, task_status
 
 log = structlog.get_logger(__name__)
 STATE_PERIOD_S: Final = 15.0
@@ -454,20 +458,12 @@ class Tally:
     statuses: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
-def task_status(phase: str, deleting: bool, placed: bool) -> str:
-    """A pod's task status as a session starts (Volcano's TaskStatus, lower case, as its label says)."""
-    if deleting:
-        return "releasing"
-    if phase in ("Succeeded", "Failed", "Running", "Unknown"):
-        return phase.lower()
-    return "bound" if placed else "pending"
-
-
 def tally(snapshot: ClusterSnapshot, binds: Mapping[str, str]) -> Tally:
-    """Allocated: unfinished pods on a node or bound by `binds`; request: allocated + the pending ones;
-    waiting: per PodGroup, its unfinished pods not placed. Floats, not Fractions: this walks every pod
-    (100k pods in a fraction of a second) and a gauge is a float anyway. Pods not in a PodGroup, or in
-    one naming no known queue, count for no queue."""
+    """Allocated: the pods that occupy a node (bound or running, not leaving: cluster_index.is_placed)
+    and the pending ones `binds` binds; request: allocated + the pending, unbound ones; waiting: per
+    PodGroup, its pending pods not placed. Floats, not Fractions: this walks every pod (100k pods in a
+    fraction of a second) and a gauge is a float anyway. Pods not in a PodGroup, or in one naming no
+    known queue, count for no queue."""
     queue_of = {pg.key: pg.queue or DEFAULT_QUEUE for pg in snapshot.podgroups}
     allocated: dict[str, Amounts] = {q.name: {} for q in snapshot.queues}
     request: dict[str, Amounts] = {q.name: {} for q in snapshot.queues}
@@ -479,13 +475,14 @@ def tally(snapshot: ClusterSnapshot, binds: Mapping[str, str]) -> Tally:
         if not group:
             continue
         key = f"{pod.namespace}/{group}"
-        placed = bool(pod.node_name) or pod.key in binds
+        asked = is_asked(pod)
+        bound = pod.key in binds
+        placed = is_placed(pod) or (bound and asked)
         owner = queue_of.get(key)
         if owner in statuses:
             counts = statuses[owner]
-            status = task_status(pod.phase, pod.deleting, placed)
-            counts[status] += 1
-        if pod.deleting or pod.phase in ("Succeeded", "Failed"):
+            counts[task_status(pod.phase, pod.deleting, bool(pod.node_name) or bound)] += 1
+        if not asked:
             continue
         if not placed:
             waiting[key] = waiting.get(key, 0) + 1
@@ -493,14 +490,61 @@ def tally(snapshot: ClusterSnapshot, binds: Mapping[str, str]) -> Tally:
             _add(namespaces.setdefault(pod.namespace, {}), pod.requests)
         if owner is None or owner not in request:
             continue
-        asked, held = request[owner], (allocated[owner] if placed else None)
+        asked_amounts, held = request[owner], (allocated[owner] if placed else None)
         for name, value in pod.requests.items():
             if name != PODS:
                 amount = value.numerator / value.denominator  # float(Fraction), without its detour
-                asked[name] = asked.get(name, 0.0) + amount
+                asked_amounts[name] = asked_amounts.get(name, 0.0) + amount
                 if held is not None:
                     held[name] = held.get(name, 0.0) + amount
     return Tally(allocated, request, waiting, namespaces, statuses)
+
+
+def index_tally(index: ClusterIndex, queues: Iterable[str], binds: Mapping[str, str]) -> Tally:
+    """`tally` from the index's per-PodGroup figures instead of every pod (read on the event loop): a walk
+    over the PodGroups, and over this cycle's binds, which count as placed."""
+    allocated: dict[str, Amounts] = {q: {} for q in queues}
+    request: dict[str, Amounts] = {q: {} for q in allocated}
+    statuses: dict[str, dict[str, int]] = {q: dict.fromkeys(TASK_STATUSES, 0) for q in allocated}
+    waiting: dict[str, int] = {}
+    namespaces: dict[str, Amounts] = {}
+    queue_of: dict[str, str] = {}
+    for group in index.gauge_groups():
+        if group.waiting:
+            waiting[group.key] = group.waiting
+        if group.placed:
+            _add_floats(namespaces.setdefault(group.key.partition("/")[0], {}), group.allocated)
+        queue = (group.pg.queue or DEFAULT_QUEUE) if group.pg is not None else ""
+        if queue not in statuses:
+            continue
+        queue_of[group.key] = queue
+        counts = statuses[queue]
+        for status, count in group.statuses.items():
+            counts[status] += count
+        _add_floats(request[queue], group.request)
+        _add_floats(allocated[queue], group.allocated)
+    for pod_key in binds:
+        hit = index.pending(pod_key)
+        if hit is None:
+            continue
+        key, amounts = hit
+        left = waiting.get(key, 0) - 1
+        if left > 0:
+            waiting[key] = left
+        else:
+            waiting.pop(key, None)
+        _add_floats(namespaces.setdefault(key.partition("/")[0], {}), amounts)
+        owner = queue_of.get(key)
+        if owner is not None:
+            statuses[owner]["pending"] -= 1
+            statuses[owner]["bound"] += 1
+            _add_floats(allocated[owner], amounts)
+    return Tally(allocated, request, waiting, namespaces, statuses)
+
+
+def _add_floats(into: Amounts, amounts: Mapping[str, float]) -> None:
+    for name, value in amounts.items():
+        into[name] = into.get(name, 0.0) + value
 
 
 def _add(into: Amounts, requests: Mapping[str, Fraction]) -> None:
@@ -641,13 +685,23 @@ class StateRecorder:
         with self._timed_lock:
             return set(self._timed) | self._retried
 
-    def refresh(self, result: CycleResult, snapshot: ClusterSnapshot, timed: set[str], *, whole: bool = True) -> None:
+    def refresh(
+        self,
+        result: CycleResult,
+        snapshot: ClusterSnapshot,
+        timed: set[str],
+        *,
+        whole: bool = True,
+        counted: Tally | None = None,
+    ) -> None:
         """The state gauges from this cycle's result and `snapshot` (safe in another thread). `whole`:
         `snapshot` is the whole cluster and this instance exports its gauges; otherwise it is the share
         the cycle planned, which holds every pod of the instance's PodGroups, and the whole cluster's
         series this instance exported before go. Of the jobs judged when the snapshot was taken
-        (`timed`), those not in it are gone (or no longer this instance's): their series go."""
-        counted = tally(snapshot, result.binds)
+        (`timed`), those not in it are gone (or no longer this instance's): their series go. `counted`:
+        the snapshot's tally taken already (index_tally), instead of a walk over its pods."""
+        if counted is None:
+            counted = tally(snapshot, result.binds)
         if whole:
             self._record_queues(snapshot.queues, figures_of(snapshot, counted))
             self._record_tasks(counted.statuses)
@@ -841,11 +895,13 @@ def record_cycle(
     owned: int,
     members: int,
     whole: bool = True,
+    index: ClusterIndex | None = None,
 ) -> None:
     """Everything a cycle tells Prometheus (the loop's one call). `planned` is the snapshot the cycle ran
     on; `cluster` gives the whole cluster as the cache holds it, asked only when the state gauges are due
     (and no refresh is still running) and this instance exports the whole cluster's gauges (`whole`:
-    see the module's doc); otherwise they come from `planned`."""
+    see the module's doc); otherwise they come from `planned`. With the cache's `index`, the whole
+    cluster is counted from its PodGroups' figures, not by a walk over every pod."""
     global _refreshing
     record_timings(result)
     record_stages(result)
@@ -859,7 +915,10 @@ def record_cycle(
     if (_refreshing is None or _refreshing.done()) and _STATE.due():
         timed = _STATE.timed()
         source = cluster() if whole else planned
-        _refreshing = _WORKER.submit(partial(_STATE.refresh, result, source, timed, whole=whole))
+        counted = None
+        if whole and index is not None:
+            counted = index_tally(index, (q.name for q in source.queues), result.binds)
+        _refreshing = _WORKER.submit(partial(_STATE.refresh, result, source, timed, whole=whole, counted=counted))
         _refreshing.add_done_callback(_log_failure)
 
 
