@@ -169,7 +169,7 @@ def test_a_brief_pod_that_cannot_be_made_whole_is_held_as_if_never_decoded(monke
     assert "ns/a" not in cache.pods and cache.decode_errors == 1 and cache.index.usage("n1") == ({}, 0)
 
 
-def test_an_instance_its_membership_says_is_alone_decodes_each_pod_whole_once() -> None:
+def test_an_instance_its_membership_says_is_alone_decodes_each_pod_whole_once(monkeypatch: Any) -> None:
     """Alone, its share is the whole cluster: the pods of the sync after it knows are decoded whole at
     once, and the first partition decodes only those that came before, brief."""
     cache = SchedulerCache(share_only=True)
@@ -180,19 +180,31 @@ def test_an_instance_its_membership_says_is_alone_decodes_each_pod_whole_once() 
     assert cache.pods["ns/early"].labels == {} and cache.pods["ns/late"].labels == {"app": "late"}
     decoded: list[str] = []
     full_pod = cache.full_pod
-    cache.full_pod = lambda key: decoded.append(key) or full_pod(key)  # type: ignore[method-assign]
+
+    def counted(key: str) -> Any:
+        decoded.append(key)
+        return full_pod(key)
+
+    monkeypatch.setattr(cache, "full_pod", counted)
     alone = Partition("a", ("a",))
     cache.regroup(alone.owns, alone.owns_node)
     assert decoded == ["ns/early"] and all(p.labels for p in cache.pods.values())
 
 
-def test_once_partitioned_the_cache_keeps_to_its_share_whatever_the_membership_said() -> None:
-    """A member that joined after the instance thought itself alone: the share decides again."""
+def test_a_member_that_joins_after_the_instance_thought_itself_alone_makes_its_share_decide_again() -> None:
+    """Pods decoded whole while it thought itself alone stay correct; from their next change on, those
+    outside the share it then gets are held brief. Once it knows its share, the membership's word on
+    being alone changes nothing."""
     cache = SchedulerCache(share_only=True)
     feed = Feed(cache)
     two = Partition("a", ("a", "b"))
-    cache.regroup(two.owns, two.owns_node)
-    cache.expect_alone()  # too late: the share is known
     _, theirs, _, there = picks(two)
+    cache.expect_alone()
+    feed.put("Pod", "ns/x", pod_doc("x", theirs, node=there))
+    assert cache.pods["ns/x"].labels == {"app": "x"}  # whole: it thought the whole cluster its share
+    cache.regroup(two.owns, two.owns_node)
     feed.put("Pod", "ns/x", pod_doc("x", theirs, node=there, phase="Running"))
-    assert cache.pods["ns/x"].labels == {}
+    assert cache.pods["ns/x"].labels == {}  # another instance's pod on another's node: brief again
+    cache.expect_alone()  # too late: the share is known
+    feed.put("Pod", "ns/y", pod_doc("y", theirs, node=there, phase="Running"))
+    assert cache.pods["ns/y"].labels == {}

@@ -144,8 +144,10 @@ class SchedulerApp:
             finally:
                 settled.cancel()
                 stop.cancel()
-            if not shutdown.is_set() and membership.members == (membership.instance,):
-                cache.expect_alone()
+            if settled.done() and not settled.cancelled():
+                settled.result()  # a wait that failed says so
+                if membership.members == (membership.instance,):
+                    cache.expect_alone()
 
         async def follow_membership(shutdown: asyncio.Event) -> None:
             # Ownership moved (a join, a leave, a crash, another instance announcing the members it plans

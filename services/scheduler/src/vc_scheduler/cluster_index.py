@@ -183,7 +183,12 @@ class ClusterIndex:
             self._stored[key] = (pod, held[1])
             if pod.node_name != held[0].node_name or pod.phase != held[0].phase or pod.deleting != held[0].deleting:
                 self._moved(held[0], pod, held[1])
-                self._restatus(held[0], pod)
+                was, now = _status(held[0]), _status(pod)
+                if was != now:  # the same PodGroup (_same_pod): its key only when a count moves
+                    group = podgroup_key(pod)
+                    if group is not None:
+                        self._count_status(group, was, -1)
+                        self._count_status(group, now, 1)
             return  # (else a status or label change: nothing counted moves)
         self._restatus(old, pod)
         amounts: Amounts | None = None
@@ -229,21 +234,25 @@ class ClusterIndex:
             self._restate(pod.uid, PodState(pod.node_name, terminal, state.requests, state.queue))
 
     def _restatus(self, old: PodObj | None, new: PodObj | None) -> None:
-        """Move a pod between its PodGroups' counts by task status (old: as it was, None: new)."""
+        """Move a pod between its PodGroups' counts by task status (old None: new; new None: gone)."""
         was = (podgroup_key(old), _status(old)) if old is not None else (None, "")
         now = (podgroup_key(new), _status(new)) if new is not None else (None, "")
         if was == now:
             return
         if was[0] is not None:
-            counts = self._statuses[was[0]]
-            counts[was[1]] -= 1
-            if not counts[was[1]]:
-                del counts[was[1]]
-                if not counts:
-                    del self._statuses[was[0]]
+            self._count_status(was[0], was[1], -1)
         if now[0] is not None:
-            counts = self._statuses.setdefault(now[0], {})
-            counts[now[1]] = counts.get(now[1], 0) + 1
+            self._count_status(now[0], now[1], 1)
+
+    def _count_status(self, group: str, status: str, sign: int) -> None:
+        counts = self._statuses.setdefault(group, {})
+        left = counts.get(status, 0) + sign
+        if left:
+            counts[status] = left
+            return
+        counts.pop(status, None)
+        if not counts:
+            del self._statuses[group]
 
     def gauge_groups(self) -> Iterable[GroupFigures]:
         """Every PodGroup with stored pods or a stored object, as the state gauges read it (on the event
