@@ -14,7 +14,8 @@ goes, per stage (medians and p95 over jobs, from the store's change streams as t
 - node-sim:    last pod bound -> last pod Running.
 
 With --profile DIR every service runs under cProfile and the busiest ones' top functions are printed; the services'
-logs are kept in DIR too (the scheduler logs each cycle's duration and its sharding overhead).
+logs are kept in DIR too (the scheduler logs each cycle's duration and its sharding overhead). --logs DIR keeps the
+logs alone, one folder per run.
 """
 
 from __future__ import annotations
@@ -226,10 +227,14 @@ async def run_once(
     sync: SyncMode,
     spy: Path | None = None,
     report: BenchReport | None = None,
+    keep_logs: Path | None = None,
 ) -> dict[str, float]:
     jobs = pods // GANG
+    if keep_logs is not None:  # one folder per run: the runs of one invocation share service names
+        keep_logs = keep_logs / f"{schedulers}-scheduler-{time.strftime('%H%M%S')}"
+        keep_logs.mkdir(parents=True)
     with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "nats", sync=sync) as server:
-        logs = profile or Path(tmp)  # with --profile the service logs are kept next to the profiles
+        logs = profile or keep_logs or Path(tmp)  # with --profile the service logs are kept next to the profiles
         await ensure_default_queues(server.url)
         common = ["--nats", server.url]
 
@@ -390,6 +395,7 @@ async def main() -> None:
         "--binds-per-cycle", type=int, help="the schedulers' --binds-per-cycle (default: theirs; 0: no bound)"
     )
     parser.add_argument("--profile", type=Path, help="run every service under cProfile, keep profiles and logs here")
+    parser.add_argument("--logs", type=Path, help="keep the services' logs here")
     parser.add_argument(
         "--py-spy", type=Path, help="sample every service with py-spy during the load (collapsed stacks in this folder)"
     )
@@ -400,7 +406,7 @@ async def main() -> None:
         help="nats-server fsync: before every acknowledgement (always) or the JetStream default (every 2 min)",
     )
     args = parser.parse_args()
-    for folder in (args.profile, args.py_spy):
+    for folder in (args.profile, args.py_spy, args.logs):
         if folder:
             folder.mkdir(parents=True, exist_ok=True)
     title = f"E2E gang load: {args.pods:,} pods on {args.nodes:,} nodes (fsync {args.sync})"
@@ -419,6 +425,7 @@ async def main() -> None:
             args.sync,
             args.py_spy,
             report,
+            args.logs,
         )
     print("  results: " + ", ".join(str(p) for p in report.write()), flush=True)
 

@@ -109,6 +109,7 @@ def run_cycle(
     report: Callable[[str], bool] | None = None,
     report_unchanged: bool = True,
     bind_budget: int | None = None,
+    stream: Callable[[tuple[Bind, ...]], None] | None = None,
 ) -> CycleResult:
     """Open a session, run the configured actions in order, close it. A `carried` state kept from one
     call to the next opens each session on the previous one's state, rebuilding only what changed in the
@@ -127,7 +128,12 @@ def run_cycle(
     has none). Once allocate has decided that many it starts no further job: the jobs it did not get to
     are `deferred`, their statuses left out (nothing was tried for them, so an "unschedulable" would be
     wrong), and the actions that evict (preempt, reclaim, shuffle) do not run: a session that could still
-    place pods is not one that needs room made. The next session takes the rest."""
+    place pods is not one that needs room made. The next session takes the rest.
+
+    `stream`, when given, is called (in the session's thread) with each job's binds as soon as allocate
+    has committed them and the session will bind no more of that job, so they can be written while the
+    session goes on (Volcano binds at each statement's commit too). The result's decisions are the same,
+    streamed binds included."""
     conf = conf or load_scheduler_conf()
     plugins = plugins or in_tree_plugins()
     actions = actions or in_tree_actions()
@@ -150,6 +156,7 @@ def run_cycle(
             ssn.next_start_row = int(search_start * len(ssn.nodes)) % len(ssn.nodes)
         pending = sum(job.count(TaskStatus.PENDING) for job in ssn.jobs.values())
         ssn.bind_budget = bind_budget
+        ssn.stream = stream
         for name in conf.actions:
             if name in EVICTING_ACTIONS and ssn.budget_spent():
                 continue

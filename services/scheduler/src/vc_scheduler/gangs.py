@@ -5,14 +5,14 @@ The binder (binder.py) commits each gang all or nothing."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
 from vc_core.resources import PODS, Resources
 from vc_sched_core.framework.conf import SchedulerConf
 from vc_sched_core.framework.decisions import Bind, Evict
-from vc_sched_core.snapshot.cluster import ROOT_QUEUE, ClusterSnapshot, NodeObj, PodGroupObj, QueueObj
+from vc_sched_core.snapshot.cluster import ROOT_QUEUE, ClusterSnapshot, NodeObj, PodGroupObj, PodObj, QueueObj
 from vc_scheduler.cluster_index import podgroup_key
 from vc_scheduler.ledger import View, queue_chain
 
@@ -65,8 +65,69 @@ def node_capacity(node: NodeObj) -> dict[str, Fraction]:
     return {**node.allocatable, PODS: Fraction(node.max_pods) if node.max_pods is not None else UNLIMITED_PODS}
 
 
+class GangMaker:
+    """A cycle's binds made into gangs, in as many parts as they come (the session streams each job's
+    binds as it commits them, and the rest come at its end): what every part looks up (the pods, the
+    PodGroups, the queues) is gathered once per cycle, on the first part. `nodes`: the nodes as stored,
+    for their capacities (a borrowing snapshot shows others' nodes shrunk to what they have left), by
+    default the snapshot's; `owns_node`: which nodes the cycle planned on as this instance's own (by
+    default every one)."""
+
+    def __init__(
+        self,
+        snapshot: ClusterSnapshot,
+        view: View,
+        *,
+        tree: bool,
+        nodes: Mapping[str, NodeObj] | None = None,
+        owns_node: Callable[[str], bool] | None = None,
+    ) -> None:
+        self._snapshot = snapshot
+        self._view = view
+        self._tree = tree
+        self._nodes = nodes
+        self._owns_node = owns_node
+        # Gathered on the first part. The pods by uid (a bind names its pod's uid), the unbound ones only:
+        # a bind is for a pod that waits for a node.
+        self._pods: dict[str, PodObj] | None = None
+        self._groups: dict[str, PodGroupObj] = {}
+        self._queues: dict[str, QueueObj] = {}
+
+    def __call__(self, decisions: Iterable[Bind | Evict]) -> list[Gang]:
+        """The binds among `decisions` grouped by PodGroup, each with what its commit needs. Every
+        PodGroup's binds of the cycle must be in one call: a gang is committed all or nothing."""
+        binds = [d for d in decisions if isinstance(d, Bind)]
+        if not binds:
+            return []
+        snapshot = self._snapshot
+        if self._pods is None:
+            self._pods = {p.uid: p for p in snapshot.pods if not p.node_name}
+            self._groups = {pg.key: pg for pg in snapshot.podgroups}
+            self._queues = {q.name: q for q in snapshot.queues}
+            self._nodes = self._nodes if self._nodes is not None else {n.name: n for n in snapshot.nodes}
+        pods = {b.pod: pod for b in binds if (pod := self._pods.get(b.uid)) is not None and pod.key == b.pod}
+        nodes = self._nodes
+        assert nodes is not None
+        by_group: dict[str | None, list[Bind]] = defaultdict(list)
+        for decision in binds:
+            pod = pods.get(decision.pod)
+            by_group[podgroup_key(pod) if pod else None].append(decision)
+        gangs = []
+        owns_node = self._owns_node
+        for key, grouped in by_group.items():
+            requests = {b.uid: dict(pods[b.pod].requests) for b in grouped if b.pod in pods}
+            capacities = {b.node: node_capacity(nodes[b.node]) for b in grouped if b.node in nodes}
+            pg = self._groups.get(key) if key else None
+            capped = capped_queues(pg, self._queues, tree=self._tree)
+            borrowed = frozenset(b.node for b in grouped if owns_node is not None and not owns_node(b.node))
+            gangs.append(
+                Gang(key, tuple(grouped), requests, capacities, self._view, capped_queues=capped, borrowed=borrowed)
+            )
+        return gangs
+
+
 def gangs_of(
-    decisions: tuple[Bind | Evict, ...],
+    decisions: Iterable[Bind | Evict],
     snapshot: ClusterSnapshot,
     view: View,
     *,
@@ -74,30 +135,5 @@ def gangs_of(
     nodes: Mapping[str, NodeObj] | None = None,
     owns_node: Callable[[str], bool] | None = None,
 ) -> list[Gang]:
-    """The cycle's binds grouped by PodGroup, each with what its commit needs. `nodes`: the nodes as
-    stored, for their capacities (a borrowing snapshot shows others' nodes shrunk to what they have
-    left), by default the snapshot's; `owns_node`: which nodes the cycle planned on as this instance's
-    own (by default every one)."""
-    binds = [d for d in decisions if isinstance(d, Bind)]
-    if not binds:
-        return []
-    # Only the bound pods are looked up (by uid: no key strings built for every pod of the cluster).
-    uids = {b.uid for b in binds}
-    by_uid = {p.uid: p for p in snapshot.pods if p.uid in uids}
-    pods = {b.pod: by_uid[b.uid] for b in binds if b.uid in by_uid and by_uid[b.uid].key == b.pod}
-    groups = {pg.key: pg for pg in snapshot.podgroups}
-    queues = {q.name: q for q in snapshot.queues}
-    nodes = nodes if nodes is not None else {n.name: n for n in snapshot.nodes}
-    by_group: dict[str | None, list[Bind]] = defaultdict(list)
-    for decision in binds:
-        pod = pods.get(decision.pod)
-        by_group[podgroup_key(pod) if pod else None].append(decision)
-    gangs = []
-    for key, binds in by_group.items():
-        requests = {b.uid: dict(pods[b.pod].requests) for b in binds if b.pod in pods}
-        capacities = {b.node: node_capacity(nodes[b.node]) for b in binds if b.node in nodes}
-        pg = groups.get(key) if key else None
-        capped = capped_queues(pg, queues, tree=tree)
-        borrowed = frozenset(b.node for b in binds if owns_node is not None and not owns_node(b.node))
-        gangs.append(Gang(key, tuple(binds), requests, capacities, view, capped_queues=capped, borrowed=borrowed))
-    return gangs
+    """A cycle's binds grouped by PodGroup, each with what its commit needs, in one part (GangMaker)."""
+    return GangMaker(snapshot, view, tree=tree, nodes=nodes, owns_node=owns_node)(decisions)

@@ -36,7 +36,7 @@ from vc_scheduler import metrics
 from vc_scheduler.binder import GangBinder
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.evictor import Evictor
-from vc_scheduler.gangs import gangs_of, hierarchical
+from vc_scheduler.gangs import Gang, GangMaker, hierarchical
 from vc_scheduler.idle import IdleGate, Inputs
 from vc_scheduler.inflight import MAX_IN_FLIGHT, InFlight
 from vc_scheduler.ledger import View
@@ -44,6 +44,7 @@ from vc_scheduler.peers import Alone, Peers
 from vc_scheduler.planning import Cycle, Plan, plan_borrowing, plan_cycle
 from vc_scheduler.share import Partition, Share, left_over
 from vc_scheduler.status_writer import StatusWriter
+from vc_scheduler.streamed import StreamedBinds
 
 log = structlog.get_logger(__name__)
 MIN_GAP_S = 0.05
@@ -216,7 +217,12 @@ class SchedulingLoop:
             placed_by_reservation=by_reservation,
             bind_budget=self.binds_per_cycle,
         )
-        plan = await asyncio.to_thread(plan_cycle, cycle, self.conf, self._carried, time.perf_counter)
+        make_gangs = GangMaker(
+            snapshot, view, tree=self._tree, nodes=self.cache.nodes, owns_node=partition.owns_node
+        )
+        streamed = StreamedBinds(asyncio.get_running_loop(), lambda binds: self._submit(make_gangs(binds)))
+        plan = await asyncio.to_thread(plan_cycle, cycle, self.conf, self._carried, time.perf_counter, streamed.put)
+        streamed.drain()
         waiting: frozenset[str] = frozenset()
         if not partition.alone() and not plan.result.deferred:
             # (A cycle that deferred jobs borrows nothing: what it left may fit the share next cycle.)
@@ -235,16 +241,11 @@ class SchedulingLoop:
         self._record(plan, partition)
         if not members.can_write():
             return result  # the lease lapsed while we planned: another instance may own these now
-        gangs = gangs_of(
-            result.decisions,
-            plan.snapshot,
-            view,
-            tree=self._tree,
-            nodes=self.cache.nodes,
-            owns_node=partition.owns_node,
-        )
-        for gang in gangs:
-            self.binder.submit(gang)
+        if plan.snapshot is not snapshot:  # the borrowing session's binds are planned on its own snapshot
+            make_gangs = GangMaker(
+                plan.snapshot, view, tree=self._tree, nodes=self.cache.nodes, owns_node=partition.owns_node
+            )
+        self._submit(make_gangs(streamed.rest(result.decisions)))
         for decision in result.decisions:
             if isinstance(decision, Evict):
                 self.evictor.submit(decision)
@@ -263,8 +264,18 @@ class SchedulingLoop:
                 owned=plan.owned,
                 members=len(members.members),
                 duration_ms=round(result.stats.duration_s * 1000, 1),
+                open_ms=round(result.stats.durations_s.get("session:open", 0.0) * 1000, 1),
+                streamed=len(streamed.sent),
             )
         return result
+
+    def _submit(self, gangs: list[Gang]) -> None:
+        """Hand gangs to the binder, unless the lease lapsed (another instance may own them now: they
+        are not assumed, so whoever owns them plans them again)."""
+        if not self.members.can_write():
+            return
+        for gang in gangs:
+            self.binder.submit(gang)
 
     async def _partition(self, view: View) -> Partition:
         """Who owns what among the instances (peers.py); the cache's index recounts what lies outside the

@@ -42,9 +42,17 @@ class Plan:
     placed_by_reservation: int = 0
 
 
-def plan_cycle(cycle: Cycle, conf: SchedulerConf, carried: CarriedState, timer: Callable[[], float]) -> Plan:
+def plan_cycle(
+    cycle: Cycle,
+    conf: SchedulerConf,
+    carried: CarriedState,
+    timer: Callable[[], float],
+    stream: Callable[[tuple[Bind, ...]], None] | None = None,
+) -> Plan:
     """One session over the share, on the `carried` state (held by the caller between calls, so a
-    call's cost follows what changed since the previous one; the plan is the same without it)."""
+    call's cost follows what changed since the previous one; the plan is the same without it).
+    `stream` is handed each job's binds as soon as the session will bind no more of that job
+    (run_cycle's `stream`); the plan's decisions include them all the same."""
     owner = cycle.owner
     members = owner.members
     # Instances search their nodes from evenly spaced starts (their borrowing rarely meets).
@@ -61,6 +69,7 @@ def plan_cycle(cycle: Cycle, conf: SchedulerConf, carried: CarriedState, timer: 
         report=report,
         report_unchanged=cycle.report_all,
         bind_budget=cycle.bind_budget,
+        stream=stream,
     )
     owned = len(cycle.snapshot.podgroups)
     return Plan(result, cycle.snapshot, owned, cycle.placed_by_reservation)

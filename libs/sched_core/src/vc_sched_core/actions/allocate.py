@@ -97,6 +97,7 @@ class AllocateAction:
             self._try_job(ssn, stmt, job, tasks, jobs, queue)
             if ssn.job_ready(job):
                 stmt.commit()
+                ssn.release_binds(job)
                 return
             if ssn.job_pipelined(job):
                 return

@@ -96,6 +96,10 @@ class Session:
         self.bind_budget: int | None = None
         self.binds = 0
         self.deferred: set[str] = set()
+        # Where a job's binds go as soon as the session will bind no more of it (release_binds), while
+        # the session goes on; None: they are only in `decisions` at its end (cycle.py's `stream`).
+        self.stream: Callable[[tuple[Bind, ...]], None] | None = None
+        self._unreleased: dict[str, list[Bind]] = {}  # job uid -> its binds not yet streamed
         # Per task uid, annotations its bind carries (plugins merge them when they allocate a device,
         # delete them when the task is deallocated; Volcano's TaskInfo.PodAnnotations).
         self.bind_annotations: dict[str, dict[str, str]] = {}
@@ -460,8 +464,22 @@ class Session:
         self.set_task(task, TaskStatus.BINDING, task.node_name)
         annotations = self.bind_annotations.get(task.uid)
         carried = tuple(sorted(annotations.items())) if annotations else ()
-        self.decisions.append(Bind(task.key, task.pod.uid, task.node_name, carried))
+        bind = Bind(task.key, task.pod.uid, task.node_name, carried)
+        self.decisions.append(bind)
         self.binds += 1
+        if self.stream is not None:
+            self._unreleased.setdefault(task.job, []).append(bind)
+
+    def release_binds(self, job: JobInfo) -> None:
+        """Hand the job's binds so far to `stream` once this session will bind no more of it: no task of
+        the job is left pending (the later actions bind pending tasks only; a pipelined one waits for a
+        later session). The binder commits a gang all or nothing, so a job's binds of one session must
+        reach it together: a job that still has pending tasks keeps its binds until the session ends."""
+        if self.stream is None or job.by_status.get(TaskStatus.PENDING):
+            return
+        binds = self._unreleased.pop(job.uid, None)
+        if binds:
+            self.stream(tuple(binds))
 
     def budget_spent(self) -> bool:
         """Whether the session decided as many binds as its `bind_budget` allows."""
