@@ -79,3 +79,20 @@ def test_a_gang_that_only_waits_names_what_is_missing_and_nothing_that_does_not_
     assert why.startswith("Waiting for 8 nvidia.com/gpu: 2 are free and 6 more must be released")
     assert 'held: 6 by 1 running job in queue "default"' in why
     assert "cpu" not in why and "never" not in why
+
+
+def test_every_waiting_gang_counts_what_the_others_hold_but_not_its_own() -> None:
+    """What each resource's holders hold is counted once per session for all the waiting jobs; each job's
+    sentence leaves its own holding out."""
+    held = _running("others", pods=5)  # 5 of the 8 GPUs, in queue default
+    part = _gang("part", pods=4, gpus_each=1, phase="Inqueue")  # one pod Running, three waiting
+    part_pods = [_gpu_pod("part-0", "part", node_name="n1", phase="Running")]
+    part_pods += [_gpu_pod(f"part-{i}", "part") for i in range(1, 4)]
+    big = [_gang(name, pods=8, gpus_each=1, phase="Inqueue") for name in ("big", "big2")]
+    big_pods = [_gpu_pod(f"{name}-{i}", name) for name in ("big", "big2") for i in range(8)]
+    objects = [*_gpu_nodes(4, 2), *held, part, *part_pods, *big, *big_pods]
+    for key in ("default/big", "default/big2"):
+        why, _ = _why(objects, key)
+        assert 'held: 6 by 2 running jobs in queue "default"' in why
+    why, _ = _why(objects, "default/part")
+    assert 'held: 5 by 1 running job in queue "default"' in why

@@ -1,10 +1,11 @@
 """SHELL: the scheduling loop. Every --schedule-period, or earlier when work arrives, gather this
 instance's share of the cache (share.py: its own nodes and PodGroups, and what the rest adds up to),
 run one cycle over it in a worker thread (the core is pure and the snapshot immutable), and when an
-admitted PodGroup of the share still waits, a second one that may borrow other instances' nodes; then
-hand the gangs to the binder (which assumes their binds), the evictions to the evictor and every
-status to the status writer. The loop never waits for those writes; they run bounded in the in-flight
-queue (inflight.py).
+admitted PodGroup of the share still waits, a second one that may borrow other instances' nodes. Each
+PodGroup's gang goes to the binder (which assumes its binds) as soon as the session will bind no more of
+it, while the session still plans (streamed.py); the rest of the gangs, the evictions and every status
+go when it returns. The loop never waits for those writes; they run bounded in the in-flight queue
+(inflight.py).
 
 A period with nothing changed and nothing due by time alone runs no cycle (idle.py has the rule). What
 a cycle builds is carried to the next (the session's opening state; the cache keeps the share's index
@@ -56,12 +57,12 @@ HOLD_BACK_MAX_S = 2.0  # ...but not longer than this since the last cycle (new P
 # A cycle reports only the PodGroup statuses that may have changed; one at least this often reports all.
 FULL_REPORT_S = 60.0
 BORROW_EVERY_S = 1.0
-# The most binds one cycle decides (--binds-per-cycle). Binds are handed to the binder when the cycle
-# ends, so one cycle over a very large backlog (a burst of submissions at the seeds' scale) leaves the
-# cluster without a new pod for as long as it plans: about 0.5 ms per pod here, 50 s for 100,000. A
-# bound keeps each cycle to several seconds; the next one starts at once and takes the rest. It is high
-# enough that a steady load never meets it: the part of a cycle that does not depend on its binds
-# (about 1 s over 10,000 pending gangs) is then paid once per 20,000 binds (docs/benchmarks.md).
+# The most binds one cycle decides (--binds-per-cycle). A cycle's binds stream to the binder as it plans,
+# but a cycle over a very large backlog (a burst of submissions at the seeds' scale) still plans for
+# about 0.5 ms per pod here, 50 s for 100,000, and its jobs' statuses and the next cycle's new pods wait
+# for its end. A bound keeps each cycle to several seconds; the next one starts at once and takes the
+# rest. It is high enough that a steady load never meets it: the part of a cycle that does not depend on
+# its binds (about 1 s over 10,000 pending gangs) is then paid once per 20,000 binds (docs/benchmarks.md).
 DEFAULT_BINDS_PER_CYCLE = 20_000
 MAX_BINDS_PER_CYCLE = 1_000_000
 

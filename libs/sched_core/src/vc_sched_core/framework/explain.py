@@ -16,6 +16,7 @@ Only what blocks is said: a resource the job has enough of is left out.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import cached_property
 
 import numpy as np
 
@@ -25,20 +26,118 @@ from vc_sched_core.framework.resources import Vector, format_units
 from vc_sched_core.framework.session import Session
 
 
-def explain_job(ssn: Session, job: JobInfo) -> list[str]:
-    """The sentences, most serious first; empty when there is nothing to add to Volcano's message.
+class Explainer:
+    """Explains the jobs of one closing session. What every job's sentences compare against (the free
+    and largest amounts, who holds each resource) is worked out once, not per job: a full cluster with
+    thousands of waiting gangs would otherwise walk every job once per waiting one."""
 
-    Once a lasting blocker is known, what the job would wait for is left out: waiting does not help."""
-    need, pods = _gang_need(job)
-    lasting = [*_cluster_too_small(ssn, job, need, pods), *_queue_limits(ssn, job, need), *_selector_mismatch(job)]
-    transient: list[str] = []
-    if not lasting:
-        short = _gang_shortfall(ssn, job)
-        transient = [sentence for sentence, _ in short]
-        transient += _node_shortfalls(ssn, job, {name for _, name in short})
-        transient += _refusals(job)
-    rules = [reason for reason in dict.fromkeys(job.why.values()) if reason]
-    return [*lasting, *transient, *rules]
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self._held: dict[int, dict[str, tuple[float, int]]] = {}
+
+    def job(self, job: JobInfo) -> list[str]:
+        """The sentences, most serious first; empty when there is nothing to add to Volcano's message.
+
+        Once a lasting blocker is known, what the job would wait for is left out: waiting does not help."""
+        ssn = self.ssn
+        need, pods = _gang_need(job)
+        lasting = [*self._too_small(job, need, pods), *_queue_limits(ssn, job, need), *_selector_mismatch(job)]
+        transient: list[str] = []
+        if not lasting:
+            short = self._shortfall(job)
+            transient = [sentence for sentence, _ in short]
+            transient += _node_shortfalls(ssn, job, {name for _, name in short})
+            transient += _refusals(job)
+        rules = [reason for reason in dict.fromkeys(job.why.values()) if reason]
+        return [*lasting, *transient, *rules]
+
+    @cached_property
+    def _free(self) -> Vector:
+        ssn = self.ssn
+        return np.clip(ssn.nodes.idle.sum(axis=0), 0, None) if len(ssn.nodes) else ssn.space.zeros()
+
+    @cached_property
+    def _largest(self) -> Vector | None:
+        return self.ssn.nodes.allocatable.max(axis=0) if len(self.ssn.nodes) else None
+
+    def _too_small(self, job: JobInfo, need: Vector, pods: int) -> list[str]:
+        ssn = self.ssn
+        tol = ssn.space.tolerance
+        out = []
+        over = np.flatnonzero((need > ssn.total_resource + tol) & (need > 0))
+        if len(over):
+            out.append(
+                f"Needs {_amounts(ssn, need, over)} for {_pods(pods)}; the cluster has "
+                f"{_amounts(ssn, ssn.total_resource, over)} in all: it can never run as submitted"
+            )
+        largest = self._largest
+        if largest is None:
+            return out
+        for task in _one_per_class(job.tasks_in(TaskStatus.PENDING)):
+            too_big = np.flatnonzero((task.resreq > largest + tol) & ~np.isin(np.arange(len(need)), over))
+            if len(too_big):
+                out.append(
+                    f"Each pod like {task.name} needs {_amounts(ssn, task.resreq, too_big)}; the largest node has "
+                    f"{_amounts(ssn, largest, too_big)}: it can never run as submitted"
+                )
+        return out
+
+    def _shortfall(self, job: JobInfo) -> list[tuple[str, str]]:
+        """(sentence, resource): how much the gang still waits for beyond what is free in all, and who
+        holds it."""
+        ssn = self.ssn
+        tol, names = ssn.space.tolerance, ssn.space.names
+        missing_pods = job.min_available - job.count(*ALLOCATED_STATUSES, TaskStatus.SUCCEEDED)
+        if missing_pods <= 0:
+            return []
+        if job.min_resources is not None:
+            wanted = np.where(job.min_resources_dims, np.clip(job.min_resources - job.allocated, 0, None), 0.0)
+        else:
+            pending = sorted(job.tasks_in(TaskStatus.PENDING), key=_task_order)[:missing_pods]
+            if not pending:
+                return []
+            wanted = np.sum([t.resreq for t in pending], axis=0)
+        free = self._free
+        out = []
+        for dim in np.flatnonzero((wanted > free + tol) & (wanted > 0)):
+            name = names[dim]
+            short = float(wanted[dim] - free[dim])
+            sentence = (
+                f"Waiting for {format_units(name, float(wanted[dim]))} {name}: {format_units(name, float(free[dim]))} "
+                f"are free and {format_units(name, short)} more must be released{self._holders(job, int(dim))}"
+            )
+            out.append((sentence, name))
+        return out
+
+    def _holders(self, job: JobInfo, dim: int) -> str:
+        """`; 30 are held by 4 running jobs in queue "a"` for the resource `dim`, by queue: every job's
+        holding, counted once per session, less the job's own."""
+        ssn = self.ssn
+        tolerance = ssn.space.tolerance[dim]
+        if dim not in self._held:
+            totals: dict[str, tuple[float, int]] = {}
+            for other in ssn.jobs.values():
+                amount = float(other.allocated[dim])
+                if amount > tolerance:
+                    total, count = totals.get(other.queue, (0.0, 0))
+                    totals[other.queue] = (total + amount, count + 1)
+            self._held[dim] = totals
+        held = dict(self._held[dim])
+        own = float(job.allocated[dim])
+        if own > tolerance and job.queue in held:
+            total, count = held[job.queue]
+            if count == 1:
+                del held[job.queue]
+            else:
+                held[job.queue] = (total - own, count - 1)
+        if not held:
+            return ""
+        name = ssn.space.names[dim]
+        parts = [
+            f'{format_units(name, amount)} by {count} running job{"" if count == 1 else "s"} in queue "{queue}"'
+            for queue, (amount, count) in sorted(held.items(), key=lambda kv: -kv[1][0])
+        ]
+        return "; held: " + ", ".join(parts)
 
 
 def _gang_need(job: JobInfo) -> tuple[Vector, int]:
@@ -62,28 +161,6 @@ def _pods(count: int) -> str:
 def _amounts(ssn: Session, vec: Vector, dims: Iterable[int]) -> str:
     names = ssn.space.names
     return " and ".join(f"{format_units(names[d], float(vec[d]))} {names[d]}" for d in dims)
-
-
-def _cluster_too_small(ssn: Session, job: JobInfo, need: Vector, pods: int) -> list[str]:
-    tol = ssn.space.tolerance
-    out = []
-    over = np.flatnonzero((need > ssn.total_resource + tol) & (need > 0))
-    if len(over):
-        out.append(
-            f"Needs {_amounts(ssn, need, over)} for {_pods(pods)}; the cluster has "
-            f"{_amounts(ssn, ssn.total_resource, over)} in all: it can never run as submitted"
-        )
-    if not len(ssn.nodes):
-        return out
-    largest = ssn.nodes.allocatable.max(axis=0)
-    for task in _one_per_class(job.tasks_in(TaskStatus.PENDING)):
-        too_big = np.flatnonzero((task.resreq > largest + tol) & ~np.isin(np.arange(len(need)), over))
-        if len(too_big):
-            out.append(
-                f"Each pod like {task.name} needs {_amounts(ssn, task.resreq, too_big)}; the largest node has "
-                f"{_amounts(ssn, largest, too_big)}: it can never run as submitted"
-            )
-    return out
 
 
 def _one_per_class(tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
@@ -133,51 +210,6 @@ def _selector_mismatch(job: JobInfo) -> list[str]:
                 "change the selector or label a node"
             )
     return out
-
-
-def _gang_shortfall(ssn: Session, job: JobInfo) -> list[tuple[str, str]]:
-    """(sentence, resource): how much the gang still waits for beyond what is free in all, and who holds it."""
-    tol, names = ssn.space.tolerance, ssn.space.names
-    missing_pods = job.min_available - job.count(*ALLOCATED_STATUSES, TaskStatus.SUCCEEDED)
-    if missing_pods <= 0:
-        return []
-    if job.min_resources is not None:
-        wanted = np.where(job.min_resources_dims, np.clip(job.min_resources - job.allocated, 0, None), 0.0)
-    else:
-        pending = sorted(job.tasks_in(TaskStatus.PENDING), key=_task_order)[:missing_pods]
-        if not pending:
-            return []
-        wanted = np.sum([t.resreq for t in pending], axis=0)
-    free = np.clip(ssn.nodes.idle.sum(axis=0), 0, None) if len(ssn.nodes) else ssn.space.zeros()
-    out = []
-    for dim in np.flatnonzero((wanted > free + tol) & (wanted > 0)):
-        name = names[dim]
-        short = float(wanted[dim] - free[dim])
-        sentence = (
-            f"Waiting for {format_units(name, float(wanted[dim]))} {name}: {format_units(name, float(free[dim]))} "
-            f"are free and {format_units(name, short)} more must be released{_holders(ssn, job, int(dim))}"
-        )
-        out.append((sentence, name))
-    return out
-
-
-def _holders(ssn: Session, job: JobInfo, dim: int) -> str:
-    """`; 30 are held by 4 running jobs in queue "a"` for the resource `dim`, by queue."""
-    held: dict[str, tuple[float, int]] = {}
-    for other in ssn.jobs.values():
-        amount = float(other.allocated[dim])
-        if other.uid == job.uid or amount <= ssn.space.tolerance[dim]:
-            continue
-        total, count = held.get(other.queue, (0.0, 0))
-        held[other.queue] = (total + amount, count + 1)
-    if not held:
-        return ""
-    name = ssn.space.names[dim]
-    parts = [
-        f'{format_units(name, amount)} by {count} running job{"" if count == 1 else "s"} in queue "{queue}"'
-        for queue, (amount, count) in sorted(held.items(), key=lambda kv: -kv[1][0])
-    ]
-    return "; held: " + ", ".join(parts)
 
 
 def _node_shortfalls(ssn: Session, job: JobInfo, said: set[str]) -> list[str]:

@@ -13,7 +13,7 @@ from typing import ClassVar, Final
 
 from vc_core.why_pending import condition_message
 from vc_proto.vocabulary import PodGroupConditionType, PodGroupPhase
-from vc_sched_core.framework.explain import explain_job
+from vc_sched_core.framework.explain import Explainer
 from vc_sched_core.framework.interfaces import ExtensionPoint, PluginArgs, ValidateResult, Verdict, Vote
 from vc_sched_core.framework.model import ALLOCATED_STATUSES, JobInfo, TaskInfo, TaskStatus
 from vc_sched_core.framework.session import Session
@@ -93,6 +93,7 @@ class GangPlugin:
         return job.waiting_task_num() + job.ready_task_num() < job.min_available
 
     def on_session_close(self, ssn: Session) -> None:
+        explainer = Explainer(ssn)
         for job in ssn.jobs.values():
             if job.is_ready():
                 ssn.update_podgroup_condition(job, PodGroupCondition(SCHEDULED, "True", READY_REASON, "", ssn.uid))
@@ -116,7 +117,7 @@ class GangPlugin:
                 continue
             volcano = unschedulable_message(job)
             job.job_fit_errors = volcano
-            message = condition_message(volcano, explain_job(ssn, job))
+            message = condition_message(volcano, explainer.job(job))
             condition = PodGroupCondition(UNSCHEDULABLE, "True", NOT_ENOUGH_RESOURCES, message, ssn.uid)
             ssn.update_podgroup_condition(job, condition)
         self.jobs = {}
