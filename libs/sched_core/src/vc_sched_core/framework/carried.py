@@ -8,8 +8,12 @@ snapshot rebuilds only what changed:
 
 - a job whose PodGroup changed, or any of whose pods came, went or changed, is rebuilt whole, its
   tasks in snapshot order;
-- so is the accounting of each node row one of whose tasks came, went or changed, and of each node
-  whose object changed;
+- so is the accounting of each node row one of whose tasks went or changed, and of each node whose
+  object changed; a task that newly lands on a row after all of the row's tasks in snapshot order (a
+  bind: pods are created, so ordered, before they are bound) is added to the row as it is, and one
+  that stays on its row accounted alike (Bound to Running) is swapped in where it stands, as long as
+  either gives the floats and dict orders a rebuild gives (_RowChanges). A busy cluster's binds touch
+  nearly every node each cycle: rebuilding those rows re-added every running pod;
 - everything else is the previous cycle's objects, as they were before that session ran: the session
   journals each task, job and node row before it first changes it, and `close` puts them back; what
   a session writes on a job itself (phase, conditions, fit errors) is reset from its PodGroup.
@@ -43,6 +47,45 @@ from vc_sched_core.framework.resources import ResourceSpace, Vector
 from vc_sched_core.snapshot.cluster import ClusterSnapshot, NodeObj, PodGroupObj, PodObj, PriorityClassObj
 
 _DONE = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+
+
+class _RowChanges:
+    """How the node rows take the pods that changed or came (CarriedState._apply): rows to rebuild,
+    tasks to append, tasks to swap in place."""
+
+    def __init__(self) -> None:
+        self.rebuild: set[int] = set()
+        self.appended: dict[int, list[_Pod]] = {}
+        self.swapped: list[tuple[int, TaskInfo]] = []
+
+    def settle(self, entry: _Pod, old_row: int, old_task: TaskInfo | None) -> None:
+        """A pod on the same row, accounted alike with the same requests (Bound to Running), leaves the
+        row's accounts as they are; one that newly lands on a row may be appended; any other change
+        rebuilds the rows it left and joined."""
+        row, task = entry.row, entry.task
+        if row >= 0 and task is not None and _plain(task):
+            if old_row < 0:
+                self.appended.setdefault(row, []).append(entry)
+                return
+            if old_row == row and old_task is not None and _plain(old_task):
+                if np.array_equal(old_task.resreq, task.resreq):
+                    self.swapped.append((row, task))
+                    return
+        if old_row >= 0:
+            self.rebuild.add(old_row)
+        if row >= 0:
+            self.rebuild.add(row)
+
+
+def _plain(task: TaskInfo) -> bool:
+    """Accounted as using its node (the build adds releasing and pipelined tasks after these)."""
+    return task.status is not TaskStatus.RELEASING and task.status is not TaskStatus.PIPELINED
+
+
+def _holds_unplain(table: NodeTable, row: int) -> bool:
+    """Whether the row accounts a releasing or pipelined task that asks for anything (requests are never
+    negative, so zero sums mean none, or only ones whose order cannot change a float)."""
+    return bool(table.releasing[row].any() or table.pipelined[row].any())
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +178,7 @@ class CarriedState:
         self._pods: dict[str, _Pod] = {}
         self._groups: dict[str, dict[str, _Pod]] = {}  # group key -> its pods (ours, naming it)
         self._rows: list[dict[str, _Pod]] = []  # node row -> the pods accounted on it
+        self._tails: list[_Pod | None] = []  # node row -> its pod last in snapshot order (None: empty)
         self._pgs: dict[str, PodGroupObj] = {}
         self._jobs: dict[str, JobInfo] = {}  # PodGroup key -> job (PodGroups whose queue exists)
         self._queue_names: frozenset[str] = frozenset()
@@ -199,6 +243,7 @@ class CarriedState:
         self._queue_names = frozenset(queues)
         self._pods, self._groups = {}, {}
         self._rows = [{} for _ in table.nodes]
+        self._tails = [None for _ in table.nodes]
         self._relating = sum(1 for pod in snapshot.pods if relates(pod))
         carriable = len(self._pgs) == len(snapshot.podgroups)
         placed: list[tuple[NodeInfo, TaskInfo]] = []
@@ -214,6 +259,7 @@ class CarriedState:
             if entry.row >= 0 and entry.task is not None:
                 placed.append((table.nodes[entry.row], entry.task))
                 self._rows[entry.row][pod.uid] = entry
+                self._tails[entry.row] = entry
         table.add_tasks(placed)
         self._carriable = carriable
         self.rebuilt = (len(jobs), len(table))
@@ -334,13 +380,16 @@ class CarriedState:
         dirty_jobs |= regroup
 
         rederive: dict[int, _Pod] = {}
+        before: dict[int, tuple[int, TaskInfo | None]] = {}  # id(entry) -> its row and task before
         for entry in removed:
             self._relating -= relates(entry.pod)
-            self._forget(entry, dirty_jobs, dirty_rows)
+            if entry.row >= 0:
+                dirty_rows.add(entry.row)
+            self._forget(entry, dirty_jobs)
             del self._pods[entry.pod.uid]
         for entry, pod in changed:
             self._relating += relates(pod) - relates(entry.pod)
-            self._forget(entry, dirty_jobs, dirty_rows)
+            before[id(entry)] = self._forget(entry, dirty_jobs)
             entry.pod, entry.group = pod, self._group_of(pod)
             rederive[id(entry)] = entry
         for pod, position in added:
@@ -350,8 +399,9 @@ class CarriedState:
         for key in regroup:
             for entry in list(self._groups.get(key, {}).values()):
                 if id(entry) not in rederive:
-                    self._forget(entry, dirty_jobs, dirty_rows)
+                    before[id(entry)] = self._forget(entry, dirty_jobs)
                     rederive[id(entry)] = entry
+        rows = _RowChanges()
         for key in regroup:
             if key in pgs and pgs[key].queue in queues:
                 self._jobs[key] = self._new_job(pgs[key])  # members are added below
@@ -365,16 +415,19 @@ class CarriedState:
                 dirty_jobs.add(entry.task.job)
             if entry.row >= 0:
                 self._rows[entry.row][entry.pod.uid] = entry
-                dirty_rows.add(entry.row)
+            rows.settle(entry, *before.get(id(entry), (-1, None)))
         for key in dirty_jobs:
             self._rebuild_job(key, pgs)
+        dirty_rows |= rows.rebuild
+        self._append(rows, dirty_rows)
         self._rebuild_rows(dirty_rows)
         self.rebuilt = (len(dirty_jobs), len(dirty_rows))
         if self.unreported is not None:
             self.unreported |= dirty_jobs
 
-    def _forget(self, entry: _Pod, dirty_jobs: set[str], dirty_rows: set[int]) -> None:
-        """Take a pod out of its group, job and row (each to be rebuilt)."""
+    def _forget(self, entry: _Pod, dirty_jobs: set[str]) -> tuple[int, TaskInfo | None]:
+        """Take a pod out of its group, job (to be rebuilt) and row; the row and task it had, for the
+        caller to settle the row."""
         uid = entry.pod.uid
         if entry.group:
             members = self._groups.get(entry.group)
@@ -384,10 +437,11 @@ class CarriedState:
                     del self._groups[entry.group]
         if entry.task is not None and entry.task.job:
             dirty_jobs.add(entry.task.job)
+        was = entry.row, entry.task
         if entry.row >= 0:
             self._rows[entry.row].pop(uid, None)
-            dirty_rows.add(entry.row)
         entry.task, entry.row = None, -1
+        return was
 
     def _rebuild_job(self, key: str, pgs: Mapping[str, PodGroupObj]) -> None:
         pg = pgs.get(key)
@@ -400,6 +454,31 @@ class CarriedState:
             assert entry.task is not None
             job.add_task(entry.task)
 
+    def _append(self, rows: _RowChanges, dirty_rows: set[int]) -> None:
+        """Add the tasks that newly landed on a row to its accounts as they are, where that gives the
+        floats a rebuild would: the full build adds a row's tasks in snapshot order (the releasing and
+        pipelined ones after the rest), so a row holding neither, whose tasks all come before the new
+        ones in the snapshot, ends where a rebuild ends. Any other row is rebuilt. A task swapped on its
+        row (same accounting) replaces the old one where it stands."""
+        table = self._table
+        assert table is not None
+        placed: list[tuple[NodeInfo, TaskInfo]] = []
+        for row, entries in rows.appended.items():
+            if row in dirty_rows:
+                continue
+            entries.sort(key=lambda e: e.position)
+            tail = self._tails[row]
+            if (tail is not None and tail.position >= entries[0].position) or _holds_unplain(table, row):
+                dirty_rows.add(row)
+                continue
+            node = table.nodes[row]
+            placed.extend((node, e.task) for e in entries if e.task is not None)
+            self._tails[row] = entries[-1]
+        for row, task in rows.swapped:
+            if row not in dirty_rows:
+                table.nodes[row].tasks[task.uid] = task
+        table.add_tasks(placed)
+
     def _rebuild_rows(self, rows: set[int]) -> None:
         """Account each row's tasks again from an empty row, in snapshot order (as a full build does)."""
         table = self._table
@@ -409,9 +488,11 @@ class CarriedState:
         for row in sorted(rows):
             table.clear_row(row)
             node = table.nodes[row]
-            for entry in sorted(self._rows[row].values(), key=lambda e: e.position):
+            entries = sorted(self._rows[row].values(), key=lambda e: e.position)
+            for entry in entries:
                 assert entry.task is not None
                 placed.append((node, entry.task))
+            self._tails[row] = entries[-1] if entries else None
         table.add_tasks(placed)
 
     # -- per pod ------------------------------------------------------------------------------------
