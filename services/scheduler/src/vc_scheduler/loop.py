@@ -218,9 +218,7 @@ class SchedulingLoop:
             placed_by_reservation=by_reservation,
             bind_budget=self.binds_per_cycle,
         )
-        make_gangs = GangMaker(
-            snapshot, view, tree=self._tree, nodes=self.cache.nodes, owns_node=partition.owns_node
-        )
+        make_gangs = GangMaker(snapshot, view, tree=self._tree, nodes=self.cache.nodes, owns_node=partition.owns_node)
         streamed = StreamedBinds(asyncio.get_running_loop(), lambda binds: self._submit(make_gangs(binds)))
         plan = await asyncio.to_thread(plan_cycle, cycle, self.conf, self._carried, time.perf_counter, streamed.put)
         streamed.drain()
