@@ -4,8 +4,11 @@ Runs enqueue, allocate, backfill with the default plugins and prints the session
 decided per second. `python -m benchmarks.scheduler_session [--nodes N] [--gangs G] [--size S] [--profile]`
 
 With `--cycles N` it then runs N more cycles the way the scheduler service does: each on the cluster
-the previous one left (its binds applied), with the state carried between cycles (carried.py), and
-prints each cycle's time: what a cycle costs when little changed.
+the previous one left (its binds applied, and the binds of the cycle before it Running, as node-sim
+starts them), with the state carried between cycles (carried.py), and prints each cycle's time, its
+opening and the node rows it rebuilt: what a cycle costs when little changed. The carried cycles see
+the pods in the order the service's cache keeps them, by creation: the Running ones first.
+`--binds-per-cycle B` bounds each session's binds as the service's option does.
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ import argparse
 import cProfile
 import pstats
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from benchmarks.machine import Speed, reference_seconds
 from benchmarks.report import BenchReport
@@ -124,19 +129,42 @@ def run_timed(snapshot: ClusterSnapshot, conf_text: str | None = None) -> tuple[
     return time.perf_counter() - start, time.process_time() - cpu, len(result.binds), result.stats.durations_s
 
 
+@dataclass(frozen=True, slots=True)
+class CarriedCycle:
+    seconds: float
+    cpu_s: float
+    binds: int
+    open_s: float  # the session's opening (bringing the carried state to the snapshot, plugins' open)
+    rows_rebuilt: int  # node rows the opening accounted again from empty
+
+
 def carried_cycles(
-    snapshot: ClusterSnapshot, cycles: int, conf_text: str | None = None
-) -> list[tuple[float, float, int]]:
-    """Seconds, CPU seconds and binds of `cycles` cycles after a first one, each on the cluster the
-    previous left, with the state carried (the first builds it)."""
+    snapshot: ClusterSnapshot, cycles: int, conf_text: str | None = None, *, bind_budget: int | None = None
+) -> list[CarriedCycle]:
+    """`cycles` cycles after a first one, each on the cluster the previous left (its binds Bound, the
+    ones before Running), with the state carried (the first builds it)."""
     conf, memo = load_scheduler_conf(conf_text), CarriedState()
-    out = []
+    snapshot = _cache_order(snapshot)
+    out, starting = [], frozenset[str]()
     for cycle in range(cycles + 1):
         start, cpu = time.perf_counter(), time.process_time()
-        result = run_cycle(snapshot, conf, carried=memo, session_uid=f"cycle-{cycle}")
-        out.append((time.perf_counter() - start, time.process_time() - cpu, len(result.binds)))
-        snapshot = _as_written(snapshot, apply_result(snapshot, result))
+        result = run_cycle(
+            snapshot, conf, carried=memo, session_uid=f"cycle-{cycle}", bind_budget=bind_budget, report_unchanged=False
+        )
+        opened = result.stats.durations_s.get("session:open", 0.0)
+        spent = time.perf_counter() - start
+        out.append(CarriedCycle(spent, time.process_time() - cpu, len(result.binds), opened, memo.rebuilt[1]))
+        after = _as_written(snapshot, apply_result(snapshot, result))
+        pods = tuple(msgspec.structs.replace(p, phase="Running") if p.key in starting else p for p in after.pods)
+        snapshot, starting = replace(after, pods=pods), frozenset(result.binds)
     return out[1:]
+
+
+def _cache_order(snapshot: ClusterSnapshot) -> ClusterSnapshot:
+    """The pods as the service's cache orders them, by creation: those already on a node first."""
+    placed = tuple(p for p in snapshot.pods if p.node_name)
+    waiting = tuple(p for p in snapshot.pods if not p.node_name)
+    return replace(snapshot, pods=placed + waiting)
 
 
 def _as_written(before: ClusterSnapshot, after: ClusterSnapshot) -> ClusterSnapshot:
@@ -161,6 +189,7 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=0, help="then this many cycles on carried state")
     parser.add_argument("--conf", help="scheduler conf file (Volcano's YAML); default: the built-in one")
     parser.add_argument("--vgpus", type=int, default=0, help="shareable GPUs registered per node (pods ask none)")
+    parser.add_argument("--binds-per-cycle", type=int, help="bound each carried cycle's binds (the service's option)")
     args = parser.parse_args()
     conf_text = Path(args.conf).read_text() if args.conf else None
     start = time.perf_counter()
@@ -196,9 +225,14 @@ def main() -> None:
         "session_references": speed.in_references(cpu_s),
     }
     if args.cycles:
-        for i, (spent, cpu, binds) in enumerate(carried_cycles(snapshot, args.cycles, conf_text), start=1):
-            print(f"  carried cycle {i:<3} {spent:8.3f} s  ({binds} pods bound; {cpu:.3f} CPU seconds)")
-            figures[f"carried_cycle_{i}_s"] = spent
+        carried = carried_cycles(snapshot, args.cycles, conf_text, bind_budget=args.binds_per_cycle)
+        for i, c in enumerate(carried, start=1):
+            print(
+                f"  carried cycle {i:<3} {c.seconds:8.3f} s  ({c.binds} pods bound; {c.cpu_s:.3f} CPU seconds; "
+                f"opening {c.open_s:.3f} s, {c.rows_rebuilt} node rows rebuilt)"
+            )
+            figures[f"carried_cycle_{i}_s"] = c.seconds
+            figures[f"carried_cycle_{i}_open_s"] = c.open_s
     report = BenchReport("scheduler_session", f"One session: {pods:,} pods on {args.nodes:,} nodes", params=vars(args))
     report.add("tephra scheduling core", figures | {f"{name}_s": spent for name, spent in durations.items()})
     print("  results: " + ", ".join(str(p) for p in report.write()))

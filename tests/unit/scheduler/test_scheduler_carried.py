@@ -280,3 +280,30 @@ def test_a_gang_undone_in_one_cycle_is_judged_afresh_in_the_next() -> None:
         got = run_cycle(snap, conf, session_uid=f"s{cycle}", now=NOW, carried=memo)
         assert got.podgroups == expected.podgroups and got.decisions == expected.decisions == ()
     assert "2 Schedulable" in expected.podgroups["ns/j0"].conditions[0].message
+
+
+def test_binds_that_land_after_a_rows_tasks_are_appended_and_starting_pods_swapped_without_a_rebuild() -> None:
+    """Pods are created, so ordered, before they are bound: a cycle's binds land after every task of
+    their rows and are added to the rows as they are, and a pod going from Bound to Running stays where
+    it is; no row is accounted again from empty, and the state is what a fresh build makes."""
+    running, pending = (0, 2, 1, 0, True), (0, 2, 1, 0, False)
+    objs = _cluster([8, 8, 8, 8], [running, running, pending, pending, pending, pending])
+    pods = [o for o in objs if o["kind"] == "Pod" and not o["metadata"]["name"].endswith("-2")]  # whole gangs
+    placed = [o for o in pods if o["spec"].get("nodeName")]
+    waiting = [o for o in pods if not o["spec"].get("nodeName")]
+    snap = load_objects([o for o in objs if o["kind"] != "Pod"] + placed + waiting)  # the cache's order
+    conf = load_scheduler_conf()
+    memo = CarriedState()
+    starting: set[str] = set()
+    binds = 0
+    for cycle in range(6):
+        result = run_cycle(snap, conf, carried=memo, now=NOW, bind_budget=2)
+        binds += len(result.binds)
+        after = apply_result(snap, result)
+        started = tuple(msgspec.structs.replace(p, phase="Running") if p.key in starting else p for p in after.pods)
+        snap, starting = replace(after, pods=started), set(result.binds)
+        carried = memo.opening(snap, ("volcano",))[0]  # the next cycle's opening: its binds, its starts
+        assert memo.rebuilt[1] == 0, f"cycle {cycle}: rows rebuilt"
+        _same_opening(carried, CarriedState(keep=False).opening(snap, ("volcano",))[0])
+        memo.close()
+    assert binds == 6  # j3 waits: its PodGroup asks for two workers and has one
