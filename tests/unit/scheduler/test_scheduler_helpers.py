@@ -128,12 +128,14 @@ def test_tasks_of_one_template_share_the_static_predicate_verdict() -> None:
 
 def test_benchmark_cluster_schedules_every_gang_at_small_scale() -> None:
     import importlib.util
+    import sys
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[3] / "benchmarks" / "scheduler_session.py"
     spec = importlib.util.spec_from_file_location("scheduler_session_bench", path)
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench  # its dataclasses look their module up
     spec.loader.exec_module(bench)
     from vc_sched_core.snapshot import load_objects
 
