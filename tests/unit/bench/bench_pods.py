@@ -21,20 +21,26 @@ CREATED = "2026-01-05T10:00:00Z"
 
 def running_gang_pods(count: int, *, nodes: int) -> list[tuple[str, bytes]]:
     """`count` pods of gangs of GANG, spread over `nodes` nodes: (store key, stored JSON) each."""
-    pods: list[tuple[str, bytes]] = []
+    return [(key, running) for key, (_, _, running) in gang_pod_lives(count, nodes=nodes)]
+
+
+def gang_pod_lives(count: int, *, nodes: int) -> list[tuple[str, tuple[bytes, bytes, bytes]]]:
+    """The same pods, each as the store holds it in turn: created (pending), bound, Running."""
+    pods: list[tuple[str, tuple[bytes, bytes, bytes]]] = []
     for j in range(count // GANG):
         job = codec.from_dict(vcjob(f"gang-{j:06d}"))
         assert isinstance(job, Job) and job.spec and job.spec.tasks
         task = job.spec.tasks[0]
         job = with_meta(job, uid=f"00000000-0000-4000-8000-{j:012d}")
         for index in range(GANG):
-            pod = stamp_new(build_job_pod(job, task, index), now=CREATED)
-            pod = _bound(pod, node=f"node-{len(pods) % nodes:05d}")
+            created = stamp_new(build_job_pod(job, task, index), now=CREATED)
+            bound = _bound(created, node=f"node-{len(pods) % nodes:05d}")
             # Started within the second a whole gang is bound in (a second per 200 pods).
             started = f"2026-01-05T10:{len(pods) // 200 // 60 % 60:02d}:{len(pods) // 200 % 60:02d}Z"
-            pod = msgspec.structs.replace(pod, status=running_status(pod, now=started, host_ip="10.0.0.1"))
-            meta = pod.metadata
-            pods.append((subjects.object_key(meta.namespace, meta.name or ""), codec.encode(pod)))
+            running = msgspec.structs.replace(bound, status=running_status(bound, now=started, host_ip="10.0.0.1"))
+            meta = created.metadata
+            versions = (codec.encode(created), codec.encode(bound), codec.encode(running))
+            pods.append((subjects.object_key(meta.namespace, meta.name or ""), versions))
     return pods
 
 

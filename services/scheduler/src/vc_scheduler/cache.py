@@ -32,6 +32,7 @@ import msgspec
 from vc_bus.decoding import decode_or_none, report_undecodable
 from vc_bus.kvwatch import RawEntry, watch_bucket
 from vc_bus.objects import with_meta
+from vc_core.interning import shared
 from vc_core.resources import PODS, Resources
 from vc_core.store import WatchOp
 from vc_proto import codec, subjects
@@ -73,6 +74,11 @@ MAX_TOMBSTONES = 200_000
 # A tombstone outlives every reservation it could cancel: one of a pod the view does not see expires
 # after ledger.UNSEEN_AFTER_S anyway. Older ones only cost memory and the per-cycle gone() set.
 TOMBSTONE_TTL_S = 2 * UNSEEN_AFTER_S
+# The unbound pods whose stored bytes are kept for a bind without a read (1-2 KB each). A backlog of
+# hundreds of thousands of pods waiting (the seeds' load: 555,000 at its peak) would otherwise hold
+# about a GB of them; past this many, a pod's bind reads it first. Two cycles' binds at the default
+# bound (--binds-per-cycle 20,000) and then some.
+MAX_UNBOUND_KEPT = 50_000
 ObjT = TypeVar("ObjT", bound=KubeObject)
 
 
@@ -181,8 +187,9 @@ class SchedulerCache:
         # Assumed binds the watch has shown stored (the assumed object stays: it says the same): when
         # they were assumed, until the binder reports the bind written.
         self._confirmed: dict[str, float] = {}
-        # Stored bytes and revision of each unbound pod: a bind is then one compare-and-set, without
-        # first reading the pod back (a stale copy only costs a Conflict and the read after all).
+        # Stored bytes and revision of unbound pods (at most MAX_UNBOUND_KEPT): a bind is then one
+        # compare-and-set, without first reading the pod back (a stale copy only costs a Conflict and
+        # the read after all; a pod not kept is read first).
         self._unbound_raw: dict[str, tuple[bytes, int]] = {}
         self._podgroup_raw: dict[str, tuple[bytes, int]] = {}  # the same for status writes
         # What the objects add up to, kept per change (pods by node and PodGroup, the ledger's view,
@@ -348,7 +355,9 @@ class SchedulerCache:
             return
         self._advance(kind, entry.revision)
         namespace, name = subjects.split_key(entry.key)
-        key = f"{namespace}/{name}" if namespace else name
+        # One string per key, however often the object changes: the tables and the index hold it in
+        # several places, and each change would otherwise leave a copy of its own in some of them.
+        key = shared(f"{namespace}/{name}" if namespace else name)
         if entry.op is WatchOp.DELETE:
             old = table.pop(key, None)
             self._index_gone(kind, key)
@@ -452,10 +461,10 @@ class SchedulerCache:
         return demands, shared
 
     def _track_unbound(self, key: str, pod: PodObj | None, data: bytes, revision: int) -> None:
-        if pod is not None and not pod.node_name and pod.phase == "Pending" and not pod.deleting:
-            self._unbound_raw[key] = (data, revision)
-        else:
+        if pod is None or pod.node_name or pod.phase != "Pending" or pod.deleting:
             self._unbound_raw.pop(key, None)
+        elif key in self._unbound_raw or len(self._unbound_raw) < MAX_UNBOUND_KEPT:
+            self._unbound_raw[key] = (data, revision)
 
     def _tombstone(self, uid: str) -> None:
         now = time.monotonic()

@@ -134,8 +134,8 @@ class ClusterIndex:
         self._chains: dict[str, tuple[str, ...]] = {}
         # The queue sums and node usage, and their totals over what other instances own.
         self._groups: dict[str, _Group] = {}
-        # pod key -> the stored pod counted in the sums, and its requests as floats (without `pods`)
-        self._stored: dict[str, tuple[PodObj, Amounts]] = {}
+        # pod key -> the stored pod counted in the sums (the amounts it adds: `_amounts(pod)`)
+        self._stored: dict[str, PodObj] = {}
         self._usage: dict[str, _Usage] = {}
         # By the identity of a pod's requests dict (the loader gives the pods of a template one: they ask
         # alike), that dict with the amounts the sums add (floats, without `pods`) and the ledger's
@@ -177,13 +177,13 @@ class ClusterIndex:
     # -- stored objects ----------------------------------------------------------------------------
     def stored_pod(self, key: str, pod: PodObj | None) -> None:
         """A pod as stored (None: deleted): the ledger's view, the queue sums, the node usage."""
-        held = self._stored.pop(key, None)
-        old, old_amounts = held if held is not None else (None, None)
-        if held is not None and pod is not None and _same_pod(held[0], pod):
-            self._stored[key] = (pod, held[1])
-            if pod.node_name != held[0].node_name or pod.phase != held[0].phase or pod.deleting != held[0].deleting:
-                self._moved(held[0], pod, held[1])
-                was, now = _status(held[0]), _status(pod)
+        old = self._stored.pop(key, None)
+        old_amounts = self._amounts(old) if old is not None else None
+        if old is not None and old_amounts is not None and pod is not None and _same_pod(old, pod):
+            self._stored[key] = pod
+            if pod.node_name != old.node_name or pod.phase != old.phase or pod.deleting != old.deleting:
+                self._moved(old, pod, old_amounts)
+                was, now = _status(old), _status(pod)
                 if was != now:  # the same PodGroup (_same_pod): its key only when a count moves
                     group = podgroup_key(pod)
                     if group is not None:
@@ -195,11 +195,16 @@ class ClusterIndex:
         requests: Resources | None = None
         if pod is not None:
             amounts, requests = self._asked_of(pod.requests)
-            self._stored[key] = (pod, amounts)
+            self._stored[key] = pod
         self._use(old, old_amounts, -1.0)
         self._use(pod, amounts, 1.0)
         self._ask(old, old_amounts, pod, amounts)
         self._state(key, pod, requests)
+
+    def _amounts(self, pod: PodObj) -> Amounts:
+        """What a stored pod adds to the sums: its requests as floats, without `pods` (the same floats
+        each time they are worked out, so what was added is what is taken off)."""
+        return self._asked_of(pod.requests)[0]
 
     def _asked_of(self, requests: Resources) -> tuple[Amounts, Resources]:
         held = self._asks.get(id(requests))
@@ -270,10 +275,10 @@ class ClusterIndex:
         """For a pod stored pending and unbound in a PodGroup: that PodGroup's key and the pod's amounts
         (what a bind of it moves from asked to placed); None for any other."""
         held = self._stored.get(key)
-        if held is None or not is_asked(held[0]) or is_placed(held[0]):
+        if held is None or not is_asked(held) or is_placed(held):
             return None
-        group = podgroup_key(held[0])
-        return (group, held[1]) if group is not None else None
+        group = podgroup_key(held)
+        return (group, self._amounts(held)) if group is not None else None
 
     def stored_podgroup(self, key: str, pg: PodGroupObj | None) -> None:
         group = self._groups.get(key)
@@ -369,7 +374,7 @@ class ClusterIndex:
     def counted_on(self, key: str, node: str) -> bool:
         """Whether the pod's stored version occupies `node` (is counted in its usage)."""
         held = self._stored.get(key)
-        return held is not None and held[0].node_name == node and held[0].phase in OCCUPYING
+        return held is not None and held.node_name == node and held.phase in OCCUPYING
 
     def usage(self, node: str) -> tuple[Amounts, int]:
         """A node's usage by stored pods (requests without `pods`), and how many pods occupy it."""

@@ -117,6 +117,20 @@ def _name_index(name: str) -> int | None:
 
 
 _class_keys: msgspec.json.Encoder = msgspec.json.Encoder()
+# Each distinct class key as one object: the pods of a template place alike, and a carried session keeps
+# a task per pod for its life. Bounded: pods whose placement is their own get their own key past it.
+_KNOWN_CLASS_KEYS: dict[bytes, bytes] = {}
+_KNOWN_CLASS_KEYS_MAX = 4_096
+
+
+def _class_key(placement: tuple[object, ...]) -> bytes:
+    key = _class_keys.encode(placement)
+    known = _KNOWN_CLASS_KEYS.get(key)
+    if known is not None:
+        return known
+    if len(_KNOWN_CLASS_KEYS) < _KNOWN_CLASS_KEYS_MAX:
+        _KNOWN_CLASS_KEYS[key] = key
+    return key
 
 
 class RequestVectors:
@@ -169,7 +183,7 @@ def build_task(
         preemptable=_flag(pod.annotations, pod.labels, default=True),
         status=task_status(pod),
         pod=pod,
-        class_key=_class_keys.encode(placement),
+        class_key=_class_key(placement),
         index=_name_index(pod.name),
         node_name=pod.node_name,
         preemption_policy=pod.preemption_policy or _class_policy(pod, classes),

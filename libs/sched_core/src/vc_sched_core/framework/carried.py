@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vc_core.interning import shared
 from vc_sched_core.framework.build import (
     OCCUPYING_PHASES,
     RequestVectors,
@@ -499,7 +500,8 @@ class CarriedState:
 
     def _group_of(self, pod: PodObj) -> str:
         group = pod.group_name
-        return f"{pod.namespace}/{group}" if group and pod.scheduler_name in self._ours else ""
+        # One string per PodGroup, not one per pod: each pod's entry keeps it for the state's life.
+        return shared(f"{pod.namespace}/{group}") if group and pod.scheduler_name in self._ours else ""
 
     def _new_job(self, pg: PodGroupObj) -> JobInfo:
         assert self._space is not None

@@ -161,7 +161,7 @@ def brief_pod(pod: kube.Pod, index: int = 0) -> PodObj:
     return PodObj(
         name=meta.name,
         namespace=shared(meta.namespace or "default"),
-        uid=meta.uid or f"{meta.namespace or 'default'}/{meta.name}",
+        uid=shared(meta.uid or f"{meta.namespace or 'default'}/{meta.name}"),
         labels=_NO_STRINGS,
         annotations=_BRIEF_ANNOTATIONS.one(group, lambda: {GROUP_NAME_ANNOTATION: shared(group)})
         if group
@@ -281,11 +281,13 @@ def _pod(pod: kube.Pod, index: int) -> PodObj:
     meta = pod.metadata
     _require_name(meta)
     # The scheduler's cache holds one of these per pod: the text pods repeat (namespace, label and
-    # annotation keys and values, node, phase, creation second) is shared, not copied per pod.
+    # annotation keys and values, node, phase, creation second) is shared, not copied per pod. So is
+    # its uid: a pod changes several times (created, bound, started), and what is kept by uid (the
+    # cache's index, the carried session) would otherwise hold a copy from each version.
     return PodObj(
         name=meta.name,
         namespace=shared(meta.namespace or "default"),
-        uid=meta.uid or f"{meta.namespace or 'default'}/{meta.name}",
+        uid=shared(meta.uid or f"{meta.namespace or 'default'}/{meta.name}"),
         labels=shared_strings(meta.labels),
         annotations=shared_strings(meta.annotations),
         scheduler_name=shared(pod.spec.scheduler_name),
