@@ -23,6 +23,7 @@ node, so the search leaves it out and the task keeps the cached path.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -91,34 +92,43 @@ class EquivalenceCache:
     """The session's ClassNodes by class, and the searches over them."""
 
     def __init__(self, ssn: Session) -> None:
-        self._ssn = ssn
+        # The session holds this cache, so it holds the session weakly: no reference cycle, and a
+        # session's objects are freed when it ends rather than by the cyclic collector (at the seeds'
+        # scale a full collection that found a million of them took seconds, and they held memory until).
+        self._session = weakref.ref(ssn)
+        self._nodes = ssn.nodes
         self._classes: dict[tuple[bytes, bytes], ClassNodes] = {}
         self._predicates: tuple[list[Fn], list[Fn]] | None = None
         self._scores: tuple[list[Fn], list[Fn]] | None = None
+
+    def _ssn(self) -> Session:
+        ssn = self._session()
+        assert ssn is not None, "the session ended"
+        return ssn
 
     # -- what the plugins registered ----------------------------------------------------------------
 
     def predicates(self) -> tuple[list[Fn], list[Fn]]:
         """(node-local, other) predicate functions; a conjunction, so their order does not matter."""
         if self._predicates is None:
-            self._predicates = self._ssn.predicates_by_locality()
+            self._predicates = self._ssn().predicates_by_locality()
         return self._predicates
 
     def score_fns(self) -> tuple[list[Fn], list[Fn]]:
         """The node-local prefix of the score functions in walking order (its sum is cached), then the rest,
         added per call in order: the floating-point sum is the one a plain walk computes."""
         if self._scores is None:
-            self._scores = self._ssn.scores_by_locality()
+            self._scores = self._ssn().scores_by_locality()
         return self._scores
 
     # -- per class ---------------------------------------------------------------------------------
 
     def of(self, task: TaskInfo) -> ClassNodes:
         key = class_of(task)
-        log = self._ssn.nodes.changes
+        log = self._nodes.changes
         state = self._classes.get(key)
         if state is None:
-            state = self._classes[key] = ClassNodes(len(self._ssn.nodes), len(log))
+            state = self._classes[key] = ClassNodes(len(self._nodes), len(log))
         else:
             state.catch_up(log)
         return state
@@ -171,7 +181,7 @@ class EquivalenceCache:
 
     def _compute(self, state: ClassNodes, task: TaskInfo, rows: Rows) -> None:
         """Fit answers for `rows` (unique), from the node table and the node-local predicates."""
-        nodes = self._ssn.nodes
+        nodes = self._nodes
         state.fits_idle[rows] = nodes.fits_idle(rows, task.resreq)
         passed = nodes.fits_future_idle(rows, task.resreq)
         for fn in self.predicates()[0]:
