@@ -76,9 +76,9 @@ MAX_TOMBSTONES = 200_000
 TOMBSTONE_TTL_S = 2 * UNSEEN_AFTER_S
 # The unbound pods whose stored bytes are kept for a bind without a read (1-2 KB each). A backlog of
 # hundreds of thousands of pods waiting (the seeds' load: 555,000 at its peak) would otherwise hold
-# about a GB of them; past this many, a pod's bind reads it first. Two cycles' binds at the default
-# bound (--binds-per-cycle 20,000) and then some.
-MAX_UNBOUND_KEPT = 50_000
+# about a GB of them; past this many, a pod's bind reads it first. Five cycles' binds at the default
+# bound (--binds-per-cycle 20,000): a backlog as large as the scale-out benchmark's binds without reads.
+MAX_UNBOUND_KEPT = 100_000
 ObjT = TypeVar("ObjT", bound=KubeObject)
 
 
