@@ -1,6 +1,8 @@
-"""A session's objects are freed when its cycle ends, by reference counting: none is left for the cyclic
-garbage collector. At the seeds' scale what a cycle left in reference cycles (the session, the jobs and
-tasks only it still held) waited for a full collection, which took seconds and held memory until then."""
+"""What scheduling cycles keep in memory. A session's objects are freed when its cycle ends, by reference
+counting: none is left for the cyclic garbage collector (at the seeds' scale what a cycle left in
+reference cycles, the session and the jobs and tasks only it still held, waited for a full collection,
+which took seconds and held memory until then). And the state carried between cycles keeps what a
+template's pods have alike once, not once per pod."""
 
 from __future__ import annotations
 
@@ -38,3 +40,16 @@ def test_cycles_leave_nothing_for_the_cyclic_collector() -> None:
         gc.set_debug(0)
 
     assert not left, f"left in reference cycles: {left.most_common(8)}"
+
+
+def test_the_carried_state_keeps_one_podgroup_key_and_one_class_key_per_template() -> None:
+    """A carried session keeps an entry and a task per pod for its life: what the pods of a template
+    have alike (their PodGroup's key, the class their placement falls in) is one object, not a copy per
+    pod (0.83 against 0.71 KB per pod at 21,000 pods)."""
+    carried = CarriedState()
+    run_cycle(snapshot(*_cluster()), load_scheduler_conf(), now=NOW, carried=carried)
+
+    entries = [entry for entry in carried._pods.values() if entry.group == "default/g0"]
+    assert len(entries) == 2 and entries[0].group is entries[1].group
+    keys = [entry.task.class_key for entry in carried._pods.values() if entry.task is not None]
+    assert len(keys) == 12 and all(key is keys[0] for key in keys)

@@ -18,7 +18,7 @@ PODS = 10_000
 # selector for the pods that ask alike, the index's entry with its PodGroup key and its requests'
 # amounts shared); 2.3 KB with those dicts and keys per pod, 3.2 KB with a copy of every repeated string
 # per pod as well.
-MAX_BYTES_PER_POD = 1_750
+MAX_BYTES_PER_POD = 1_600
 
 
 def test_a_running_pod_costs_the_cache_at_most_its_bound() -> None:

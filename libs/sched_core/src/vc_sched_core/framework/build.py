@@ -7,6 +7,7 @@ from fractions import Fraction
 
 import msgspec
 
+from vc_core.interning import SharedParts
 from vc_sched_core.framework.model import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from vc_sched_core.framework.nodes import NodeInfo, NodeTable
 from vc_sched_core.framework.resources import ResourceSpace, Vector, is_empty
@@ -118,19 +119,13 @@ def _name_index(name: str) -> int | None:
 
 _class_keys: msgspec.json.Encoder = msgspec.json.Encoder()
 # Each distinct class key as one object: the pods of a template place alike, and a carried session keeps
-# a task per pod for its life. Bounded: pods whose placement is their own get their own key past it.
-_KNOWN_CLASS_KEYS: dict[bytes, bytes] = {}
-_KNOWN_CLASS_KEYS_MAX = 4_096
+# a task per pod for its life.
+_CLASS_KEYS: SharedParts[bytes, bytes] = SharedParts(limit=4_096)
 
 
 def _class_key(placement: tuple[object, ...]) -> bytes:
     key = _class_keys.encode(placement)
-    known = _KNOWN_CLASS_KEYS.get(key)
-    if known is not None:
-        return known
-    if len(_KNOWN_CLASS_KEYS) < _KNOWN_CLASS_KEYS_MAX:
-        _KNOWN_CLASS_KEYS[key] = key
-    return key
+    return _CLASS_KEYS.one(key, lambda: key)
 
 
 class RequestVectors:
