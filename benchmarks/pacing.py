@@ -16,12 +16,15 @@ class Pacing:
     first_rate: float  # pods/s over the first `window` pods, from the start
     last_rate: float  # pods/s over the last `window` pods
     longest_gap_s: float  # the longest time between two pods becoming Running, the first one included
+    gap_ended_at_pod: int  # how many pods were Running when it ended (its end: that pod Running)
+    gap_ended_at_s: float  # when it ended, seconds from the start
 
     def describe(self) -> str:
         ratio = self.last_rate / self.first_rate if self.first_rate else float("nan")
         return (
             f"first {self.window:,} pods {self.first_rate:,.0f} pods/s, last {self.window:,} {self.last_rate:,.0f} "
-            f"({ratio:.2f}x); longest time with no new pod Running {self.longest_gap_s:.1f}s"
+            f"({ratio:.2f}x); longest time with no new pod Running {self.longest_gap_s:.1f}s "
+            f"(ended at {self.gap_ended_at_s:.0f}s, pod {self.gap_ended_at_pod:,})"
         )
 
 
@@ -36,9 +39,12 @@ def pacing(running_at: Sequence[float], start: float) -> Pacing | None:
     last_from = running_at[total - window - 1] if total > window else start
     last_s = running_at[-1] - last_from
     gaps = [running_at[0] - start] + [b - a for a, b in pairwise(running_at)]
+    longest = max(range(total), key=gaps.__getitem__)
     return Pacing(
         window,
         window / first_s if first_s > 0 else float("inf"),
         window / last_s if last_s > 0 else float("inf"),
-        max(gaps),
+        gaps[longest],
+        longest + 1,
+        running_at[longest] - start,
     )

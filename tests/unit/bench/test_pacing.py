@@ -15,7 +15,8 @@ def test_a_load_that_slows_and_stalls_says_so() -> None:
     assert round(got.first_rate) == 100
     assert round(got.last_rate) == 50
     assert round(got.longest_gap_s, 2) == 7.02
-    assert "0.50x" in got.describe()
+    assert (got.gap_ended_at_pod, round(got.gap_ended_at_s, 2)) == (101, 8.02)  # where to look in the logs
+    assert "0.50x" in got.describe() and "pod 101" in got.describe()
 
 
 def test_a_large_load_uses_stretches_of_a_hundred_thousand_and_none_without_pods() -> None:
