@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from vc_sched_core.cycle import apply_result, load_scheduler_conf, run_cycle
 from vc_sched_core.framework.carried import CarriedState, Opening
+from vc_sched_core.framework.model import TaskInfo
 from vc_sched_core.snapshot import ClusterSnapshot, load_objects
 from vc_sched_core.snapshot.cluster import PriorityClassObj, QueueObj
 from vc_sched_core.snapshot.kube import LabelSelector, TopologySpreadConstraint
@@ -188,10 +189,12 @@ def _same_opening(carried: Opening, fresh: Opening) -> None:
         )  # fmt: skip
         for uid, task in job.tasks.items():
             twin = other.tasks[uid]
-            assert (task.status, task.node_name, task.last_tx_status, task.job, task.pod) == (
-                twin.status, twin.node_name, twin.last_tx_status, twin.job, twin.pod
-            )  # fmt: skip
+            # Every field a build sets (a task carried over from the pod's previous version included),
+            # but the equivalence key, which a session sets on first use.
+            fields = [f for f in TaskInfo.__dataclass_fields__ if f not in ("resreq", "node_class")]
+            assert [getattr(task, f) for f in fields] == [getattr(twin, f) for f in fields], uid
             assert np.array_equal(task.resreq, twin.resreq)
+            assert task.node_class in (None, (twin.class_key, twin.resreq.tobytes()))
 
 
 clusters = st.tuples(

@@ -7,7 +7,8 @@ cache replaces an object only when it changes). So the state keeps what it built
 snapshot rebuilds only what changed:
 
 - a job whose PodGroup changed, or any of whose pods came, went or changed, is rebuilt whole, its
-  tasks in snapshot order;
+  tasks in snapshot order; the task of a pod that only moved on (bound, started, finished, leaving)
+  is its previous task with the new status, node and pod, not built again;
 - so is the accounting of each node row one of whose tasks went or changed, and of each node whose
   object changed; a task that newly lands on a row after all of the row's tasks in snapshot order (a
   bind: pods are created, so ordered, before they are bound) is added to the row as it is, and one
@@ -32,6 +33,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 
 from vc_core.interning import shared
@@ -41,6 +43,7 @@ from vc_sched_core.framework.build import (
     build_job,
     build_queues,
     build_task,
+    task_status,
 )
 from vc_sched_core.framework.model import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from vc_sched_core.framework.nodes import NodeInfo, NodeTable
@@ -411,12 +414,13 @@ class CarriedState:
         for entry in rederive.values():
             if entry.group:
                 self._groups.setdefault(entry.group, {})[entry.pod.uid] = entry
-            self._derive(entry, self._jobs.get(entry.group) if entry.group else None)
+            was_row, was_task = before.get(id(entry), (-1, None))
+            self._derive(entry, self._jobs.get(entry.group) if entry.group else None, was_task)
             if entry.task is not None and entry.task.job:
                 dirty_jobs.add(entry.task.job)
             if entry.row >= 0:
                 self._rows[entry.row][entry.pod.uid] = entry
-            rows.settle(entry, *before.get(id(entry), (-1, None)))
+            rows.settle(entry, was_row, was_task)
         for key in dirty_jobs:
             self._rebuild_job(key, pgs)
         dirty_rows |= rows.rebuild
@@ -507,17 +511,23 @@ class CarriedState:
         assert self._space is not None
         return build_job(pg, self._space, self._classes)
 
-    def _derive(self, entry: _Pod, job: JobInfo | None) -> None:
-        """The pod's task (kept when the pod and its job are the same) and the row it is accounted on."""
+    def _build_task(self, pod: PodObj, job_uid: str) -> TaskInfo:
+        assert self._space is not None
+        return build_task(pod, job_uid, self._space, self._classes, self._vectors)
+
+    def _derive(self, entry: _Pod, job: JobInfo | None, previous: TaskInfo | None = None) -> None:
+        """The pod's task (kept when the pod and its job are the same; `previous`: the task of the pod's
+        last version, which a pod that only moved on derives from) and the row it is accounted on."""
         pod = entry.pod
         if job is None and not (pod.node_name and pod.phase in OCCUPYING_PHASES):
             entry.task, entry.row = None, -1
             return
         job_uid = job.uid if job is not None else ""
-        task = entry.task
-        if task is None or task.pod is not pod or task.job != job_uid:
-            assert self._space is not None
-            task = build_task(pod, job_uid, self._space, self._classes, self._vectors)
+        task = entry.task or previous
+        if task is None or task.job != job_uid:
+            task = self._build_task(pod, job_uid)
+        elif task.pod is not pod:
+            task = _moved_on(task, pod) or self._build_task(pod, job_uid)
         entry.task = task
         table = self._table
         assert table is not None
@@ -528,6 +538,21 @@ class CarriedState:
         entry.row = -1
         if job is not None and task.node_name and node is None:
             task.node_name = ""  # its node is gone from the snapshot
+
+
+def _moved_on(task: TaskInfo, pod: PodObj) -> TaskInfo | None:
+    """The task build_task makes of `pod`, from the task of its previous version, when the pod changed
+    only where it is and how far it got (bound, started, finished, leaving): what most changes between
+    two cycles are (every bind and start in the share), and building a task anew is most of what such a
+    change costs an opening. None when anything else changed: then only a build gives the same task."""
+    old = task.pod
+    if msgspec.structs.replace(old, node_name=pod.node_name, phase=pod.phase, deleting=pod.deleting) != pod:
+        return None
+    return TaskInfo(
+        task.uid, task.name, task.namespace, task.job, task.role, task.resreq, task.best_effort, task.priority,
+        task.preemptable, task_status(pod), pod, task.class_key, task.index, pod.node_name, task.preemption_policy,
+        None, task.node_class,
+    )  # fmt: skip
 
 
 def _names_of(snapshot: ClusterSnapshot) -> Counter[str]:
