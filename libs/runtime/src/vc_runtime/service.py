@@ -184,7 +184,11 @@ async def _watch_connection(nc: Client, probes: Probes, shutdown: asyncio.Event)
 # Services hold caches of 10^5 objects and allocate a few per message: at CPython's default (700, 10,
 # 10) the cyclic collector runs every 700 allocations and keeps re-walking young caches. Collecting
 # young objects every 100,000 allocations took a fifth off a 100,000-pod scheduling cycle.
-GC_THRESHOLDS = (100_000, 50, 100)
+# The middle generation is collected every 5 young collections, not 50: each object that survives a
+# young collection is looked at once there either way, but 50 collections' survivors at once (millions
+# of cache objects at the seeds' scale) held the GIL for 2-4 s, a stall of the whole process
+# (docs/benchmarks.md). The full collection is considered as often as before (every 5,000 young ones).
+GC_THRESHOLDS = (100_000, 5, 1_000)
 # Every service runs on uvloop: per message, a service spends more time in the event loop (callbacks,
 # futures, socket reads and writes) than in its own code, and uvloop's C loop took 14% off the CPU of
 # the whole system at 10,000 gang pods (e2e benchmark, same run, stock asyncio loop for comparison).
