@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from unittest import mock
 
+import msgspec
+
 from tests.support.memory import retained_bytes
 from tests.unit.bench.bench_pods import gang_pod_lives, running_gang_pods
 from vc_bus.kvwatch import RawEntry
@@ -75,3 +77,28 @@ def test_the_stored_bytes_of_waiting_pods_are_kept_for_a_bounded_number() -> Non
         assert cache.stored_unbound(first.replace(".", "/", 1)) is None
         assert cache.stored_unbound(newcomer.replace(".", "/", 1)) == (created, 101)
         assert len(cache._unbound_raw) == 20
+
+
+def test_a_pod_that_moves_on_keeps_its_unchanged_parts_and_reads_as_a_fresh_decoding() -> None:
+    """A bind and a start leave a pod's labels, annotations, selector and tolerations as they were: the
+    new version holds the old version's objects (converted once, not shared anew per change), and the
+    pod is what decoding its last version alone gives."""
+    lives = gang_pod_lives(20, nodes=4)
+    cache, revision = SchedulerCache(), 0
+    first = {}
+    for version in range(3):
+        for key, values in lives:
+            revision += 1
+            cache.apply("Pod", RawEntry(WatchOp.PUT, revision, key, memoryview(values[version]).tobytes()))
+        if version == 0:
+            first = dict(cache.pods)
+    for key, values in lives:
+        now, was = cache.pods[key.replace(".", "/", 1)], first[key.replace(".", "/", 1)]
+        assert now.phase == "Running" and now.node_name and not was.node_name
+        assert now.labels is was.labels and now.node_selector is was.node_selector
+        assert now.tolerations is was.tolerations
+        assert now.annotations is was.annotations or now.annotations != was.annotations
+        fresh = SchedulerCache()
+        fresh.apply("Pod", RawEntry(WatchOp.PUT, 1, key, memoryview(values[2]).tobytes()))
+        (alone,) = fresh.pods.values()
+        assert alone == msgspec.structs.replace(now, order=alone.order)

@@ -53,7 +53,7 @@ from vc_sched_core.snapshot.cluster import (
     ResourceQuotaObj,
 )
 from vc_sched_core.snapshot.kube import Pod as PodView
-from vc_sched_core.snapshot.loader import SnapshotError, brief_pod, convert_view, decode_json, decode_view
+from vc_sched_core.snapshot.loader import SnapshotError, brief_pod, convert_pod, convert_view, decode_json, decode_view
 from vc_scheduler.cluster_index import TERMINAL, ClusterIndex, podgroup_key
 from vc_scheduler.ledger import UNSEEN_AFTER_S
 
@@ -519,7 +519,8 @@ class SchedulerCache:
         view = cast(PodView, decode_view("Pod", data, order))
         group = view.metadata.annotations.get(GROUP_NAME_ANNOTATION)
         if self._whole(view.spec.node_name, f"{view.metadata.namespace or 'default'}/{group}" if group else None):
-            whole = cast(PodObj, convert_view("Pod", view, order))
+            previous = self.pods.get(key) if key not in self._brief_raw else None
+            whole = convert_pod(view, order, previous)
             self._brief_raw.pop(key, None)
             return whole
         pod = brief_pod(view, order)

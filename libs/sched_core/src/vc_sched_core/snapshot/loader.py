@@ -141,6 +141,15 @@ def convert_view(kind: str, view: msgspec.Struct, index: int = 0) -> object:
     return _convert(index, kind, view)
 
 
+def convert_pod(view: kube.Pod, index: int = 0, previous: PodObj | None = None) -> PodObj:
+    """A decoded pod view as its snapshot object; `previous`: the pod's last version as converted, whose
+    parts the new one keeps where they are equal (the scheduler cache's per-change path)."""
+    try:
+        return _pod(view, index, previous)
+    except InvalidObject as exc:
+        raise SnapshotError(index, "Pod", exc.field, exc.message) from exc
+
+
 _NO_STRINGS: Final[dict[str, str]] = {}  # a brief pod's labels and node selector: none (read only)
 # PodGroup name -> a brief pod's annotations: that name alone (read only, shared by the group's pods).
 _BRIEF_ANNOTATIONS: Final[SharedParts[str, dict[str, str]]] = SharedParts()
@@ -277,28 +286,40 @@ def pod_requests(spec: kube.PodSpec) -> Resources:
     return {name: value for name, value in total.items() if value != 0}
 
 
-def _pod(pod: kube.Pod, index: int) -> PodObj:
+def _pod(pod: kube.Pod, index: int, previous: PodObj | None = None) -> PodObj:
     meta = pod.metadata
     _require_name(meta)
+    spec = pod.spec
     # The scheduler's cache holds one of these per pod: the text pods repeat (namespace, label and
     # annotation keys and values, node, phase, creation second) is shared, not copied per pod. So is
     # its uid: a pod changes several times (created, bound, started), and what is kept by uid (the
-    # cache's index, the carried session) would otherwise hold a copy from each version.
+    # cache's index, the carried session) would otherwise hold a copy from each version. A part equal
+    # to the pod's `previous` version's is that version's object: most changes (a bind, a start) leave
+    # the labels, annotations, selector and tolerations as they were, and comparing them costs less
+    # than sharing their strings again; equal parts that are one object also compare at once.
     return PodObj(
         name=meta.name,
         namespace=shared(meta.namespace or "default"),
         uid=shared(meta.uid or f"{meta.namespace or 'default'}/{meta.name}"),
-        labels=shared_strings(meta.labels),
-        annotations=shared_strings(meta.annotations),
-        scheduler_name=shared(pod.spec.scheduler_name),
-        node_name=shared(pod.spec.node_name),
-        priority=pod.spec.priority,
-        priority_class_name=shared(pod.spec.priority_class_name),
-        preemption_policy=shared(pod.spec.preemption_policy),
-        node_selector=shared_map(pod.spec.node_selector),
-        affinity=pod.spec.affinity,
-        tolerations=pod.spec.tolerations,
-        requests=pod_requests(pod.spec),
+        labels=previous.labels
+        if previous is not None and meta.labels == previous.labels
+        else shared_strings(meta.labels),
+        annotations=previous.annotations
+        if previous is not None and meta.annotations == previous.annotations
+        else shared_strings(meta.annotations),
+        scheduler_name=shared(spec.scheduler_name),
+        node_name=shared(spec.node_name),
+        priority=spec.priority,
+        priority_class_name=shared(spec.priority_class_name),
+        preemption_policy=shared(spec.preemption_policy),
+        node_selector=previous.node_selector
+        if previous is not None and spec.node_selector == previous.node_selector
+        else shared_map(spec.node_selector),
+        affinity=previous.affinity if previous is not None and spec.affinity == previous.affinity else spec.affinity,
+        tolerations=previous.tolerations
+        if previous is not None and spec.tolerations == previous.tolerations
+        else spec.tolerations,
+        requests=pod_requests(spec),
         phase=shared(pod.status.phase or "Pending"),
         deleting=meta.deletion_timestamp is not None,
         creation=shared(meta.creation_timestamp or ""),
