@@ -161,10 +161,12 @@ def carried_cycles(
 
 
 def _cache_order(snapshot: ClusterSnapshot) -> ClusterSnapshot:
-    """The pods as the service's cache orders them, by creation: those already on a node first."""
-    placed = tuple(p for p in snapshot.pods if p.node_name)
-    waiting = tuple(p for p in snapshot.pods if not p.node_name)
-    return replace(snapshot, pods=placed + waiting)
+    """The pods as the service's cache orders them, by creation: those already on a node first, each
+    with its place as its order (the cache's order: its key's first arrival)."""
+    placed = [p for p in snapshot.pods if p.node_name]
+    waiting = [p for p in snapshot.pods if not p.node_name]
+    pods = tuple(msgspec.structs.replace(p, order=i) for i, p in enumerate(placed + waiting))
+    return replace(snapshot, pods=pods)
 
 
 def _as_written(before: ClusterSnapshot, after: ClusterSnapshot) -> ClusterSnapshot:

@@ -101,9 +101,16 @@ def _edit(snap: ClusterSnapshot, kind: str, pick: int, serial: int) -> ClusterSn
         i = pick % len(pods)
         pods[i] = msgspec.structs.replace(pods[i], node_name="", phase="Pending")
     elif kind in ("new_pod", "insert_pod") and pods:
+        # A new pod comes last with the next order, as in the scheduler's cache; one inserted anywhere
+        # repeats its model's order (not the cache's way: the opening then compares pod by pod).
         base = pods[pick % len(pods)]
         new = msgspec.structs.replace(base, name=f"x{serial}", uid=f"x{serial}", node_name="", phase="Pending")
+        if kind == "new_pod":
+            new = msgspec.structs.replace(new, order=max(p.order for p in pods) + 1)
         pods.insert(pick % (len(pods) + 1) if kind == "insert_pod" else len(pods), new)
+    elif kind == "recreate" and pods:  # deleted and created again under its name: its order, a new uid
+        i = pick % len(pods)
+        pods[i] = msgspec.structs.replace(pods[i], uid=f"r{serial}", node_name="", phase="Pending")
     elif kind == "pod_cpu" and pods:
         i = pick % len(pods)
         pods[i] = msgspec.structs.replace(pods[i], requests={**pods[i].requests, "cpu": Fraction(pick % 3 + 1, 4)})
@@ -151,9 +158,9 @@ def _edit(snap: ClusterSnapshot, kind: str, pick: int, serial: int) -> ClusterSn
 
 
 EDITS = (
-    "finish", "delete_pod", "deleting", "unbind", "new_pod", "insert_pod", "pod_cpu", "pg_min", "pg_delete",
-    "pg_queue", "pg_inqueue", "node_cpu", "node_label", "queue_drop", "queue_add", "queue_cap", "gpu_pod",
-    "reorder", "priority", "spread", "unspread", "none",
+    "finish", "delete_pod", "deleting", "unbind", "new_pod", "insert_pod", "recreate", "pod_cpu", "pg_min",
+    "pg_delete", "pg_queue", "pg_inqueue", "node_cpu", "node_label", "queue_drop", "queue_add", "queue_cap",
+    "gpu_pod", "reorder", "priority", "spread", "unspread", "none",
 )  # fmt: skip
 
 

@@ -23,8 +23,9 @@ A rebuild runs exactly the steps a full build runs, in the same order, so the fl
 orders come out the same: a session on carried state decides exactly what a session on a fresh build
 decides (property-tested). What cannot be patched in order (the resource names, priority classes,
 scheduler names or node list changing, pods reordered, duplicate keys) falls back to a full build.
-Costs per cycle: one pass over the pods and PodGroups comparing identities, a reset per job, and a
-rebuild per change.
+Costs per cycle: a pass over the PodGroups comparing identities, a reset per job, and a rebuild per
+change. The pods are compared in NumPy by the order the scheduler's cache gives them (pod_order.py);
+a snapshot not listed by that order is compared pod by pod.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import msgspec
 import numpy as np
 
 from vc_core.interning import shared
+from vc_sched_core.framework import pod_order
 from vc_sched_core.framework.build import (
     OCCUPYING_PHASES,
     RequestVectors,
@@ -47,6 +49,7 @@ from vc_sched_core.framework.build import (
 )
 from vc_sched_core.framework.model import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from vc_sched_core.framework.nodes import NodeInfo, NodeTable
+from vc_sched_core.framework.pod_order import PodOrder
 from vc_sched_core.framework.resources import ResourceSpace, Vector
 from vc_sched_core.snapshot.cluster import ClusterSnapshot, NodeObj, PodGroupObj, PodObj, PriorityClassObj
 
@@ -180,6 +183,9 @@ class CarriedState:
         self._table: NodeTable | None = None
         self._nodes: Sequence[NodeObj] = ()
         self._pods: dict[str, _Pod] = {}
+        # The last snapshot's pods by their orders, while they strictly increase (pod_order.py): an
+        # entry's position is then its pod's order, and the next opening finds what changed in NumPy.
+        self._order: PodOrder | None = None
         self._groups: dict[str, dict[str, _Pod]] = {}  # group key -> its pods (ours, naming it)
         self._rows: list[dict[str, _Pod]] = []  # node row -> the pods accounted on it
         self._tails: list[_Pod | None] = []  # node row -> its pod last in snapshot order (None: empty)
@@ -251,7 +257,9 @@ class CarriedState:
         self._relating = sum(1 for pod in snapshot.pods if relates(pod))
         carriable = len(self._pgs) == len(snapshot.podgroups)
         placed: list[tuple[NodeInfo, TaskInfo]] = []
-        for position, pod in enumerate(snapshot.pods):
+        self._order = PodOrder.of(snapshot.pods)
+        positions = self._order.orders.tolist() if self._order is not None else range(len(snapshot.pods))
+        for position, pod in zip(positions, snapshot.pods, strict=True):
             entry = _Pod(pod, position, self._group_of(pod), seen=self._opens)
             carriable &= self._pods.setdefault(pod.uid, entry) is entry
             if entry.group:
@@ -335,12 +343,41 @@ class CarriedState:
     ) -> tuple[list[tuple[_Pod, PodObj]], list[tuple[PodObj, int]], list[_Pod]] | None:
         """(entry, new object) of changed pods, (pod, position) of new ones, entries of pods gone; every
         surviving entry gets its new position. None when pods were reordered or a uid repeats."""
+        before, after = self._order, PodOrder.of(pods)
+        self._order = after
+        if before is not None and after is not None:
+            return self._changed_by_order(before, after)
+        positions = after.orders.tolist() if after is not None else range(len(pods))
+        return self._walk(pods, positions)
+
+    def _changed_by_order(
+        self, before: PodOrder, after: PodOrder
+    ) -> tuple[list[tuple[_Pod, PodObj]], list[tuple[PodObj, int]], list[_Pod]] | None:
+        """`_changed_pods` when both snapshots' pods are by order: positions are orders, so only the pods
+        that changed, came or went are looked at. None when a uid repeats."""
+        found = pod_order.changes(before, after)
+        entries = self._pods
+        removed = [entries[pod.uid] for pod in found.removed]
+        gone = {pod.uid for pod in found.removed}
+        added: list[tuple[PodObj, int]] = []
+        for pod in found.added:
+            if pod.uid in entries and pod.uid not in gone:
+                return None  # the same uid as a pod that stays
+            added.append((pod, pod.order))
+        if len({pod.uid for pod, _ in added}) != len(added):
+            return None
+        return [(entries[old.uid], new) for old, new in found.changed], added, removed
+
+    def _walk(
+        self, pods: Sequence[PodObj], positions: Iterable[int]
+    ) -> tuple[list[tuple[_Pod, PodObj]], list[tuple[PodObj, int]], list[_Pod]] | None:
+        """`_changed_pods` by looking at every pod."""
         stamp = self._opens
         entries = self._pods
         changed: list[tuple[_Pod, PodObj]] = []
         added: list[tuple[PodObj, int]] = []
         last = -1
-        for position, pod in enumerate(pods):
+        for position, pod in zip(positions, pods, strict=True):
             entry = entries.get(pod.uid)
             if entry is None:
                 added.append((pod, position))
