@@ -198,7 +198,7 @@ def _same_opening(carried: Opening, fresh: Opening) -> None:
             twin = other.tasks[uid]
             # Every field a build sets (a task carried over from the pod's previous version included),
             # but the equivalence key, which a session sets on first use.
-            fields = [f for f in TaskInfo.__dataclass_fields__ if f not in ("resreq", "node_class")]
+            fields = [f for f in TaskInfo.__struct_fields__ if f not in ("resreq", "node_class")]
             assert [getattr(task, f) for f in fields] == [getattr(twin, f) for f in fields], uid
             assert np.array_equal(task.resreq, twin.resreq)
             assert task.node_class in (None, (twin.class_key, twin.resreq.tobytes()))

@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 import msgspec
 import numpy as np
@@ -54,6 +55,7 @@ from vc_sched_core.framework.resources import ResourceSpace, Vector
 from vc_sched_core.snapshot.cluster import ClusterSnapshot, NodeObj, PodGroupObj, PodObj, PriorityClassObj
 
 _DONE = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+_order_of = attrgetter("order")
 
 
 class _RowChanges:
@@ -107,9 +109,9 @@ class Opening:
     pods_relate: bool = True  # some pod has inter-pod (anti-)affinity terms or topology spread (see relates)
 
 
-@dataclass(slots=True, eq=False)
-class _Pod:
-    """A pod of the last snapshot and what the build made of it."""
+class _Pod(msgspec.Struct, eq=False, gc=False):
+    """A pod of the last snapshot and what the build made of it (one per pod, never tracked by the
+    garbage collector: it refers to its pod and task only, neither of which refers back)."""
 
     pod: PodObj
     position: int  # its index in the last snapshot's pods
@@ -258,7 +260,7 @@ class CarriedState:
         carriable = len(self._pgs) == len(snapshot.podgroups)
         placed: list[tuple[NodeInfo, TaskInfo]] = []
         self._order = PodOrder.of(snapshot.pods)
-        positions = self._order.orders.tolist() if self._order is not None else range(len(snapshot.pods))
+        positions = _positions(snapshot.pods, by_order=self._order is not None)
         for position, pod in zip(positions, snapshot.pods, strict=True):
             entry = _Pod(pod, position, self._group_of(pod), seen=self._opens)
             carriable &= self._pods.setdefault(pod.uid, entry) is entry
@@ -347,7 +349,7 @@ class CarriedState:
         self._order = after
         if before is not None and after is not None:
             return self._changed_by_order(before, after)
-        positions = after.orders.tolist() if after is not None else range(len(pods))
+        positions = _positions(pods, by_order=after is not None)
         return self._walk(pods, positions)
 
     def _changed_by_order(
@@ -590,6 +592,12 @@ def _moved_on(task: TaskInfo, pod: PodObj) -> TaskInfo | None:
         task.preemptable, task_status(pod), pod, task.class_key, task.index, pod.node_name, task.preemption_policy,
         None, task.node_class,
     )  # fmt: skip
+
+
+def _positions(pods: Sequence[PodObj], *, by_order: bool) -> Iterable[int]:
+    """Each pod's position: its order when the pods are listed by order (the pod's own int object, not
+    a copy per entry), else its index."""
+    return map(_order_of, pods) if by_order else range(len(pods))
 
 
 def _names_of(snapshot: ClusterSnapshot) -> Counter[str]:

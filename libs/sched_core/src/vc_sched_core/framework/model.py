@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from vc_sched_core.framework.fit_errors import FitErrors
@@ -46,8 +47,12 @@ class PodGroupPhase(StrEnum):
     COMPLETED = "Completed"
 
 
-@dataclass(slots=True, eq=False)
-class TaskInfo:
+class TaskInfo(msgspec.Struct, eq=False, gc=False):
+    """A pod as a session schedules it. A msgspec Struct never tracked by the garbage collector: the
+    carried session state holds one per pod (a million at the seeds' scale), and nothing a task holds
+    (its pod, request vector, strings, status) refers back to it, so the cyclic collector has nothing
+    to find there and its full collections skip them. Compared and hashed by identity."""
+
     uid: str
     name: str
     namespace: str
