@@ -77,7 +77,8 @@ class _RowChanges:
                 self.appended.setdefault(row, []).append(entry)
                 return
             if old_row == row and old_task is not None and _plain(old_task):
-                if np.array_equal(old_task.resreq, task.resreq):
+                # (A task that moved on keeps its request vector: the same object, no comparing.)
+                if old_task.resreq is task.resreq or np.array_equal(old_task.resreq, task.resreq):
                     self.swapped.append((row, task))
                     return
         if old_row >= 0:
