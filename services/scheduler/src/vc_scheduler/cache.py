@@ -51,6 +51,7 @@ from vc_sched_core.snapshot.cluster import (
     PriorityClassObj,
     QueueObj,
     ResourceQuotaObj,
+    read_annotations,
 )
 from vc_sched_core.snapshot.kube import Pod as PodView
 from vc_sched_core.snapshot.loader import SnapshotError, brief_pod, convert_pod, convert_view, decode_json, decode_view
@@ -136,13 +137,9 @@ def _equal(kind: str, old: Any, new: Any) -> bool:
 
 
 def _confirms(assumed: PodObj, stored: PodObj) -> bool:
-    """The stored pod is the assumed one bound as assumed: equal but for the bound-by annotation."""
-    if stored.node_name != assumed.node_name or stored.annotations == assumed.annotations:
-        return stored == assumed
-    extra = stored.annotations.keys() - assumed.annotations.keys()
-    if extra - {BOUND_BY} or assumed.annotations.keys() - stored.annotations.keys():
-        return False
-    return msgspec.structs.replace(stored, annotations=assumed.annotations) == assumed
+    """The stored pod is the assumed one bound as assumed (the bind's bound-by stamp is not in a view:
+    no scheduler reads it from one, POD_ANNOTATIONS_READ)."""
+    return stored == assumed
 
 
 def _demand(kind: str, old: Any, new: Any) -> str | None:
@@ -246,7 +243,7 @@ class SchedulerCache:
         cycle counts the pod's GPUs before the watch shows the stored bind."""
         pod = self.pods.get(pod_key)
         if pod is not None and not pod.node_name:
-            merged = {**pod.annotations, **annotations} if annotations else pod.annotations
+            merged = {**pod.annotations, **read_annotations(annotations)} if annotations else pod.annotations
             assumed = msgspec.structs.replace(pod, node_name=node, annotations=merged)
             self.pods[pod_key] = assumed
             self._assumed[pod_key] = (assumed, time.monotonic())

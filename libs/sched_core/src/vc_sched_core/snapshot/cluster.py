@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Final
 
 import msgspec
 
@@ -22,6 +23,29 @@ from vc_sched_core.snapshot.vgpu import VGPUInventory, VGPUPodRequest
 HostPort = tuple[str, str, int]
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+# The annotations a scheduler reads from a pod view: its PodGroup (both spellings), task spec and
+# priority, whether it is preemptable, and the GPUs a bind assigned (deviceshare). A pod view keeps only
+# these: the others a pod carries (its task index, job version, the bound-by stamp) would make each
+# pod's map its own, one dict per pod in a cache of a million, where a gang's pods share one without
+# them. Code that reads another key of `PodObj.annotations` adds it here (a test checks the readers'
+# keys are in it).
+POD_ANNOTATIONS_READ: Final = frozenset(
+    {
+        GROUP_NAME_ANNOTATION,
+        "scheduling.volcano.sh/group-name",
+        "volcano.sh/task-spec",
+        "volcano.sh/task-priority",
+        "volcano.sh/preemptable",
+        "volcano.sh/vgpu-ids-new",
+    }
+)
+
+
+def read_annotations(annotations: Mapping[str, str]) -> dict[str, str]:
+    """The annotations of `annotations` a scheduler reads (POD_ANNOTATIONS_READ)."""
+    return {key: value for key, value in annotations.items() if key in POD_ANNOTATIONS_READ}
+
+
 DEFAULT_QUEUE = "default"
 ROOT_QUEUE = "root"
 

@@ -36,6 +36,7 @@ from vc_sched_core.snapshot.cluster import (
     PriorityClassObj,
     QueueObj,
     ResourceQuotaObj,
+    read_annotations,
 )
 
 _PATH: Final = re.compile(r"at `\$\.?(.*)`")
@@ -296,7 +297,10 @@ def _pod(pod: kube.Pod, index: int, previous: PodObj | None = None) -> PodObj:
     # cache's index, the carried session) would otherwise hold a copy from each version. A part equal
     # to the pod's `previous` version's is that version's object: most changes (a bind, a start) leave
     # the labels, annotations, selector and tolerations as they were, and comparing them costs less
-    # than sharing their strings again; equal parts that are one object also compare at once.
+    # than sharing their strings again; equal parts that are one object also compare at once. Of the
+    # annotations only those a scheduler reads are kept, one dict for the pods that carry the same
+    # (a gang's, or a task's): see POD_ANNOTATIONS_READ.
+    annotations = read_annotations(meta.annotations)
     return PodObj(
         name=meta.name,
         namespace=shared(meta.namespace or "default"),
@@ -305,8 +309,8 @@ def _pod(pod: kube.Pod, index: int, previous: PodObj | None = None) -> PodObj:
         if previous is not None and meta.labels == previous.labels
         else shared_strings(meta.labels),
         annotations=previous.annotations
-        if previous is not None and meta.annotations == previous.annotations
-        else shared_strings(meta.annotations),
+        if previous is not None and annotations == previous.annotations
+        else shared_map(annotations),
         scheduler_name=shared(spec.scheduler_name),
         node_name=shared(spec.node_name),
         priority=spec.priority,
