@@ -21,6 +21,7 @@ decoded whole once. Per change afterwards a brief pod costs about what a whole o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -80,6 +81,13 @@ TOMBSTONE_TTL_S = 2 * UNSEEN_AFTER_S
 # about a GB of them; past this many, a pod's bind reads it first. Five cycles' binds at the default
 # bound (--binds-per-cycle 20,000): a backlog as large as the scale-out benchmark's binds without reads.
 MAX_UNBOUND_KEPT = 100_000
+# The longest the watches' entries wait while a cycle opens (SchedulerCache.hold). The cycle plans in a
+# thread that shares the GIL with the event loop; at the seeds' scale the loop would meanwhile apply
+# tens of thousands of changes (the last cycle's binds and starts, new pods) that this cycle's snapshot
+# no longer sees, and the opening took several times its own CPU in wall time while the binder had
+# nothing to write (docs/benchmarks.md, "10,000 nodes, 1,000,000 pods"). Held, the entries wait in the
+# server (a pull consumer asks for no more) and are applied once the cycle hands over its first binds.
+HOLD_MAX_S = 5.0
 ObjT = TypeVar("ObjT", bound=KubeObject)
 
 
@@ -201,6 +209,8 @@ class SchedulerCache:
         # By kind, the store revision the watch has delivered up to, and who waits for one (followed_to).
         self.followed: dict[str, int] = {}
         self._revision_waiters: list[tuple[str, int, asyncio.Future[None]]] = []
+        self._held_until = 0.0  # while a cycle opens: when the watches' entries are applied again (hold)
+        self._released = asyncio.Event()
         # Which pods are held whole, by their node and PodGroup key: all of them, or with `share_only`
         # those of the share (none until the loop first says what the share is: regroup).
         self.share_only = share_only
@@ -339,7 +349,31 @@ class SchedulerCache:
     async def follow(self, js: Any, kind: str, shutdown: asyncio.Event) -> None:
         # Raw KV, not an Informer: it decodes into snapshot views and keeps bytes and revision for CAS.
         async for entry in until(shutdown, watch_bucket(js, subjects.bucket(kind))):
+            if self._held_until:
+                await self._until_released()
             self.apply(kind, entry)
+
+    def hold(self) -> None:
+        """Leave the watches' entries unapplied until `release`, for at most HOLD_MAX_S: a cycle opens."""
+        self._held_until = time.monotonic() + HOLD_MAX_S
+        self._released.clear()
+
+    @property
+    def held(self) -> bool:
+        return self._held_until > time.monotonic()
+
+    def release(self) -> None:
+        """Apply the watches' entries again (the ones that waited first, in order)."""
+        self._held_until = 0.0
+        self._released.set()
+
+    async def _until_released(self) -> None:
+        left = self._held_until - time.monotonic()
+        if left > 0:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(left):
+                    await self._released.wait()
+        self._held_until = 0.0  # (released, or held as long as it may be)
 
     def apply(self, kind: str, entry: RawEntry) -> None:
         """One entry of the store's watch of `kind`'s bucket."""

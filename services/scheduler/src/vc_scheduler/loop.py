@@ -32,7 +32,7 @@ from vc_runtime.sharding import SoleOwner
 from vc_sched_core.cycle import CycleResult
 from vc_sched_core.framework.carried import CarriedState
 from vc_sched_core.framework.conf import SchedulerConf
-from vc_sched_core.framework.decisions import Evict
+from vc_sched_core.framework.decisions import Bind, Evict
 from vc_scheduler import metrics
 from vc_scheduler.binder import GangBinder
 from vc_scheduler.cache import SchedulerCache
@@ -219,8 +219,19 @@ class SchedulingLoop:
             bind_budget=self.binds_per_cycle,
         )
         make_gangs = GangMaker(snapshot, view, tree=self._tree, nodes=self.cache.nodes, owns_node=partition.owns_node)
-        streamed = StreamedBinds(asyncio.get_running_loop(), lambda binds: self._submit(make_gangs(binds)))
-        plan = await asyncio.to_thread(plan_cycle, cycle, self.conf, self._carried, time.perf_counter, streamed.put)
+
+        def take(binds: tuple[Bind, ...]) -> None:
+            self.cache.release()  # binds flow: the opening is over, the cache catches up meanwhile
+            self._submit(make_gangs(binds))
+
+        streamed = StreamedBinds(asyncio.get_running_loop(), take)
+        # What the cache would apply while the session opens is not in its snapshot: the opening gets
+        # the GIL instead (cache.HOLD_MAX_S).
+        self.cache.hold()
+        try:
+            plan = await asyncio.to_thread(plan_cycle, cycle, self.conf, self._carried, time.perf_counter, streamed.put)
+        finally:
+            self.cache.release()
         streamed.drain()
         waiting: frozenset[str] = frozenset()
         if not partition.alone() and not plan.result.deferred:
