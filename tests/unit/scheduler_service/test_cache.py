@@ -198,7 +198,7 @@ def test_own_binds_count_as_occupying_while_in_flight_and_as_unseen_until_the_wa
         "spec": {"schedulerName": "volcano", "containers": [{"resources": {"requests": {"cpu": "1"}}}]},
     }
     assert cache._put("Pod", "ns/a", json.dumps(doc).encode(), cache.pods)
-    cache.index.place("ns/a", cache.pods["ns/a"])
+    cache.index.place("ns/a", None, cache.pods["ns/a"])
     assert cache.occupying("n1") == {}
     cache.assume("ns/a", "n1")
     assert cache.occupying("n1") == {"u": {"cpu": 1, "pods": 1}}

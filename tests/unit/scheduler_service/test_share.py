@@ -38,7 +38,7 @@ def feed(index: ClusterIndex, before: ClusterSnapshot | None, after: ClusterSnap
     new_pods = {p.key: p for p in after.pods}
     for key in old_pods.keys() - new_pods.keys():
         index.stored_pod(key, None)
-        index.place(key, None)
+        index.place(key, old_pods[key], None)
     old_groups = {g.key: g for g in before.podgroups} if before else {}
     new_groups = {g.key: g for g in after.podgroups}
     for key in old_groups.keys() - new_groups.keys():
@@ -48,7 +48,8 @@ def feed(index: ClusterIndex, before: ClusterSnapshot | None, after: ClusterSnap
     index.queues(after.queues)
     for key, p in new_pods.items():
         index.stored_pod(key, msgspec.structs.replace(p, node_name="") if key in assumed else p)
-        index.place(key, p)
+        if old_pods.get(key) is not p:  # (as the cache: only an object it replaces)
+            index.place(key, old_pods.get(key), p)
     old_nodes = {n.name: n for n in before.nodes} if before else {}
     for name in old_nodes.keys() - {n.name for n in after.nodes}:
         index.stored_node(name, None)

@@ -257,7 +257,7 @@ class SchedulerCache:
             assumed = msgspec.structs.replace(pod, node_name=node, annotations=merged)
             self.pods[pod_key] = assumed
             self._assumed[pod_key] = (assumed, time.monotonic())
-            self.index.place(pod_key, assumed)
+            self.index.place(pod_key, pod, assumed)
 
     def forget_assumed(self, pod_key: str) -> None:
         """Undo an assume whose bind did not happen. Only while the cache still holds the assumed
@@ -267,7 +267,7 @@ class SchedulerCache:
             return  # the store has the bind after all (the watch showed it): nothing to undo
         if held is not None and self.pods.get(pod_key) is held[0]:
             self.pods[pod_key] = msgspec.structs.replace(held[0], node_name="")
-            self.index.place(pod_key, self.pods[pod_key])
+            self.index.place(pod_key, held[0], self.pods[pod_key])
         self.version += 1
         self.shared_work = True  # the node it was assumed on has room again
         self.changed.set()
@@ -299,7 +299,7 @@ class SchedulerCache:
             report_undecodable(source=subjects.bucket("Pod"), kind="Pod", error=exc, key=key)
             del self.pods[key]
             self._unbound_raw.pop(key, None)
-            self._index_gone("Pod", key)
+            self._index_gone("Pod", key, pod)
             return None
         self.pods[key] = whole
         return whole
@@ -391,7 +391,7 @@ class SchedulerCache:
         key = shared(f"{namespace}/{name}" if namespace else name)
         if entry.op is WatchOp.DELETE:
             old = table.pop(key, None)
-            self._index_gone(kind, key)
+            self._index_gone(kind, key, old)
             if kind == "Queue":
                 self.index.queues(self.queues.values())
             self.owner_job.pop(key, None)
@@ -411,7 +411,7 @@ class SchedulerCache:
             changed = self._put(kind, key, entry.value, table)
             new = table.get(key)
             if kind == "Pod" and new is not old:
-                self.index.place(key, new)
+                self.index.place(key, old, new)
             elif kind == "Queue":
                 self.index.queues(self.queues.values())
             if kind == "Pod":
@@ -566,10 +566,11 @@ class SchedulerCache:
         elif kind == "Node":
             self.index.stored_node(key, obj)
 
-    def _index_gone(self, kind: str, key: str) -> None:
+    def _index_gone(self, kind: str, key: str, old: Any) -> None:
+        """`old`: the object the cache held (its tables' own: for a pod, what the index placed)."""
         if kind == "Pod":
             self.index.stored_pod(key, None)
-            self.index.place(key, None)
+            self.index.place(key, old, None)
         elif kind == "PodGroup":
             self.index.stored_podgroup(key, None)
         elif kind == "Node":

@@ -120,11 +120,8 @@ class ClusterIndex:
     def __init__(self) -> None:
         self.pods_on: dict[str, dict[str, None]] = {}  # node -> keys of the pods on it (assumed included)
         self.pods_of: dict[str, dict[str, None]] = {}  # PodGroup key -> keys of its pods
-        self._node_of: dict[str, str] = {}  # pod key -> its node as indexed in pods_on
-        self._group_of: dict[str, str] = {}  # pod key -> its PodGroup key as indexed in pods_of
         # The ledger's view (stored binds only): by uid, and occupying pods by node and by queue chain.
         self.states: dict[str, PodState] = {}
-        self._uid_of: dict[str, str] = {}  # pod key -> uid of its state
         self._group_uids: dict[str, dict[str, None]] = {}  # PodGroup key -> uids whose state names its queue
         self._uid_group: dict[str, str] = {}  # uid -> its PodGroup key in _group_uids
         self.by_node: dict[str, dict[str, Resources]] = {}
@@ -151,28 +148,26 @@ class ClusterIndex:
         self._statuses: dict[str, dict[str, int]] = {}  # PodGroup key -> its stored pods by task status
 
     # -- where pods are (the cycle's side: assumed binds count) ---------------------------------------
-    def place(self, key: str, pod: PodObj | None) -> None:
-        """The pod as the cache holds it now (None: gone): its node and PodGroup entries."""
+    def place(self, key: str, old: PodObj | None, pod: PodObj | None) -> None:
+        """The pod as the cache holds it now (None: gone) in place of `old`, the object it held before
+        (None: none): its node and PodGroup entries. The cache passes what it replaced, so the index
+        keeps no per-pod record of where it put each pod (a million entries at the seeds' scale)."""
         node = pod.node_name if pod is not None else ""
-        group = (podgroup_key(pod) or "") if pod is not None else ""
-        old_node = self._node_of.get(key, "")
+        old_node = old.node_name if old is not None else ""
         if old_node != node:
             if old_node:
                 _drop(self.pods_on, old_node, key)
             if node:
                 self.pods_on.setdefault(node, {})[key] = None
-                self._node_of[key] = node
-            else:
-                self._node_of.pop(key, None)
-        old_group = self._group_of.get(key, "")
+        if old is not None and pod is not None and old.group_name == pod.group_name and old.namespace == pod.namespace:
+            return  # (its PodGroup is the same: most changes, a bind or a start)
+        old_group = (podgroup_key(old) or "") if old is not None else ""
+        group = (podgroup_key(pod) or "") if pod is not None else ""
         if old_group != group:
             if old_group:
                 _drop(self.pods_of, old_group, key)
             if group:
                 self.pods_of.setdefault(group, {})[key] = None
-                self._group_of[key] = group
-            else:
-                self._group_of.pop(key, None)
 
     # -- stored objects ----------------------------------------------------------------------------
     def stored_pod(self, key: str, pod: PodObj | None) -> None:
@@ -199,7 +194,7 @@ class ClusterIndex:
         self._use(old, old_amounts, -1.0)
         self._use(pod, amounts, 1.0)
         self._ask(old, old_amounts, pod, amounts)
-        self._state(key, pod, requests)
+        self._state(old, pod, requests)
 
     def _amounts(self, pod: PodObj) -> Amounts:
         """What a stored pod adds to the sums: its requests as floats, without `pods` (the same floats
@@ -471,14 +466,13 @@ class ClusterIndex:
         _add(sums[1], group.allocated, sign)
         _add(sums[2], group.reserved, sign)
 
-    def _state(self, key: str, pod: PodObj | None, requests: Resources | None) -> None:
-        """The ledger's view of the pod's stored version (`requests`: its requests with `pods`)."""
-        old_uid = self._uid_of.pop(key, None)
-        if old_uid is not None and (pod is None or pod.uid != old_uid):
-            self._restate(old_uid, None)
+    def _state(self, old: PodObj | None, pod: PodObj | None, requests: Resources | None) -> None:
+        """The ledger's view of the pod's stored version (`requests`: its requests with `pods`), in place
+        of its previous stored version `old`'s."""
+        if old is not None and (pod is None or pod.uid != old.uid):
+            self._restate(old.uid, None)
         if pod is None:
             return
-        self._uid_of[key] = pod.uid
         group = podgroup_key(pod) or ""
         queue = self._queue_of.get(group, "") if group else ""
         assert requests is not None
