@@ -6,7 +6,7 @@ k = 1 on the summary line. Pure: the measuring is the benchmark's.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # The summary line's fields, in this order; a field whose k was not run, did not bind every pod or has
 # no figure to divide by is left out.
@@ -16,7 +16,8 @@ SUMMARY_FIELDS = ("k2_rate", "k2_cpu", "k4_rate", "k4_cpu", "k4_cycle")
 @dataclass(frozen=True, slots=True)
 class RunFigures:
     """What one run of `instances` schedulers measured: `bound` of `pods` bound after `seconds`; each
-    instance's CPU seconds over the run (from its start) and its cycle count (from its /metrics)."""
+    instance's CPU seconds over the run (from its start), its cycle count and the milliseconds its
+    sessions took to open (from its /metrics)."""
 
     instances: int
     pods: int
@@ -24,6 +25,7 @@ class RunFigures:
     seconds: float
     cpu_s: Mapping[str, float]
     cycles: Mapping[str, float]
+    opening_ms: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -52,6 +54,13 @@ class RunFigures:
         cycles = sum(self.cycles.get(name, 0.0) for name in self.cpu_s)
         return 1000 * sum(self.cpu_s.values()) / cycles if cycles else None
 
+    @property
+    def mean_opening_ms(self) -> float | None:
+        """One instance's mean session opening (wall time): the part of a cycle that depends on its share
+        of the cluster, not on the binds it decides; None without any cycle."""
+        cycles = sum(self.cycles.get(name, 0.0) for name in self.opening_ms)
+        return sum(self.opening_ms.values()) / cycles if cycles else None
+
 
 def together(runs: Sequence[RunFigures]) -> RunFigures:
     """Several runs of one k as one: their pods, time, CPU and cycles added up, so the rate is every pod
@@ -61,11 +70,14 @@ def together(runs: Sequence[RunFigures]) -> RunFigures:
     first = runs[0]
     cpu: dict[str, float] = {}
     cycles: dict[str, float] = {}
+    opening: dict[str, float] = {}
     for run in runs:
         for name, seconds in run.cpu_s.items():
             cpu[name] = cpu.get(name, 0.0) + seconds
         for name, count in run.cycles.items():
             cycles[name] = cycles.get(name, 0.0) + count
+        for name, ms in run.opening_ms.items():
+            opening[name] = opening.get(name, 0.0) + ms
     return RunFigures(
         instances=first.instances,
         pods=sum(run.pods for run in runs),
@@ -73,6 +85,7 @@ def together(runs: Sequence[RunFigures]) -> RunFigures:
         seconds=sum(run.seconds for run in runs),
         cpu_s=cpu,
         cycles=cycles,
+        opening_ms=opening,
     )
 
 
@@ -101,6 +114,21 @@ def scaleout_ratios(runs: Mapping[int, RunFigures]) -> dict[str, float]:
         }
         out |= {f"k{k}_{name}": value for name, value in figures.items() if value is not None}
     return out
+
+
+def openings_line(runs: Mapping[int, RunFigures]) -> str:
+    """`opening per cycle: k=1 .. ms, k=2 .. ms (0.xx of k = 1), ...`: how a session's opening, the part
+    of a cycle that follows the share's size, scales with the instances (the summary's k4_cycle counts
+    whole cycles, and a cycle's binds are bounded alike for every k)."""
+    base = runs[1].mean_opening_ms if 1 in runs else None
+    parts = []
+    for k, run in sorted(runs.items()):
+        mean = run.mean_opening_ms
+        if mean is None:
+            continue
+        share = ratio(mean, base) if k != 1 else None
+        parts.append(f"k={k} {mean:,.0f} ms" + (f" ({share:.2f} of k = 1)" if share is not None else ""))
+    return "opening per cycle: " + (", ".join(parts) if parts else "no cycle")
 
 
 def summary_line(runs: Mapping[int, RunFigures]) -> str:

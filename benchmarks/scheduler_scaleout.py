@@ -12,7 +12,9 @@ and timed from their start until every pod is bound, as this process sees the po
 Printed for each k: pods/s; the schedulers' CPU per pod (each process's CPU from its start, /proc);
 each instance's CPU per cycle (its CPU over its cycle count, the `_count` of the e2e scheduling latency
 histogram on its /metrics: one observation per cycle); commits on other instances' nodes and conflicts
-per pod (from the schedulers' /metrics); and, last, the ratios of k = 2 and k = 4 to k = 1 in the same
+per pod (from the schedulers' /metrics); then each k's mean session opening per cycle (the part of a
+cycle that follows the share's size, where k4_cycle counts whole cycles, whose binds are bounded alike
+for every k) and its share of k = 1's; and, last, the ratios of k = 2 and k = 4 to k = 1 in the same
 run (benchmarks/scaleout_figures.py). k = 1 runs first and last by default and its two runs count
 together: this machine's speed drifts by up to 1.6x within minutes, and a reference measured on both
 sides of the others drifts with it.
@@ -39,7 +41,7 @@ from benchmarks.machine import Speed, reference_seconds
 from benchmarks.pending_gangs import NAMESPACE, Shape, count, write_all
 from benchmarks.procstat import CpuMeter
 from benchmarks.progress import Progress
-from benchmarks.scaleout_figures import RunFigures, per_pod, summary_line, together
+from benchmarks.scaleout_figures import RunFigures, openings_line, per_pod, summary_line, together
 from benchmarks.services import Proc, metric_by_label, metric_declared, metric_sum, scrape
 from vc_bus.connection import connect
 from vc_bus.server import NatsServer, SyncMode, free_port
@@ -53,6 +55,7 @@ SYNC: SyncMode = "default"
 QUICK = Shape(nodes=1_000, pods=5_000)
 # One observation per cycle (metrics.record_timings), so its count is the instance's cycles.
 CYCLES = "volcano_e2e_scheduling_latency_milliseconds_count"
+OPENING = "volcano_open_session_duration_milliseconds_sum"  # each session's opening, wall time
 FOREIGN_BINDS = "tephra_scheduler_foreign_node_binds_total"  # binds onto nodes another instance owns
 GANG_COMMITS = "tephra_scheduler_gang_commits_total"  # by outcome; "conflict": the ledger refused the gang
 LEDGER_CONFLICTS = "tephra_scheduler_ledger_conflicts_total"  # capped-queue reservations refused
@@ -163,6 +166,7 @@ async def run_once(shape: Shape, k: int, timeout_s: float, flags: list[str], kee
         seconds=seconds,
         cpu_s=cpu.used,
         cycles={name: metric_sum(text, CYCLES) for name, text in texts.items()},
+        opening_ms={name: metric_sum(text, OPENING) for name, text in texts.items()},
     )
     report(shape, figures, first_bind_s, cpu, nats, texts, speed)
     return figures
@@ -252,12 +256,7 @@ async def main() -> int:
     )
     parser.add_argument("--quick", action="store_true", help=f"{QUICK.nodes:,} nodes, {QUICK.pods:,} pods")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds each k has to bind every pod")
-    parser.add_argument(
-        "--lease-ttl",
-        type=float,
-        default=30.0,
-        help="the schedulers' lease; long, as a cycle over 100k pods can starve the renewals",
-    )
+    parser.add_argument("--lease-ttl", type=float, help="the schedulers' --lease-ttl (default: theirs)")
     parser.add_argument(
         "--binds-per-cycle", type=int, help="the schedulers' --binds-per-cycle (default: theirs; 0: no bound)"
     )
@@ -266,13 +265,15 @@ async def main() -> int:
     shape = QUICK if args.quick else Shape(nodes=args.nodes, pods=args.pods)
     if shape.nodes < 1 or shape.pods < shape.gang or shape.pods % shape.gang:
         parser.error(f"--nodes must be at least 1 and --pods a positive multiple of {shape.gang}")
-    flags = ["--lease-ttl", str(args.lease_ttl)]
+    flags = [] if args.lease_ttl is None else ["--lease-ttl", str(args.lease_ttl)]
     if args.binds_per_cycle is not None:
         flags += ["--binds-per-cycle", str(args.binds_per_cycle)]
     runs: dict[int, list[RunFigures]] = {}
     for k in args.instances:
         runs.setdefault(k, []).append(await run_once(shape, k, args.timeout, flags, args.logs))
-    print(summary_line({k: together(of_k) for k, of_k in runs.items()}), flush=True)
+    merged = {k: together(of_k) for k, of_k in runs.items()}
+    print(openings_line(merged))
+    print(summary_line(merged), flush=True)
     return 0 if all(run.complete for of_k in runs.values() for run in of_k) else 1
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.scaleout_figures import RunFigures, scaleout_ratios, summary_line, together
+from benchmarks.scaleout_figures import RunFigures, openings_line, scaleout_ratios, summary_line, together
 
 
 def run(
@@ -81,3 +81,16 @@ def test_runs_of_one_k_count_together_weighed_by_what_each_did() -> None:
     assert summary_line({1: both, 4: k4}) == "scaleout k4_rate=2.50 k4_cpu=1.00 k4_cycle=1.00"
     # A run of the k that did not bind every pod leaves the k incomplete.
     assert not together([before, run(1, seconds=900.0, cpu_s=9.0, cycles=4, bound=10)]).complete
+
+
+def test_the_mean_opening_per_cycle_and_its_share_of_one_instances() -> None:
+    one = RunFigures(1, 1000, 1000, 10.0, {"s0": 5.0}, {"s0": 10}, opening_ms={"s0": 4000.0})
+    four = RunFigures(
+        4, 1000, 1000, 5.0, {f"s{i}": 2.0 for i in range(4)}, {f"s{i}": 5 for i in range(4)},
+        opening_ms={f"s{i}": 500.0 for i in range(4)},
+    )  # fmt: skip
+    assert one.mean_opening_ms == 400.0 and four.mean_opening_ms == 100.0
+    # Two runs of one k count together: every opening over every cycle.
+    assert together([one, one]).mean_opening_ms == 400.0
+    assert openings_line({1: one, 4: four}) == "opening per cycle: k=1 400 ms, k=4 100 ms (0.25 of k = 1)"
+    assert openings_line({1: RunFigures(1, 10, 10, 1.0, {"s0": 1.0}, {})}) == "opening per cycle: no cycle"
