@@ -5,7 +5,9 @@ admitted PodGroup of the share still waits, a second one that may borrow other i
 PodGroup's gang goes to the binder (which assumes its binds) as soon as the session will bind no more of
 it, while the session still plans (streamed.py); the rest of the gangs, the evictions and every status
 go when it returns. The loop never waits for those writes; they run bounded in the in-flight queue
-(inflight.py).
+(inflight.py). While the session opens, the cache applies no change from its watches (they wait in the
+server until the first binds come, at most cache.HOLD_MAX_S): the snapshot is taken, and the opening
+gets the GIL.
 
 A period with nothing changed and nothing due by time alone runs no cycle (idle.py has the rule). What
 a cycle builds is carried to the next (the session's opening state; the cache keeps the share's index
