@@ -115,7 +115,7 @@ class _Pod(msgspec.Struct, eq=False, gc=False):
     garbage collector: it refers to its pod and task only, neither of which refers back)."""
 
     pod: PodObj
-    position: int  # its index in the last snapshot's pods
+    position: int  # its place in the last snapshot: its pod's order (pods listed by order), else its index
     group: str  # "<namespace>/<group>" when the pod is ours and names a group, else ""
     task: TaskInfo | None = None  # None: the session does not see it
     row: int = -1  # the node row it is accounted on, -1 when none
