@@ -29,6 +29,16 @@ def _feed(entries: list[RawEntry]) -> Any:
     return watch
 
 
+async def _soon(condition: Any, within_s: float = 5.0) -> bool:
+    """Whether `condition()` holds within `within_s` (looked at every few milliseconds)."""
+    deadline = asyncio.get_running_loop().time() + within_s
+    while not condition():
+        if asyncio.get_running_loop().time() > deadline:
+            return False
+        await asyncio.sleep(0.005)
+    return True
+
+
 ENTRIES = [RawEntry(WatchOp.PUT, i, key, value) for i, (key, value) in enumerate(running_gang_pods(20, nodes=2), 1)]
 
 
@@ -41,8 +51,8 @@ def test_a_held_cache_applies_no_entry_until_released_then_all_in_order() -> Non
             await asyncio.sleep(0.05)
             assert cache.held and not cache.pods
             cache.release()
-            await asyncio.sleep(0.05)
-            assert not cache.held and len(cache.pods) == len(ENTRIES)
+            assert await _soon(lambda: len(cache.pods) == len(ENTRIES))
+            assert not cache.held
             assert cache.followed["Pod"] == len(ENTRIES)
             shutdown.set()
             await following
@@ -58,8 +68,7 @@ def test_a_hold_lapses_after_its_longest(monkeypatch: pytest.MonkeyPatch) -> Non
         cache.hold()
         with mock.patch.object(cache_module, "watch_bucket", _feed(ENTRIES)):
             following = asyncio.create_task(cache.follow(None, "Pod", shutdown))
-            await asyncio.sleep(0.2)  # never released: applied once the hold lapsed
-            assert len(cache.pods) == len(ENTRIES)
+            assert await _soon(lambda: len(cache.pods) == len(ENTRIES))  # never released: the hold lapsed
             shutdown.set()
             await following
 
