@@ -19,7 +19,7 @@ from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.gangs import gangs_of, hierarchical
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.ledger import View
-from vc_scheduler.loop import MIN_GAP_S, rest_after
+from vc_scheduler.loop import MIN_GAP_S, SchedulingLoop, rest_after
 from vc_scheduler.status_policy import (
     ALLOCATED_EVERY_S,
     BINDS_SEEN_S,
@@ -291,6 +291,89 @@ def test_after_a_cycle_the_loop_rests_as_long_as_the_cycle_took_however_many_ins
         await loop.run(shutdown)
         assert loop.skipped == 1  # the second period had nothing new to plan
         assert rests == [pytest.approx(0.4), MIN_GAP_S]
+
+    asyncio.run(scenario())
+
+
+def test_carried_out_waits_for_every_job_of_its_kind_submitted_until_then() -> None:
+    async def scenario() -> None:
+        work, shutdown, gate = InFlight("s0"), asyncio.Event(), asyncio.Event()
+        await work.carried_out("Gang")  # none submitted: nothing to wait for
+
+        async def gang() -> None:
+            await gate.wait()
+
+        work.submit("Gang", gang)
+        work.submit("PodGroupStatus", lambda: asyncio.sleep(0))
+        runner = asyncio.create_task(work.run(shutdown))
+        waiting = asyncio.create_task(work.carried_out("Gang"))
+        await asyncio.sleep(0.05)
+        work.submit("Gang", gang)  # submitted while it waits: waited for too
+        await asyncio.sleep(0.05)
+        assert not waiting.done() and work.unfinished("PodGroupStatus") == 0
+        gate.set()
+        await asyncio.wait_for(waiting, 10)  # a bound for a broken build, not a measurement
+        assert work.unfinished("Gang") == 0
+        shutdown.set()
+        await asyncio.wait_for(runner, 10)
+
+    asyncio.run(scenario())
+
+
+def resting_loop(cache: SchedulerCache, work: InFlight, rests: list[float]) -> SchedulingLoop:
+    """A loop over `cache` handing its writes to `work`, whose rests never end by themselves."""
+
+    async def sleep(seconds: float) -> None:
+        rests.append(seconds)
+        await asyncio.Event().wait()
+
+    return offline_loop(cache, period_s=0.05, work=work, sleep=sleep)
+
+
+def test_after_a_cycle_that_bound_pods_the_rest_ends_once_the_binder_has_written_them() -> None:
+    """A long cycle is followed by a rest as long as it took, but once its binds are written nothing of
+    this instance's flows: the rest ends then, and the loop looks for work again."""
+
+    async def scenario() -> None:
+        work, shutdown, written, rests = InFlight("s0"), asyncio.Event(), asyncio.Event(), []
+        loop = resting_loop(cache_with_one_gang(), work, rests)
+
+        async def bind() -> None:
+            await written.wait()
+
+        loop.binder.submit = lambda gang: work.submit("Gang", bind)  # type: ignore[method-assign]
+        runner = asyncio.create_task(work.run(shutdown))
+        running = asyncio.create_task(loop.run(shutdown))
+        await asyncio.sleep(0.2)  # several periods
+        assert len(rests) == 1 and loop.skipped == 0  # resting after the cycle, its gang not written yet
+        written.set()
+        async with asyncio.timeout(10):  # a bound for a broken build, not a measurement
+            while loop.skipped == 0:  # past the rest: the next period found nothing new to plan
+                await asyncio.sleep(0.01)
+        shutdown.set()
+        await asyncio.wait_for(asyncio.gather(running, runner), 10)
+
+    asyncio.run(scenario())
+
+
+def test_after_a_cycle_that_bound_nothing_the_rest_is_as_long_as_the_cycle() -> None:
+    """With nothing to write (a gang that cannot be placed), the binder being idle does not end the rest:
+    otherwise a cluster with unplaceable work would plan back to back on every change."""
+
+    async def scenario() -> None:
+        cache = cache_with_one_gang()
+        cache.podgroups["ns/a"] = group("a", min_member=3)  # two pods of three: never placed
+        work, shutdown, rests = InFlight("s0"), asyncio.Event(), []
+        loop = resting_loop(cache, work, rests)
+        runner = asyncio.create_task(work.run(shutdown))
+        running = asyncio.create_task(loop.run(shutdown))
+        await asyncio.sleep(0.2)  # several periods
+        cache.version += 1
+        cache.changed.set()  # something new to plan, were the rest over
+        await asyncio.sleep(0.2)
+        assert next(loop.cycles) == 2 and len(rests) == 1 and loop.skipped == 0
+        shutdown.set()
+        await asyncio.wait_for(asyncio.gather(running, runner), 10)
 
     asyncio.run(scenario())
 

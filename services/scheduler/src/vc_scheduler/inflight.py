@@ -47,15 +47,24 @@ class InFlight:
         self._submitted = asyncio.Event()
         self.in_flight = 0
         self._unfinished: Counter[str] = Counter()  # by kind: submitted, not yet carried out
+        self._none_left: dict[str, asyncio.Event] = {}  # by kind, set while none is unfinished (carried_out)
 
     def submit(self, kind: str, job: Job, *, on_failure: Callable[[], None] | None = None) -> None:
         self._unfinished[kind] += 1
+        if (none_left := self._none_left.get(kind)) is not None:
+            none_left.clear()
         (self._statuses if kind in STATUS_KINDS else self._others).append(_Queued(kind, job, on_failure))
         self._submitted.set()
 
     def unfinished(self, kind: str) -> int:
         """Jobs of `kind` submitted and not yet carried out (queued or in flight)."""
         return self._unfinished[kind]
+
+    async def carried_out(self, kind: str) -> None:
+        """Until every job of `kind` submitted so far (and meanwhile) has been carried out."""
+        if self._unfinished[kind] == 0:
+            return
+        await self._none_left.setdefault(kind, asyncio.Event()).wait()
 
     @property
     def backlog(self) -> int:
@@ -100,6 +109,8 @@ class InFlight:
         finally:
             self.in_flight -= 1
             self._unfinished[queued.kind] -= 1
+            if self._unfinished[queued.kind] == 0 and (none_left := self._none_left.get(queued.kind)) is not None:
+                none_left.set()
             self._gate.release()
 
     @staticmethod

@@ -12,8 +12,9 @@ gets the GIL.
 A period with nothing changed and nothing due by time alone runs no cycle (idle.py has the rule). What
 a cycle builds is carried to the next (the session's opening state; the cache keeps the share's index
 per change), so a cycle's cost follows what changed since the last one, within the share. After a
-cycle the loop rests at least as long as the cycle took (rest_after), so the period is the longest
-wait between cycles while nothing new arrives, not their cadence. A cycle decides at most
+cycle the loop rests as long as the cycle took (rest_after), or, after a cycle that bound pods, until
+the binder has written them if that comes first; so the period is the longest wait between cycles
+while nothing new arrives, not their cadence. A cycle decides at most
 --binds-per-cycle binds; one that had to leave jobs for later (deferred) is followed by the next with
 no rest, so a large backlog is placed in a stream of cycles of bounded length.
 """
@@ -76,7 +77,7 @@ def rest_after(cycle_s: float) -> float:
     other services; and part of a cycle's cost is its share's whole state (bringing the carried state up
     to every change, the plugins' opening over every job), so a cycle that waits longer carries more
     work for the same cost: an instance plans at most half of its time (see docs/benchmarks.md for the
-    figures this rests on)."""
+    figures this rests on). The binder having written a cycle's binds ends the rest sooner (_rest)."""
     return max(MIN_GAP_S, cycle_s)
 
 
@@ -139,19 +140,19 @@ class SchedulingLoop:
     async def _run(self, shutdown: asyncio.Event) -> None:
         while not shutdown.is_set():
             started = self._clock()
-            rest = MIN_GAP_S
+            rest, bound = MIN_GAP_S, False
             self.cache.changed.clear()
             if self.members.can_write():
                 if self._binds_backlogged(started):
                     self.held_back += 1
                 elif self._cycle_needed(started):
-                    await self._cycle(started)
+                    bound = await self._cycle(started)
                     # A cycle that deferred jobs is followed by the next at once (past the hold-back while
                     # its binds are written): a rest would only leave the rest of the backlog waiting.
                     rest = MIN_GAP_S if self._gate.deferred else rest_after(self._clock() - started)
                 else:
                     self.skipped += 1
-            await self._wait_for_work(shutdown, started, rest)
+            await self._wait_for_work(shutdown, started, rest, binds_written=bound)
 
     def _binds_backlogged(self, now: float) -> bool:
         """Too many gangs wait for the binder, and the last cycle started less than HOLD_BACK_MAX_S ago.
@@ -183,7 +184,8 @@ class SchedulingLoop:
             writer_due=self.statuses.next_due(),
         )
 
-    async def _cycle(self, started: float) -> None:
+    async def _cycle(self, started: float) -> bool:
+        """Run a cycle; whether it bound pods."""
         inputs = self._inputs()  # as the cycle reads them: a change from here on runs the next one
         self.peers.settle()
         try:
@@ -192,7 +194,7 @@ class SchedulingLoop:
             self._gate.ran(inputs, started, failed=True)
             metrics.CYCLE_ERRORS.labels(self.instance).inc()
             log.error("cycle.failed", error=repr(exc), traceback=traceback.format_exc(limit=20))
-            return
+            return False
         plan = self._last_plan
         by_reservation = plan.placed_by_reservation if plan is not None else 0
         self._gate.ran(
@@ -203,6 +205,7 @@ class SchedulingLoop:
             by_reservation=by_reservation,
             deferred=bool(result.deferred),
         )
+        return bool(result.binds)
 
     async def run_once(self) -> CycleResult:
         number = next(self.cycles)
@@ -337,13 +340,16 @@ class SchedulingLoop:
             if foreign:
                 metrics.FOREIGN_BINDS.labels(self.instance).inc(foreign)
 
-    async def _wait_for_work(self, shutdown: asyncio.Event, started: float, rest: float) -> None:
-        """Rest `rest` seconds (shutdown or a change of members ends it), then sleep until the period is
-        over, or earlier when work for this instance arrives: resources freed, a node or queue changed,
-        new demands of a PodGroup it owns (another instance's new pods wait for the period: that instance
-        places them), or the members changed (PodGroups may have moved to it). While binds are
-        backlogged, look again every MIN_GAP_S."""
-        await self._rest(rest, shutdown)
+    async def _wait_for_work(
+        self, shutdown: asyncio.Event, started: float, rest: float, *, binds_written: bool = False
+    ) -> None:
+        """Rest `rest` seconds (shutdown or a change of members ends it, and with `binds_written` the
+        binder having written every gang it was handed), then sleep until the period is over, or earlier
+        when work for this instance arrives: resources freed, a node or queue changed, new demands of a
+        PodGroup it owns (another instance's new pods wait for the period: that instance places them), or
+        the members changed (PodGroups may have moved to it). While binds are backlogged, look again
+        every MIN_GAP_S."""
+        await self._rest(rest, shutdown, binds_written=binds_written)
         if shutdown.is_set() or self._gate.deferred or self._binds_backlogged(self._clock()):
             return
         deadline = started + self.period_s
@@ -359,19 +365,26 @@ class SchedulingLoop:
             except TimeoutError:
                 return
 
-    async def _rest(self, seconds: float, shutdown: asyncio.Event) -> None:
+    async def _rest(self, seconds: float, shutdown: asyncio.Event, *, binds_written: bool = False) -> None:
         """Rest `seconds`; shutdown ends it, and so does a change of members: the rest spaces cycles out,
         and with several instances it lasts several cycles' time, which PodGroups an instance that left
-        held (or a joining one takes) should not wait out."""
-        resting = asyncio.ensure_future(self._sleep(seconds))
-        stopping = asyncio.ensure_future(shutdown.wait())
-        moving = asyncio.ensure_future(self.members.wait_changed())
+        held (or a joining one takes) should not wait out. With `binds_written` (the cycle bound pods),
+        so does the binder having written every gang: from then on nothing of this instance's flows, and
+        a longer rest only leaves the next pods waiting (at the seeds' scale such rests, as long as a
+        cycle of 12-17 s, were the longest stalls: docs/benchmarks.md)."""
+        waits = [
+            asyncio.ensure_future(self._sleep(seconds)),
+            asyncio.ensure_future(shutdown.wait()),
+            asyncio.ensure_future(self.members.wait_changed()),
+        ]
+        if binds_written and self.work is not None:
+            waits.append(asyncio.ensure_future(self.work.carried_out("Gang")))
+        resting = waits[0]
         try:
-            await asyncio.wait((resting, stopping, moving), return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            resting.cancel()
-            stopping.cancel()
-            moving.cancel()
+            for waiting in waits:
+                waiting.cancel()
         if resting.done() and not resting.cancelled():
             resting.result()  # a sleep that raised says so (cancel() on a finished task would hide it)
 
