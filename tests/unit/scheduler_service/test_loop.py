@@ -320,11 +320,16 @@ def test_carried_out_waits_for_every_job_of_its_kind_submitted_until_then() -> N
     asyncio.run(scenario())
 
 
-def resting_loop(cache: SchedulerCache, work: InFlight, rests: list[float]) -> SchedulingLoop:
-    """A loop over `cache` handing its writes to `work`, whose rests never end by themselves."""
+def resting_loop(
+    cache: SchedulerCache, work: InFlight, rests: list[float], rested_again: asyncio.Event | None = None
+) -> SchedulingLoop:
+    """A loop over `cache` handing its writes to `work`, whose rests never end by themselves (each is
+    recorded in `rests`; the second sets `rested_again`)."""
 
     async def sleep(seconds: float) -> None:
         rests.append(seconds)
+        if len(rests) == 2 and rested_again is not None:
+            rested_again.set()
         await asyncio.Event().wait()
 
     return offline_loop(cache, period_s=0.05, work=work, sleep=sleep)
@@ -335,8 +340,8 @@ def test_after_a_cycle_that_bound_pods_the_rest_ends_once_the_binder_has_written
     this instance's flows: the rest ends then, and the loop looks for work again."""
 
     async def scenario() -> None:
-        work, shutdown, written, rests = InFlight("s0"), asyncio.Event(), asyncio.Event(), []
-        loop = resting_loop(cache_with_one_gang(), work, rests)
+        work, shutdown, written, rested_again, rests = InFlight("s0"), *(asyncio.Event() for _ in range(3)), []
+        loop = resting_loop(cache_with_one_gang(), work, rests, rested_again)
 
         async def bind() -> None:
             await written.wait()
@@ -347,9 +352,8 @@ def test_after_a_cycle_that_bound_pods_the_rest_ends_once_the_binder_has_written
         await asyncio.sleep(0.2)  # several periods
         assert len(rests) == 1 and loop.skipped == 0  # resting after the cycle, its gang not written yet
         written.set()
-        async with asyncio.timeout(10):  # a bound for a broken build, not a measurement
-            while loop.skipped == 0:  # past the rest: the next period found nothing new to plan
-                await asyncio.sleep(0.01)
+        await asyncio.wait_for(rested_again.wait(), 10)  # a bound for a broken build, not a measurement
+        assert loop.skipped == 1  # past the rest: the next period found nothing new to plan
         shutdown.set()
         await asyncio.wait_for(asyncio.gather(running, runner), 10)
 
