@@ -87,7 +87,10 @@ MAX_UNBOUND_KEPT = 100_000
 # no longer sees, and the opening took several times its own CPU in wall time while the binder had
 # nothing to write (docs/benchmarks.md, "10,000 nodes, 1,000,000 pods"). Held, the entries wait in the
 # server (a pull consumer asks for no more) and are applied once the cycle hands over its first binds.
-HOLD_MAX_S = 5.0
+# At that scale an opening lasts 10 s or more, and a hold of 5 s lapsed half-way through it. The bound
+# stays well inside what the watch tolerates unread: its consumer is dropped after 30 s without a pull
+# request (kvwatch), and the server's heartbeats reach it all the while.
+HOLD_MAX_S = 15.0
 ObjT = TypeVar("ObjT", bound=KubeObject)
 
 

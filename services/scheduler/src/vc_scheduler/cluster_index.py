@@ -24,7 +24,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
+from types import MappingProxyType
 from typing import Any, TypeVar
+
+import msgspec
 
 from vc_core.interning import shared
 from vc_core.resources import PODS, Resources
@@ -43,6 +46,7 @@ TERMINAL = frozenset({"Succeeded", "Failed"})
 OCCUPYING = frozenset({"Pending", "Running"})
 ONE_POD = Fraction(1)  # a pod's `pods` request
 Amounts = dict[str, float]
+_NONE: Mapping[str, int] = MappingProxyType({})  # no pods by task status (read only, shared)
 MAX_ASKS = 65_536  # distinct requests dicts whose amounts the index keeps (ClusterIndex._asks)
 V = TypeVar("V")
 
@@ -66,8 +70,7 @@ def _status(pod: PodObj) -> str:
     return task_status(pod.phase, pod.deleting, bool(pod.node_name))
 
 
-@dataclass(frozen=True, slots=True)
-class GroupFigures:
+class GroupFigures(msgspec.Struct, frozen=True, gc=False):  # one per PodGroup per refresh: built fastest
     """What the state gauges read of one PodGroup (read only: the index's own dicts)."""
 
     key: str
@@ -257,14 +260,14 @@ class ClusterIndex:
     def gauge_groups(self) -> Iterable[GroupFigures]:
         """Every PodGroup with stored pods or a stored object, as the state gauges read it (on the event
         loop: the figures are the index's own dicts)."""
-        for key in self._groups.keys() | self._statuses.keys():
-            group = self._groups.get(key)
-            statuses = self._statuses.get(key, {})
-            if group is None:
+        statuses_of = self._statuses
+        for key, group in self._groups.items():
+            waiting = group.asked - group.placed
+            statuses = statuses_of.get(key, _NONE)
+            yield GroupFigures(key, group.pg, group.request, group.allocated, group.placed, waiting, statuses)
+        for key, statuses in statuses_of.items():
+            if key not in self._groups:
                 yield GroupFigures(key, None, {}, {}, 0, 0, statuses)
-            else:
-                waiting = group.asked - group.placed
-                yield GroupFigures(key, group.pg, group.request, group.allocated, group.placed, waiting, statuses)
 
     def pending(self, key: str) -> tuple[str, Amounts] | None:
         """For a pod stored pending and unbound in a PodGroup: that PodGroup's key and the pod's amounts

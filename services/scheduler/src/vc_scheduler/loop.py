@@ -152,7 +152,7 @@ class SchedulingLoop:
                     rest = MIN_GAP_S if self._gate.deferred else rest_after(self._clock() - started)
                 else:
                     self.skipped += 1
-            await self._wait_for_work(shutdown, started, rest, binds_written=bound)
+            await self._wait_for_work(shutdown, started, rest, until_binds_written=bound)
 
     def _binds_backlogged(self, now: float) -> bool:
         """Too many gangs wait for the binder, and the last cycle started less than HOLD_BACK_MAX_S ago.
@@ -341,15 +341,15 @@ class SchedulingLoop:
                 metrics.FOREIGN_BINDS.labels(self.instance).inc(foreign)
 
     async def _wait_for_work(
-        self, shutdown: asyncio.Event, started: float, rest: float, *, binds_written: bool = False
+        self, shutdown: asyncio.Event, started: float, rest: float, *, until_binds_written: bool = False
     ) -> None:
-        """Rest `rest` seconds (shutdown or a change of members ends it, and with `binds_written` the
+        """Rest `rest` seconds (shutdown or a change of members ends it, and with `until_binds_written` the
         binder having written every gang it was handed), then sleep until the period is over, or earlier
         when work for this instance arrives: resources freed, a node or queue changed, new demands of a
         PodGroup it owns (another instance's new pods wait for the period: that instance places them), or
         the members changed (PodGroups may have moved to it). While binds are backlogged, look again
         every MIN_GAP_S."""
-        await self._rest(rest, shutdown, binds_written=binds_written)
+        await self._rest(rest, shutdown, until_binds_written=until_binds_written)
         if shutdown.is_set() or self._gate.deferred or self._binds_backlogged(self._clock()):
             return
         deadline = started + self.period_s
@@ -365,10 +365,10 @@ class SchedulingLoop:
             except TimeoutError:
                 return
 
-    async def _rest(self, seconds: float, shutdown: asyncio.Event, *, binds_written: bool = False) -> None:
+    async def _rest(self, seconds: float, shutdown: asyncio.Event, *, until_binds_written: bool = False) -> None:
         """Rest `seconds`; shutdown ends it, and so does a change of members: the rest spaces cycles out,
         and with several instances it lasts several cycles' time, which PodGroups an instance that left
-        held (or a joining one takes) should not wait out. With `binds_written` (the cycle bound pods),
+        held (or a joining one takes) should not wait out. With `until_binds_written` (the cycle bound pods),
         so does the binder having written every gang: from then on nothing of this instance's flows, and
         a longer rest only leaves the next pods waiting (at the seeds' scale such rests, as long as a
         cycle of 12-17 s, were the longest stalls: docs/benchmarks.md)."""
@@ -377,7 +377,7 @@ class SchedulingLoop:
             asyncio.ensure_future(shutdown.wait()),
             asyncio.ensure_future(self.members.wait_changed()),
         ]
-        if binds_written and self.work is not None:
+        if until_binds_written and self.work is not None:
             waits.append(asyncio.ensure_future(self.work.carried_out("Gang")))
         resting = waits[0]
         try:
