@@ -181,16 +181,14 @@ async def _watch_connection(nc: Client, probes: Probes, shutdown: asyncio.Event)
         await asyncio.sleep(0.5)
 
 
-# Services hold caches of 10^5-10^6 objects and allocate a few per message: at CPython's default (700,
-# 10, 10) the cyclic collector runs every 700 allocations and keeps re-walking young caches. The young
-# generation is collected every 300,000 allocations (net of deallocations): what a scheduling cycle
-# builds and drops again within it then dies without being walked at all. At the seeds' scale a cycle
-# took 4 young collections and a middle one at 100,000 (0.7-1.0 s of a 6-7 s cycle) and none at
-# 300,000, and ran 15% faster (docs/benchmarks.md). The middle generation is collected every 2 young
-# collections: about as many survivors at once as before (500,000 allocations' worth); 50 collections'
-# survivors at once (millions of cache objects) held the GIL for 2-4 s, a stall of the whole process.
-# The full collection is considered about as often as before (every 2,000 young ones).
-GC_THRESHOLDS = (300_000, 2, 1_000)
+# Services hold caches of 10^5 objects and allocate a few per message: at CPython's default (700, 10,
+# 10) the cyclic collector runs every 700 allocations and keeps re-walking young caches. Collecting
+# young objects every 100,000 allocations took a fifth off a 100,000-pod scheduling cycle.
+# The middle generation is collected every 5 young collections, not 50: each object that survives a
+# young collection is looked at once there either way, but 50 collections' survivors at once (millions
+# of cache objects at the seeds' scale) held the GIL for 2-4 s, a stall of the whole process
+# (docs/benchmarks.md). The full collection is considered as often as before (every 5,000 young ones).
+GC_THRESHOLDS = (100_000, 5, 1_000)
 # Every service runs on uvloop: per message, a service spends more time in the event loop (callbacks,
 # futures, socket reads and writes) than in its own code, and uvloop's C loop took 14% off the CPU of
 # the whole system at 10,000 gang pods (e2e benchmark, same run, stock asyncio loop for comparison).
