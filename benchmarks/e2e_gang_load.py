@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.machine import Speed, reference_seconds
-from benchmarks.pacing import pacing
+from benchmarks.pacing import describe_stalls, pacing, stalls
 from benchmarks.placement_check import RunningPod, check_placement
 from benchmarks.procstat import CpuMeter, MemoryMeter, Spies, cpu_seconds
 from benchmarks.progress import Progress
@@ -58,6 +58,7 @@ from vc_proto.scheduling import PodGroup
 
 BIN = Path(sys.executable).parent
 GANG = 10
+STALL_S = 3.0  # quiet times longer than this are listed, for pods Running and for binds
 
 
 @dataclass
@@ -72,6 +73,7 @@ class Timeline:
     pod_running: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
     running: int = 0
     running_at: list[float] = field(default_factory=list)  # when each pod was first seen Running, in order
+    bound_at: list[float] = field(default_factory=list)  # when each pod was first seen bound, in order
     placed: list[RunningPod] = field(default_factory=list)  # each pod first seen Running: its gang, node, requests
     min_member: dict[str, int] = field(default_factory=dict)  # PodGroup key -> its minMember
     done: asyncio.Event = field(default_factory=asyncio.Event)
@@ -94,8 +96,9 @@ async def follow(store: NatsStore, tl: Timeline, total: int) -> None:
             pod, now = ev.obj, time.perf_counter()
             job, name = job_of_pod(pod), ev.name  # type: ignore[arg-type]
             tl.pod_created[job].setdefault(name, now)
-            if pod.spec and pod.spec.node_name:
-                tl.pod_bound[job].setdefault(name, now)
+            if pod.spec and pod.spec.node_name and name not in tl.pod_bound[job]:
+                tl.pod_bound[job][name] = now
+                tl.bound_at.append(now)
             if pod.status and pod.status.phase == "Running" and name not in tl.pod_running[job]:
                 tl.pod_running[job][name] = now
                 tl.running_at.append(now)
@@ -325,6 +328,8 @@ async def run_once(
     paced = pacing(tl.running_at, start)
     if paced is not None:
         print(f"  pace: {paced.describe()}", flush=True)
+        quiet = [describe_stalls(stalls(t, start, over_s=STALL_S)) for t in (tl.running_at, tl.bound_at)]
+        print(f"  stalls over {STALL_S:.0f}s: pods Running {quiet[0]}; binds {quiet[1]}", flush=True)
     print(f"  placement at the end: {placement.describe()}", flush=True)
     for name, values in stage_report(tl):
         median = statistics.median(values) if values else float("nan")

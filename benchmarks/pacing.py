@@ -1,5 +1,6 @@
 """Whether a load's rate holds to its end: pods/s over its first and its last stretch of pods, and the
-longest time with no new pod Running (a stall), from the moments each pod was first seen Running."""
+longest time with no new pod Running (a stall), from the moments each pod was first seen Running. The
+stalls of the binds next to those of the pods Running say which side of the bind held the pods back."""
 
 from __future__ import annotations
 
@@ -48,3 +49,14 @@ def pacing(running_at: Sequence[float], start: float) -> Pacing | None:
         longest + 1,
         running_at[longest] - start,
     )
+
+
+def stalls(times: Sequence[float], start: float, *, over_s: float) -> list[tuple[float, float]]:
+    """Every time longer than `over_s` with nothing new in `times` (moments in order, from the first
+    submit at `start`): (when it ended, seconds from the start; how long it lasted), in order."""
+    moments = [start, *times]
+    return [(b - start, b - a) for a, b in pairwise(moments) if b - a > over_s]
+
+
+def describe_stalls(found: Sequence[tuple[float, float]]) -> str:
+    return ", ".join(f"{length:.1f}s ending at {ended:.0f}s" for ended, length in found) or "none"

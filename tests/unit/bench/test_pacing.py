@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks.pacing import pacing
+from benchmarks.pacing import describe_stalls, pacing, stalls
 
 
 def test_a_load_that_slows_and_stalls_says_so() -> None:
@@ -25,3 +25,10 @@ def test_a_large_load_uses_stretches_of_a_hundred_thousand_and_none_without_pods
     assert got is not None and got.window == 100_000
     assert round(got.first_rate) == round(got.last_rate) == 1000
     assert pacing([], start=0.0) is None
+
+
+def test_stalls_lists_every_quiet_time_longer_than_the_bound_with_its_end() -> None:
+    times = [1.0, 2.0, 6.5, 7.0, 13.0]
+    assert stalls(times, start=0.0, over_s=3.0) == [(6.5, 4.5), (13.0, 6.0)]
+    assert describe_stalls(stalls(times, start=0.0, over_s=3.0)) == "4.5s ending at 6s, 6.0s ending at 13s"
+    assert stalls(times, start=0.0, over_s=10.0) == [] and describe_stalls([]) == "none"
