@@ -259,6 +259,64 @@ def test_status_writes_go_before_queued_gangs() -> None:
     asyncio.run(scenario())
 
 
+def test_statuses_hold_at_most_half_of_the_slots_while_gangs_wait() -> None:
+    """A burst of status writes (a cycle enqueuing thousands of PodGroups) holds no gang back until the
+    last of them has started: while gangs wait, statuses take half of the slots; alone, all of them."""
+
+    async def scenario() -> None:
+        work, release, four, started = InFlight("s0", limit=4), asyncio.Event(), asyncio.Event(), []
+
+        def job(name: str):  # type: ignore[no-untyped-def]
+            async def run() -> None:
+                started.append(name)
+                if len(started) == 4:
+                    four.set()
+                await release.wait()
+
+            return run
+
+        for i in range(10):
+            work.submit("PodGroupStatus", job(f"s{i}"))
+        for i in range(2):
+            work.submit("Gang", job(f"g{i}"))
+        shutdown = asyncio.Event()
+        runner = asyncio.create_task(work.run(shutdown))
+        await four.wait()
+        await asyncio.sleep(0.01)  # no fifth job starts while these four hold the slots
+        assert started == ["s0", "s1", "g0", "g1"]
+        release.set()
+        shutdown.set()
+        await runner
+        assert started[4:] == [f"s{i}" for i in range(2, 10)] and work.unfinished("PodGroupStatus") == 0
+
+    asyncio.run(scenario())
+
+
+def test_statuses_alone_take_every_slot() -> None:
+    async def scenario() -> None:
+        work, release, four, started = InFlight("s0", limit=4), asyncio.Event(), asyncio.Event(), []
+
+        async def run() -> None:
+            started.append(1)
+            if len(started) == 4:
+                four.set()
+            await release.wait()
+
+        for _ in range(6):
+            work.submit("PodGroupStatus", run)
+        shutdown = asyncio.Event()
+        runner = asyncio.create_task(work.run(shutdown))
+        await four.wait()
+        await asyncio.sleep(0.01)
+        assert work.in_flight == 4 and work.backlog == 6
+        release.set()
+        shutdown.set()
+        await runner
+        assert work.unfinished("PodGroupStatus") == 0
+
+    asyncio.run(scenario())
+
+
 @pytest.mark.parametrize("members", [("s0",), ("s0", "s1")])
 def test_after_a_cycle_the_loop_rests_as_long_as_the_cycle_took_however_many_instances(
     members: tuple[str, ...],

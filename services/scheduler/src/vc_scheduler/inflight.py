@@ -2,7 +2,10 @@
 writer hand their work here as jobs; at most MAX_IN_FLIGHT run at once, so a cycle never waits for the
 previous cycle's writes and a backlog never floods JetStream. Status writes start before queued gangs
 and evictions (one request each, and other services wait on them: a PodGroup's Inqueue lets the job
-controller create its pods); otherwise jobs start in the order submitted.
+controller create its pods), but while gangs or evictions wait they hold at most half of the slots: a
+cycle that enqueues tens of thousands of PodGroups at once (the seeds' scale, as the job controller
+creates them) would otherwise hold every gang back until the last of those writes started, and no pod
+would be bound meanwhile. Otherwise jobs start in the order submitted.
 
 A job that fails is logged and counted here, the same way for every kind; the submitter may pass
 `on_failure` to undo what it assumed (the binder forgets the gang's assumed binds). Nothing is
@@ -42,6 +45,8 @@ class InFlight:
     def __init__(self, instance: str, *, limit: int = MAX_IN_FLIGHT) -> None:
         self.instance = instance
         self._gate = asyncio.Semaphore(limit)
+        self._status_share = max(1, limit // 2)  # the slots statuses may hold while other jobs wait
+        self._statuses_in_flight = 0
         self._statuses: deque[_Queued] = deque()
         self._others: deque[_Queued] = deque()
         self._submitted = asyncio.Event()
@@ -84,9 +89,17 @@ class InFlight:
                     continue
                 await self._gate.acquire()
                 # Taken once a slot is free: a status submitted meanwhile still goes first.
-                queued = self._statuses.popleft() if self._statuses else self._others.popleft()
+                queued = self._next()
                 self.in_flight += 1
                 tg.create_task(self._carry_out(queued), name=f"decision:{queued.kind}")
+
+    def _next(self) -> _Queued:
+        """The job to start in a free slot: a status, unless other jobs wait and statuses already hold
+        their share of the slots."""
+        if self._statuses and (not self._others or self._statuses_in_flight < self._status_share):
+            self._statuses_in_flight += 1
+            return self._statuses.popleft()
+        return self._others.popleft()
 
     async def _carry_out(self, queued: _Queued) -> None:
         try:
@@ -108,6 +121,8 @@ class InFlight:
             self._undo(queued)
         finally:
             self.in_flight -= 1
+            if queued.kind in STATUS_KINDS:
+                self._statuses_in_flight -= 1
             self._unfinished[queued.kind] -= 1
             if self._unfinished[queued.kind] == 0 and (none_left := self._none_left.get(queued.kind)) is not None:
                 none_left.set()

@@ -281,8 +281,18 @@ class SchedulingLoop:
                 duration_ms=round(result.stats.duration_s * 1000, 1),
                 open_ms=round(result.stats.durations_s.get("session:open", 0.0) * 1000, 1),
                 streamed=len(streamed.sent),
+                **self._unwritten(),
             )
         return result
+
+    def _unwritten(self) -> dict[str, int]:
+        """The writes still queued or in flight, by kind (where the binds' pace went, in the cycle's log)."""
+        if self.work is None:
+            return {}
+        return {
+            "gangs_unwritten": self.work.unfinished("Gang"),
+            "statuses_unwritten": self.work.unfinished("PodGroupStatus"),
+        }
 
     def _submit(self, gangs: list[Gang]) -> None:
         """Hand gangs to the binder, unless the lease lapsed (another instance may own them now: they
