@@ -19,7 +19,7 @@ from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.gangs import gangs_of, hierarchical
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.ledger import View
-from vc_scheduler.loop import MIN_GAP_S, SchedulingLoop, rest_after
+from vc_scheduler.loop import MIN_GAP_S, OPEN, SchedulingLoop, gangs_left_at_opening, rest_after
 from vc_scheduler.status_policy import (
     ALLOCATED_EVERY_S,
     BINDS_SEEN_S,
@@ -412,6 +412,67 @@ def test_after_a_cycle_that_bound_pods_the_rest_ends_once_the_binder_has_written
         written.set()
         await asyncio.wait_for(rested_again.wait(), 10)  # a bound for a broken build, not a measurement
         assert loop.skipped == 1  # past the rest: the next period found nothing new to plan
+        shutdown.set()
+        await asyncio.wait_for(asyncio.gather(running, runner), 10)
+
+    asyncio.run(scenario())
+
+
+def test_carried_out_leaving_some_waits_until_no_more_are_unfinished() -> None:
+    async def scenario() -> None:
+        work, shutdown, gates = InFlight("s0"), asyncio.Event(), [asyncio.Event() for _ in range(3)]
+        for gate in gates:
+            work.submit("Gang", gate.wait)
+        await work.carried_out("Gang", leaving=3)  # three unfinished: nothing to wait for
+        runner = asyncio.create_task(work.run(shutdown))
+        waiting = asyncio.create_task(work.carried_out("Gang", leaving=1))
+        gates[0].set()
+        await asyncio.sleep(0.05)
+        assert not waiting.done() and work.finished("Gang") == 1
+        gates[1].set()
+        await asyncio.wait_for(waiting, 10)  # a bound for a broken build, not a measurement
+        assert work.unfinished("Gang") == 1 and work.finished("Gang") == 2
+        gates[2].set()
+        shutdown.set()
+        await asyncio.wait_for(runner, 10)
+
+    asyncio.run(scenario())
+
+
+def test_the_binder_may_have_left_what_it_writes_while_a_cycle_opens() -> None:
+    # 400 gangs written over a 20 s cycle that opened for 8 s: 160 are written during the next opening.
+    assert gangs_left_at_opening(400, cycle_s=20.0, open_s=8.0) == 160
+    assert gangs_left_at_opening(0, cycle_s=20.0, open_s=8.0) == 0  # a binder that wrote nothing: wait for it
+    assert gangs_left_at_opening(5, cycle_s=0.0, open_s=0.0) == 0
+
+
+def test_after_a_cycle_that_bound_pods_the_next_opens_while_the_binder_writes_its_tail() -> None:
+    """Gangs written while the cycle ran give the binder's pace: with as many left as it writes while a
+    cycle opens, the rest ends and the next cycle opens over the binder's tail."""
+
+    async def scenario() -> None:
+        work, shutdown, written, rested_again, rests = InFlight("s0"), *(asyncio.Event() for _ in range(3)), []
+        loop = resting_loop(cache_with_one_gang(), work, rests, rested_again)
+
+        async def bind() -> None:
+            await written.wait()
+
+        plan = loop.run_once
+
+        async def long_opening_cycle() -> CycleResult:
+            for _ in range(4):  # the binder writes four earlier gangs while this cycle runs
+                work.submit("Gang", lambda: asyncio.sleep(0))
+            await work.carried_out("Gang")
+            result = await plan()
+            return replace(result, stats=replace(result.stats, durations_s={OPEN: 3600.0}))
+
+        loop.run_once = long_opening_cycle  # type: ignore[method-assign]
+        loop.binder.submit = lambda gang: work.submit("Gang", bind)  # type: ignore[method-assign]
+        runner = asyncio.create_task(work.run(shutdown))
+        running = asyncio.create_task(loop.run(shutdown))
+        await asyncio.wait_for(rested_again.wait(), 10)  # a bound for a broken build, not a measurement
+        assert work.unfinished("Gang") == 1  # the cycle's own gang is not written, and the rest is over
+        written.set()
         shutdown.set()
         await asyncio.wait_for(asyncio.gather(running, runner), 10)
 

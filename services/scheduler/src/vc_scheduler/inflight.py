@@ -52,12 +52,12 @@ class InFlight:
         self._submitted = asyncio.Event()
         self.in_flight = 0
         self._unfinished: Counter[str] = Counter()  # by kind: submitted, not yet carried out
-        self._none_left: dict[str, asyncio.Event] = {}  # by kind, set while none is unfinished (carried_out)
+        self._finished: Counter[str] = Counter()  # by kind: carried out (or failed) since the start
+        # carried_out's waiters: (kind, how many may be left, the future that ends the wait)
+        self._waiters: list[tuple[str, int, asyncio.Future[None]]] = []
 
     def submit(self, kind: str, job: Job, *, on_failure: Callable[[], None] | None = None) -> None:
         self._unfinished[kind] += 1
-        if (none_left := self._none_left.get(kind)) is not None:
-            none_left.clear()
         (self._statuses if kind in STATUS_KINDS else self._others).append(_Queued(kind, job, on_failure))
         self._submitted.set()
 
@@ -65,11 +65,23 @@ class InFlight:
         """Jobs of `kind` submitted and not yet carried out (queued or in flight)."""
         return self._unfinished[kind]
 
-    async def carried_out(self, kind: str) -> None:
-        """Until every job of `kind` submitted so far (and meanwhile) has been carried out."""
-        if self._unfinished[kind] == 0:
+    def finished(self, kind: str) -> int:
+        """Jobs of `kind` carried out (or failed) since the start: their pace, read twice."""
+        return self._finished[kind]
+
+    async def carried_out(self, kind: str, *, leaving: int = 0) -> None:
+        """Until at most `leaving` jobs of `kind` are unfinished: by default, until every one submitted
+        so far (and meanwhile) has been carried out."""
+        if self._unfinished[kind] <= leaving:
             return
-        await self._none_left.setdefault(kind, asyncio.Event()).wait()
+        waiter = asyncio.get_running_loop().create_future()
+        entry = (kind, leaving, waiter)
+        self._waiters.append(entry)
+        try:
+            await waiter
+        finally:
+            if entry in self._waiters:
+                self._waiters.remove(entry)
 
     @property
     def backlog(self) -> int:
@@ -124,9 +136,16 @@ class InFlight:
             if queued.kind in STATUS_KINDS:
                 self._statuses_in_flight -= 1
             self._unfinished[queued.kind] -= 1
-            if self._unfinished[queued.kind] == 0 and (none_left := self._none_left.get(queued.kind)) is not None:
-                none_left.set()
+            self._finished[queued.kind] += 1
+            self._wake(queued.kind)
             self._gate.release()
+
+    def _wake(self, kind: str) -> None:
+        left = self._unfinished[kind]
+        for entry in [e for e in self._waiters if e[0] == kind and left <= e[1]]:
+            self._waiters.remove(entry)
+            if not entry[2].done():
+                entry[2].set_result(None)
 
     @staticmethod
     def _undo(queued: _Queued) -> None:

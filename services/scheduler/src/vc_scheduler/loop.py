@@ -13,10 +13,10 @@ A period with nothing changed and nothing due by time alone runs no cycle (idle.
 a cycle builds is carried to the next (the session's opening state; the cache keeps the share's index
 per change), so a cycle's cost follows what changed since the last one, within the share. After a
 cycle the loop rests as long as the cycle took (rest_after), or, after a cycle that bound pods, until
-the binder has written them if that comes first; so the period is the longest wait between cycles
-while nothing new arrives, not their cadence. A cycle decides at most
---binds-per-cycle binds; one that had to leave jobs for later (deferred) is followed by the next with
-no rest, so a large backlog is placed in a stream of cycles of bounded length.
+the binder has only as much left as it writes while a cycle opens (gangs_left_at_opening), if that comes
+first; so the period is the longest wait between cycles while nothing new arrives, not their cadence.
+A cycle decides at most --binds-per-cycle binds; one that had to leave jobs for later (deferred) is
+followed by the next with no rest, so a large backlog is placed in a stream of cycles of bounded length.
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ BORROW_EVERY_S = 1.0
 # rest. It is high enough that a steady load never meets it: the part of a cycle that does not depend on
 # its binds (about 1 s over 10,000 pending gangs) is then paid once per 20,000 binds (docs/benchmarks.md).
 DEFAULT_BINDS_PER_CYCLE = 20_000
+OPEN = "session:open"  # the cycle's opening in its stats' durations
 MAX_BINDS_PER_CYCLE = 1_000_000
 
 
@@ -79,6 +80,15 @@ def rest_after(cycle_s: float) -> float:
     work for the same cost: an instance plans at most half of its time (see docs/benchmarks.md for the
     figures this rests on). The binder having written a cycle's binds ends the rest sooner (_rest)."""
     return max(MIN_GAP_S, cycle_s)
+
+
+def gangs_left_at_opening(written: int, cycle_s: float, open_s: float) -> int:
+    """How many gangs the binder may still have to write when the next cycle starts, after a cycle of
+    `cycle_s` that opened for `open_s` while the binder wrote `written`: as many as it writes at that
+    pace while a cycle opens. The next opening then overlaps the binder's tail. Waiting until the binder
+    was idle left it nothing to write while the next cycle opened, at the seeds' scale 6-10 s with no
+    pod bound (docs/benchmarks.md)."""
+    return int(written * open_s / max(cycle_s, MIN_GAP_S))
 
 
 class SchedulingLoop:
@@ -140,19 +150,24 @@ class SchedulingLoop:
     async def _run(self, shutdown: asyncio.Event) -> None:
         while not shutdown.is_set():
             started = self._clock()
-            rest, bound = MIN_GAP_S, False
+            rest, leaving = MIN_GAP_S, None
             self.cache.changed.clear()
             if self.members.can_write():
                 if self._binds_backlogged(started):
                     self.held_back += 1
                 elif self._cycle_needed(started):
-                    bound = await self._cycle(started)
+                    written = self.work.finished("Gang") if self.work is not None else 0
+                    result = await self._cycle(started)
+                    cycle_s = self._clock() - started
                     # A cycle that deferred jobs is followed by the next at once (past the hold-back while
                     # its binds are written): a rest would only leave the rest of the backlog waiting.
-                    rest = MIN_GAP_S if self._gate.deferred else rest_after(self._clock() - started)
+                    rest = MIN_GAP_S if self._gate.deferred else rest_after(cycle_s)
+                    if result is not None and result.binds and self.work is not None:
+                        written = self.work.finished("Gang") - written
+                        leaving = gangs_left_at_opening(written, cycle_s, result.stats.durations_s.get(OPEN, 0.0))
                 else:
                     self.skipped += 1
-            await self._wait_for_work(shutdown, started, rest, until_binds_written=bound)
+            await self._wait_for_work(shutdown, started, rest, gangs_leaving=leaving)
 
     def _binds_backlogged(self, now: float) -> bool:
         """Too many gangs wait for the binder, and the last cycle started less than HOLD_BACK_MAX_S ago.
@@ -184,8 +199,8 @@ class SchedulingLoop:
             writer_due=self.statuses.next_due(),
         )
 
-    async def _cycle(self, started: float) -> bool:
-        """Run a cycle; whether it bound pods."""
+    async def _cycle(self, started: float) -> CycleResult | None:
+        """Run a cycle; its result, None if it failed."""
         inputs = self._inputs()  # as the cycle reads them: a change from here on runs the next one
         self.peers.settle()
         try:
@@ -194,7 +209,7 @@ class SchedulingLoop:
             self._gate.ran(inputs, started, failed=True)
             metrics.CYCLE_ERRORS.labels(self.instance).inc()
             log.error("cycle.failed", error=repr(exc), traceback=traceback.format_exc(limit=20))
-            return False
+            return None
         plan = self._last_plan
         by_reservation = plan.placed_by_reservation if plan is not None else 0
         self._gate.ran(
@@ -205,7 +220,7 @@ class SchedulingLoop:
             by_reservation=by_reservation,
             deferred=bool(result.deferred),
         )
-        return bool(result.binds)
+        return result
 
     async def run_once(self) -> CycleResult:
         number = next(self.cycles)
@@ -279,7 +294,7 @@ class SchedulingLoop:
                 owned=plan.owned,
                 members=len(members.members),
                 duration_ms=round(result.stats.duration_s * 1000, 1),
-                open_ms=round(result.stats.durations_s.get("session:open", 0.0) * 1000, 1),
+                open_ms=round(result.stats.durations_s.get(OPEN, 0.0) * 1000, 1),
                 streamed=len(streamed.sent),
                 **self._unwritten(),
             )
@@ -351,15 +366,15 @@ class SchedulingLoop:
                 metrics.FOREIGN_BINDS.labels(self.instance).inc(foreign)
 
     async def _wait_for_work(
-        self, shutdown: asyncio.Event, started: float, rest: float, *, until_binds_written: bool = False
+        self, shutdown: asyncio.Event, started: float, rest: float, *, gangs_leaving: int | None = None
     ) -> None:
-        """Rest `rest` seconds (shutdown or a change of members ends it, and with `until_binds_written` the
-        binder having written every gang it was handed), then sleep until the period is over, or earlier
+        """Rest `rest` seconds (shutdown or a change of members ends it, and with `gangs_leaving` the
+        binder having at most that many gangs left to write), then sleep until the period is over, or earlier
         when work for this instance arrives: resources freed, a node or queue changed, new demands of a
         PodGroup it owns (another instance's new pods wait for the period: that instance places them), or
         the members changed (PodGroups may have moved to it). While binds are backlogged, look again
         every MIN_GAP_S."""
-        await self._rest(rest, shutdown, until_binds_written=until_binds_written)
+        await self._rest(rest, shutdown, gangs_leaving=gangs_leaving)
         if shutdown.is_set() or self._gate.deferred or self._binds_backlogged(self._clock()):
             return
         deadline = started + self.period_s
@@ -375,20 +390,20 @@ class SchedulingLoop:
             except TimeoutError:
                 return
 
-    async def _rest(self, seconds: float, shutdown: asyncio.Event, *, until_binds_written: bool = False) -> None:
+    async def _rest(self, seconds: float, shutdown: asyncio.Event, *, gangs_leaving: int | None = None) -> None:
         """Rest `seconds`; shutdown ends it, and so does a change of members: the rest spaces cycles out,
         and with several instances it lasts several cycles' time, which PodGroups an instance that left
-        held (or a joining one takes) should not wait out. With `until_binds_written` (the cycle bound pods),
-        so does the binder having written every gang: from then on nothing of this instance's flows, and
-        a longer rest only leaves the next pods waiting (at the seeds' scale such rests, as long as a
-        cycle of 12-17 s, were the longest stalls: docs/benchmarks.md)."""
+        held (or a joining one takes) should not wait out. With `gangs_leaving` (the cycle bound pods), so
+        does the binder having at most that many gangs left to write (gangs_left_at_opening): a longer
+        rest only leaves the next pods waiting (at the seeds' scale rests as long as a cycle of 12-17 s
+        were the longest stalls: docs/benchmarks.md)."""
         waits = [
             asyncio.ensure_future(self._sleep(seconds)),
             asyncio.ensure_future(shutdown.wait()),
             asyncio.ensure_future(self.members.wait_changed()),
         ]
-        if until_binds_written and self.work is not None:
-            waits.append(asyncio.ensure_future(self.work.carried_out("Gang")))
+        if gangs_leaving is not None and self.work is not None:
+            waits.append(asyncio.ensure_future(self.work.carried_out("Gang", leaving=gangs_leaving)))
         resting = waits[0]
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
