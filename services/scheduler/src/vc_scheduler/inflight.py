@@ -2,10 +2,12 @@
 writer hand their work here as jobs; at most MAX_IN_FLIGHT run at once, so a cycle never waits for the
 previous cycle's writes and a backlog never floods JetStream. Status writes start before queued gangs
 and evictions (one request each, and other services wait on them: a PodGroup's Inqueue lets the job
-controller create its pods), but while gangs or evictions wait they hold at most half of the slots: a
-cycle that enqueues tens of thousands of PodGroups at once (the seeds' scale, as the job controller
-creates them) would otherwise hold every gang back until the last of those writes started, and no pod
-would be bound meanwhile. Otherwise jobs start in the order submitted.
+controller create its pods), but while gangs or evictions wait they hold at most three quarters of the
+slots: a cycle that enqueues tens of thousands of PodGroups at once (the seeds' scale, as the job
+controller creates them) would otherwise hold every gang back until the last of those writes started,
+and no pod would be bound meanwhile. (Half of the slots slowed the start of a 10,000-pod load, whose
+pods are created only once their PodGroups' Inqueue is written: docs/benchmarks.md.) Otherwise jobs
+start in the order submitted.
 
 A job that fails is logged and counted here, the same way for every kind; the submitter may pass
 `on_failure` to undo what it assumed (the binder forgets the gang's assumed binds). Nothing is
@@ -45,7 +47,7 @@ class InFlight:
     def __init__(self, instance: str, *, limit: int = MAX_IN_FLIGHT) -> None:
         self.instance = instance
         self._gate = asyncio.Semaphore(limit)
-        self._status_share = max(1, limit // 2)  # the slots statuses may hold while other jobs wait
+        self._status_share = max(1, limit - limit // 4)  # the slots statuses may hold while other jobs wait
         self._statuses_in_flight = 0
         self._statuses: deque[_Queued] = deque()
         self._others: deque[_Queued] = deque()
