@@ -232,12 +232,15 @@ def _applied(snap: ClusterSnapshot, result: Any, how: str) -> ClusterSnapshot:
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(clusters, edits, st.booleans())
+@given(clusters, edits, st.booleans(), st.booleans())
 def test_carried_state_decides_as_a_fresh_build_cycle_after_cycle(
     cluster: tuple[list[int], list[tuple[int, int, int, int, bool]]],
     changes: list[tuple[str, list[tuple[str, int]]]],
     evicting: bool,
+    prepared: bool,
 ) -> None:
+    """`prepared`: the state is also brought to the cluster as each cycle left it (as the scheduler does
+    while the binder writes the cycle's binds), before the next changes come."""
     conf = load_scheduler_conf(EVICTING if evicting else None)
     snap = load_objects(_cluster(*cluster))
     memo = CarriedState()
@@ -261,6 +264,8 @@ def test_carried_state_decides_as_a_fresh_build_cycle_after_cycle(
             else:
                 assert reported.get(key) == _untimed(status), key
         snap = _applied(snap, expected, how)
+        if prepared:
+            memo.prepare(snap, ("volcano",))
         for kind, pick in batch:
             serial += 1
             snap = _edit(snap, kind, pick, serial)
@@ -278,6 +283,23 @@ def test_an_unchanged_snapshot_rebuilds_nothing_and_a_changed_pod_only_its_job_a
     pods[running] = msgspec.structs.replace(pods[running], phase="Succeeded")
     run_cycle(replace(snap, pods=tuple(pods)), load_scheduler_conf(), carried=memo)
     assert memo.rebuilt == (1, 1)
+
+
+def test_an_opening_after_prepare_patches_only_what_changed_since() -> None:
+    """What `prepare` brought in (a pod that finished) is not patched again when the next session opens
+    on the same snapshot; that session decides what it would have decided without it."""
+    snap = load_objects(_cluster([4, 4, 4], [(0, 2, 2, 0, True), (1, 2, 2, 0, True), (0, 1, 2, 0, False)]))
+    memo, conf = CarriedState(), load_scheduler_conf()
+    run_cycle(snap, conf, carried=memo)
+    running = next(i for i, p in enumerate(snap.pods) if p.node_name)
+    pods = list(snap.pods)
+    pods[running] = msgspec.structs.replace(pods[running], phase="Succeeded")
+    snap = replace(snap, pods=tuple(pods))
+    memo.prepare(snap, ("volcano",))
+    assert memo.rebuilt == (1, 1)
+    got = run_cycle(snap, conf, session_uid="s2", now=NOW, carried=memo)
+    assert memo.rebuilt == (0, 0)
+    assert got.decisions == run_cycle(snap, conf, session_uid="s2", now=NOW).decisions
 
 
 def test_a_gang_undone_in_one_cycle_is_judged_afresh_in_the_next() -> None:

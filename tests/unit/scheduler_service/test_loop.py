@@ -617,3 +617,57 @@ def test_a_change_of_members_wakes_only_an_instance_that_may_write() -> None:
         assert loop._work_for_us()
 
     asyncio.run(scenario())
+
+
+def first_rest_loop(cache: SchedulerCache, work: InFlight, rests: list[float], rested: asyncio.Event) -> SchedulingLoop:
+    """resting_loop, with `rested` set as the first rest begins."""
+    loop = resting_loop(cache, work, rests)
+    sleep = loop._sleep
+
+    async def first(seconds: float) -> None:
+        rested.set()
+        await sleep(seconds)
+
+    loop._sleep = first
+    return loop
+
+
+def test_after_a_cycle_that_bound_pods_the_carried_state_takes_its_binds_before_the_rest() -> None:
+    """The next opening would patch the cycle's own binds (assumed in the cache) while the binder has
+    nothing left to write: they are brought into the carried state as the rest begins instead."""
+
+    async def scenario() -> None:
+        work, shutdown, rested, rests, prepared = InFlight("s0"), asyncio.Event(), asyncio.Event(), [], []
+        loop = first_rest_loop(cache_with_one_gang(), work, rests, rested)
+        prepare = loop._carried.prepare
+
+        def recording(snapshot: ClusterSnapshot, names: tuple[str, ...]) -> None:
+            prepared.append((len(rests), {p.name: p.node_name for p in snapshot.pods}))
+            prepare(snapshot, names)
+
+        loop._carried.prepare = recording  # type: ignore[method-assign]
+        loop.binder.commit = lambda gang, epoch: shutdown.wait()  # type: ignore[assignment,method-assign,return-value]
+        runner = asyncio.create_task(work.run(shutdown))
+        running = asyncio.create_task(loop.run(shutdown))
+        await asyncio.wait_for(rested.wait(), 10)  # a bound for a broken build, not a measurement
+        assert prepared[0] == (0, {"a0": "n1", "a1": "n1"})  # before the first rest, the binds assumed
+        shutdown.set()
+        await asyncio.wait_for(asyncio.gather(running, runner), 10)
+
+    asyncio.run(scenario())
+
+
+def test_after_a_cycle_that_bound_nothing_the_carried_state_waits_for_the_next_opening() -> None:
+    async def scenario() -> None:
+        cache = cache_with_one_gang()
+        cache.podgroups["ns/a"] = group("a", min_member=3)  # two pods of three: never placed
+        work, shutdown, rested, rests = InFlight("s0"), asyncio.Event(), asyncio.Event(), []
+        loop = first_rest_loop(cache, work, rests, rested)
+        loop._carried.prepare = lambda *_: pytest.fail("prepared after a cycle that bound nothing")  # type: ignore[method-assign]
+        runner = asyncio.create_task(work.run(shutdown))
+        running = asyncio.create_task(loop.run(shutdown))
+        await asyncio.wait_for(rested.wait(), 10)  # a bound for a broken build, not a measurement
+        shutdown.set()
+        await asyncio.wait_for(asyncio.gather(running, runner), 10)
+
+    asyncio.run(scenario())

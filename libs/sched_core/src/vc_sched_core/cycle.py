@@ -16,7 +16,7 @@ from vc_sched_core.actions import in_tree_actions
 from vc_sched_core.framework.carried import CarriedState
 from vc_sched_core.framework.conf import SchedulerConf, default_conf, load_conf
 from vc_sched_core.framework.decisions import Bind, Evict, PodGroupStatusUpdate, QueueStatusUpdate
-from vc_sched_core.framework.framework import close_session, open_session
+from vc_sched_core.framework.framework import SCHEDULER_NAMES, close_session, open_session
 from vc_sched_core.framework.interfaces import ActionFactory, PluginFactory
 from vc_sched_core.framework.model import TaskStatus
 from vc_sched_core.framework.registry import Registry
@@ -100,7 +100,7 @@ def run_cycle(
     *,
     now: datetime | None = None,
     session_uid: str = "session-1",
-    scheduler_names: Iterable[str] = ("volcano",),
+    scheduler_names: Iterable[str] = SCHEDULER_NAMES,
     plugins: Registry[PluginFactory] | None = None,
     actions: Registry[ActionFactory] | None = None,
     clock: Clock = time.perf_counter,

@@ -15,6 +15,8 @@ per change), so a cycle's cost follows what changed since the last one, within t
 cycle the loop rests as long as the cycle took (rest_after), or, after a cycle that bound pods, until
 the binder has only as much left as it writes while a cycle opens (gangs_left_at_opening), if that comes
 first; so the period is the longest wait between cycles while nothing new arrives, not their cadence.
+While the binder writes a cycle's binds, the carried state is brought to the share as the cycle left it
+(_prepare), so the next opening has little to patch.
 A cycle decides at most --binds-per-cycle binds; one that had to leave jobs for later (deferred) is
 followed by the next with no rest, so a large backlog is placed in a stream of cycles of bounded length.
 """
@@ -36,6 +38,7 @@ from vc_sched_core.cycle import CycleResult
 from vc_sched_core.framework.carried import CarriedState
 from vc_sched_core.framework.conf import SchedulerConf
 from vc_sched_core.framework.decisions import Bind, Evict
+from vc_sched_core.framework.framework import SCHEDULER_NAMES
 from vc_scheduler import metrics
 from vc_scheduler.binder import GangBinder
 from vc_scheduler.cache import SchedulerCache
@@ -156,18 +159,30 @@ class SchedulingLoop:
                 if self._binds_backlogged(started):
                     self.held_back += 1
                 elif self._cycle_needed(started):
-                    written = self.work.finished("Gang") if self.work is not None else 0
+                    finished_before = self.work.finished("Gang") if self.work is not None else 0
                     result = await self._cycle(started)
                     cycle_s = self._clock() - started
                     # A cycle that deferred jobs is followed by the next at once (past the hold-back while
                     # its binds are written): a rest would only leave the rest of the backlog waiting.
                     rest = MIN_GAP_S if self._gate.deferred else rest_after(cycle_s)
                     if result is not None and result.binds and self.work is not None:
-                        written = self.work.finished("Gang") - written
+                        written = self.work.finished("Gang") - finished_before
                         leaving = gangs_left_at_opening(written, cycle_s, result.stats.durations_s.get(OPEN, 0.0))
+                    if result is not None and result.binds and not self._gate.deferred:
+                        await self._prepare()
                 else:
                     self.skipped += 1
             await self._wait_for_work(shutdown, started, rest, gangs_leaving=leaving)
+
+    async def _prepare(self) -> None:
+        """Bring the carried state to the share as the cycle left it, while the binder writes the
+        cycle's binds (CarriedState.prepare): those binds, assumed in the cache, are most of what the
+        next opening would patch, and the binder would have nothing to write meanwhile. (After a cycle
+        that deferred jobs the next one opens at once: it patches them itself.)"""
+        view = self._view()
+        partition = await self._partition(view)
+        snapshot, _ = self._share.snapshot(partition, self.peers.reserved(view))
+        await asyncio.to_thread(self._carried.prepare, snapshot, SCHEDULER_NAMES)
 
     def _binds_backlogged(self, now: float) -> bool:
         """Too many gangs wait for the binder, and the last cycle started less than HOLD_BACK_MAX_S ago.

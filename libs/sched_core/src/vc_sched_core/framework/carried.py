@@ -25,7 +25,8 @@ decides (property-tested). What cannot be patched in order (the resource names, 
 scheduler names or node list changing, pods reordered, duplicate keys) falls back to a full build.
 Costs per cycle: a pass over the PodGroups comparing identities, a reset per job, and a rebuild per
 change. The pods are compared in NumPy by the order the scheduler's cache gives them (pod_order.py);
-a snapshot not listed by that order is compared pod by pod.
+a snapshot not listed by that order is compared pod by pod. The caller may also bring the state to a
+snapshot between sessions (`prepare`), so that the next opening patches only what changed after it.
 """
 
 from __future__ import annotations
@@ -176,7 +177,7 @@ class CarriedState:
 
     def __init__(self, *, keep: bool = True) -> None:
         self.keep = keep
-        self._opens = 0  # how many openings so far (stamps the pods each one saw)
+        self._opens = 0  # how many times the state was brought to a snapshot (stamps the pods each saw)
         self._context: object = None  # priority classes and scheduler names the state was built for
         self._carriable = False  # the last build can be patched (no duplicate keys)
         self._space: ResourceSpace | None = None
@@ -207,6 +208,29 @@ class CarriedState:
 
     def opening(self, snapshot: ClusterSnapshot, scheduler_names: Iterable[str]) -> tuple[Opening, Journal | None]:
         """What the next session opens on, and the journal it must record its changes in."""
+        classes, queues = self._bring_to(snapshot, scheduler_names)
+        assert self._space is not None and self._table is not None
+        self._table.changes = []
+        jobs = {pg.key: self._jobs[pg.key] for pg in snapshot.podgroups if pg.key in self._jobs}
+        for job in jobs.values():
+            job.reopen()
+        if self.keep:
+            self._journal = Journal(self._table)
+        return Opening(self._space, self._table, queues, classes, jobs, self._relating > 0), self._journal
+
+    def prepare(self, snapshot: ClusterSnapshot, scheduler_names: Iterable[str]) -> None:
+        """Bring the state to `snapshot` between sessions: the next opening then patches only what changed
+        after it. Most of what an opening patches is the last session's own decisions (its binds, as the
+        cache assumes them); brought in while they are being written, they no longer hold the next
+        session up (at the seeds' scale an opening lasted 8-14 s, and the binds stopped meanwhile:
+        docs/benchmarks.md). The state after `prepare` and `opening` is what `opening` alone makes."""
+        self._bring_to(snapshot, scheduler_names)
+
+    def _bring_to(
+        self, snapshot: ClusterSnapshot, scheduler_names: Iterable[str]
+    ) -> tuple[dict[str, PriorityClassObj], dict[str, QueueInfo]]:
+        """The last session's changes put back, then the state patched (or built) to `snapshot`; the
+        snapshot's priority classes and queues."""
         self.close()
         self._opens += 1
         classes = {pc.name: pc for pc in snapshot.priority_classes}
@@ -216,14 +240,7 @@ class CarriedState:
         if context != self._context or not self._patch(snapshot, queues):
             self._context = context
             self._build(snapshot, queues, classes, ours)
-        assert self._space is not None and self._table is not None
-        self._table.changes = []
-        jobs = {pg.key: self._jobs[pg.key] for pg in snapshot.podgroups if pg.key in self._jobs}
-        for job in jobs.values():
-            job.reopen()
-        if self.keep:
-            self._journal = Journal(self._table)
-        return Opening(self._space, self._table, queues, classes, jobs, self._relating > 0), self._journal
+        return classes, queues
 
     def reported(self, again: Iterable[str] = ()) -> None:
         """A cycle reported every status that could have changed: count rebuilt jobs from here, with

@@ -27,6 +27,7 @@ from vc_sched_core.framework.session_cluster import remember_snapshot
 from vc_sched_core.snapshot.cluster import ROOT_QUEUE, ClusterSnapshot
 
 UNSCHEDULABLE = PodGroupConditionType.UNSCHEDULABLE
+SCHEDULER_NAMES = ("volcano",)  # the pods' schedulerName a session schedules, unless told others
 
 
 def open_session(
@@ -36,7 +37,7 @@ def open_session(
     plugins: Registry[PluginFactory],
     now: datetime | None,
     uid: str,
-    scheduler_names: Iterable[str] = ("volcano",),
+    scheduler_names: Iterable[str] = SCHEDULER_NAMES,
     timed: Callable[[str, Callable[[], None]], None] = lambda _name, fn: fn(),
     carried: CarriedState | None = None,
 ) -> tuple[Session, list[Plugin]]:
