@@ -671,3 +671,45 @@ def test_after_a_cycle_that_bound_nothing_the_carried_state_waits_for_the_next_o
         await asyncio.wait_for(asyncio.gather(running, runner), 10)
 
     asyncio.run(scenario())
+
+
+def test_a_failure_bringing_the_carried_state_up_to_date_leaves_scheduling_on_a_fresh_state() -> None:
+    """A state that failed half-way through a patch could decide wrongly ever after: the loop drops it
+    (the next opening builds anew) and goes on to its rest."""
+
+    async def scenario() -> None:
+        work, shutdown, rested, rests = InFlight("s0"), asyncio.Event(), asyncio.Event(), []
+        loop = first_rest_loop(cache_with_one_gang(), work, rests, rested)
+        broken = loop._carried
+
+        def fail(*_: object) -> None:
+            raise RuntimeError("half-way")
+
+        broken.prepare = fail  # type: ignore[method-assign]
+        loop.binder.commit = lambda gang, epoch: shutdown.wait()  # type: ignore[assignment,method-assign,return-value]
+        runner = asyncio.create_task(work.run(shutdown))
+        running = asyncio.create_task(loop.run(shutdown))
+        await asyncio.wait_for(rested.wait(), 10)  # a bound for a broken build, not a measurement
+        assert loop._carried is not broken and not running.done()
+        shutdown.set()
+        await asyncio.wait_for(asyncio.gather(running, runner), 10)
+
+    asyncio.run(scenario())
+
+
+def test_a_cycle_that_failed_leaves_the_next_one_a_state_built_anew() -> None:
+    """A session that raised may have left its carried state patched half-way: the next cycle does not
+    open on it."""
+
+    async def scenario() -> None:
+        loop = offline_loop(cache_with_one_gang())
+        broken = loop._carried
+
+        async def failing() -> CycleResult:
+            raise RuntimeError("half-way")
+
+        loop.run_once = failing  # type: ignore[method-assign]
+        assert await loop._cycle(loop._clock()) is None
+        assert loop._carried is not broken
+
+    asyncio.run(scenario())

@@ -179,10 +179,14 @@ class SchedulingLoop:
         cycle's binds (CarriedState.prepare): those binds, assumed in the cache, are most of what the
         next opening would patch, and the binder would have nothing to write meanwhile. (After a cycle
         that deferred jobs the next one opens at once: it patches them itself.)"""
-        view = self._view()
-        partition = await self._partition(view)
-        snapshot, _ = self._share.snapshot(partition, self.peers.reserved(view))
-        await asyncio.to_thread(self._carried.prepare, snapshot, SCHEDULER_NAMES)
+        try:
+            view = self._view()
+            partition = await self._partition(view)
+            snapshot, _ = self._share.snapshot(partition, self.peers.reserved(view))
+            await asyncio.to_thread(self._carried.prepare, snapshot, SCHEDULER_NAMES)
+        except Exception as exc:  # scheduling goes on; the next opening builds the state anew
+            self._carried = CarriedState()
+            log.error("cycle.prepare_failed", error=repr(exc), traceback=traceback.format_exc(limit=20))
 
     def _binds_backlogged(self, now: float) -> bool:
         """Too many gangs wait for the binder, and the last cycle started less than HOLD_BACK_MAX_S ago.
@@ -221,6 +225,7 @@ class SchedulingLoop:
         try:
             result = await self.run_once()
         except Exception as exc:  # one bad cycle must not stop scheduling; the next one re-plans
+            self._carried = CarriedState()  # on a state built anew: this one may be patched half-way
             self._gate.ran(inputs, started, failed=True)
             metrics.CYCLE_ERRORS.labels(self.instance).inc()
             log.error("cycle.failed", error=repr(exc), traceback=traceback.format_exc(limit=20))
