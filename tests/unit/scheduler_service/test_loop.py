@@ -440,11 +440,59 @@ def test_carried_out_leaving_some_waits_until_no_more_are_unfinished() -> None:
     asyncio.run(scenario())
 
 
-def test_the_binder_may_have_left_what_it_writes_while_a_cycle_opens() -> None:
-    # 400 gangs written over a 20 s cycle that opened for 8 s: 160 are written during the next opening.
-    assert gangs_left_at_opening(400, cycle_s=20.0, open_s=8.0) == 160
-    assert gangs_left_at_opening(0, cycle_s=20.0, open_s=8.0) == 0  # a binder that wrote nothing: wait for it
-    assert gangs_left_at_opening(5, cycle_s=0.0, open_s=0.0) == 0
+def test_the_binder_may_have_left_what_it_writes_until_a_cycle_binds() -> None:
+    # 400 gangs written over a 20 s cycle that bound first after 8 s: 160 are written before the next binds.
+    assert gangs_left_at_opening(400, cycle_s=20.0, first_bind_s=8.0) == 160
+    assert gangs_left_at_opening(0, cycle_s=20.0, first_bind_s=8.0) == 0  # a binder that wrote nothing: wait
+    assert gangs_left_at_opening(5, cycle_s=0.0, first_bind_s=0.0) == 0
+
+
+def test_the_binders_tail_is_reckoned_to_the_cycles_first_bind_not_its_opening() -> None:
+    """A cycle spends more than its opening before it binds (enqueueing, ordering the jobs): the binder
+    must have that much left when the next one starts, or it waits idle for the next cycle's first bind."""
+
+    async def scenario() -> None:
+        clock, work, shutdown, rested_again, rests = Clock(), InFlight("s0"), asyncio.Event(), asyncio.Event(), []
+
+        async def sleep(seconds: float) -> None:
+            rests.append(seconds)
+            if len(rests) == 2:
+                rested_again.set()
+            await asyncio.Event().wait()  # rests never end by themselves
+
+        loop = offline_loop(cache_with_one_gang(), period_s=0.05, work=work, clock=clock, sleep=sleep)
+        plan, earlier = loop.run_once, [asyncio.Event(), asyncio.Event()]
+
+        async def cycle_binding_late() -> CycleResult:
+            if rests:
+                return await plan()  # (any cycle after the first: as it is)
+            for _ in range(4):  # the binder writes four earlier gangs while this cycle runs...
+                work.submit("Gang", lambda: asyncio.sleep(0))
+            await work.carried_out("Gang")
+            for gate in earlier:  # ...and has two more to write
+                work.submit("Gang", gate.wait)
+            clock.now += 10.0  # the opening is quick, but its first bind comes 10 s after the start...
+            result = await plan()
+            clock.now += 10.0  # ...of a 20 s cycle
+            return replace(result, stats=replace(result.stats, durations_s={OPEN: 0.001}))
+
+        loop.run_once = cycle_binding_late  # type: ignore[method-assign]
+        held = asyncio.Event()
+        loop.binder.submit = lambda gang: work.submit("Gang", held.wait)  # type: ignore[method-assign]
+        runner = asyncio.create_task(work.run(shutdown))
+        running = asyncio.create_task(loop.run(shutdown))
+        while not rests:
+            await asyncio.sleep(0.01)
+        assert work.unfinished("Gang") == 3 and not rested_again.is_set()
+        earlier[0].set()  # two left: what the binder writes in the 10 s until the next cycle binds (4 x 10/20)
+        await asyncio.wait_for(rested_again.wait(), 10)  # a bound for a broken build, not a measurement
+        assert work.finished("Gang") == 5  # the rest ended with the cycle's gang and one earlier unwritten
+        earlier[1].set()
+        held.set()
+        shutdown.set()
+        await asyncio.wait_for(asyncio.gather(running, runner), 10)
+
+    asyncio.run(scenario())
 
 
 def test_after_a_cycle_that_bound_pods_the_next_opens_while_the_binder_writes_its_tail() -> None:
@@ -651,6 +699,44 @@ def test_after_a_cycle_that_bound_pods_the_carried_state_takes_its_binds_before_
         running = asyncio.create_task(loop.run(shutdown))
         await asyncio.wait_for(rested.wait(), 10)  # a bound for a broken build, not a measurement
         assert prepared[0] == (0, {"a0": "n1", "a1": "n1"})  # before the first rest, the binds assumed
+        shutdown.set()
+        await asyncio.wait_for(asyncio.gather(running, runner), 10)
+
+    asyncio.run(scenario())
+
+
+def test_with_new_work_waiting_after_a_cycle_the_next_starts_as_the_binders_tail_allows_unprepared() -> None:
+    """Pods that arrived during the cycle are the next cycle's work: it starts once the binder has as much
+    left as it writes before that cycle binds, and a prepare first would only delay its binds (the binder
+    idle meanwhile). The cycle after it runs at once, not after the period."""
+
+    async def scenario() -> None:
+        work, shutdown, rested, rests, prepared = InFlight("s0"), asyncio.Event(), asyncio.Event(), [], []
+        cache = cache_with_one_gang()
+        loop = first_rest_loop(cache, work, rests, rested)
+        loop.period_s = 3600.0
+        loop._carried.prepare = lambda *_: prepared.append(len(cycles))  # type: ignore[method-assign]
+        plan, cycles = loop.run_once, []
+
+        async def cycle_with_arrivals() -> CycleResult:
+            result = await plan()
+            cycles.append(result)
+            if len(cycles) == 1:  # a new gang arrives while the first cycle plans
+                cache.podgroups["ns/b"] = group("b", min_member=1)
+                cache.pods["ns/b0"] = pod("b0", "b")
+                cache.version += 1
+                cache.demands.add("ns/b")
+                cache.changed.set()
+            return result
+
+        loop.run_once = cycle_with_arrivals  # type: ignore[method-assign]
+        runner = asyncio.create_task(work.run(shutdown))  # the binder writes (to no store) at once
+        running = asyncio.create_task(loop.run(shutdown))
+        await asyncio.wait_for(rested.wait(), 10)  # a bound for a broken build, not a measurement
+        while len(cycles) < 2:
+            await asyncio.sleep(0.01)
+        assert "ns/b0" in cycles[1].binds  # the next cycle ran within the hour-long period
+        assert 1 not in prepared  # nothing prepared after the first cycle: work was waiting
         shutdown.set()
         await asyncio.wait_for(asyncio.gather(running, runner), 10)
 

@@ -13,10 +13,10 @@ A period with nothing changed and nothing due by time alone runs no cycle (idle.
 a cycle builds is carried to the next (the session's opening state; the cache keeps the share's index
 per change), so a cycle's cost follows what changed since the last one, within the share. After a
 cycle the loop rests as long as the cycle took (rest_after), or, after a cycle that bound pods, until
-the binder has only as much left as it writes while a cycle opens (gangs_left_at_opening), if that comes
-first; so the period is the longest wait between cycles while nothing new arrives, not their cadence.
-While the binder writes a cycle's binds, the carried state is brought to the share as the cycle left it
-(_prepare), so the next opening has little to patch.
+the binder has only as much left as it writes before the next cycle's first bind (gangs_left_at_opening),
+if that comes first; so the period is the longest wait between cycles while nothing new arrives, not
+their cadence. When no new work waits, the carried state is brought to the share as the cycle left it
+while the binder writes (_prepare), so the next opening has little to patch.
 A cycle decides at most --binds-per-cycle binds; one that had to leave jobs for later (deferred) is
 followed by the next with no rest, so a large backlog is placed in a stream of cycles of bounded length.
 """
@@ -85,13 +85,15 @@ def rest_after(cycle_s: float) -> float:
     return max(MIN_GAP_S, cycle_s)
 
 
-def gangs_left_at_opening(written: int, cycle_s: float, open_s: float) -> int:
+def gangs_left_at_opening(written: int, cycle_s: float, first_bind_s: float) -> int:
     """How many gangs the binder may still have to write when the next cycle starts, after a cycle of
-    `cycle_s` that opened for `open_s` while the binder wrote `written`: as many as it writes at that
-    pace while a cycle opens. The next opening then overlaps the binder's tail. Waiting until the binder
-    was idle left it nothing to write while the next cycle opened, at the seeds' scale 6-10 s with no
-    pod bound (docs/benchmarks.md)."""
-    return int(written * open_s / max(cycle_s, MIN_GAP_S))
+    `cycle_s` whose first bind came `first_bind_s` after it started, while the binder wrote `written`: as
+    many as it writes at that pace until the next cycle binds. The next opening then overlaps the
+    binder's tail. Waiting until the binder was idle left it nothing to write while the next cycle
+    opened, at the seeds' scale 6-10 s with no pod bound; counting only the opening, not what a cycle
+    does before its first bind (enqueueing, ordering the jobs), left it idle for 3-6 s
+    (docs/benchmarks.md)."""
+    return int(written * first_bind_s / max(cycle_s, MIN_GAP_S))
 
 
 class SchedulingLoop:
@@ -143,6 +145,7 @@ class SchedulingLoop:
         self.held_back = 0  # periods that ran no cycle because binds were backlogged
         self._reported_members: tuple[str, ...] | None = None
         self._full_report_at = 0.0
+        self._first_bind_at: float | None = None  # when the running cycle handed its first gang over
 
     async def run(self, shutdown: asyncio.Event) -> None:
         try:
@@ -153,7 +156,7 @@ class SchedulingLoop:
     async def _run(self, shutdown: asyncio.Event) -> None:
         while not shutdown.is_set():
             started = self._clock()
-            rest, leaving = MIN_GAP_S, None
+            rest, leaving, waiting = MIN_GAP_S, None, False
             self.cache.changed.clear()
             if self.members.can_write():
                 if self._binds_backlogged(started):
@@ -167,18 +170,37 @@ class SchedulingLoop:
                     rest = MIN_GAP_S if self._gate.deferred else rest_after(cycle_s)
                     if result is not None and result.binds and self.work is not None:
                         written = self.work.finished("Gang") - finished_before
-                        leaving = gangs_left_at_opening(written, cycle_s, result.stats.durations_s.get(OPEN, 0.0))
-                    if result is not None and result.binds and not self._gate.deferred:
+                        leaving = gangs_left_at_opening(written, cycle_s, self._first_bind_s(started, result))
+                    waiting = self._work_waiting()
+                    if result is not None and result.binds and not self._gate.deferred and not waiting:
                         await self._prepare()
                 else:
                     self.skipped += 1
-            await self._wait_for_work(shutdown, started, rest, gangs_leaving=leaving)
+            await self._wait_for_work(shutdown, started, rest, gangs_leaving=leaving, waiting=waiting)
+
+    def _first_bind_s(self, started: float, result: CycleResult) -> float:
+        """How long after its start the cycle begun at `started` handed its first gang to the binder (at
+        least its opening)."""
+        first = self._first_bind_at
+        until = first - started if first is not None else self._clock() - started
+        return max(until, result.stats.durations_s.get(OPEN, 0.0))
+
+    def _work_waiting(self) -> bool:
+        """Whether work for this instance arrived since the cache was last looked at (taking it)."""
+        if not self.cache.changed.is_set():
+            return False
+        self.cache.changed.clear()
+        return self._work_for_us()
 
     async def _prepare(self) -> None:
         """Bring the carried state to the share as the cycle left it, while the binder writes the
         cycle's binds (CarriedState.prepare): those binds, assumed in the cache, are most of what the
-        next opening would patch, and the binder would have nothing to write meanwhile. (After a cycle
-        that deferred jobs the next one opens at once: it patches them itself.)"""
+        next opening would patch, and the binder would have nothing to write meanwhile. Only when no new
+        work waits: the next cycle then waits for some, and the prepare fills that time. With work
+        waiting the next cycle starts as the binder's tail allows (gangs_left_at_opening), and a prepare
+        before it only delays its first bind: at the seeds' scale a prepare took 8 s while the binder had
+        9 s left to write, and the opening after it 7 s more (docs/benchmarks.md). (After a cycle that
+        deferred jobs the next one opens at once: it patches them itself.)"""
         try:
             view = self._view()
             partition = await self._partition(view)
@@ -244,6 +266,7 @@ class SchedulingLoop:
 
     async def run_once(self) -> CycleResult:
         number = next(self.cycles)
+        self._first_bind_at = None
         members = self.members
         view = self._view()
         partition = await self._partition(view)
@@ -334,6 +357,8 @@ class SchedulingLoop:
         are not assumed, so whoever owns them plans them again)."""
         if not self.members.can_write():
             return
+        if gangs and self._first_bind_at is None:
+            self._first_bind_at = self._clock()
         for gang in gangs:
             self.binder.submit(gang)
 
@@ -386,24 +411,27 @@ class SchedulingLoop:
                 metrics.FOREIGN_BINDS.labels(self.instance).inc(foreign)
 
     async def _wait_for_work(
-        self, shutdown: asyncio.Event, started: float, rest: float, *, gangs_leaving: int | None = None
+        self,
+        shutdown: asyncio.Event,
+        started: float,
+        rest: float,
+        *,
+        gangs_leaving: int | None = None,
+        waiting: bool = False,
     ) -> None:
         """Rest `rest` seconds (shutdown or a change of members ends it, and with `gangs_leaving` the
-        binder having at most that many gangs left to write), then sleep until the period is over, or earlier
-        when work for this instance arrives: resources freed, a node or queue changed, new demands of a
-        PodGroup it owns (another instance's new pods wait for the period: that instance places them), or
-        the members changed (PodGroups may have moved to it). While binds are backlogged, look again
-        every MIN_GAP_S."""
+        binder having at most that many gangs left to write), then, unless work is `waiting` already,
+        sleep until the period is over, or earlier when work for this instance arrives: resources freed, a
+        node or queue changed, new demands of a PodGroup it owns (another instance's new pods wait for the
+        period: that instance places them), or the members changed (PodGroups may have moved to it). While
+        binds are backlogged, look again every MIN_GAP_S."""
         await self._rest(rest, shutdown, gangs_leaving=gangs_leaving)
-        if shutdown.is_set() or self._gate.deferred or self._binds_backlogged(self._clock()):
+        if shutdown.is_set() or waiting or self._gate.deferred or self._binds_backlogged(self._clock()):
             return
         deadline = started + self.period_s
         while not shutdown.is_set() and self._clock() < deadline:
-            if self.cache.changed.is_set():
-                self.cache.changed.clear()
-                if self._work_for_us():
-                    return
-                continue
+            if self._work_waiting():
+                return
             try:
                 async with asyncio.timeout(max(0.0, deadline - self._clock())):
                     await self.cache.changed.wait()
