@@ -454,8 +454,11 @@ def test_the_binders_tail_is_reckoned_to_the_cycles_first_bind_not_its_opening()
     async def scenario() -> None:
         clock, work, shutdown, rested_again, rests = Clock(), InFlight("s0"), asyncio.Event(), asyncio.Event(), []
 
+        resting = asyncio.Event()
+
         async def sleep(seconds: float) -> None:
             rests.append(seconds)
+            resting.set()
             if len(rests) == 2:
                 rested_again.set()
             await asyncio.Event().wait()  # rests never end by themselves
@@ -481,8 +484,7 @@ def test_the_binders_tail_is_reckoned_to_the_cycles_first_bind_not_its_opening()
         loop.binder.submit = lambda gang: work.submit("Gang", held.wait)  # type: ignore[method-assign]
         runner = asyncio.create_task(work.run(shutdown))
         running = asyncio.create_task(loop.run(shutdown))
-        while not rests:
-            await asyncio.sleep(0.01)
+        await asyncio.wait_for(resting.wait(), 10)  # a bound for a broken build, not a measurement
         assert work.unfinished("Gang") == 3 and not rested_again.is_set()
         earlier[0].set()  # two left: what the binder writes in the 10 s until the next cycle binds (4 x 10/20)
         await asyncio.wait_for(rested_again.wait(), 10)  # a bound for a broken build, not a measurement
@@ -716,11 +718,13 @@ def test_with_new_work_waiting_after_a_cycle_the_next_starts_as_the_binders_tail
         loop = first_rest_loop(cache, work, rests, rested)
         loop.period_s = 3600.0
         loop._carried.prepare = lambda *_: prepared.append(len(cycles))  # type: ignore[method-assign]
-        plan, cycles = loop.run_once, []
+        plan, cycles, second = loop.run_once, [], asyncio.Event()
 
         async def cycle_with_arrivals() -> CycleResult:
             result = await plan()
             cycles.append(result)
+            if len(cycles) == 2:
+                second.set()
             if len(cycles) == 1:  # a new gang arrives while the first cycle plans
                 cache.podgroups["ns/b"] = group("b", min_member=1)
                 cache.pods["ns/b0"] = pod("b0", "b")
@@ -733,8 +737,7 @@ def test_with_new_work_waiting_after_a_cycle_the_next_starts_as_the_binders_tail
         runner = asyncio.create_task(work.run(shutdown))  # the binder writes (to no store) at once
         running = asyncio.create_task(loop.run(shutdown))
         await asyncio.wait_for(rested.wait(), 10)  # a bound for a broken build, not a measurement
-        while len(cycles) < 2:
-            await asyncio.sleep(0.01)
+        await asyncio.wait_for(second.wait(), 10)  # a bound for a broken build, not a measurement
         assert "ns/b0" in cycles[1].binds  # the next cycle ran within the hour-long period
         assert 1 not in prepared  # nothing prepared after the first cycle: work was waiting
         shutdown.set()
