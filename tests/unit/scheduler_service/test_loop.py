@@ -786,6 +786,14 @@ def test_a_failure_bringing_the_carried_state_up_to_date_leaves_scheduling_on_a_
     asyncio.run(scenario())
 
 
+def test_the_cycle_log_counts_each_kind_of_write_still_waiting() -> None:
+    work = InFlight("s0")
+    loop = offline_loop(cache_with_one_gang(), work=work)
+    for kind in ("Gang", "Gang", "PodGroupStatus", "QueueStatus"):
+        work.submit(kind, lambda: asyncio.sleep(0))
+    assert loop._unwritten() == {"gangs_unwritten": 2, "statuses_unwritten": 1, "queue_statuses_unwritten": 1}
+
+
 def test_a_cycle_that_failed_leaves_the_next_one_a_state_built_anew() -> None:
     """A session that raised may have left its carried state patched half-way: the next cycle does not
     open on it."""

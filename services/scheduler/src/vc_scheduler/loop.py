@@ -350,6 +350,7 @@ class SchedulingLoop:
         return {
             "gangs_unwritten": self.work.unfinished("Gang"),
             "statuses_unwritten": self.work.unfinished("PodGroupStatus"),
+            "queue_statuses_unwritten": self.work.unfinished("QueueStatus"),
         }
 
     def _submit(self, gangs: list[Gang]) -> None:
