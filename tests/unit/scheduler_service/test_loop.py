@@ -8,6 +8,7 @@ from dataclasses import replace
 from fractions import Fraction
 
 import pytest
+import structlog.testing
 
 from tests.unit.scheduler_service.service_builders import group, node, offline_loop, pod
 from vc_runtime.sharding import SoleOwner
@@ -16,7 +17,7 @@ from vc_sched_core.framework.decisions import Bind, PodGroupStatusUpdate, QueueS
 from vc_sched_core.snapshot.cluster import ClusterSnapshot, PodGroupCondition, QueueObj
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.events import SchedulerEvents
-from vc_scheduler.gangs import gangs_of, hierarchical
+from vc_scheduler.gangs import Gang, gangs_of, hierarchical
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.ledger import View
 from vc_scheduler.loop import MIN_GAP_S, OPEN, SchedulingLoop, gangs_left_at_opening, rest_after
@@ -784,6 +785,30 @@ def test_a_failure_bringing_the_carried_state_up_to_date_leaves_scheduling_on_a_
         await asyncio.wait_for(asyncio.gather(running, runner), 10)
 
     asyncio.run(scenario())
+
+
+def test_the_cycle_log_says_when_the_cycle_took_its_snapshot_and_handed_its_first_gang_over() -> None:
+    """What a cycle does before its first bind is what the binder's tail must cover (gangs_left_at_opening)."""
+    clock = Clock()
+    loop = offline_loop(cache_with_one_gang(), clock=clock)
+    share = loop._share.snapshot
+
+    def slow_snapshot(*args: object) -> object:
+        clock.now += 2.0
+        return share(*args)  # type: ignore[arg-type]
+
+    loop._share.snapshot = slow_snapshot  # type: ignore[assignment,method-assign]
+    submit = loop._submit
+
+    def later(gangs: list[Gang]) -> None:
+        clock.now += 3.0
+        submit(gangs)
+
+    loop._submit = later  # type: ignore[method-assign]
+    with structlog.testing.capture_logs() as logs:
+        asyncio.run(loop.run_once())
+    (finished,) = [entry for entry in logs if entry["event"] == "cycle.finished"]
+    assert finished["snapshot_ms"] == 2000.0 and finished["first_bind_ms"] == 5000.0
 
 
 def test_the_cycle_log_counts_each_kind_of_write_still_waiting() -> None:

@@ -267,11 +267,13 @@ class SchedulingLoop:
     async def run_once(self) -> CycleResult:
         number = next(self.cycles)
         self._first_bind_at = None
+        begun = self._clock()
         members = self.members
         view = self._view()
         partition = await self._partition(view)
         reserved = self.peers.reserved(view)
         snapshot, by_reservation = self._share.snapshot(partition, reserved)
+        taken = self._clock()  # the share's snapshot: a cycle's work before its session
         cycle = Cycle(
             snapshot,
             partition,
@@ -338,6 +340,8 @@ class SchedulingLoop:
                 members=len(members.members),
                 duration_ms=round(result.stats.duration_s * 1000, 1),
                 open_ms=round(result.stats.durations_s.get(OPEN, 0.0) * 1000, 1),
+                snapshot_ms=round((taken - begun) * 1000, 1),
+                first_bind_ms=None if self._first_bind_at is None else round((self._first_bind_at - begun) * 1000, 1),
                 streamed=len(streamed.sent),
                 **self._unwritten(),
             )
