@@ -8,13 +8,13 @@ from dataclasses import replace
 from fractions import Fraction
 
 import pytest
-import structlog.testing
 
 from tests.unit.scheduler_service.service_builders import group, node, offline_loop, pod
 from vc_runtime.sharding import SoleOwner
 from vc_sched_core.cycle import CycleResult, load_scheduler_conf
 from vc_sched_core.framework.decisions import Bind, PodGroupStatusUpdate, QueueStatusUpdate
 from vc_sched_core.snapshot.cluster import ClusterSnapshot, PodGroupCondition, QueueObj
+from vc_scheduler import loop as loop_module
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.gangs import Gang, gangs_of, hierarchical
@@ -787,8 +787,17 @@ def test_a_failure_bringing_the_carried_state_up_to_date_leaves_scheduling_on_a_
     asyncio.run(scenario())
 
 
-def test_the_cycle_log_says_when_the_cycle_took_its_snapshot_and_handed_its_first_gang_over() -> None:
+def test_the_cycle_log_says_when_the_cycle_took_its_snapshot_and_handed_its_first_gang_over(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """What a cycle does before its first bind is what the binder's tail must cover (gangs_left_at_opening)."""
+    logged: list[tuple[str, dict[str, object]]] = []
+
+    class Recording:
+        def info(self, event: str, **fields: object) -> None:
+            logged.append((event, fields))
+
+    monkeypatch.setattr(loop_module, "log", Recording())
     clock = Clock()
     loop = offline_loop(cache_with_one_gang(), clock=clock)
     share = loop._share.snapshot
@@ -805,9 +814,8 @@ def test_the_cycle_log_says_when_the_cycle_took_its_snapshot_and_handed_its_firs
         submit(gangs)
 
     loop._submit = later  # type: ignore[method-assign]
-    with structlog.testing.capture_logs() as logs:
-        asyncio.run(loop.run_once())
-    (finished,) = [entry for entry in logs if entry["event"] == "cycle.finished"]
+    asyncio.run(loop.run_once())
+    (finished,) = [fields for event, fields in logged if event == "cycle.finished"]
     assert finished["snapshot_ms"] == 2000.0 and finished["first_bind_ms"] == 5000.0
 
 
