@@ -13,7 +13,9 @@ which keeps, at the cost of the change:
   PodGroups of other instances (cluster.Outside: fair share and quotas are the whole cluster's);
 - per node its usage by stored pods, and the total allocatable and usage of other instances' nodes;
 - per PodGroup its pods by task status, for the state gauges (metrics.py), which then read the
-  PodGroups instead of every pod.
+  PodGroups instead of every pod;
+- which of this instance's own PodGroups are settled and held out of its sessions (`settle`, `wake`):
+  their sums count outside the share too, so a session walks only the jobs that can still change.
 
 What is "other instances'" follows the ownership the caller sets (`regroup`), recounted only when the
 members change.
@@ -149,6 +151,9 @@ class ClusterIndex:
         self._foreign_allocatable: Amounts = {}
         self._foreign_used: Amounts = {}
         self._statuses: dict[str, dict[str, int]] = {}  # PodGroup key -> its stored pods by task status
+        # Own PodGroups held out of the sessions while settled (settle); their sums count outside.
+        self.held: set[str] = set()
+        self._stirred: set[str] = set()  # PodGroup keys whose figures moved since the last `wake`
 
     # -- where pods are (the cycle's side: assumed binds count) ---------------------------------------
     def place(self, key: str, old: PodObj | None, pod: PodObj | None) -> None:
@@ -248,6 +253,7 @@ class ClusterIndex:
             self._count_status(now[0], now[1], 1)
 
     def _count_status(self, group: str, status: str, sign: int) -> None:
+        self._stirred.add(group)
         counts = self._statuses.setdefault(group, {})
         left = counts.get(status, 0) + sign
         if left:
@@ -279,6 +285,7 @@ class ClusterIndex:
         return (group, self._amounts(held)) if group is not None else None
 
     def stored_podgroup(self, key: str, pg: PodGroupObj | None) -> None:
+        self._stirred.add(key)
         group = self._groups.get(key)
         if group is None:
             if pg is None:
@@ -327,6 +334,7 @@ class ClusterIndex:
         """Which PodGroups and nodes this instance owns changed (the members did): recount the totals
         over the others' (a walk over PodGroups and nodes, once per change of members)."""
         self._owns_group, self._owns_node = owns_group, owns_node
+        self.held = set()  # (the PodGroups it held may be another's now; the sessions settle them again)
         self._foreign_sums = {}
         for key, group in self._groups.items():
             if not owns_group(key):
@@ -338,6 +346,33 @@ class ClusterIndex:
         for name, usage in self._usage.items():
             if not owns_node(name):
                 _add(self._foreign_used, usage.used, 1.0)
+
+    # -- settled PodGroups held out of the sessions ---------------------------------------------------
+    def wake(self) -> None:
+        """A share snapshot is being taken: every held PodGroup whose figures moved since the last one
+        (a pod came, went, moved on, or the PodGroup changed) is in the sessions again."""
+        stirred, self._stirred = self._stirred, set()
+        for key in stirred & self.held:
+            self.held.discard(key)
+            group = self._groups.get(key)
+            if group is not None:
+                self._to_foreign(group, -1.0)
+
+    def settle(self, reported: Iterable[str]) -> None:
+        """After a session over the PodGroups `reported` (their statuses offered to the writer): hold out
+        those of them that are settled and whose figures did not move since its snapshot (`wake`). A
+        settled PodGroup is Running with every pod it has stored Running on its node and counted, at
+        least its minMember: a session would say of it what the last one said, so it is held out, its
+        sums counted outside the share like another instance's, until any of its figures moves."""
+        stirred, statuses, groups = self._stirred, self._statuses, self._groups
+        for key in reported:
+            if key in stirred or key in self.held:
+                continue
+            group = groups.get(key)
+            if group is None or not _settled(group, statuses.get(key)) or not self._owns_group(key):
+                continue
+            self.held.add(key)
+            self._to_foreign(group, 1.0)
 
     def outside(self) -> Outside:
         """What the PodGroups and nodes other instances own add up to (cluster.Outside)."""
@@ -427,8 +462,9 @@ class ClusterIndex:
         group = self._groups.get(key)
         if group is None:
             group = self._groups[key] = _Group()
+        self._stirred.add(key)
         sums = None
-        if group.pg is not None and not self._owns_group(key):
+        if group.pg is not None and self._counts_outside(key):
             sums = self._foreign_sums.get(group.pg.queue)
             if sums is None:
                 sums = self._foreign_sums[group.pg.queue] = ({}, {}, {})
@@ -456,8 +492,13 @@ class ClusterIndex:
         the reservation is recomputed on the way in."""
         if sign > 0:
             group.reserved = _reservation(group)
-        if not self._owns_group(key):
+        if self._counts_outside(key):
             self._to_foreign(group, sign)
+
+    def _counts_outside(self, key: str) -> bool:
+        """Whether a PodGroup's sums count in the totals outside the share: another instance's, or one of
+        this instance's held out while settled."""
+        return key in self.held or not self._owns_group(key)
 
     def _to_foreign(self, group: _Group, sign: float) -> None:
         if group.pg is None:
@@ -519,6 +560,16 @@ def _same_pod(old: PodObj, new: PodObj) -> bool:
     """Whether both versions are one pod counted under one PodGroup with the same requests (what may
     differ: where it is, its phase, whether it is leaving)."""
     return old.uid == new.uid and old.group_name == new.group_name and old.requests == new.requests
+
+
+def _settled(group: _Group, statuses: Mapping[str, int] | None) -> bool:
+    """Running, with every stored pod running on its node and counted in the sums (none pending,
+    starting, leaving or finished), at least minMember of them."""
+    pg = group.pg
+    if pg is None or pg.phase != "Running" or statuses is None or len(statuses) != 1:
+        return False
+    running = statuses.get("running", 0)
+    return running == group.placed == group.asked and running >= max(pg.min_member, 1)
 
 
 def _reservation(group: _Group) -> Amounts:

@@ -49,7 +49,7 @@ from vc_scheduler.inflight import MAX_IN_FLIGHT, InFlight
 from vc_scheduler.ledger import View
 from vc_scheduler.peers import Alone, Peers
 from vc_scheduler.planning import Cycle, Plan, plan_borrowing, plan_cycle
-from vc_scheduler.share import Partition, Share, left_over
+from vc_scheduler.share import Partition, Share, holds_settled_out, left_over
 from vc_scheduler.status_writer import StatusWriter
 from vc_scheduler.streamed import StreamedBinds
 
@@ -135,7 +135,7 @@ class SchedulingLoop:
         # Carried between cycles (a cycle's cost follows what changed): the session's opening state, the
         # share's builder (its reserved copies) and the partition.
         self._carried = CarriedState()
-        self._share = Share(cache.snapshot, cache.full_pod, cache.index)
+        self._share = Share(cache.snapshot, cache.full_pod, cache.index, hold_settled=holds_settled_out(conf))
         self._parts: Partition | None = None
         self._borrowed_at = -BORROW_EVERY_S
         self._tree = hierarchical(conf)
@@ -282,6 +282,7 @@ class SchedulingLoop:
             report_all=self._report_all(members.members),
             placed_by_reservation=by_reservation,
             bind_budget=self.binds_per_cycle,
+            held_out=self._share.held,
         )
         make_gangs = GangMaker(snapshot, view, tree=self._tree, nodes=self.cache.nodes, owns_node=partition.owns_node)
 
@@ -329,6 +330,7 @@ class SchedulingLoop:
         self.statuses.revisit()
         for queue in result.queues:
             self.statuses.offer_queue(queue)
+        self._share.settle(snapshot)
         if result.decisions:
             log.info(
                 "cycle.finished",
@@ -406,6 +408,7 @@ class SchedulingLoop:
             members=members,
             whole=partition.owns(metrics.CLUSTER_GAUGES_KEY),
             index=self.cache.index,
+            held=self.cache.index.held,
         )
         if not partition.alone():
             metrics.OWNED_NODES.labels(self.instance).set(

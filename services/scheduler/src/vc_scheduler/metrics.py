@@ -25,6 +25,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -318,17 +319,28 @@ def record_stages(result: CycleResult) -> None:
 @dataclass
 class ShareRecorder:
     """volcano_job_share from drf's shares at session close: only the series whose share moved are set,
-    those of jobs that left the session are removed (one set difference each, when anything changed)."""
+    those of jobs that left the session are removed (one set difference each, when anything changed). A
+    job held out of the sessions while settled (share.py) keeps its series at the share the last session
+    that had it left it, until it is back in one or gone."""
 
     _shares: dict[str, float] = field(default_factory=dict)
     _series: set[str] = field(default_factory=set)  # job uids (`ns/name`) with a series
+    _held: set[str] = field(default_factory=set)  # jobs whose series stays while they are held out
 
-    def record(self, shares: dict[str, float]) -> None:
+    def record(self, shares: dict[str, float], held: AbstractSet[str] = frozenset()) -> None:
         last = self._shares
+        if self._held:
+            for key in self._held - held:
+                self._held.discard(key)
+                if key not in shares and key in self._series:
+                    self._series.discard(key)
+                    _remove(JOB_SHARE, *_ns_name(key))
         if shares == last:
             return
         for key in last.keys() - shares.keys():
-            if key in self._series:
+            if key in held:
+                self._held.add(key)
+            elif key in self._series:
                 self._series.discard(key)
                 _remove(JOB_SHARE, *_ns_name(key))
         for key, value in shares.items() - last.items():
@@ -896,17 +908,19 @@ def record_cycle(
     members: int,
     whole: bool = True,
     index: ClusterIndex | None = None,
+    held: AbstractSet[str] = frozenset(),
 ) -> None:
     """Everything a cycle tells Prometheus (the loop's one call). `planned` is the snapshot the cycle ran
     on; `cluster` gives the whole cluster as the cache holds it, asked only when the state gauges are due
     (and no refresh is still running) and this instance exports the whole cluster's gauges (`whole`:
     see the module's doc); otherwise they come from `planned`. With the cache's `index`, the whole
-    cluster is counted from its PodGroups' figures, not by a walk over every pod."""
+    cluster is counted from its PodGroups' figures, not by a walk over every pod. `held`: the PodGroups
+    held out of the sessions while settled (their job share series stay)."""
     global _refreshing
     record_timings(result)
     record_stages(result)
     record_decisions(result)
-    _SHARES.record(result.stats.job_shares)
+    _SHARES.record(result.stats.job_shares, held)
     _VGPU.record(result.stats.vgpu_devices, result.stats.vgpu_pods)
     _STATE.record_retries(result)
     OWNED.labels(instance).set(owned)

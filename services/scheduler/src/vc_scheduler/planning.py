@@ -30,6 +30,7 @@ class Cycle:
     report_all: bool = True  # False: leave out PodGroup statuses that cannot have changed
     placed_by_reservation: int = 0  # others' pending pods planned around as bound, by their reservation
     bind_budget: int | None = None  # the most binds the cycle decides (run_cycle's bind_budget)
+    held_out: int = 0  # settled PodGroups of the share not in `snapshot` (share.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +39,7 @@ class Plan:
 
     result: CycleResult
     snapshot: ClusterSnapshot  # the snapshot the binds were planned on (the borrowing one, if any)
-    owned: int  # PodGroups the instance owns
+    owned: int  # PodGroups the instance owns (those held out while settled included)
     placed_by_reservation: int = 0
 
 
@@ -71,7 +72,7 @@ def plan_cycle(
         bind_budget=cycle.bind_budget,
         stream=stream,
     )
-    owned = len(cycle.snapshot.podgroups)
+    owned = len(cycle.snapshot.podgroups) + cycle.held_out
     return Plan(result, cycle.snapshot, owned, cycle.placed_by_reservation)
 
 

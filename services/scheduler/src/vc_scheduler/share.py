@@ -17,6 +17,13 @@ one ring), so an instance plans over its share, and a cycle costs what the share
 
 Each node has one writer: its owner commits there on its own word, and another instance only with a
 loan the owner grants after checking actual fit (lending.py).
+
+A share's settled PodGroups (Running, every pod running, unchanged since a session reported them) are
+held out of its sessions like other instances' (cluster_index.ClusterIndex.settle): their pods stay on
+the nodes, their sums count outside. At the seeds' scale nearly every PodGroup is settled, and a
+session's work per job (its plugins' opening and closing walks, the statuses it reports) was most of a
+cycle's opening; with them held out it follows the PodGroups that can still change. Only under a conf
+whose sessions ask nothing more of a settled job (`holds_settled_out`).
 """
 
 from __future__ import annotations
@@ -29,8 +36,31 @@ import msgspec
 
 from vc_core.ownership import rendezvous_owner
 from vc_core.resources import PODS
+from vc_sched_core.framework.conf import SchedulerConf
 from vc_sched_core.snapshot.cluster import ClusterSnapshot, NodeObj, PodObj
 from vc_scheduler.cluster_index import TERMINAL, ClusterIndex
+
+# What a session may run while settled PodGroups are held out of it: actions that enqueue and place (an
+# evicting one picks its victims among running tasks, which must then be jobs of the session), and
+# plugins that ask of other jobs only the queue sums outside the share answer (drf orders the jobs that
+# wait by their own shares; proportion and overcommit count the queues' sums; the rest judge nodes).
+SETTLED_SAFE_ACTIONS = frozenset({"enqueue", "allocate", "backfill"})
+SETTLED_SAFE_PLUGINS = frozenset(
+    {"priority", "gang", "conformance", "overcommit", "drf", "predicates", "proportion", "nodeorder", "binpack"}
+)
+
+
+def holds_settled_out(conf: SchedulerConf) -> bool:
+    """Whether sessions under `conf` decide the same with settled PodGroups held out (hierarchical drf
+    ranks queues over every job, so it keeps them all)."""
+    options = [option for tier in conf.tiers for option in tier.plugins]
+    return (
+        set(conf.actions) <= SETTLED_SAFE_ACTIONS
+        and all(option.name in SETTLED_SAFE_PLUGINS for option in options)
+        and not any(
+            option.name == "drf" and {**option.arguments, **option.flags}.get("enableHierarchy") for option in options
+        )
+    )
 
 
 def node_owner_key(node: str) -> str:
@@ -107,21 +137,43 @@ class Share:
     """Builds the snapshots of one instance's share from the cache's tables and index."""
 
     def __init__(
-        self, tables: Callable[[], ClusterSnapshot], pod: Callable[[str], PodObj | None], index: ClusterIndex
+        self,
+        tables: Callable[[], ClusterSnapshot],
+        pod: Callable[[str], PodObj | None],
+        index: ClusterIndex,
+        *,
+        hold_settled: bool = False,
     ) -> None:
         self._tables = tables  # the cache's snapshot of every kind (tuples of its current objects)
         self._pod = pod  # a pod's whole view by key (the cache holds pods outside the share brief)
         self._index = index
         self._copies: dict[str, tuple[PodObj, str, PodObj]] = {}  # uid -> (pod as stored, node, copy)
+        self.hold_settled = hold_settled  # settled PodGroups are held out (holds_settled_out)
+
+    @property
+    def held(self) -> int:
+        """How many of the share's PodGroups are held out of its sessions while settled."""
+        return len(self._index.held)
+
+    def settle(self, reported: ClusterSnapshot) -> None:
+        """A session over `reported` offered its statuses: hold out the PodGroups of it that are settled."""
+        if self.hold_settled:
+            self._index.settle(pg.key for pg in reported.podgroups)
 
     def snapshot(self, owner: Partition, reserved: Mapping[str, tuple[str, str]]) -> tuple[ClusterSnapshot, int]:
         """The share snapshot, and how many pods it placed only by another instance's reservation."""
         full = self._tables()
+        index = self._index
+        index.wake()  # (a held PodGroup that changed is in this session)
+        held = index.held
         if owner.alone():
+            if held:
+                podgroups = tuple(pg for pg in full.podgroups if pg.key not in held)
+                full = replace(full, podgroups=podgroups, outside=index.outside())
             return self._alone(full, reserved)
-        index, pod_of = self._index, self._pod
+        pod_of = self._pod
         nodes = tuple(n for n in full.nodes if owner.owns_node(n.name))
-        groups = tuple(pg for pg in full.podgroups if owner.owns(pg.key))
+        groups = tuple(pg for pg in full.podgroups if owner.owns(pg.key) and pg.key not in held)
         keys: dict[str, None] = {}
         for node in nodes:
             keys.update(index.pods_on.get(node.name, {}))
