@@ -581,7 +581,9 @@ class CarriedState:
             return
         job_uid = job.uid if job is not None else ""
         task = entry.task or previous
-        if task is None or task.job != job_uid:
+        if task is not None and task.job != job_uid:
+            task = _rejoined(task, pod, job_uid)
+        if task is None:
             task = self._build_task(pod, job_uid)
         elif task.pod is not pod:
             task = _moved_on(task, pod) or self._build_task(pod, job_uid)
@@ -607,6 +609,20 @@ def _moved_on(task: TaskInfo, pod: PodObj) -> TaskInfo | None:
         return None
     return TaskInfo(
         task.uid, task.name, task.namespace, task.job, task.role, task.resreq, task.best_effort, task.priority,
+        task.preemptable, task_status(pod), pod, task.class_key, task.index, pod.node_name, task.preemption_policy,
+        None, task.node_class,
+    )  # fmt: skip
+
+
+def _rejoined(task: TaskInfo, pod: PodObj, job_uid: str) -> TaskInfo | None:
+    """The task build_task makes of the same `pod` under another job: the task as it is but for its job
+    (a task is built from its pod and its job's uid; the priority classes and resource names it also
+    reads change only with a full build). A PodGroup created after its pods, deleted, or held out of the
+    sessions while settled (the scheduler's share) moves every pod of it so. None when the pod changed."""
+    if task.pod is not pod:
+        return None
+    return TaskInfo(
+        task.uid, task.name, task.namespace, job_uid, task.role, task.resreq, task.best_effort, task.priority,
         task.preemptable, task_status(pod), pod, task.class_key, task.index, pod.node_name, task.preemption_policy,
         None, task.node_class,
     )  # fmt: skip
