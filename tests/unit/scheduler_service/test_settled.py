@@ -63,16 +63,24 @@ class Outside:
 
 def scratch_settled(snap: ClusterSnapshot, pg: PodGroupObj) -> bool:
     pods = [p for p in snap.pods if p.group_name == pg.name]
+    enough = len(pods) >= max(pg.min_member, 1)
+    if pg.phase == "Completed":
+        return enough and all(p.phase == "Succeeded" and not p.deleting for p in pods)
     running = all(p.node_name and p.phase == "Running" and not p.deleting for p in pods)
-    return pg.phase == "Running" and running and len(pods) >= max(pg.min_member, 1)
+    return pg.phase == "Running" and running and enough
 
 
 def running_cluster() -> ClusterSnapshot:
-    """Three nodes; three Running PodGroups of two queues, each with its pods running."""
+    """Three nodes; three Running PodGroups of two queues, each with its pods running, and a Completed
+    one whose pods succeeded."""
+    done = (pod("d0", "g3", node="n0", phase="Succeeded"), pod("d1", "g3", node="n1", phase="Succeeded"))
     return ClusterSnapshot(
         nodes=(node("n0"), node("n1"), node("n2")),
-        pods=tuple(pod(f"p{i}", f"g{i % 3}", node=f"n{i % 3}", phase="Running") for i in range(6)),
-        podgroups=tuple(replace(group(f"g{i}", queue=("dev", "ops")[i % 2]), phase="Running") for i in range(3)),
+        pods=tuple(pod(f"p{i}", f"g{i % 3}", node=f"n{i % 3}", phase="Running") for i in range(6)) + done,
+        podgroups=(
+            *(replace(group(f"g{i}", queue=("dev", "ops")[i % 2]), phase="Running") for i in range(3)),
+            replace(group("g3", queue="dev", min_member=2), phase="Completed"),
+        ),
         queues=(QueueObj("dev"), QueueObj("ops")),
     )
 
@@ -164,18 +172,20 @@ def settled_share(snap: ClusterSnapshot, partition: Partition) -> Share:
 
 
 def test_alone_a_session_without_the_settled_podgroups_decides_and_reports_as_over_every_one() -> None:
-    """One instance alone: the settled PodGroups are left out of its snapshot, their pods stay on the
-    nodes and their sums count outside, so a waiting gang goes where it would go and each queue reports
+    """One instance alone: the settled PodGroups (Running, and Completed) are left out of its snapshot,
+    their pods stay on the nodes and their sums count outside, so a waiting gang goes where it would go and each queue reports
     what a session over the whole cluster reports."""
     running = [pod(f"r{i}", f"g{i % 4}", node=f"n{i % 3}", phase="Running") for i in range(8)]
     waiting = [pod(f"w{i}", "new") for i in range(3)]
+    done = pod("d0", "done", node="n0", phase="Succeeded")
     groups = [replace(group(f"g{i}", queue=("dev", "ops")[i % 2]), phase="Running") for i in range(4)]
-    snap = cluster(3, running + waiting, [*groups, group("new", queue="dev", min_member=3)])
+    groups.append(replace(group("done", queue="ops"), phase="Completed"))
+    snap = cluster(3, [*running, done, *waiting], [*groups, group("new", queue="dev", min_member=3)])
     snap = replace(snap, queues=(QueueObj("dev", weight=2), QueueObj("ops")))
     alone = Partition("a", ("a",))
     share = settled_share(snap, alone)
     out, _ = share.snapshot(alone, {})
-    assert [pg.name for pg in out.podgroups] == ["new"] and share.held == 4
+    assert [pg.name for pg in out.podgroups] == ["new"] and share.held == 5
     assert all(a is b for a, b in zip(out.pods, snap.pods, strict=True))  # every pod, the cache's own objects
     whole = run_cycle(snap, now=WHEN, session_uid="s")
     planned = plan_cycle(
@@ -184,7 +194,7 @@ def test_alone_a_session_without_the_settled_podgroups_decides_and_reports_as_ov
     assert planned.result.binds == whole.binds and len(planned.result.binds) == 3
     assert planned.result.queues == whole.queues
     assert planned.result.podgroups["ns/new"] == whole.podgroups["ns/new"]
-    assert planned.owned == 5
+    assert planned.owned == 6
 
 
 def test_a_full_node_is_full_to_a_session_that_holds_its_podgroups_out() -> None:

@@ -362,8 +362,9 @@ class ClusterIndex:
         """After a session over the PodGroups `reported` (their statuses offered to the writer): hold out
         those of them that are settled and whose figures did not move since its snapshot (`wake`). A
         settled PodGroup is Running with every pod it has stored Running on its node and counted, at
-        least its minMember: a session would say of it what the last one said, so it is held out, its
-        sums counted outside the share like another instance's, until any of its figures moves."""
+        least its minMember (or Completed with every pod succeeded): a session would say of it what the
+        last one said, so it is held out, its sums counted outside the share like another instance's,
+        until any of its figures moves."""
         stirred, statuses, groups = self._stirred, self._statuses, self._groups
         for key in reported:
             if key in stirred or key in self.held:
@@ -564,12 +565,19 @@ def _same_pod(old: PodObj, new: PodObj) -> bool:
 
 def _settled(group: _Group, statuses: Mapping[str, int] | None) -> bool:
     """Running, with every stored pod running on its node and counted in the sums (none pending,
-    starting, leaving or finished), at least minMember of them."""
+    starting, leaving or finished), at least minMember of them; or Completed, with every stored pod
+    succeeded, at least minMember of them (none counted in the sums). A session's word on such a job
+    is its own state's alone (it is ready, and it has nothing to place)."""
     pg = group.pg
-    if pg is None or pg.phase != "Running" or statuses is None or len(statuses) != 1:
+    if pg is None or statuses is None or len(statuses) != 1:
         return False
-    running = statuses.get("running", 0)
-    return running == group.placed == group.asked and running >= max(pg.min_member, 1)
+    least = max(pg.min_member, 1)
+    if pg.phase == "Running":
+        running = statuses.get("running", 0)
+        return running == group.placed == group.asked and running >= least
+    if pg.phase == "Completed":
+        return statuses.get("succeeded", 0) >= least and group.placed == group.asked == 0
+    return False
 
 
 def _reservation(group: _Group) -> Amounts:
