@@ -93,6 +93,10 @@ class Membership:
         self._settle_announced = False
         self._seen: dict[str, float] = {}
         self.members: tuple[str, ...] = ()
+        # How many changes owners have been told of (`_tell_owners`). A follower compares it with the
+        # count it last acted on: a change told while it was not waiting is not lost to it (wait_changed
+        # clears the event first, and a wait that times out in the moment the event is set misses it).
+        self.changes = 0
         # Events of the service's loop, set from the lease thread through `_signal`.
         self._changed = asyncio.Event()
         self._ready = asyncio.Event()
@@ -127,7 +131,8 @@ class Membership:
             await asyncio.sleep(0.05)
 
     async def wait_changed(self) -> None:
-        """Until the member set (or this instance's standing) changes next."""
+        """Until the member set (or this instance's standing) changes next, counted from this call: a
+        follower that must miss no change compares `changes` with the count it last acted on as well."""
         self._changed.clear()
         await self._changed.wait()
 
@@ -143,6 +148,11 @@ class Membership:
                 self._loop_seen = self._clock()
         finally:
             await self._thread.stop(timeout_s=STOP_TIMEOUT_S)  # raises what failed in the thread
+
+    def _tell_owners(self) -> None:
+        """The member set, or this instance's standing, changed: count it, and wake `wait_changed`."""
+        self.changes += 1
+        self._signal(self._changed)
 
     def _signal(self, event: asyncio.Event) -> None:
         """Set an event of the service's loop, from whichever thread."""
@@ -197,7 +207,7 @@ class Membership:
         self._settle_announced = False
         self._seen[self.instance] = self._clock()
         self._recompute()
-        self._signal(self._changed)  # a new epoch: owners must re-claim their keys once settled
+        self._tell_owners()  # a new epoch: owners must re-claim their keys once settled
         log.info("membership.joined", group=self.group, epoch=self.epoch)
 
     async def _renew_loop(self) -> None:
@@ -245,7 +255,7 @@ class Membership:
                 if self._clock() >= lease_ended:
                     # The renewal outlived the lease it renewed: writes were fenced meanwhile, and work
                     # given up for it (a key that was not ours to write) must be looked at again.
-                    self._signal(self._changed)
+                    self._tell_owners()
         except (KeyWrongLastSequenceError, KeyNotFoundError):
             log.warning("membership.lease_lost", group=self.group, epoch=self.epoch)
             await self._join()
@@ -255,7 +265,7 @@ class Membership:
         if not self._settle_announced and self.can_write() and self._clock() >= self._settled_at:
             # Owners wait for the settle period before claiming keys; tell them it is over.
             self._settle_announced = True
-            self._signal(self._changed)
+            self._tell_owners()
 
     async def _watch_loop(self, nc: Client) -> None:
         js = nc.jetstream()
@@ -278,7 +288,7 @@ class Membership:
         if alive != self.members:
             log.info("membership.changed", group=self.group, members=list(alive))
             self.members = alive
-            self._signal(self._changed)
+            self._tell_owners()
 
     async def _leave(self) -> None:
         """Graceful exit: delete the lease so peers take over at once instead of after the ttl."""

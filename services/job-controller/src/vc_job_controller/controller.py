@@ -96,6 +96,8 @@ COUNTS_SETTLE_S = 1.0
 STARTING_WAIT_S = 10.0
 COUNTS = Pacing(every_s=COUNTS_EVERY_S, settle_s=COUNTS_SETTLE_S)
 _COMING_UP = frozenset((PodPhase.PENDING, PodPhase.RUNNING))  # task phases (logic.transitions.task_phase)
+# The membership's count of changes is looked at this often even when no wake-up comes (follow_membership).
+MEMBERSHIP_LOOK_S = 1.0
 
 
 class JobController:
@@ -448,12 +450,21 @@ class JobController:
                 self.dispatcher.submit(CommandDue(namespace or "", name))
 
     async def follow_membership(self, shutdown: asyncio.Event) -> None:
+        """After each change of the members (or of this instance's standing), once settled: re-arm the
+        delays and sync every job this instance owns now. Nothing else looks again at a job whose requests
+        were dropped while a peer owned it, so no change may be missed: the loop acts on the membership's
+        count of changes, not on a wake-up alone. `wait_changed` clears its event when called, and a wait
+        that times out in the moment the event is set misses it: the survivor of two controllers then
+        never took up the jobs its peer had held (once in a full `make test`: phase '' for a minute)."""
+        acted_on = self.membership.changes
         while not shutdown.is_set():
-            try:
-                async with asyncio.timeout(1.0):
-                    await self.membership.wait_changed()
-            except TimeoutError:
-                continue
+            if self.membership.changes == acted_on:
+                try:
+                    async with asyncio.timeout(MEMBERSHIP_LOOK_S):
+                        await self.membership.wait_changed()
+                except TimeoutError:
+                    continue  # looks at the count again: a change told as the wait timed out is seen
+            acted_on = self.membership.changes  # read before acting: a change told from here on runs again
             await self.membership.wait_settled()
             await self.restore_delays()
             self.startup_requests()
