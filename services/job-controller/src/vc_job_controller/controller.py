@@ -454,8 +454,8 @@ class JobController:
         delays and sync every job this instance owns now. Nothing else looks again at a job whose requests
         were dropped while a peer owned it, so no change may be missed: the loop acts on the membership's
         count of changes, not on a wake-up alone. `wait_changed` clears its event when called, and a wait
-        that times out in the moment the event is set misses it: the survivor of two controllers then
-        never took up the jobs its peer had held (once in a full `make test`: phase '' for a minute)."""
+        that times out in the moment the event is set misses it, and the survivor of two controllers
+        then never took up the jobs its peer had held."""
         acted_on = self.membership.changes
         while not shutdown.is_set():
             if self.membership.changes == acted_on:
