@@ -20,6 +20,7 @@ from vc_proto.subjects import object_key
 from vc_sched_core.cycle import load_scheduler_conf, run_cycle
 from vc_sched_core.framework.carried import CarriedState
 from vc_sched_core.snapshot.cluster import ClusterSnapshot, PodGroupObj, QueueObj
+from vc_scheduler import loop as loop_module
 from vc_scheduler import metrics
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.cluster_index import ClusterIndex
@@ -173,8 +174,8 @@ def settled_share(snap: ClusterSnapshot, partition: Partition) -> Share:
 
 def test_alone_a_session_without_the_settled_podgroups_decides_and_reports_as_over_every_one() -> None:
     """One instance alone: the settled PodGroups (Running, and Completed) are left out of its snapshot,
-    their pods stay on the nodes and their sums count outside, so a waiting gang goes where it would go and each queue reports
-    what a session over the whole cluster reports."""
+    their pods stay on the nodes and their sums count outside, so a waiting gang goes where it would go
+    and each queue reports what a session over the whole cluster reports."""
     running = [pod(f"r{i}", f"g{i % 4}", node=f"n{i % 3}", phase="Running") for i in range(8)]
     waiting = [pod(f"w{i}", "new") for i in range(3)]
     done = pod("d0", "done", node="n0", phase="Succeeded")
@@ -313,3 +314,38 @@ def test_a_held_jobs_share_series_stays_until_it_is_back_or_gone() -> None:
     recorder.record({"ns/b": 0.5}, held={"ns/a"})
     recorder.record({"ns/a": 0.35, "ns/b": 0.5}, held=set())  # back in a session
     assert "ns/a" in recorder._series and metrics.JOB_SHARE.labels("ns", "a")._value.get() == 0.35
+
+
+def test_the_cycle_log_counts_the_podgroups_held_out(monkeypatch: Any) -> None:
+    logged: list[dict[str, object]] = []
+
+    class Recording:
+        def info(self, event: str, **fields: object) -> None:
+            if event == "cycle.finished":
+                logged.append(fields)
+
+    monkeypatch.setattr(loop_module, "log", Recording())
+
+    async def scenario() -> None:
+        cache = SchedulerCache()
+        feed = Feed(cache)
+        feed.put(
+            "Node", None, "n0", {"kind": "Node", "metadata": {"name": "n0"}, "status": {"allocatable": {"cpu": "4"}}}
+        )
+        feed.put("Queue", None, "default", {"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}})
+        feed.podgroup("Running")
+        for name in ("a", "b"):
+            feed.pod(name, "n0", "Running")
+        loop = offline_loop(cache)
+        await loop.run_once()
+        assert cache.index.held == {"ns/job"}
+        late = {"kind": "PodGroup", "metadata": {"name": "late", "namespace": "ns"}, "spec": {"minMember": 1}}
+        feed.put("PodGroup", "ns", "late", {**late, "status": {"phase": "Inqueue"}})
+        spec = {"schedulerName": "volcano", "containers": [{"resources": {"requests": {"cpu": "1"}}}]}
+        metadata = {"name": "c", "namespace": "ns", "uid": "u-c", "annotations": {GROUP: "late"}}
+        feed.put("Pod", "ns", "c", {"kind": "Pod", "metadata": metadata, "spec": spec, "status": {"phase": "Pending"}})
+        placed = await loop.run_once()
+        assert set(placed.binds) == {"ns/c"}
+
+    asyncio.run(scenario())
+    assert logged[-1]["held"] == 1 and logged[-1]["owned"] == 2

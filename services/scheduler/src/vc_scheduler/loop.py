@@ -339,6 +339,7 @@ class SchedulingLoop:
                 evictions=len(result.evictions),
                 pending=result.stats.tasks_pending,
                 owned=plan.owned,
+                held=cycle.held_out,
                 members=len(members.members),
                 duration_ms=round(result.stats.duration_s * 1000, 1),
                 open_ms=round(result.stats.durations_s.get(OPEN, 0.0) * 1000, 1),
