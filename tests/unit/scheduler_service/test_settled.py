@@ -1,14 +1,17 @@
-"""Settled PodGroups held out of an instance's sessions: Running, every pod running, unchanged since a
-session reported them. Their pods stay on the nodes and their sums count outside the share, so a session
-decides and reports what it would over every PodGroup, and any change brings one back."""
+"""Settled PodGroups held out of an instance's sessions: Running with every pod running, Completed with
+every pod succeeded, or Inqueue waiting for their pods; unchanged since a session reported them. Their
+pods stay on the nodes and their sums count outside the share, so a session decides and reports what it
+would over every PodGroup, and any change brings one back."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 from dataclasses import replace
+from fractions import Fraction
 from typing import Any
 
+import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -64,6 +67,8 @@ class Outside:
 
 def scratch_settled(snap: ClusterSnapshot, pg: PodGroupObj) -> bool:
     pods = [p for p in snap.pods if p.group_name == pg.name]
+    if pg.phase == "Inqueue":
+        return pg.min_member >= 1 and not pods
     enough = len(pods) >= max(pg.min_member, 1)
     if pg.phase == "Completed":
         return enough and all(p.phase == "Succeeded" and not p.deleting for p in pods)
@@ -71,9 +76,12 @@ def scratch_settled(snap: ClusterSnapshot, pg: PodGroupObj) -> bool:
     return pg.phase == "Running" and running and enough
 
 
+WAITING = replace(group("g4", queue="ops", min_member=2), min_resources={"cpu": Fraction(3)})
+
+
 def running_cluster() -> ClusterSnapshot:
-    """Three nodes; three Running PodGroups of two queues, each with its pods running, and a Completed
-    one whose pods succeeded."""
+    """Three nodes; three Running PodGroups of two queues, each with its pods running, a Completed one
+    whose pods succeeded, and an Inqueue one whose pods are not created yet."""
     done = (pod("d0", "g3", node="n0", phase="Succeeded"), pod("d1", "g3", node="n1", phase="Succeeded"))
     return ClusterSnapshot(
         nodes=(node("n0"), node("n1"), node("n2")),
@@ -81,17 +89,29 @@ def running_cluster() -> ClusterSnapshot:
         podgroups=(
             *(replace(group(f"g{i}", queue=("dev", "ops")[i % 2]), phase="Running") for i in range(3)),
             replace(group("g3", queue="dev", min_member=2), phase="Completed"),
+            WAITING,
         ),
         queues=(QueueObj("dev"), QueueObj("ops")),
     )
+
+
+SETTLE_OPS = (*OPS, "spawn")
+
+
+def _settle_step(snap: ClusterSnapshot, op: str, i: int) -> ClusterSnapshot:
+    """test_share's changes, and `spawn`: the controller creates a pod of the waiting PodGroup."""
+    if op != "spawn":
+        return _step(snap, frozenset(), op, i)[0]
+    spawned = msgspec.structs.replace(pod(f"s{i}-{len(snap.pods)}", "g4"), order=len(snap.pods))
+    return replace(snap, pods=(*snap.pods, spawned))
 
 
 @settings(max_examples=150, deadline=None)
 @given(
     st.lists(
         st.tuples(
-            st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 30)), max_size=3),
-            st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 30)), max_size=3),
+            st.lists(st.tuples(st.sampled_from(SETTLE_OPS), st.integers(0, 30)), max_size=3),
+            st.lists(st.tuples(st.sampled_from(SETTLE_OPS), st.integers(0, 30)), max_size=3),
         ),
         min_size=1,
         max_size=8,
@@ -116,7 +136,7 @@ def test_held_podgroups_count_outside_and_any_change_brings_one_back(steps: list
             before = snap
             for op, i in batch:
                 if op != "assume":  # (assumed binds are the cycle's side: no stored change)
-                    snap, _ = _step(snap, frozenset(), op, i)
+                    snap = _settle_step(snap, op, i)
             feed_changes(index, before, snap)
             if batch is during:
                 already = set(index.held)
@@ -136,7 +156,7 @@ def test_held_podgroups_count_outside_and_any_change_brings_one_back(steps: list
         groups = {pg.key: pg for pg in snap.podgroups}
         assert all(key in groups and scratch_settled(snap, groups[key]) for key in index.held)
     if alone and not steps[0][0]:
-        assert held_ever  # (the first session reported three settled PodGroups, unchanged while it ran)
+        assert held_ever  # (the first session reported four settled PodGroups, unchanged while it ran)
 
 
 def test_a_change_of_members_brings_every_held_podgroup_back() -> None:
@@ -147,15 +167,67 @@ def test_a_change_of_members_brings_every_held_podgroup_back() -> None:
     feed_changes(index, None, snap)
     index.wake()
     index.settle(pg.key for pg in snap.podgroups)
-    assert index.held == {pg.key for pg in snap.podgroups}
+    assert index.held == {pg.key for pg in snap.podgroups} and index.waiting == {"ns/g4"}
     assert index.outside().queues["dev"].allocated == {"cpu": 4.0}
     two = Partition("a", MEMBERS)
     index.regroup(two.owns, two.owns_node)
-    assert index.held == set()
+    assert index.held == set() and index.waiting == set()
     expected = scratch_outside(snap, two)
     assert {q: dict(s.allocated) for q, s in index.outside().queues.items() if s.allocated} == {
         q: sums[1] for q, sums in expected.items() if sums[1]
     }
+
+
+def test_a_gang_waiting_for_its_pods_is_held_with_its_reservation_outside_until_a_pod_comes() -> None:
+    """Inqueue with no pod yet (its controller creates them once it is Inqueue): held, its unplaced
+    minResources reserved outside the share; its first pod brings it back. Without a gang to wait for,
+    or not yet Inqueue, it stays in the sessions."""
+    snap = ClusterSnapshot(
+        nodes=(node("n0"),),
+        pods=(),
+        podgroups=(
+            WAITING,
+            group("none", queue="ops", min_member=0),
+            replace(group("new", queue="ops"), phase="Pending"),
+        ),
+        queues=(QueueObj("ops"),),
+    )
+    index = ClusterIndex()
+    alone = Partition("a", ("a",))
+    index.regroup(alone.owns, alone.owns_node)
+    feed_changes(index, None, snap)
+    index.wake()
+    index.settle(pg.key for pg in snap.podgroups)
+    assert index.held == index.waiting == {"ns/g4"}
+    assert index.outside().queues["ops"].reserved == {"cpu": 3.0}
+    spawned = replace(snap, pods=(pod("s0", "g4"),))
+    feed_changes(index, snap, spawned)
+    index.wake()
+    assert index.held == index.waiting == set()
+    assert not any(index.outside().queues["ops"].reserved.values())
+
+
+def test_alone_a_waiting_gangs_reservation_still_bounds_what_its_queue_enqueues() -> None:
+    """The held gang's reservation counts outside: a Pending gang of the same queue that would pass its
+    capability without it is refused as a session over every PodGroup refuses it, and each reports the
+    same of it; the waiting gang's own word (too few pods) is what the last session said."""
+    waiting = replace(group("wait", queue="dev", min_member=3), min_resources={"cpu": Fraction(3)})
+    later = replace(group("later", queue="dev", min_member=2), min_resources={"cpu": Fraction(2)}, phase="Pending")
+    snap = cluster(3, [pod("l0", "later"), pod("l1", "later")], [waiting, later])
+    snap = replace(snap, queues=(QueueObj("dev", capability={"cpu": Fraction(4)}),))
+    alone = Partition("a", ("a",))
+    whole = run_cycle(snap, now=WHEN, session_uid="s")
+    assert whole.podgroups["ns/later"].phase == "Pending"  # 3 reserved + 2 asked > 4
+    without = run_cycle(replace(snap, podgroups=(later,)), now=WHEN, session_uid="s")
+    assert without.podgroups["ns/later"].phase == "Inqueue"  # (so the reservation is what refuses it)
+    share = settled_share(snap, alone)
+    out, _ = share.snapshot(alone, {})
+    assert [pg.name for pg in out.podgroups] == ["later"] and share.held == 1
+    planned = plan_cycle(
+        Cycle(out, alone, "s", WHEN, held_out=share.held), load_scheduler_conf(), CarriedState(), lambda: 0.0
+    )
+    assert planned.result.podgroups["ns/later"] == whole.podgroups["ns/later"]
+    assert planned.result.queues == whole.queues and planned.owned == 2
 
 
 # -- the share's sessions --------------------------------------------------------------------------------
@@ -349,3 +421,40 @@ def test_the_cycle_log_counts_the_podgroups_held_out(monkeypatch: Any) -> None:
 
     asyncio.run(scenario())
     assert logged[-1]["held"] == 1 and logged[-1]["owned"] == 2
+
+
+def test_the_loop_holds_a_gang_out_while_its_pods_are_created_and_places_them_when_they_come() -> None:
+    """Enqueued before its pods exist, a gang is reported once (too few pods) and then left out of the
+    sessions; its pods arriving bring it back, and that session places them."""
+
+    async def scenario() -> None:
+        cache = SchedulerCache()
+        feed = Feed(cache)
+        feed.put(
+            "Node", None, "n0", {"kind": "Node", "metadata": {"name": "n0"}, "status": {"allocatable": {"cpu": "4"}}}
+        )
+        feed.put("Queue", None, "default", {"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}})
+        feed.podgroup("Inqueue")
+        loop = offline_loop(cache)
+        first = await loop.run_once()
+        condition = first.podgroups["ns/job"].conditions[-1]
+        assert condition.type == "Unschedulable" and "valid" in condition.message
+        assert cache.index.held == cache.index.waiting == {"ns/job"}
+        await loop.run_once()
+        plan = loop._last_plan
+        assert plan is not None and plan.snapshot.podgroups == () and plan.owned == 1
+        for name in ("a", "b"):
+            feed.pod(name, "", "Pending")
+        placed = await loop.run_once()
+        assert set(placed.binds) == {"ns/a", "ns/b"} and cache.index.waiting == set()
+
+    asyncio.run(scenario())
+
+
+def test_gangs_held_while_waiting_for_their_pods_count_among_the_unschedulable_jobs() -> None:
+    snap = cluster(1, [pod("p0", "late", phase="Pending"), pod("p1", "late")], [group("late", min_member=3)])
+    result = run_cycle(snap, now=WHEN, session_uid="s")
+    assert metrics.unschedulable_jobs(result) == ["ns/late"]
+    metrics.StateRecorder().refresh(result, snap, set(), held_unschedulable=frozenset({"ns/wait"}))
+    assert metrics.UNSCHEDULE_JOBS._value.get() == 2
+    assert metrics.UNSCHEDULE_TASKS.labels("ns/wait")._value.get() == 0

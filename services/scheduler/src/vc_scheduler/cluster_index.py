@@ -153,6 +153,7 @@ class ClusterIndex:
         self._statuses: dict[str, dict[str, int]] = {}  # PodGroup key -> its stored pods by task status
         # Own PodGroups held out of the sessions while settled (settle); their sums count outside.
         self.held: set[str] = set()
+        self.waiting: set[str] = set()  # those of them Inqueue with no pod yet (a session calls them unschedulable)
         self._stirred: set[str] = set()  # PodGroup keys whose figures moved since the last `wake`
 
     # -- where pods are (the cycle's side: assumed binds count) ---------------------------------------
@@ -335,6 +336,7 @@ class ClusterIndex:
         over the others' (a walk over PodGroups and nodes, once per change of members)."""
         self._owns_group, self._owns_node = owns_group, owns_node
         self.held = set()  # (the PodGroups it held may be another's now; the sessions settle them again)
+        self.waiting = set()
         self._foreign_sums = {}
         for key, group in self._groups.items():
             if not owns_group(key):
@@ -354,6 +356,7 @@ class ClusterIndex:
         stirred, self._stirred = self._stirred, set()
         for key in stirred & self.held:
             self.held.discard(key)
+            self.waiting.discard(key)
             group = self._groups.get(key)
             if group is not None:
                 self._to_foreign(group, -1.0)
@@ -362,9 +365,10 @@ class ClusterIndex:
         """After a session over the PodGroups `reported` (their statuses offered to the writer): hold out
         those of them that are settled and whose figures did not move since its snapshot (`wake`). A
         settled PodGroup is Running with every pod it has stored Running on its node and counted, at
-        least its minMember (or Completed with every pod succeeded): a session would say of it what the
-        last one said, so it is held out, its sums counted outside the share like another instance's,
-        until any of its figures moves."""
+        least its minMember; Completed with every pod succeeded; or Inqueue with no pod yet, waiting for
+        its controller to create them. A session has nothing to place for it and would say of it what
+        the last one said, so it is held out, its sums (and an Inqueue one's reservation) counted outside
+        the share like another instance's, until any of its figures moves."""
         stirred, statuses, groups = self._stirred, self._statuses, self._groups
         for key in reported:
             if key in stirred or key in self.held:
@@ -373,6 +377,8 @@ class ClusterIndex:
             if group is None or not _settled(group, statuses.get(key)) or not self._owns_group(key):
                 continue
             self.held.add(key)
+            if group.pg is not None and group.pg.phase == "Inqueue":
+                self.waiting.add(key)
             self._to_foreign(group, 1.0)
 
     def outside(self) -> Outside:
@@ -565,11 +571,16 @@ def _same_pod(old: PodObj, new: PodObj) -> bool:
 
 def _settled(group: _Group, statuses: Mapping[str, int] | None) -> bool:
     """Running, with every stored pod running on its node and counted in the sums (none pending,
-    starting, leaving or finished), at least minMember of them; or Completed, with every stored pod
-    succeeded, at least minMember of them (none counted in the sums). A session's word on such a job
-    is its own state's alone (it is ready, and it has nothing to place)."""
+    starting, leaving or finished), at least minMember of them; Completed, with every stored pod
+    succeeded, at least minMember of them (none counted in the sums); or Inqueue with a gang to wait for
+    and no pod stored. A session's word on such a job is its own state's alone (ready, or too few pods
+    to be valid), and it has nothing to place."""
     pg = group.pg
-    if pg is None or statuses is None or len(statuses) != 1:
+    if pg is None:
+        return False
+    if pg.phase == "Inqueue":  # (while the controller creates the pods, which at scale takes minutes)
+        return pg.min_member >= 1 and not statuses and group.asked == group.placed == 0
+    if statuses is None or len(statuses) != 1:
         return False
     least = max(pg.min_member, 1)
     if pg.phase == "Running":

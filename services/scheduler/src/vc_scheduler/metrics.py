@@ -705,13 +705,16 @@ class StateRecorder:
         *,
         whole: bool = True,
         counted: Tally | None = None,
+        held_unschedulable: AbstractSet[str] = frozenset(),
     ) -> None:
         """The state gauges from this cycle's result and `snapshot` (safe in another thread). `whole`:
         `snapshot` is the whole cluster and this instance exports its gauges; otherwise it is the share
         the cycle planned, which holds every pod of the instance's PodGroups, and the whole cluster's
         series this instance exported before go. Of the jobs judged when the snapshot was taken
         (`timed`), those not in it are gone (or no longer this instance's): their series go. `counted`:
-        the snapshot's tally taken already (index_tally), instead of a walk over its pods."""
+        the snapshot's tally taken already (index_tally), instead of a walk over its pods.
+        `held_unschedulable`: the jobs held out of the sessions while they wait for their pods, which the
+        last session that had them reported unschedulable (they count among the unschedulable jobs)."""
         if counted is None:
             counted = tally(snapshot, result.binds)
         if whole:
@@ -722,7 +725,7 @@ class StateRecorder:
             self._record_queues((), {})
             self._record_tasks({})
             self._record_namespaces({})
-        self._record_unschedulable(unschedulable_jobs(result), counted.waiting)
+        self._record_unschedulable(sorted([*unschedulable_jobs(result), *held_unschedulable]), counted.waiting)
         self._forget_jobs(timed - {pg.key for pg in snapshot.podgroups})
 
     def _record_queues(self, queues: Iterable[QueueObj], figures: Mapping[str, QueueFigures]) -> None:
@@ -915,7 +918,8 @@ def record_cycle(
     (and no refresh is still running) and this instance exports the whole cluster's gauges (`whole`:
     see the module's doc); otherwise they come from `planned`. With the cache's `index`, the whole
     cluster is counted from its PodGroups' figures, not by a walk over every pod. `held`: the PodGroups
-    held out of the sessions while settled (their job share series stay)."""
+    held out of the sessions while settled (their job share series stay; those waiting for their pods
+    count among the unschedulable jobs)."""
     global _refreshing
     record_timings(result)
     record_stages(result)
@@ -929,10 +933,12 @@ def record_cycle(
     if (_refreshing is None or _refreshing.done()) and _STATE.due():
         timed = _STATE.timed()
         source = cluster() if whole else planned
-        counted = None
+        counted, waiting = None, frozenset(index.waiting) if index is not None else frozenset()
         if whole and index is not None:
             counted = index_tally(index, (q.name for q in source.queues), result.binds)
-        _refreshing = _WORKER.submit(partial(_STATE.refresh, result, source, timed, whole=whole, counted=counted))
+        _refreshing = _WORKER.submit(
+            partial(_STATE.refresh, result, source, timed, whole=whole, counted=counted, held_unschedulable=waiting)
+        )
         _refreshing.add_done_callback(_log_failure)
 
 

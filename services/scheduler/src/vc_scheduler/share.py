@@ -18,13 +18,14 @@ one ring), so an instance plans over its share, and a cycle costs what the share
 Each node has one writer: its owner commits there on its own word, and another instance only with a
 loan the owner grants after checking actual fit (lending.py).
 
-A share's settled PodGroups (Running with every pod running, or Completed with every pod succeeded,
-unchanged since a session reported them) are held out of its sessions like other instances'
-(cluster_index.ClusterIndex.settle): their pods stay on the nodes, their sums count outside. At the
-seeds' scale nearly every PodGroup is settled, and a session's work per job (its plugins' opening and
-closing walks, the statuses it reports) was most of a cycle's opening; with them held out it follows
-the PodGroups that can still change. Only under a conf whose sessions ask nothing more of a settled job
-(`holds_settled_out`).
+A share's settled PodGroups (Running with every pod running, Completed with every pod succeeded, or
+Inqueue waiting for their controller to create the pods; unchanged since a session reported them) are
+held out of its sessions like other instances' (cluster_index.ClusterIndex.settle): their pods stay on
+the nodes, their sums count outside. At the seeds' scale nearly every PodGroup is settled (and while
+gangs are submitted faster than their pods are created, most are waiting), and a session's work per
+job (its plugins' opening and closing walks, the statuses it reports) was most of a cycle's opening;
+with them held out it follows the PodGroups that can still change. Only under a conf whose sessions
+ask nothing more of a settled job (`holds_settled_out`).
 """
 
 from __future__ import annotations
