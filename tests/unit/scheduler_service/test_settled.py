@@ -16,7 +16,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.unit.scheduler_service.service_builders import group, node, offline_loop, pod
-from tests.unit.scheduler_service.test_share import MEMBERS, OPS, WHEN, _close, _step, cluster, scratch_outside
+from tests.unit.scheduler_service.test_share import (
+    MEMBERS,
+    OPS,
+    WHEN,
+    _close,
+    _step,
+    cluster,
+    feed,
+    scratch_outside,
+)
 from vc_bus.kvwatch import RawEntry
 from vc_core.store import WatchOp
 from vc_proto.subjects import object_key
@@ -34,25 +43,7 @@ from vc_scheduler.share import Partition, Share, holds_settled_out
 def feed_changes(index: ClusterIndex, before: ClusterSnapshot | None, after: ClusterSnapshot) -> None:
     """Hand `index` what changed from `before` to `after`, object by object, as the cache does (only
     the objects it replaces: an unchanged PodGroup is not stored again)."""
-    old_pods = {p.key: p for p in before.pods} if before else {}
-    new_pods = {p.key: p for p in after.pods}
-    for key in old_pods.keys() - new_pods.keys():
-        index.stored_pod(key, None)
-        index.place(key, old_pods[key], None)
-    old_groups = {g.key: g for g in before.podgroups} if before else {}
-    new_groups = {g.key: g for g in after.podgroups}
-    for key in old_groups.keys() - new_groups.keys():
-        index.stored_podgroup(key, None)
-    for key, pg in new_groups.items():
-        if old_groups.get(key) is not pg:
-            index.stored_podgroup(key, pg)
-    index.queues(after.queues)
-    for key, p in new_pods.items():
-        if old_pods.get(key) is not p:
-            index.stored_pod(key, p)
-            index.place(key, old_pods.get(key), p)
-    for n in after.nodes:
-        index.stored_node(n.name, n)
+    feed(index, before, after, frozenset(), changed_only=True)
 
 
 class Outside:
@@ -318,6 +309,15 @@ class Feed:
     def __init__(self, cache: SchedulerCache) -> None:
         self.cache, self.revision = cache, 0
 
+    @classmethod
+    def with_node_and_queue(cls, cache: SchedulerCache) -> Feed:
+        """A feed whose cache holds node n0 (4 cpu) and the queue `default`."""
+        feed = cls(cache)
+        node = {"kind": "Node", "metadata": {"name": "n0"}, "status": {"allocatable": {"cpu": "4"}}}
+        feed.put("Node", None, "n0", node)
+        feed.put("Queue", None, "default", {"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}})
+        return feed
+
     def put(self, kind: str, namespace: str | None, name: str, doc: dict[str, Any]) -> None:
         self.revision += 1
         self.cache.apply(
@@ -345,11 +345,7 @@ def test_the_loop_holds_a_settled_podgroup_out_until_it_changes() -> None:
 
     async def scenario() -> None:
         cache = SchedulerCache()
-        feed = Feed(cache)
-        feed.put(
-            "Node", None, "n0", {"kind": "Node", "metadata": {"name": "n0"}, "status": {"allocatable": {"cpu": "4"}}}
-        )
-        feed.put("Queue", None, "default", {"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}})
+        feed = Feed.with_node_and_queue(cache)
         feed.podgroup("Inqueue")
         for name in ("a", "b"):
             feed.pod(name, "", "Pending")
@@ -400,11 +396,7 @@ def test_the_cycle_log_counts_the_podgroups_held_out(monkeypatch: Any) -> None:
 
     async def scenario() -> None:
         cache = SchedulerCache()
-        feed = Feed(cache)
-        feed.put(
-            "Node", None, "n0", {"kind": "Node", "metadata": {"name": "n0"}, "status": {"allocatable": {"cpu": "4"}}}
-        )
-        feed.put("Queue", None, "default", {"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}})
+        feed = Feed.with_node_and_queue(cache)
         feed.podgroup("Running")
         for name in ("a", "b"):
             feed.pod(name, "n0", "Running")
@@ -429,11 +421,7 @@ def test_the_loop_holds_a_gang_out_while_its_pods_are_created_and_places_them_wh
 
     async def scenario() -> None:
         cache = SchedulerCache()
-        feed = Feed(cache)
-        feed.put(
-            "Node", None, "n0", {"kind": "Node", "metadata": {"name": "n0"}, "status": {"allocatable": {"cpu": "4"}}}
-        )
-        feed.put("Queue", None, "default", {"kind": "Queue", "metadata": {"name": "default"}, "spec": {"weight": 1}})
+        feed = Feed.with_node_and_queue(cache)
         feed.podgroup("Inqueue")
         loop = offline_loop(cache)
         first = await loop.run_once()

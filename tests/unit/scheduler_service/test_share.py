@@ -31,9 +31,18 @@ WHEN = datetime.fromtimestamp(NOW, UTC)
 MEMBERS = ("a", "b")
 
 
-def feed(index: ClusterIndex, before: ClusterSnapshot | None, after: ClusterSnapshot, assumed: frozenset[str]) -> None:
+def feed(
+    index: ClusterIndex,
+    before: ClusterSnapshot | None,
+    after: ClusterSnapshot,
+    assumed: frozenset[str],
+    *,
+    changed_only: bool = False,
+) -> None:
     """Hand `index` the changes from `before` to `after` as the cache does: stored objects (an assumed pod
-    is stored unbound), and where each pod is as the cycle sees it (assumed binds included)."""
+    is stored unbound), and where each pod is as the cycle sees it (assumed binds included). With
+    `changed_only`, only the pods and PodGroups `after` replaces are stored again, as the cache's watches
+    hand them over."""
     old_pods = {p.key: p for p in before.pods} if before else {}
     new_pods = {p.key: p for p in after.pods}
     for key in old_pods.keys() - new_pods.keys():
@@ -44,9 +53,12 @@ def feed(index: ClusterIndex, before: ClusterSnapshot | None, after: ClusterSnap
     for key in old_groups.keys() - new_groups.keys():
         index.stored_podgroup(key, None)
     for key, pg in new_groups.items():
-        index.stored_podgroup(key, pg)
+        if not (changed_only and old_groups.get(key) is pg):
+            index.stored_podgroup(key, pg)
     index.queues(after.queues)
     for key, p in new_pods.items():
+        if changed_only and old_pods.get(key) is p:
+            continue
         index.stored_pod(key, msgspec.structs.replace(p, node_name="") if key in assumed else p)
         if old_pods.get(key) is not p:  # (as the cache: only an object it replaces)
             index.place(key, old_pods.get(key), p)
