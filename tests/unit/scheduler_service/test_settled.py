@@ -150,14 +150,20 @@ def test_held_podgroups_count_outside_and_any_change_brings_one_back(steps: list
         assert held_ever  # (the first session reported four settled PodGroups, unchanged while it ran)
 
 
-def test_a_change_of_members_brings_every_held_podgroup_back() -> None:
-    snap = running_cluster()
+def alone_index_settled(snap: ClusterSnapshot) -> ClusterIndex:
+    """The index of an instance alone, fed `snap`, after a session that reported every PodGroup of it."""
     index = ClusterIndex()
     alone = Partition("a", ("a",))
     index.regroup(alone.owns, alone.owns_node)
     feed_changes(index, None, snap)
     index.wake()
     index.settle(pg.key for pg in snap.podgroups)
+    return index
+
+
+def test_a_change_of_members_brings_every_held_podgroup_back() -> None:
+    snap = running_cluster()
+    index = alone_index_settled(snap)
     assert index.held == {pg.key for pg in snap.podgroups} and index.waiting == {"ns/g4"}
     assert index.outside().queues["dev"].allocated == {"cpu": 4.0}
     two = Partition("a", MEMBERS)
@@ -183,12 +189,7 @@ def test_a_gang_waiting_for_its_pods_is_held_with_its_reservation_outside_until_
         ),
         queues=(QueueObj("ops"),),
     )
-    index = ClusterIndex()
-    alone = Partition("a", ("a",))
-    index.regroup(alone.owns, alone.owns_node)
-    feed_changes(index, None, snap)
-    index.wake()
-    index.settle(pg.key for pg in snap.podgroups)
+    index = alone_index_settled(snap)
     assert index.held == index.waiting == {"ns/g4"}
     assert index.outside().queues["ops"].reserved == {"cpu": 3.0}
     spawned = replace(snap, pods=(pod("s0", "g4"),))
@@ -329,6 +330,12 @@ class Feed:
         metadata = {"name": name, "namespace": "ns", "uid": f"u-{name}", "annotations": {GROUP: "job"}}
         self.put("Pod", "ns", name, {"kind": "Pod", "metadata": metadata, "spec": spec, "status": {"phase": phase}})
 
+    def gang(self, phase: str, node: str, pod_phase: str) -> None:
+        """The PodGroup `job` (minMember 2) in `phase`, and its pods a and b."""
+        self.podgroup(phase)
+        for name in ("a", "b"):
+            self.pod(name, node, pod_phase)
+
     def podgroup(self, phase: str) -> None:
         doc = {
             "kind": "PodGroup",
@@ -346,9 +353,7 @@ def test_the_loop_holds_a_settled_podgroup_out_until_it_changes() -> None:
     async def scenario() -> None:
         cache = SchedulerCache()
         feed = Feed.with_node_and_queue(cache)
-        feed.podgroup("Inqueue")
-        for name in ("a", "b"):
-            feed.pod(name, "", "Pending")
+        feed.gang("Inqueue", "", "Pending")
         loop = offline_loop(cache)
         placed = await loop.run_once()
         assert set(placed.binds) == {"ns/a", "ns/b"}
@@ -397,9 +402,7 @@ def test_the_cycle_log_counts_the_podgroups_held_out(monkeypatch: Any) -> None:
     async def scenario() -> None:
         cache = SchedulerCache()
         feed = Feed.with_node_and_queue(cache)
-        feed.podgroup("Running")
-        for name in ("a", "b"):
-            feed.pod(name, "n0", "Running")
+        feed.gang("Running", "n0", "Running")
         loop = offline_loop(cache)
         await loop.run_once()
         assert cache.index.held == {"ns/job"}
