@@ -39,7 +39,7 @@ from pathlib import Path
 
 from benchmarks.machine import Speed, reference_seconds
 from benchmarks.pending_gangs import NAMESPACE, Shape, count, write_all
-from benchmarks.procstat import CpuMeter
+from benchmarks.procstat import CpuMeter, Spies
 from benchmarks.progress import Progress
 from benchmarks.scaleout_figures import RunFigures, openings_line, per_pod, summary_line, together
 from benchmarks.services import Proc, metric_by_label, metric_declared, metric_sum, scrape
@@ -121,7 +121,9 @@ async def wait_bound(pods: BoundPods, schedulers: list[Proc], logs: Path, timeou
         progress.update(len(pods.bound))
 
 
-async def run_once(shape: Shape, k: int, timeout_s: float, flags: list[str], keep_logs: Path | None) -> RunFigures:
+async def run_once(
+    shape: Shape, k: int, timeout_s: float, flags: list[str], keep_logs: Path | None, spies: Spies
+) -> RunFigures:
     with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "nats", sync=SYNC) as server:
         logs = Path(tmp) if keep_logs is None else _fresh(keep_logs / f"k{k}")
         logs.mkdir(parents=True, exist_ok=True)
@@ -142,6 +144,7 @@ async def run_once(shape: Shape, k: int, timeout_s: float, flags: list[str], kee
                 started = time.perf_counter()
                 for p in schedulers:
                     p.start(logs)
+                spies.start({p.name: p.pid for p in schedulers}, suffix=f"-k{k}")
                 await wait_bound(pods, schedulers, logs, timeout_s, f"  k={k}: pods bound")
                 seconds = time.perf_counter() - started
                 # Start-up (imports, the cache's first read of the cluster) ends about at the first bind.
@@ -153,6 +156,7 @@ async def run_once(shape: Shape, k: int, timeout_s: float, flags: list[str], kee
                 nats.stop()
                 texts = {p.name: scrape(p.port) for p in schedulers}
             finally:
+                spies.stop()
                 for p in schedulers:
                     p.stop()
                 watcher.cancel()
@@ -261,6 +265,9 @@ async def main() -> int:
         "--binds-per-cycle", type=int, help="the schedulers' --binds-per-cycle (default: theirs; 0: no bound)"
     )
     parser.add_argument("--logs", type=Path, help="keep the schedulers' logs here (DIR/k<k>/scheduler-<i>.log)")
+    parser.add_argument(
+        "--py-spy", type=Path, help="sample each scheduler with py-spy (collapsed stacks: DIR/scheduler-<i>-k<k>.txt)"
+    )
     args = parser.parse_args()
     shape = QUICK if args.quick else Shape(nodes=args.nodes, pods=args.pods)
     if shape.nodes < 1 or shape.pods < shape.gang or shape.pods % shape.gang:
@@ -270,7 +277,7 @@ async def main() -> int:
         flags += ["--binds-per-cycle", str(args.binds_per_cycle)]
     runs: dict[int, list[RunFigures]] = {}
     for k in args.instances:
-        runs.setdefault(k, []).append(await run_once(shape, k, args.timeout, flags, args.logs))
+        runs.setdefault(k, []).append(await run_once(shape, k, args.timeout, flags, args.logs, Spies(args.py_spy)))
     merged = {k: together(of_k) for k, of_k in runs.items()}
     print(openings_line(merged))
     print(summary_line(merged), flush=True)
