@@ -389,6 +389,35 @@ def test_a_held_jobs_share_series_stays_until_it_is_back_or_gone() -> None:
     assert "ns/a" in recorder._series and metrics.JOB_SHARE.labels("ns", "a")._value.get() == 0.35
 
 
+def test_a_held_jobs_share_follows_the_clusters_resources_as_a_session_over_every_job_would() -> None:
+    """A node joining changes what every job's share divides by; the held job's series moves with it."""
+
+    async def scenario() -> None:
+        cache = SchedulerCache()
+        feed = Feed.with_node_and_queue(cache)
+        feed.gang("Running", "n0", "Running")
+        loop = offline_loop(cache)
+        await loop.run_once()
+        await loop.run_once()
+        assert cache.index.held == {"ns/job"}
+        assert metrics.JOB_SHARE.labels("ns", "job")._value.get() == 0.5  # 2 of n0's 4 cpu
+        node = {"kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "12"}}}
+        feed.put("Node", None, "n1", node)
+        await loop.run_once()
+        assert cache.index.held == {"ns/job"}
+        whole = run_cycle(cache.snapshot(), now=WHEN, session_uid="s")
+        assert whole.stats.job_shares["ns/job"] == 0.125
+        assert metrics.JOB_SHARE.labels("ns", "job")._value.get() == whole.stats.job_shares["ns/job"]
+
+    asyncio.run(scenario())
+
+
+def test_a_held_jobs_share_counts_a_resource_the_cluster_lacks_as_whole() -> None:
+    assert metrics.dominant_share({"cpu": 2.0, "gpu": 1.0}, {"cpu": 8.0}) == 1.0
+    assert metrics.dominant_share({"cpu": 2.0}, {"cpu": 8.0, "gpu": 0.0}) == 0.25
+    assert metrics.dominant_share({}, {"cpu": 8.0}) == 0.0
+
+
 def test_the_cycle_log_counts_the_podgroups_held_out(monkeypatch: Any) -> None:
     logged: list[dict[str, object]] = []
 

@@ -46,6 +46,9 @@ class CycleStats:
     # without vGPU sharing.
     vgpu_devices: dict[tuple[str, str], VGPUDeviceFigures] = field(default_factory=dict)
     vgpu_pods: dict[tuple[str, str, str], VGPUPodFigures] = field(default_factory=dict)
+    # The whole cluster's resources as the session counted them (its share's nodes and `outside`), by
+    # name: what drf divided each job's allocation by.
+    total: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +205,7 @@ def run_cycle(
         tuple(ssn.retried_jobs),
         ssn.vgpu_devices,
         ssn.vgpu_pods,
+        dict(zip(ssn.space.names, ssn.total_resource.tolist(), strict=True)),
     )
     return CycleResult(
         tuple(ssn.decisions),

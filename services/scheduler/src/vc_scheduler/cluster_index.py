@@ -276,6 +276,12 @@ class ClusterIndex:
             if key not in self._groups:
                 yield GroupFigures(key, None, {}, {}, 0, 0, statuses)
 
+    def allocated_of(self, key: str) -> Amounts:
+        """The requests of the PodGroup's placed pods (read only: the index's own dict; empty for one it
+        does not know)."""
+        group = self._groups.get(key)
+        return group.allocated if group is not None else {}
+
     def pending(self, key: str) -> tuple[str, Amounts] | None:
         """For a pod stored pending and unbound in a PodGroup: that PodGroup's key and the pod's amounts
         (what a bind of it moves from asked to placed); None for any other."""

@@ -321,25 +321,49 @@ class ShareRecorder:
     """volcano_job_share from drf's shares at session close: only the series whose share moved are set,
     those of jobs that left the session are removed (one set difference each, when anything changed). A
     job held out of the sessions while settled (share.py) keeps its series at the share the last session
-    that had it left it, until it is back in one or gone."""
+    that had it left it, until it is back in one or gone; its allocation cannot move while it is held
+    (any change brings it back), but the cluster's resources can, so when a session counts other totals
+    than the last one the held jobs' shares are worked out again, as drf would, from their allocations."""
 
     _shares: dict[str, float] = field(default_factory=dict)
     _series: set[str] = field(default_factory=set)  # job uids (`ns/name`) with a series
     _held: set[str] = field(default_factory=set)  # jobs whose series stays while they are held out
+    _total: Mapping[str, float] = field(default_factory=dict)  # the resources the held shares divide by
 
-    def record(self, shares: dict[str, float], held: AbstractSet[str] = frozenset()) -> None:
-        last = self._shares
-        if self._held:
-            for key in self._held - held:
-                self._held.discard(key)
-                if key not in shares and key in self._series:
-                    self._series.discard(key)
-                    _remove(JOB_SHARE, *_ns_name(key))
-        if shares == last:
+    def record(
+        self,
+        shares: dict[str, float],
+        held: AbstractSet[str] = frozenset(),
+        total: Mapping[str, float] | None = None,
+        allocated_of: Callable[[str], Mapping[str, float]] | None = None,
+    ) -> None:
+        """`total`: the resources the session divided by (CycleStats.total); `allocated_of`: a held job's
+        allocation (ClusterIndex.allocated_of). Without them held shares stay as they were."""
+        self._forget_unheld(shares, held)
+        if shares != self._shares:
+            self._set(shares, held)
+        if total is not None and total != self._total:
+            if allocated_of is not None:
+                for key in self._held:
+                    JOB_SHARE.labels(*_ns_name(key)).set(dominant_share(allocated_of(key), total))
+            self._total = total
+
+    def _forget_unheld(self, shares: dict[str, float], held: AbstractSet[str]) -> None:
+        """The series of a job no longer held goes, unless the session has it again."""
+        if not self._held:
             return
+        for key in self._held - held:
+            self._held.discard(key)
+            if key not in shares and key in self._series:
+                self._series.discard(key)
+                _remove(JOB_SHARE, *_ns_name(key))
+
+    def _set(self, shares: dict[str, float], held: AbstractSet[str]) -> None:
+        last = self._shares
         for key in last.keys() - shares.keys():
             if key in held:
-                self._held.add(key)
+                if key in self._series:
+                    self._held.add(key)
             elif key in self._series:
                 self._series.discard(key)
                 _remove(JOB_SHARE, *_ns_name(key))
@@ -348,6 +372,16 @@ class ShareRecorder:
                 JOB_SHARE.labels(*_ns_name(key)).set(value)
                 self._series.add(key)
         self._shares = shares
+
+
+def dominant_share(allocated: Mapping[str, float], total: Mapping[str, float]) -> float:
+    """drf's share of a job (vc_sched_core.plugins.shares.dominant_share) from amounts by name: its
+    largest fraction of any resource the cluster has; one it uses that the cluster lacks counts 1."""
+    share = 0.0
+    for name in total.keys() | allocated.keys():
+        used, whole = allocated.get(name, 0.0), total.get(name, 0.0)
+        share = max(share, used / whole if whole > 0 else 1.0 if used > 0 else 0.0)
+    return share
 
 
 def _ns_name(key: str) -> tuple[str, str]:
@@ -924,7 +958,7 @@ def record_cycle(
     record_timings(result)
     record_stages(result)
     record_decisions(result)
-    _SHARES.record(result.stats.job_shares, held)
+    _SHARES.record(result.stats.job_shares, held, result.stats.total, index.allocated_of if index is not None else None)
     _VGPU.record(result.stats.vgpu_devices, result.stats.vgpu_pods)
     _STATE.record_retries(result)
     OWNED.labels(instance).set(owned)
