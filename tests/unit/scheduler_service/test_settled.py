@@ -36,6 +36,7 @@ from vc_scheduler import loop as loop_module
 from vc_scheduler import metrics
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.cluster_index import ClusterIndex
+from vc_scheduler.loop import SchedulingLoop
 from vc_scheduler.planning import Cycle, plan_cycle
 from vc_scheduler.share import Partition, Share, holds_settled_out
 
@@ -389,17 +390,22 @@ def test_a_held_jobs_share_series_stays_until_it_is_back_or_gone() -> None:
     assert "ns/a" in recorder._series and metrics.JOB_SHARE.labels("ns", "a")._value.get() == 0.35
 
 
+async def held_running_gang() -> tuple[SchedulerCache, Feed, SchedulingLoop]:
+    """A loop over node n0 and the gang `job` Running there, after the cycle that held it out."""
+    cache = SchedulerCache()
+    feed = Feed.with_node_and_queue(cache)
+    feed.gang("Running", "n0", "Running")
+    loop = offline_loop(cache)
+    await loop.run_once()
+    assert cache.index.held == {"ns/job"}
+    return cache, feed, loop
+
+
 def test_a_held_jobs_share_follows_the_clusters_resources_as_a_session_over_every_job_would() -> None:
     """A node joining changes what every job's share divides by; the held job's series moves with it."""
 
     async def scenario() -> None:
-        cache = SchedulerCache()
-        feed = Feed.with_node_and_queue(cache)
-        feed.gang("Running", "n0", "Running")
-        loop = offline_loop(cache)
-        await loop.run_once()
-        await loop.run_once()
-        assert cache.index.held == {"ns/job"}
+        cache, feed, loop = await held_running_gang()
         assert metrics.JOB_SHARE.labels("ns", "job")._value.get() == 0.5  # 2 of n0's 4 cpu
         node = {"kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "12"}}}
         feed.put("Node", None, "n1", node)
@@ -429,12 +435,7 @@ def test_the_cycle_log_counts_the_podgroups_held_out(monkeypatch: Any) -> None:
     monkeypatch.setattr(loop_module, "log", Recording())
 
     async def scenario() -> None:
-        cache = SchedulerCache()
-        feed = Feed.with_node_and_queue(cache)
-        feed.gang("Running", "n0", "Running")
-        loop = offline_loop(cache)
-        await loop.run_once()
-        assert cache.index.held == {"ns/job"}
+        _, feed, loop = await held_running_gang()
         late = {"kind": "PodGroup", "metadata": {"name": "late", "namespace": "ns"}, "spec": {"minMember": 1}}
         feed.put("PodGroup", "ns", "late", {**late, "status": {"phase": "Inqueue"}})
         spec = {"schedulerName": "volcano", "containers": [{"resources": {"requests": {"cpu": "1"}}}]}
