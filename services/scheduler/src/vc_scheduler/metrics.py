@@ -45,6 +45,7 @@ from vc_sched_core.framework.model import QueueInfo
 from vc_sched_core.framework.resources import ResourceSpace, less_equal
 from vc_sched_core.plugins.proportion import water_fill
 from vc_sched_core.plugins.queue_accounts import QueueAttr, capability_vector, share
+from vc_sched_core.plugins.shares import dominant_share as vector_share
 from vc_sched_core.snapshot.cluster import (
     DEFAULT_QUEUE,
     GROUP_NAME_ANNOTATION,
@@ -343,7 +344,7 @@ class ShareRecorder:
         if shares != self._shares:
             self._set(shares, held)
         if total is not None and total != self._total:
-            if allocated_of is not None:
+            if allocated_of is not None:  # (at most MAX_JOB_SERIES jobs, when the cluster's resources move)
                 for key in self._held:
                     JOB_SHARE.labels(*_ns_name(key)).set(dominant_share(allocated_of(key), total))
             self._total = total
@@ -375,13 +376,11 @@ class ShareRecorder:
 
 
 def dominant_share(allocated: Mapping[str, float], total: Mapping[str, float]) -> float:
-    """drf's share of a job (vc_sched_core.plugins.shares.dominant_share) from amounts by name: its
-    largest fraction of any resource the cluster has; one it uses that the cluster lacks counts 1."""
-    share = 0.0
-    for name in total.keys() | allocated.keys():
-        used, whole = allocated.get(name, 0.0), total.get(name, 0.0)
-        share = max(share, used / whole if whole > 0 else 1.0 if used > 0 else 0.0)
-    return share
+    """drf's share of a job from amounts by name (the plugin's own rule, plugins.shares.dominant_share)."""
+    names = sorted(total.keys() | allocated.keys())
+    return vector_share(
+        np.array([allocated.get(name, 0.0) for name in names]), np.array([total.get(name, 0.0) for name in names])
+    )
 
 
 def _ns_name(key: str) -> tuple[str, str]:
