@@ -8,7 +8,7 @@ from collections import deque
 import pytest
 
 from vc_bus import server
-from vc_bus.server import ephemeral_ports, free_port, listen_ports, port_in_use
+from vc_bus.server import ephemeral_ports, free_port, listen_ports, port_in_use, reserve_ports
 
 
 def test_ports_are_bindable_distinct_and_outside_the_ephemeral_range() -> None:
@@ -34,6 +34,19 @@ def test_a_port_something_listens_on_is_not_handed_out(monkeypatch: pytest.Monke
         assert free_port() == first + 1
         with pytest.raises(OSError, match="no free port"):
             free_port()  # the held one is in use, the other was just handed out
+
+
+def test_a_port_reserved_for_a_given_flag_is_not_handed_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """vcctl up reserves --nats-port and --dashboard-port before it picks its services' health ports."""
+    first = free_port()
+    monkeypatch.setattr(server, "_LISTEN_PORTS", range(first, first + 2))
+    monkeypatch.setattr(server, "_recent", deque(maxlen=8))
+    if port_in_use(first, reuse=False) or port_in_use(first + 1, reuse=False):
+        pytest.skip(f"port {first} or {first + 1} is busy on this machine")
+    reserve_ports(first, None)
+    assert free_port() == first + 1
+    with pytest.raises(OSError, match="no free port"):
+        free_port()
 
 
 @pytest.mark.parametrize(

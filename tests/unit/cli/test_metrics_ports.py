@@ -5,12 +5,15 @@ anything starts; without the flag, any free ports."""
 from __future__ import annotations
 
 import argparse
+from collections import deque
 
 import pytest
 
+from vc_bus import server
+from vc_bus.server import free_port, port_in_use
 from vc_cli.errors import CliError
 from vc_cli.main import build_parser
-from vc_cli.up import METRICS_PORT_ORDER, check_arguments, metrics_port, plan_children
+from vc_cli.up import METRICS_PORT_ORDER, check_arguments, check_ports_free, metrics_port, plan_children
 
 NATS = "nats://127.0.0.1:4222"
 
@@ -60,3 +63,19 @@ def test_clashing_or_impossible_bases_are_refused_before_anything_starts(argv: l
     with pytest.raises(CliError) as refused:
         check_arguments(up_args(*argv))
     assert refused.value.code == 2 and message in str(refused.value)
+
+
+def test_without_a_base_no_child_gets_a_port_given_to_another_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ports drawn at random for the children leave out --nats-port and --dashboard-port."""
+    args = up_args("--nats-port", "0", "--dashboard-port", "0")
+    children = len(plan_children(args, NATS))
+    base = free_port()
+    # Exactly as many candidates as the children and the two flags: a child given a flag's port would
+    # leave another child without one.
+    monkeypatch.setattr(server, "_LISTEN_PORTS", range(base, base + children + 2))
+    monkeypatch.setattr(server, "_recent", deque(maxlen=64))
+    if any(port_in_use(port, reuse=False) for port in server._LISTEN_PORTS):
+        pytest.skip(f"a port in {server._LISTEN_PORTS} is busy on this machine")
+    args = up_args("--nats-port", str(base), "--dashboard-port", str(base + 1))
+    check_ports_free(args)
+    assert set(ports(args).values()) == set(range(base + 2, base + children + 2))

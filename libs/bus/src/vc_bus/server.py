@@ -115,6 +115,12 @@ def free_port() -> int:
     raise OSError(f"no free port in {_LISTEN_PORTS.start}-{_LISTEN_PORTS.stop - 1} after 1000 tries")
 
 
+def reserve_ports(*ports: int | None) -> None:
+    """Ports this process was told to use (a command's --port flags): free_port does not hand them out
+    for anything else before their servers bind them."""
+    _recent.extend(port for port in ports if port)
+
+
 def port_in_use(port: int, host: str = "127.0.0.1", *, reuse: bool = True) -> bool:
     """Whether binding `port` fails now (`reuse`: a port in TIME_WAIT counts as free, as for a server)."""
     with socket.socket() as sock:

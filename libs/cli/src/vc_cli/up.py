@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vc_bus.connection import connect
-from vc_bus.server import NatsServer, NatsServerError, die_with_parent, free_port, port_in_use
+from vc_bus.server import NatsServer, NatsServerError, die_with_parent, free_port, port_in_use, reserve_ports
 from vc_bus.store import NatsStore
 from vc_cli import running
 from vc_cli.datalock import DataDirLock, lock_data_dir
@@ -396,8 +396,10 @@ def check_arguments(args: argparse.Namespace) -> None:
 
 
 def check_ports_free(args: argparse.Namespace) -> None:
-    """Every fixed port `vcctl up` was asked for, free before anything starts (one clear line if not)."""
+    """Every fixed port `vcctl up` was asked for, free before anything starts (one clear line if not), and
+    kept from the ports it picks for the rest (a service's health port drawn at random could be one)."""
     dashboard = getattr(args, "dashboard_port", None)
+    reserve_ports(args.nats_port, dashboard)
     if dashboard is not None and port_in_use(dashboard):
         raise CliError(f"port {dashboard} (--dashboard-port) is already in use; choose another --dashboard-port")
     base = getattr(args, "metrics_port_base", None)
