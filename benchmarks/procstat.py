@@ -103,7 +103,8 @@ class CpuMeter:
 
 
 class Spies:
-    """py-spy on each process (every thread, sampled at 200 Hz), collapsed stacks into `folder`."""
+    """py-spy on each process, collapsed stacks into `folder`: 200 samples a second of the thread that holds
+    the GIL (where the process's Python CPU goes; a thread waiting on I/O or a lock is not sampled)."""
 
     def __init__(self, folder: Path | None) -> None:
         self.folder = folder
@@ -118,7 +119,7 @@ class Spies:
             if pid is None:
                 continue
             out = self.folder / f"{name}{suffix}.txt"
-            argv = [binary, "record", "--pid", str(pid), "--format", "raw", "--rate", "200", "-o", str(out)]
+            argv = [binary, "record", "--pid", str(pid), "--format", "raw", "--rate", "200", "--gil", "-o", str(out)]
             self.procs.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
 
     def stop(self) -> None:

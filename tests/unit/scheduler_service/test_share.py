@@ -409,6 +409,24 @@ def test_a_gang_larger_than_the_instances_nodes_is_placed_across_instances(me: s
     assert plan.result.podgroups[f"ns/{mine}"].phase == run_cycle(snap, now=WHEN).podgroups[f"ns/{mine}"].phase
 
 
+def test_a_gang_still_short_of_pods_borrows_nothing() -> None:
+    """Its controller is still creating its pods: no node of any instance can take it yet, so the cycle
+    runs no borrowing session for it; once its pods are all there, it waits for room like any other."""
+    part = settled("a")
+    mine = own_group(part)
+    gang = group(mine, min_member=3)
+    short = cluster(8, [pod("w0", mine), pod("w1", mine), pod("gone", mine, phase="Failed")], [gang])
+    out, _ = share_of(short, part).snapshot(part, {})
+    first = plan_cycle(Cycle(out, part, "s", WHEN), load_scheduler_conf(), CarriedState(), lambda: 0.0)
+    assert first.result.binds == {}
+    assert left_over(out, first.result.binds) == frozenset()
+    # A placed pod and one that finished count toward the gang as well.
+    whole = cluster(8, [pod("w0", mine), pod("w1", mine, node="n0"), pod("w2", mine, phase="Succeeded")], [gang])
+    out, _ = share_of(whole, part).snapshot(part, {})
+    assert left_over(out, {}) == {f"ns/{mine}"}
+    assert left_over(out, {"ns/w0": "n1"}) == frozenset()
+
+
 def test_a_pod_whose_selector_matches_only_another_instances_nodes_is_placed() -> None:
     part = settled("a")
     mine = own_group(part)

@@ -276,14 +276,18 @@ def _order(pod: PodObj) -> int:
 
 def left_over(snapshot: ClusterSnapshot, binds: Mapping[str, str]) -> frozenset[str]:
     """Admitted PodGroups (Inqueue or Running) of the snapshot with pods still waiting for a node after
-    `binds`: what the share could not place."""
-    admitted = {pg.key for pg in snapshot.podgroups if pg.phase in ("Inqueue", "Running")}
-    waiting = set()
+    `binds`, and enough pods for their gang: what the share could not place for want of room. A gang
+    with fewer live pods than its minMember (its controller is still creating them) fits nowhere yet,
+    and borrowing other instances' nodes for it would be a session over every node for nothing: gang
+    validity (Volcano's JobValid) counts every pod not failed, gone or leaving, placed or not."""
+    admitted = {pg.key: pg.min_member for pg in snapshot.podgroups if pg.phase in ("Inqueue", "Running")}
+    waiting, valid = set(), {}
     for pod in snapshot.pods:
         group = pod.group_name
-        if not group or pod.node_name or pod.deleting or pod.phase in TERMINAL or pod.key in binds:
+        if not group or pod.deleting or pod.phase in ("Failed", "Unknown"):
             continue
         key = f"{pod.namespace}/{group}"
-        if key in admitted:
+        valid[key] = valid.get(key, 0) + 1
+        if key in admitted and not pod.node_name and pod.phase not in TERMINAL and pod.key not in binds:
             waiting.add(key)
-    return frozenset(waiting)
+    return frozenset(key for key in waiting if valid.get(key, 0) >= admitted[key])
