@@ -281,7 +281,8 @@ def left_over(snapshot: ClusterSnapshot, binds: Mapping[str, str]) -> frozenset[
     and borrowing other instances' nodes for it would be a session over every node for nothing: gang
     validity (Volcano's JobValid) counts every pod not failed, gone or leaving, placed or not."""
     admitted = {pg.key: pg.min_member for pg in snapshot.podgroups if pg.phase in ("Inqueue", "Running")}
-    waiting, valid = set(), {}
+    waiting: set[str] = set()
+    valid: dict[str, int] = {}  # PodGroup key -> its pods that count toward its gang
     for pod in snapshot.pods:
         group = pod.group_name
         if not group or pod.deleting or pod.phase in ("Failed", "Unknown"):
