@@ -3,6 +3,11 @@ that speaks about a whole job uses."""
 
 from __future__ import annotations
 
+import uuid
+
+from hypothesis import given
+from hypothesis import strategies as st
+
 from vc_proto import codec
 from vc_proto.events import event_id, job_event
 
@@ -25,3 +30,11 @@ def test_a_job_fact_names_the_job_and_is_identified_by_source_uid_reason_and_ide
     assert fact.id == event_id("gc", "u1", "GarbageCollected")
     other = job_event(job, source="gc", reason="GarbageCollected", message="m", occurred_at="t", identity=("x",))
     assert other.id != fact.id
+
+
+@given(st.lists(st.one_of(st.text(), st.integers(), st.none()), max_size=5))
+def test_an_id_is_the_name_based_uuid_of_its_parts_so_ids_already_stored_stay_valid(parts: list[object]) -> None:
+    # Events stored by an earlier version are deduplicated against the ids a restarted service gives the
+    # same facts: the digits must be uuid5's exactly.
+    name = "/".join(str(part) for part in parts)
+    assert event_id(*parts) == uuid.uuid5(uuid.NAMESPACE_URL, name).hex
