@@ -33,7 +33,7 @@ uv.lock: $(PYPROJECTS) | $(UV)
 LINT_VENV := .tools/lint
 $(LINT_VENV)/.synced: scripts/lint/requirements.txt | $(UV)
 	$(UV) venv -q --allow-existing --python $(PY) $(LINT_VENV)
-	VIRTUAL_ENV=$(abspath $(LINT_VENV)) $(UV) pip install -q --require-hashes -r scripts/lint/requirements.txt
+	VIRTUAL_ENV=$(abspath $(LINT_VENV)) $(UV) pip install -q --require-hashes --compile-bytecode -r scripts/lint/requirements.txt
 	@touch $@
 
 SOURCES := proto/src $(wildcard libs/*/src services/*/src) tests benchmarks
