@@ -94,6 +94,14 @@ HOLD_MAX_S = 15.0
 ObjT = TypeVar("ObjT", bound=KubeObject)
 
 
+class _Unseen(msgspec.Struct, frozen=True, gc=False):
+    """An own bind written and not yet seen stored: when, and where it occupies."""
+
+    at: float  # time.monotonic() of the write
+    node: str
+    uid: str
+
+
 def stored_object(kind: type[ObjT], stored: tuple[bytes, int]) -> ObjT | None:
     """The cache's stored bytes of an object (stored_unbound, stored_podgroup) as the object at that
     revision, ready for a compare-and-set without reading it back (None: not that kind, or bytes that
@@ -206,9 +214,11 @@ class SchedulerCache:
         # PodGroup key -> the store revision of this instance's own last status write of it (echoes).
         self._echoes: dict[str, int] = {}
         self.follow_all = True  # every change counts for the loop (see _concerns)
-        # Pod key -> when this instance's bind of it was written, until the watch shows it stored (a node
-        # changes owner only once the old owner's binds are all in its own cache: peers.Several).
-        self._unseen_binds: dict[str, float] = {}
+        # Pod key -> this instance's bind of it, from when it was written until the watch shows it stored
+        # (a node changes owner only once the old owner's binds are all in its own cache: peers.Several),
+        # and the same binds by node: they occupy their nodes meanwhile (occupying).
+        self._unseen_binds: dict[str, _Unseen] = {}
+        self._unseen_on: dict[str, dict[str, Resources]] = {}  # node -> pod uid -> requests (`pods` included)
         # By kind, the store revision the watch has delivered up to, and who waits for one (followed_to).
         self.followed: dict[str, int] = {}
         self._revision_waiters: list[tuple[str, int, asyncio.Future[None]]] = []
@@ -281,12 +291,17 @@ class SchedulerCache:
 
     def occupying(self, node: str) -> dict[str, Resources]:
         """By pod uid, the requests (`pods` included) of what occupies `node` as this instance's cycles
-        see it: the stored binds (the index's view) and this instance's own binds in flight (assumed)."""
+        see it: the stored binds (the index's view) and this instance's own binds in flight, assumed or
+        written and not yet seen stored. (Between the write and the watch's delivery of it, which on
+        Kubernetes passes through the apiserver and the relay, a bind counted in neither let an owner
+        lend the room its own pod had just taken.)"""
         out = dict(self.index.by_node.get(node, {}))
         for key in self.index.pods_on.get(node, ()):
             held = self._assumed.get(key)
             if held is not None and self.pods.get(key) is held[0] and held[0].uid not in out:
                 out[held[0].uid] = {**held[0].requests, PODS: Fraction(1)}
+        for uid, requests in self._unseen_on.get(node, {}).items():
+            out.setdefault(uid, requests)
         return out
 
     def full_pod(self, key: str) -> PodObj | None:
@@ -338,16 +353,29 @@ class SchedulerCache:
         held = self._assumed.pop(pod_key, None)
         confirmed = self._confirmed.pop(pod_key, None)
         if held is not None:  # written, not yet seen stored
-            self._unseen_binds[pod_key] = time.monotonic()
+            pod = held[0]
+            self._seen(pod_key)
+            self._unseen_binds[pod_key] = _Unseen(time.monotonic(), pod.node_name, pod.uid)
+            self._unseen_on.setdefault(pod.node_name, {})[pod.uid] = {**pod.requests, PODS: Fraction(1)}
         return held[1] if held else confirmed
 
     def unseen_binds(self) -> int:
         """This instance's binds written and not yet seen stored by the watch (past UNSEEN_AFTER_S one is
         given up: its pod went another way)."""
         now = time.monotonic()
-        while self._unseen_binds and now - next(iter(self._unseen_binds.values())) > UNSEEN_AFTER_S:
-            self._unseen_binds.pop(next(iter(self._unseen_binds)))
+        while self._unseen_binds and now - next(iter(self._unseen_binds.values())).at > UNSEEN_AFTER_S:
+            self._seen(next(iter(self._unseen_binds)))
         return len(self._unseen_binds)
+
+    def _seen(self, pod_key: str) -> None:
+        """The pod's written bind is no longer only this instance's to count (stored, gone, given up)."""
+        unseen = self._unseen_binds.pop(pod_key, None)
+        if unseen is not None:
+            on = self._unseen_on.get(unseen.node)
+            if on is not None:
+                on.pop(unseen.uid, None)
+                if not on:
+                    del self._unseen_on[unseen.node]
 
     async def follow(self, js: Any, kind: str, shutdown: asyncio.Event) -> None:
         # Raw KV, not an Informer: it decodes into snapshot views and keeps bytes and revision for CAS.
@@ -401,7 +429,7 @@ class SchedulerCache:
             if kind == "Pod":
                 self._unbound_raw.pop(key, None)
                 self._brief_raw.pop(key, None)
-                self._unseen_binds.pop(key, None)
+                self._seen(key)
                 if old is not None:
                     self._tombstone(old.uid)
             elif kind == "PodGroup":
@@ -531,7 +559,7 @@ class SchedulerCache:
             return False
         self._index_stored(kind, key, obj)
         if kind == "Pod" and obj.node_name:
-            self._unseen_binds.pop(key, None)  # stored bound: an own bind of it is seen
+            self._seen(key)  # stored bound: an own bind of it is seen
         if meta is not None and kind == "PodGroup":
             job = next((o.name for o in meta.owner_references if o.kind == "Job"), None)
             if job:
