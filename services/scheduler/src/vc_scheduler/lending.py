@@ -7,8 +7,9 @@ its binder are assumed in its cache at once, so its next cycle and every check b
 Another instance places a pod on such a node only with a **loan**: it asks the owner (loans.py) for
 the pods it would bind there, and the owner grants them only if they fit now, all or nothing over the
 nodes of one ask. Fit counts the node's allocatable against every pod the owner's cache sees occupying
-the node, its own binds in flight included (stored binds alone would let it lend the room its own
-binds are about to take), plus the loans it granted before. A granted loan counts as occupying the
+the node, its own binds in flight included, assumed or written and not yet seen stored (stored binds
+alone would let it lend the room its own binds are about to take, or have just taken), plus the loans
+it granted before. A granted loan counts as occupying the
 node until the borrower's bind shows in the owner's cache (which then counts the pod itself), the
 borrower gives it back, or it lapses by the placement ledger's rules (ledger.keep: the borrower gone
 for RECLAIM_DEAD_AFTER_S, or the pod still unbound after ABANDONED_AFTER_S). A commit of the owner's
