@@ -7,6 +7,7 @@ import json
 from dataclasses import replace
 
 import msgspec
+import pytest
 
 from tests.unit.scheduler_service.service_builders import group, pod
 from vc_bus.kvwatch import RawEntry
@@ -233,4 +234,30 @@ def test_a_written_bind_occupies_its_node_until_seen_even_past_an_older_version_
     assert cache.occupying("n1") == {"u": {"cpu": 1, "pods": 1}}
     assert cache.occupying("n2") == {}
     cache.apply("Pod", RawEntry(WatchOp.DELETE, 3, "ns.a"))
+    assert cache.occupying("n1") == {} and cache.unseen_binds() == 0
+
+
+def test_a_written_bind_never_seen_stops_holding_its_node_after_the_unseen_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The safety net: a bind the watch never shows (its pod went another way) is given up after
+    UNSEEN_AFTER_S, by the hand-over's count and by occupying alike."""
+    from vc_scheduler import cache as cache_module
+    from vc_scheduler.ledger import UNSEEN_AFTER_S
+
+    now = [1000.0]
+    monkeypatch.setattr(cache_module.time, "monotonic", lambda: now[0])
+    cache = SchedulerCache()
+    doc = {
+        "kind": "Pod",
+        "metadata": {"name": "a", "namespace": "ns", "uid": "u", "annotations": {"scheduling.k8s.io/group-name": "g"}},
+        "spec": {"schedulerName": "volcano", "containers": [{"resources": {"requests": {"cpu": "1"}}}]},
+    }
+    cache.apply("Pod", RawEntry(WatchOp.PUT, 1, "ns.a", json.dumps(doc).encode()))
+    cache.assume("ns/a", "n1")
+    assert cache.bound("ns/a") is not None
+    cache.apply("Pod", RawEntry(WatchOp.PUT, 2, "ns.a", json.dumps(doc).encode()))  # an older version
+    now[0] += UNSEEN_AFTER_S / 2
+    assert cache.occupying("n1") == {"u": {"cpu": 1, "pods": 1}}
+    now[0] += UNSEEN_AFTER_S
     assert cache.occupying("n1") == {} and cache.unseen_binds() == 0

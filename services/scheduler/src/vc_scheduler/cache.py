@@ -295,6 +295,7 @@ class SchedulerCache:
         written and not yet seen stored. (Between the write and the watch's delivery of it, which on
         Kubernetes passes through the apiserver and the relay, a bind counted in neither let an owner
         lend the room its own pod had just taken.)"""
+        self.unseen_binds()  # (gives up those past UNSEEN_AFTER_S first)
         out = dict(self.index.by_node.get(node, {}))
         for key in self.index.pods_on.get(node, ()):
             held = self._assumed.get(key)
