@@ -214,13 +214,10 @@ def test_own_binds_count_as_occupying_while_in_flight_and_as_unseen_until_the_wa
     assert cache.occupying("n1") == {"u": {"cpu": 1, "pods": 1}}  # now as stored
 
 
-def test_a_written_bind_occupies_its_node_until_seen_even_past_an_older_version_of_its_pod() -> None:
-    """Between the bind's write and the watch's delivery of it (on Kubernetes through the apiserver and
-    the relay) the watch may still deliver the pod as it was before the bind: its node stays taken for
-    the owner's loans and own commits all the same, until the stored bind, the pod's deletion or the
-    unseen bind's expiry. (A kube chaos run lent that room: two pods on one node past its allocatable.)"""
-    cache = SchedulerCache()
-    doc = {
+def bind_written_not_seen(cache: SchedulerCache) -> dict[str, object]:
+    """Pod ns/a (uid u, 1 cpu) stored unbound, assumed on n1 and its bind written, the watch not yet past
+    it; its stored document."""
+    doc: dict[str, object] = {
         "kind": "Pod",
         "metadata": {"name": "a", "namespace": "ns", "uid": "u", "annotations": {"scheduling.k8s.io/group-name": "g"}},
         "spec": {"schedulerName": "volcano", "containers": [{"resources": {"requests": {"cpu": "1"}}}]},
@@ -228,6 +225,16 @@ def test_a_written_bind_occupies_its_node_until_seen_even_past_an_older_version_
     cache.apply("Pod", RawEntry(WatchOp.PUT, 1, "ns.a", json.dumps(doc).encode()))
     cache.assume("ns/a", "n1")
     assert cache.bound("ns/a") is not None
+    return doc
+
+
+def test_a_written_bind_occupies_its_node_until_seen_even_past_an_older_version_of_its_pod() -> None:
+    """Between the bind's write and the watch's delivery of it (on Kubernetes through the apiserver and
+    the relay) the watch may still deliver the pod as it was before the bind: its node stays taken for
+    the owner's loans and own commits all the same, until the stored bind, the pod's deletion or the
+    unseen bind's expiry. (A kube chaos run lent that room: two pods on one node past its allocatable.)"""
+    cache = SchedulerCache()
+    doc = bind_written_not_seen(cache)
     older = {**doc, "status": {"conditions": [{"type": "PodScheduled", "status": "False"}]}}
     cache.apply("Pod", RawEntry(WatchOp.PUT, 2, "ns.a", json.dumps(older).encode()))
     assert not cache.pods["ns/a"].node_name  # the cache shows the pod as stored before the bind
@@ -248,14 +255,7 @@ def test_a_written_bind_never_seen_stops_holding_its_node_after_the_unseen_bound
     now = [1000.0]
     monkeypatch.setattr(cache_module.time, "monotonic", lambda: now[0])
     cache = SchedulerCache()
-    doc = {
-        "kind": "Pod",
-        "metadata": {"name": "a", "namespace": "ns", "uid": "u", "annotations": {"scheduling.k8s.io/group-name": "g"}},
-        "spec": {"schedulerName": "volcano", "containers": [{"resources": {"requests": {"cpu": "1"}}}]},
-    }
-    cache.apply("Pod", RawEntry(WatchOp.PUT, 1, "ns.a", json.dumps(doc).encode()))
-    cache.assume("ns/a", "n1")
-    assert cache.bound("ns/a") is not None
+    doc = bind_written_not_seen(cache)
     cache.apply("Pod", RawEntry(WatchOp.PUT, 2, "ns.a", json.dumps(doc).encode()))  # an older version
     now[0] += UNSEEN_AFTER_S / 2
     assert cache.occupying("n1") == {"u": {"cpu": 1, "pods": 1}}
