@@ -23,13 +23,14 @@ from vc_core.store import ObjectStore, WatchEvent, WatchOp
 from vc_core.times import rfc3339_from_epoch
 from vc_node_sim.admit import Rejection, admit, pod_requests
 from vc_node_sim.cached import cached_pod, shared_requests
+from vc_node_sim.history import Transition, pod_event, recent_transitions
 from vc_node_sim.logic import Next, SimConfig, Step, parse_time, plan
 from vc_node_sim.statuses import finished_status, node_object, node_ready, rejected_status, running_status
 from vc_proto import events as ev
 from vc_proto.core import Node, Pod, PodStatus
 from vc_proto.events import DomainEvent
 from vc_proto.selectors import pods_bound_to
-from vc_runtime.aio import until
+from vc_runtime.aio import until, wait_or_stop
 from vc_runtime.refusals import report_refused
 
 log = structlog.get_logger(__name__)
@@ -41,6 +42,8 @@ PODS = Gauge("tephra_node_sim_pods", "Pods on simulated nodes")
 NODES = Gauge("tephra_node_sim_nodes", "Simulated nodes")
 
 MAX_IN_FLIGHT = 256
+MAX_REPUBLISHED = 100_000  # pods whose recent transitions a restart publishes again (history.py)
+REPUBLISH_CHUNK = 1_000  # events published together (one write per pod: each has a subject of its own)
 
 
 @dataclass
@@ -70,6 +73,10 @@ class Kubelet:
     _seq: itertools.count[int] = field(default_factory=itertools.count)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
     synced: asyncio.Event = field(default_factory=asyncio.Event)
+    # Until the first sync: the events of the transitions the stored pods show as recent, by pod, which
+    # the sync's end publishes again (history.py) before any timer runs; then None.
+    _republish: dict[PodKey, list[DomainEvent]] | None = field(default_factory=dict)
+    republished: asyncio.Event = field(default_factory=asyncio.Event)
 
     # -- nodes -------------------------------------------------------------------------------------
     async def register(
@@ -144,7 +151,27 @@ class Kubelet:
         # Only pods bound to these nodes are decoded: most changes under load are of pods still unbound.
         async for event in until(shutdown, self.store.watch(Pod, select=pods_bound_to(self.nodes))):
             self.apply(event)
+            if event.op is WatchOp.SYNCED and self._republish is not None:
+                await self._publish_again()
         PODS.set(len(self.pods))
+
+    async def _publish_again(self) -> None:
+        """Publish again the events of the transitions the first sync showed as recent: those a previous
+        process wrote and did not live to publish are stored now, the others are dropped as duplicates.
+        Starts first, then ends: one pod's events each in a write of its own, so each keeps its id."""
+        pending, self._republish = self._republish or {}, None
+        try:
+            for round_ in (0, 1):
+                events = [each[round_] for each in pending.values() if len(each) > round_]
+                for start in range(0, len(events), REPUBLISH_CHUNK):
+                    chunk = events[start : start + REPUBLISH_CHUNK]
+                    await asyncio.gather(*(self.publish(e) for e in chunk))  # type: ignore[operator]
+            if pending:
+                log.info("history.republished", pods=len(pending))
+        except Exception as exc:  # NATS unavailable: the timers must run all the same
+            log.warning("history.republish_failed", pods=len(pending), error=repr(exc))
+        finally:
+            self.republished.set()
 
     def apply(self, event: WatchEvent) -> None:
         """One event of the watch of the pods bound to these nodes."""
@@ -159,9 +186,24 @@ class Kubelet:
         if node not in self.nodes:
             self._forget(key)
             return
+        if self._republish is not None:
+            self._note_recent(key, event.obj)
         self._keep(key, event.obj)
         self.seen_at.setdefault(key, time.time())
         self._schedule(key)
+
+    def _note_recent(self, key: PodKey, pod: Pod) -> None:
+        assert self._republish is not None
+        now = time.time()
+        try:
+            transitions = recent_transitions(pod, now=now)
+        except ValueError:
+            return  # a time that is not one: plan() reports the pod
+        events = [e for t in transitions if (e := pod_event(pod, t, now=now)) is not None]
+        if not events:
+            self._republish.pop(key, None)
+        elif key in self._republish or len(self._republish) < MAX_REPUBLISHED:
+            self._republish[key] = events
 
     def _keep(self, key: PodKey, pod: Pod) -> None:
         old = self.pods.get(key)
@@ -209,6 +251,10 @@ class Kubelet:
         self._wake.set()
 
     async def run_timers(self, shutdown: asyncio.Event) -> None:
+        # After the sync's events are published again: a transition made meanwhile would share a write
+        # (and so an id) with one of them.
+        if not await wait_or_stop(self.republished, shutdown):
+            return
         gate = asyncio.Semaphore(MAX_IN_FLIGHT)
         async with asyncio.TaskGroup() as tg:
             while not shutdown.is_set():
@@ -342,26 +388,9 @@ class Kubelet:
     async def _event(
         self, pod: Pod, reason: str, message: str | None, *, phase: str | None, exit_code: int | None = None
     ) -> None:
-        labels = pod.metadata.labels or {}
-        if "volcano.sh/job-name" in labels and reason != ev.POD_EVICTED:
-            return  # the job controller reports its pods' transitions, with their job context
-        event = DomainEvent(
-            id=ev.event_id(pod.metadata.uid, reason, phase),
-            occurred_at=rfc3339_from_epoch(time.time()),
-            source="node-sim",
-            kind="Pod",
-            namespace=pod.metadata.namespace,
-            name=pod.metadata.name or "",
-            reason=reason,
-            message=message,
-            job=labels.get("volcano.sh/job-name"),
-            task=labels.get("volcano.sh/task-spec"),
-            uid=pod.metadata.uid,
-            phase=phase,
-            exit_code=exit_code,
-            node=pod.spec.node_name if pod.spec else None,
-        )
-        await self.publish(event)  # type: ignore[operator]
+        event = pod_event(pod, Transition(reason, message, phase, exit_code), now=time.time())
+        if event is not None:
+            await self.publish(event)  # type: ignore[operator]
 
 
 def _revision(pod: Pod) -> int | None:
