@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import msgspec
 
+from vc_bus.testing import MemoryStore
 from vc_core.times import rfc3339_from_epoch
 from vc_node_sim.history import REPUBLISH_WITHIN_S, Transition, pod_event, recent_transitions
+from vc_node_sim.kubelet import Kubelet
+from vc_node_sim.logic import SimConfig
 from vc_node_sim.statuses import finished_status, rejected_status, running_status
 from vc_proto import events as ev
 from vc_proto.core import CORE_V1, Container, Pod, PodSpec, PodStatus
+from vc_proto.events import DomainEvent
 from vc_proto.meta import ObjectMeta
 
 NOW = 1_800_000_000.0
@@ -67,3 +71,19 @@ def test_a_jobs_pods_transitions_are_the_job_controllers_to_tell() -> None:
     assert pod_event(pod, Transition(ev.POD_EXITED, None, "Succeeded", 0), now=NOW) is None
     evicted = pod_event(pod, Transition(ev.POD_EVICTED, "node gone", None), now=NOW)
     assert evicted is not None and evicted.job == "j"
+
+
+async def test_a_transitions_event_that_fails_to_publish_is_published_again() -> None:
+    """Its status is stored by then, and nothing would publish the event later: the kubelet retries it
+    (the same id: a copy the first attempt did store is dropped by the stream)."""
+    published: list[DomainEvent] = []
+    failures = [RuntimeError("nats: timeout")]
+
+    async def publish(event: DomainEvent) -> None:
+        if failures:
+            raise failures.pop()
+        published.append(event)
+
+    kubelet = Kubelet(MemoryStore(), SimConfig(), publish)  # type: ignore[arg-type]
+    await kubelet._event(_pod(), ev.POD_EXITED, None, phase="Succeeded", exit_code=0)
+    assert [e.id for e in published] == [ev.event_id("u1", ev.POD_EXITED, "Succeeded")]

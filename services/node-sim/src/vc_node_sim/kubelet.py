@@ -19,6 +19,7 @@ from prometheus_client import Counter, Gauge
 from vc_bus.decoding import CorruptObject, report_unprocessable
 from vc_core.errors import Conflict, NotFound
 from vc_core.resources import Resources
+from vc_core.retry import RetryPolicy
 from vc_core.store import ObjectStore, WatchEvent, WatchOp
 from vc_core.times import rfc3339_from_epoch
 from vc_node_sim.admit import Rejection, admit, pod_requests
@@ -44,6 +45,9 @@ NODES = Gauge("tephra_node_sim_nodes", "Simulated nodes")
 MAX_IN_FLIGHT = 256
 MAX_REPUBLISHED = 100_000  # pods whose recent transitions a restart publishes again (history.py)
 REPUBLISH_CHUNK = 1_000  # events published together (one write per pod: each has a subject of its own)
+# A transition's event after its status is stored: nothing would publish it later (the pod's next step is
+# decided from the new status), so a failed publish is retried; the event's id makes a retry safe.
+PUBLISH_RETRY = RetryPolicy((Exception,), base_s=0.2, cap_s=1.6, attempts=5)
 
 
 @dataclass
@@ -389,8 +393,13 @@ class Kubelet:
         self, pod: Pod, reason: str, message: str | None, *, phase: str | None, exit_code: int | None = None
     ) -> None:
         event = pod_event(pod, Transition(reason, message, phase, exit_code), now=time.time())
-        if event is not None:
-            await self.publish(event)  # type: ignore[operator]
+        if event is None:
+            return
+
+        def on_retry(error: BaseException, failures: int, delay_s: float) -> None:
+            log.info("history.publish_retry", error=repr(error), attempt=failures, delay_s=delay_s)
+
+        await PUBLISH_RETRY.call(lambda: self.publish(event), sleep=asyncio.sleep, on_retry=on_retry)  # type: ignore[operator]
 
 
 def _revision(pod: Pod) -> int | None:
