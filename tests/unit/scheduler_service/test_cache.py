@@ -237,11 +237,57 @@ def test_a_written_bind_occupies_its_node_until_seen_even_past_an_older_version_
     doc = bind_written_not_seen(cache)
     older = {**doc, "status": {"conditions": [{"type": "PodScheduled", "status": "False"}]}}
     cache.apply("Pod", RawEntry(WatchOp.PUT, 2, "ns.a", json.dumps(older).encode()))
-    assert not cache.pods["ns/a"].node_name  # the cache shows the pod as stored before the bind
     assert cache.occupying("n1") == {"u": {"cpu": 1, "pods": 1}}
     assert cache.occupying("n2") == {}
     cache.apply("Pod", RawEntry(WatchOp.DELETE, 3, "ns.a"))
     assert cache.occupying("n1") == {} and cache.unseen_binds() == 0
+
+
+def test_a_cycle_sees_an_own_bind_not_the_older_version_the_watch_delivers_after_it() -> None:
+    """A cycle's view is the same as the loans': the pod stays on its node, not pending again with its
+    node's room free (where the next cycle would plan another pod, or this one twice). kube-scheduler's
+    cache likewise never lets an informer's unbound pod replace an assumed one."""
+    cache = SchedulerCache()
+    doc = bind_written_not_seen(cache)
+    version = cache.version
+    older = {**doc, "status": {"conditions": [{"type": "PodScheduled", "status": "False"}]}}
+    cache.apply("Pod", RawEntry(WatchOp.PUT, 2, "ns.a", json.dumps(older).encode()))
+    assert cache.pods["ns/a"].node_name == "n1"
+    assert [p.node_name for p in cache.snapshot().pods] == ["n1"]
+    assert list(cache.index.pods_on["n1"]) == ["ns/a"] and cache.version == version
+    stored = {**doc, "spec": {**doc["spec"], "nodeName": "n1"}}  # type: ignore[dict-item]
+    cache.apply("Pod", RawEntry(WatchOp.PUT, 3, "ns.a", json.dumps(stored).encode()))
+    assert cache.pods["ns/a"].node_name == "n1" and cache.unseen_binds() == 0
+
+
+def test_a_bind_in_flight_stays_shown_past_an_unbound_version_and_undone_shows_the_latest() -> None:
+    """While the bind is in flight an unbound version may be older than it or not yet past it: the cache
+    shows the bind; if the binder then reports it failed, the cache shows the version the watch last
+    delivered (not the assumed object without its node), and the pod is a candidate again."""
+    cache = SchedulerCache()
+    doc: dict[str, object] = {
+        "kind": "Pod",
+        "metadata": {"name": "a", "namespace": "ns", "uid": "u", "annotations": {"scheduling.k8s.io/group-name": "g"}},
+        "spec": {"schedulerName": "volcano", "containers": [{"resources": {"requests": {"cpu": "1"}}}]},
+    }
+    cache.apply("Pod", RawEntry(WatchOp.PUT, 1, "ns.a", json.dumps(doc).encode()))
+    cache.assume("ns/a", "n1")
+    relabelled = {**doc, "metadata": {**doc["metadata"], "labels": {"tier": "x"}}}  # type: ignore[dict-item]
+    cache.apply("Pod", RawEntry(WatchOp.PUT, 2, "ns.a", json.dumps(relabelled).encode()))
+    assert cache.pods["ns/a"].node_name == "n1" and cache.assumed() == {"ns/a"}
+    cache.forget_assumed("ns/a")  # the bind's compare-and-set met the newer version
+    assert not cache.pods["ns/a"].node_name and cache.pods["ns/a"].labels == {"tier": "x"}
+    assert not cache.index.pods_on.get("n1") and cache.shared_work
+
+
+def test_a_recreated_pod_under_an_own_binds_name_replaces_it() -> None:
+    """Only versions of the same pod (its uid) are held behind the bind: a pod deleted and created again
+    under the name is a new pod."""
+    cache = SchedulerCache()
+    doc = bind_written_not_seen(cache)
+    again = {**doc, "metadata": {**doc["metadata"], "uid": "u2"}}  # type: ignore[dict-item]
+    cache.apply("Pod", RawEntry(WatchOp.PUT, 2, "ns.a", json.dumps(again).encode()))
+    assert not cache.pods["ns/a"].node_name and cache.pods["ns/a"].uid == "u2"
 
 
 def test_a_written_bind_never_seen_stops_holding_its_node_after_the_unseen_bound(
@@ -259,5 +305,7 @@ def test_a_written_bind_never_seen_stops_holding_its_node_after_the_unseen_bound
     cache.apply("Pod", RawEntry(WatchOp.PUT, 2, "ns.a", json.dumps(doc).encode()))  # an older version
     now[0] += UNSEEN_AFTER_S / 2
     assert cache.occupying("n1") == {"u": {"cpu": 1, "pods": 1}}
+    assert cache.pods["ns/a"].node_name == "n1"
     now[0] += UNSEEN_AFTER_S
     assert cache.occupying("n1") == {} and cache.unseen_binds() == 0
+    assert not cache.pods["ns/a"].node_name  # shown as the watch last delivered it: pending again

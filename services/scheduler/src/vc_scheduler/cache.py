@@ -219,6 +219,12 @@ class SchedulerCache:
         # and the same binds by node: they occupy their nodes meanwhile (occupying).
         self._unseen_binds: dict[str, _Unseen] = {}
         self._unseen_on: dict[str, dict[str, Resources]] = {}  # node -> pod uid -> requests (`pods` included)
+        # Pod key -> the latest version the watch delivered unbound of a pod this instance has bound
+        # (assumed, or written and not yet seen): older than the bind, or not yet past it. The cache
+        # goes on showing the bind (as kube-scheduler's never lets an informer's unbound pod replace an
+        # assumed one: a cycle would see the node's room free and the pod to place again), and shows
+        # this version instead if the bind is undone or never seen.
+        self._behind_bind: dict[str, PodObj] = {}
         # By kind, the store revision the watch has delivered up to, and who waits for one (followed_to).
         self.followed: dict[str, int] = {}
         self._revision_waiters: list[tuple[str, int, asyncio.Future[None]]] = []
@@ -276,10 +282,11 @@ class SchedulerCache:
         """Undo an assume whose bind did not happen. Only while the cache still holds the assumed
         object: once the watch delivered the stored pod (maybe bound elsewhere) that is the truth."""
         held = self._assumed.pop(pod_key, None)
+        behind = self._behind_bind.pop(pod_key, None)
         if self._confirmed.pop(pod_key, None) is not None:
             return  # the store has the bind after all (the watch showed it): nothing to undo
         if held is not None and self.pods.get(pod_key) is held[0]:
-            self.pods[pod_key] = msgspec.structs.replace(held[0], node_name="")
+            self.pods[pod_key] = behind or msgspec.structs.replace(held[0], node_name="")
             self.index.place(pod_key, held[0], self.pods[pod_key])
         self.version += 1
         self.shared_work = True  # the node it was assumed on has room again
@@ -365,8 +372,22 @@ class SchedulerCache:
         given up: its pod went another way)."""
         now = time.monotonic()
         while self._unseen_binds and now - next(iter(self._unseen_binds.values())).at > UNSEEN_AFTER_S:
-            self._seen(next(iter(self._unseen_binds)))
+            key = next(iter(self._unseen_binds))
+            self._show_behind_bind(key)
+            self._seen(key)
         return len(self._unseen_binds)
+
+    def _show_behind_bind(self, pod_key: str) -> None:
+        """A bind given up: the cache shows the pod as the watch last delivered it, if it kept one."""
+        behind = self._behind_bind.pop(pod_key, None)
+        shown = self.pods.get(pod_key)
+        if behind is None or shown is None or not shown.node_name:
+            return
+        self.pods[pod_key] = behind
+        self.index.place(pod_key, shown, behind)
+        self.version += 1
+        self.shared_work = True  # the node has room again, and the pod waits
+        self.changed.set()
 
     def _seen(self, pod_key: str) -> None:
         """The pod's written bind is no longer only this instance's to count (stored, gone, given up)."""
@@ -430,6 +451,7 @@ class SchedulerCache:
             if kind == "Pod":
                 self._unbound_raw.pop(key, None)
                 self._brief_raw.pop(key, None)
+                self._behind_bind.pop(key, None)
                 self._seen(key)
                 if old is not None:
                     self._tombstone(old.uid)
@@ -560,7 +582,11 @@ class SchedulerCache:
             return False
         self._index_stored(kind, key, obj)
         if kind == "Pod" and obj.node_name:
+            self._behind_bind.pop(key, None)
             self._seen(key)  # stored bound: an own bind of it is seen
+        elif kind == "Pod" and old is not None and self._behind_own_bind(key, old, obj):
+            self._behind_bind[key] = obj
+            return False
         if meta is not None and kind == "PodGroup":
             job = next((o.name for o in meta.owner_references if o.kind == "Job"), None)
             if job:
@@ -576,6 +602,12 @@ class SchedulerCache:
             self._tombstone(old.uid)  # deleted and re-created under the same name
         table[key] = obj
         return True
+
+    def _behind_own_bind(self, key: str, shown: PodObj, stored: PodObj) -> bool:
+        """`stored`, unbound, is the pod the cache shows bound by this instance (assumed, or written and
+        not yet seen), at an earlier version: a pod's node, once set, never changes or clears."""
+        own = key in self._assumed or key in self._unseen_binds
+        return own and bool(shown.node_name) and stored.uid == shown.uid
 
     def _pod(self, key: str, data: bytes, order: int) -> PodObj:
         """A stored pod as the cache holds it: whole, or brief with its bytes kept (share_only)."""

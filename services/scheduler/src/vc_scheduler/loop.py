@@ -269,6 +269,7 @@ class SchedulingLoop:
         self._first_bind_at = None
         begun = self._clock()
         members = self.members
+        self.cache.unseen_binds()  # binds never seen are given up: their pods show as last stored
         view = self._view()
         partition = await self._partition(view)
         reserved = self.peers.reserved(view)
