@@ -3,12 +3,18 @@ within REPUBLISH_WITHIN_S, each with the id it was first published under (the st
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import time
+
 import msgspec
 
+from tests.support.waiting import eventually
+from vc_bus.events import EventBatcher
 from vc_bus.testing import MemoryStore
 from vc_core.times import rfc3339_from_epoch
-from vc_node_sim.history import REPUBLISH_WITHIN_S, Transition, pod_event, recent_transitions
-from vc_node_sim.kubelet import Kubelet
+from vc_node_sim.history import REPUBLISH_WITHIN_S, Transition, pod_event, recent_transitions, retried
+from vc_node_sim.kubelet import Kubelet, NodeState
 from vc_node_sim.logic import SimConfig
 from vc_node_sim.statuses import finished_status, rejected_status, running_status
 from vc_proto import events as ev
@@ -73,17 +79,67 @@ def test_a_jobs_pods_transitions_are_the_job_controllers_to_tell() -> None:
     assert evicted is not None and evicted.job == "j"
 
 
-async def test_a_transitions_event_that_fails_to_publish_is_published_again() -> None:
-    """Its status is stored by then, and nothing would publish the event later: the kubelet retries it
-    (the same id: a copy the first attempt did store is dropped by the stream)."""
-    published: list[DomainEvent] = []
-    failures = [RuntimeError("nats: timeout")]
+async def test_a_batch_that_fails_to_publish_is_published_again_as_the_same_batch() -> None:
+    """The statuses are stored by then, and nothing would publish the events later. The same batch: its
+    messages keep their ids, so what a failed-seeming attempt did store is dropped, not stored twice."""
+    attempts: list[list[DomainEvent]] = []
 
-    async def publish(event: DomainEvent) -> None:
-        if failures:
-            raise failures.pop()
-        published.append(event)
+    async def publish_batch(events: list[DomainEvent]) -> None:
+        attempts.append(events)
+        if len(attempts) == 1:
+            raise TimeoutError("nats: timeout")
 
-    kubelet = Kubelet(MemoryStore(), SimConfig(), publish)  # type: ignore[arg-type]
-    await kubelet._event(_pod(), ev.POD_EXITED, None, phase="Succeeded", exit_code=0)
-    assert [e.id for e in published] == [ev.event_id("u1", ev.POD_EXITED, "Succeeded")]
+    events = [pod_event(_pod(), Transition(ev.POD_EXITED, None, "Succeeded", 0), now=NOW)]
+    await retried(publish_batch)(events)  # type: ignore[arg-type]
+    assert attempts == [events, events]
+
+
+async def test_a_restart_publishes_recent_starts_then_ends_each_on_its_own_before_any_timer() -> None:
+    """At the first sync: the starts, then the ends, each pod's event in a batch of its own (one pod's
+    start and end in one message would get an id of their own, and be stored again); nothing older than
+    REPUBLISH_WITHIN_S; and a pod's due step (the running pod below is past its duration) only after."""
+    now = time.time()
+    store = MemoryStore()
+    batches: list[list[str]] = []
+
+    async def publish_batch(events: list[DomainEvent]) -> None:
+        batches.append([f"{e.name}:{e.reason}" for e in events])
+
+    kubelet = Kubelet(store, SimConfig(), EventBatcher(publish_batch).publish)
+    kubelet.nodes["node-0"] = NodeState("node-0", "10.0.0.1", {"cpu": "8", "pods": "110"})
+    ended = _bound("ended")
+    ended = _with(ended, running_status(ended, now=rfc3339_from_epoch(now - 30), host_ip="10.0.0.1"))
+    ended = _with(ended, finished_status(ended, now=rfc3339_from_epoch(now - 5), exit_code=0))
+    due = _bound("due", duration="1s")
+    due = _with(due, running_status(due, now=rfc3339_from_epoch(now - 20), host_ip="10.0.0.1"))
+    old = _bound("old")
+    old = _with(old, running_status(old, now=rfc3339_from_epoch(now - REPUBLISH_WITHIN_S - 60), host_ip="10.0.0.1"))
+    for pod in (ended, due, old):
+        await store.create(pod)
+    shutdown = asyncio.Event()
+    tasks = [asyncio.create_task(kubelet.follow_pods(shutdown)), asyncio.create_task(kubelet.run_timers(shutdown))]
+    try:
+        await eventually(lambda: _ended(store, "due"), what="the due pod ended")
+        await eventually(lambda: len(batches) >= 3, what="the republished batches and the due pod's end")
+    finally:
+        shutdown.set()
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    assert [sorted(b) for b in batches[:2]] == [["due:PodStarted", "ended:PodStarted"], ["ended:PodExited"]]
+    assert batches[2:] == [["due:PodExited"]]
+
+
+def _bound(name: str, duration: str = "1h") -> Pod:
+    return Pod(
+        api_version=CORE_V1,
+        metadata=ObjectMeta(name=name, namespace="ns", annotations={"sim.tephra.dev/duration": duration}),
+        spec=PodSpec(containers=[Container(name="main", image="busybox")], node_name="node-0"),
+    )
+
+
+async def _ended(store: MemoryStore, name: str) -> bool:
+    pod = await store.get(Pod, "ns", name)
+    return bool(pod.status and pod.status.phase in ("Succeeded", "Failed"))

@@ -280,14 +280,49 @@ def test_a_bind_in_flight_stays_shown_past_an_unbound_version_and_undone_shows_t
     assert not cache.index.pods_on.get("n1") and cache.shared_work
 
 
-def test_a_recreated_pod_under_an_own_binds_name_replaces_it() -> None:
-    """Only versions of the same pod (its uid) are held behind the bind: a pod deleted and created again
-    under the name is a new pod."""
+def test_a_pod_recreated_under_an_own_binds_name_is_a_new_pod(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only versions of the same pod (its uid) are kept behind the bind. A pod deleted and created again
+    under the name (its delete passed by a watch that lagged) replaces the bind, which went with the old
+    pod, and what was kept for it: the new pod's own bind later is not undone by the old one's expiry."""
+    from vc_scheduler import cache as cache_module
+    from vc_scheduler.ledger import UNSEEN_AFTER_S
+
+    now = [1000.0]
+    monkeypatch.setattr(cache_module.time, "monotonic", lambda: now[0])
     cache = SchedulerCache()
     doc = bind_written_not_seen(cache)
+    cache.apply("Pod", RawEntry(WatchOp.PUT, 2, "ns.a", json.dumps(doc).encode()))  # older: kept aside
     again = {**doc, "metadata": {**doc["metadata"], "uid": "u2"}}  # type: ignore[dict-item]
-    cache.apply("Pod", RawEntry(WatchOp.PUT, 2, "ns.a", json.dumps(again).encode()))
+    cache.apply("Pod", RawEntry(WatchOp.PUT, 3, "ns.a", json.dumps(again).encode()))
     assert not cache.pods["ns/a"].node_name and cache.pods["ns/a"].uid == "u2"
+    assert cache.unseen_binds() == 0 and cache.occupying("n1") == {}
+    cache.assume("ns/a", "n2")
+    now[0] += 2 * UNSEEN_AFTER_S
+    assert cache.unseen_binds() == 0
+    assert cache.pods["ns/a"].node_name == "n2" and cache.occupying("n2") == {"u2": {"cpu": 1, "pods": 1}}
+
+
+def test_a_version_kept_behind_a_bind_keeps_its_bytes_when_held_brief(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a share, a version the share does not take is held brief, its bytes beside it. One kept
+    behind an own bind keeps them for itself: the pod shown (the bind) is not replaced by decoding them,
+    and once the bind is given up the kept version is shown and made whole from them."""
+    from vc_scheduler import cache as cache_module
+    from vc_scheduler.ledger import UNSEEN_AFTER_S
+
+    now = [1000.0]
+    monkeypatch.setattr(cache_module.time, "monotonic", lambda: now[0])
+    cache = SchedulerCache(share_only=True)
+    cache.regroup(lambda _group: True, lambda _node: True)
+    doc = bind_written_not_seen(cache)
+    cache.regroup(lambda _group: False, lambda _node: False)  # the members changed: not its own any more
+    relabelled = {**doc, "metadata": {**doc["metadata"], "labels": {"tier": "x"}}}  # type: ignore[dict-item]
+    cache.apply("Pod", RawEntry(WatchOp.PUT, 2, "ns.a", json.dumps(relabelled).encode()))
+    shown = cache.full_pod("ns/a")
+    assert shown is not None and shown.node_name == "n1"
+    now[0] += 2 * UNSEEN_AFTER_S
+    assert cache.unseen_binds() == 0
+    whole = cache.full_pod("ns/a")
+    assert whole is not None and not whole.node_name and whole.labels == {"tier": "x"}
 
 
 def test_a_written_bind_never_seen_stops_holding_its_node_after_the_unseen_bound(

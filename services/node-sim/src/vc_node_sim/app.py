@@ -17,6 +17,7 @@ from vc_bus.events import EventBatcher
 from vc_core.errors import ConfigError, Conflict, InvalidObject, NotFound, VcError
 from vc_core.retry import RetryPolicy
 from vc_node_sim.control import parse_control
+from vc_node_sim.history import retried
 from vc_node_sim.kubelet import Kubelet
 from vc_node_sim.logic import SimConfig
 from vc_node_sim.topology import Topology, build_topology, parse_topology
@@ -125,7 +126,8 @@ class NodeSimApp:
 
     async def open(self, ctx: ServiceContext) -> Sequence[Worker]:
         # Pod transitions come in bursts (a timer fires for many pods): what one loop turn publishes is one write.
-        kubelet = Kubelet(store=ctx.store, cfg=self.cfg, publish=EventBatcher(ctx.events.publish_batch).publish)
+        batcher = EventBatcher(retried(ctx.events.publish_batch))
+        kubelet = Kubelet(store=ctx.store, cfg=self.cfg, publish=batcher.publish)
         ctx.probes.require("nodes-registered", "pods-synced")
         await self._register_all(kubelet)
         if self.topology is not None:

@@ -6,21 +6,49 @@ to do for that pod. So at its first sync it publishes again the events of the tr
 pods show were made within `REPUBLISH_WITHIN_S`: an event's id is derived from the fact it records
 (`vc_proto.events.event_id`), and the events stream drops the second copy of one already published
 (its duplicate window, 120 s, is longer than `REPUBLISH_WITHIN_S`). An event lost by a node-sim that
-stayed down longer than that stays lost.
+stayed down longer than that stays lost, and so does an eviction's (its pod is deleted: nothing stored
+says it happened).
+
+A publish that fails after the status is stored is retried (`retried`): nothing would publish the event
+later, the pod's next step being decided from its new status.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+import structlog
+
+from vc_core.retry import RetryPolicy
 from vc_core.times import rfc3339_from_epoch
 from vc_node_sim.logic import parse_time
 from vc_proto import events as ev
 from vc_proto.core import Pod
 from vc_proto.events import DomainEvent
 
+log = structlog.get_logger(__name__)
+
 REPUBLISH_WITHIN_S = 100.0  # under the events stream's duplicate window (vc_bus.events: 120 s)
 JOB_NAME_LABEL = "volcano.sh/job-name"
+PUBLISH_RETRY = RetryPolicy((Exception,), base_s=0.2, cap_s=1.6, attempts=5)
+
+PublishBatch = Callable[[list[DomainEvent]], Awaitable[object]]
+
+
+def retried(publish_batch: PublishBatch) -> PublishBatch:
+    """`publish_batch` retried as the same batch: the same messages with the same ids, which the stream
+    drops where an attempt that seemed to fail did store them. (Retrying each event on its own would
+    group a job's pods' evictions, one message on the job's subject, differently, under other ids.)"""
+
+    def on_retry(error: BaseException, failures: int, delay_s: float) -> None:
+        log.info("history.publish_retry", error=repr(error), attempt=failures, delay_s=delay_s)
+
+    async def publish(events: list[DomainEvent]) -> object:
+        return await PUBLISH_RETRY.call(lambda: publish_batch(events), sleep=asyncio.sleep, on_retry=on_retry)
+
+    return publish
 
 
 @dataclass(frozen=True, slots=True)

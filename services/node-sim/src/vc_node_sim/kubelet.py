@@ -19,12 +19,11 @@ from prometheus_client import Counter, Gauge
 from vc_bus.decoding import CorruptObject, report_unprocessable
 from vc_core.errors import Conflict, NotFound
 from vc_core.resources import Resources
-from vc_core.retry import RetryPolicy
 from vc_core.store import ObjectStore, WatchEvent, WatchOp
 from vc_core.times import rfc3339_from_epoch
 from vc_node_sim.admit import Rejection, admit, pod_requests
 from vc_node_sim.cached import cached_pod, shared_requests
-from vc_node_sim.history import Transition, pod_event, recent_transitions
+from vc_node_sim.history import REPUBLISH_WITHIN_S, Transition, pod_event, recent_transitions
 from vc_node_sim.logic import Next, SimConfig, Step, parse_time, plan
 from vc_node_sim.statuses import finished_status, node_object, node_ready, rejected_status, running_status
 from vc_proto import events as ev
@@ -45,9 +44,6 @@ NODES = Gauge("tephra_node_sim_nodes", "Simulated nodes")
 MAX_IN_FLIGHT = 256
 MAX_REPUBLISHED = 100_000  # pods whose recent transitions a restart publishes again (history.py)
 REPUBLISH_CHUNK = 1_000  # events published together (one write per pod: each has a subject of its own)
-# A transition's event after its status is stored: nothing would publish it later (the pod's next step is
-# decided from the new status), so a failed publish is retried; the event's id makes a retry safe.
-PUBLISH_RETRY = RetryPolicy((Exception,), base_s=0.2, cap_s=1.6, attempts=5)
 
 
 @dataclass
@@ -79,7 +75,7 @@ class Kubelet:
     synced: asyncio.Event = field(default_factory=asyncio.Event)
     # Until the first sync: the events of the transitions the stored pods show as recent, by pod, which
     # the sync's end publishes again (history.py) before any timer runs; then None.
-    _republish: dict[PodKey, list[DomainEvent]] | None = field(default_factory=dict)
+    _republish: dict[PodKey, list[tuple[float, DomainEvent]]] | None = field(default_factory=dict)
     republished: asyncio.Event = field(default_factory=asyncio.Event)
 
     # -- nodes -------------------------------------------------------------------------------------
@@ -164,18 +160,24 @@ class Kubelet:
         process wrote and did not live to publish are stored now, the others are dropped as duplicates.
         Starts first, then ends: one pod's events each in a write of its own, so each keeps its id."""
         pending, self._republish = self._republish or {}, None
+        published = failed = 0
         try:
             for round_ in (0, 1):
                 events = [each[round_] for each in pending.values() if len(each) > round_]
                 for start in range(0, len(events), REPUBLISH_CHUNK):
-                    chunk = events[start : start + REPUBLISH_CHUNK]
-                    await asyncio.gather(*(self.publish(e) for e in chunk))  # type: ignore[operator]
+                    # Still inside the duplicate window now, not only when the sync delivered the pod.
+                    now = time.time()
+                    chunk = [e for at, e in events[start : start + REPUBLISH_CHUNK] if now - at <= REPUBLISH_WITHIN_S]
+                    try:
+                        await asyncio.gather(*(self.publish(e) for e in chunk))  # type: ignore[operator]
+                        published += len(chunk)
+                    except Exception as exc:  # NATS unavailable (after the batches' retries): go on
+                        failed += len(chunk)
+                        log.warning("history.republish_failed", events=len(chunk), error=repr(exc))
             if pending:
-                log.info("history.republished", pods=len(pending))
-        except Exception as exc:  # NATS unavailable: the timers must run all the same
-            log.warning("history.republish_failed", pods=len(pending), error=repr(exc))
+                log.info("history.republished", pods=len(pending), events=published, failed=failed)
         finally:
-            self.republished.set()
+            self.republished.set()  # the timers run whatever happened here
 
     def apply(self, event: WatchEvent) -> None:
         """One event of the watch of the pods bound to these nodes."""
@@ -203,7 +205,7 @@ class Kubelet:
             transitions = recent_transitions(pod, now=now)
         except ValueError:
             return  # a time that is not one: plan() reports the pod
-        events = [e for t in transitions if (e := pod_event(pod, t, now=now)) is not None]
+        events = [(t.at or now, e) for t in transitions if (e := pod_event(pod, t, now=now)) is not None]
         if not events:
             self._republish.pop(key, None)
         elif key in self._republish or len(self._republish) < MAX_REPUBLISHED:
@@ -393,13 +395,8 @@ class Kubelet:
         self, pod: Pod, reason: str, message: str | None, *, phase: str | None, exit_code: int | None = None
     ) -> None:
         event = pod_event(pod, Transition(reason, message, phase, exit_code), now=time.time())
-        if event is None:
-            return
-
-        def on_retry(error: BaseException, failures: int, delay_s: float) -> None:
-            log.info("history.publish_retry", error=repr(error), attempt=failures, delay_s=delay_s)
-
-        await PUBLISH_RETRY.call(lambda: self.publish(event), sleep=asyncio.sleep, on_retry=on_retry)  # type: ignore[operator]
+        if event is not None:
+            await self.publish(event)  # type: ignore[operator]
 
 
 def _revision(pod: Pod) -> int | None:

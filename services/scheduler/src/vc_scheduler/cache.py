@@ -223,8 +223,9 @@ class SchedulerCache:
         # (assumed, or written and not yet seen): older than the bind, or not yet past it. The cache
         # goes on showing the bind (as kube-scheduler's never lets an informer's unbound pod replace an
         # assumed one: a cycle would see the node's room free and the pod to place again), and shows
-        # this version instead if the bind is undone or never seen.
-        self._behind_bind: dict[str, PodObj] = {}
+        # this version instead if the bind is undone or never seen. With it, its stored bytes if it is
+        # held brief (what _brief_raw keeps for the pod shown).
+        self._behind_bind: dict[str, tuple[PodObj, bytes | None]] = {}
         # By kind, the store revision the watch has delivered up to, and who waits for one (followed_to).
         self.followed: dict[str, int] = {}
         self._revision_waiters: list[tuple[str, int, asyncio.Future[None]]] = []
@@ -282,12 +283,11 @@ class SchedulerCache:
         """Undo an assume whose bind did not happen. Only while the cache still holds the assumed
         object: once the watch delivered the stored pod (maybe bound elsewhere) that is the truth."""
         held = self._assumed.pop(pod_key, None)
-        behind = self._behind_bind.pop(pod_key, None)
+        kept = self._behind_bind.pop(pod_key, None)
         if self._confirmed.pop(pod_key, None) is not None:
             return  # the store has the bind after all (the watch showed it): nothing to undo
         if held is not None and self.pods.get(pod_key) is held[0]:
-            self.pods[pod_key] = behind or msgspec.structs.replace(held[0], node_name="")
-            self.index.place(pod_key, held[0], self.pods[pod_key])
+            self._show_kept(pod_key, held[0], kept or (msgspec.structs.replace(held[0], node_name=""), None))
         self.version += 1
         self.shared_work = True  # the node it was assumed on has room again
         self.changed.set()
@@ -379,15 +379,22 @@ class SchedulerCache:
 
     def _show_behind_bind(self, pod_key: str) -> None:
         """A bind given up: the cache shows the pod as the watch last delivered it, if it kept one."""
-        behind = self._behind_bind.pop(pod_key, None)
+        kept = self._behind_bind.pop(pod_key, None)
         shown = self.pods.get(pod_key)
-        if behind is None or shown is None or not shown.node_name:
+        if kept is None or shown is None or not shown.node_name or kept[0].uid != shown.uid:
             return
-        self.pods[pod_key] = behind
-        self.index.place(pod_key, shown, behind)
+        self._show_kept(pod_key, shown, kept)
         self.version += 1
         self.shared_work = True  # the node has room again, and the pod waits
         self.changed.set()
+
+    def _show_kept(self, pod_key: str, shown: PodObj, kept: tuple[PodObj, bytes | None]) -> None:
+        """Show `kept` (a version, and its stored bytes if brief) instead of `shown`, an own bind."""
+        version, brief = kept
+        self.pods[pod_key] = version
+        if brief is not None:
+            self._brief_raw[pod_key] = brief
+        self.index.place(pod_key, shown, version)
 
     def _seen(self, pod_key: str) -> None:
         """The pod's written bind is no longer only this instance's to count (stored, gone, given up)."""
@@ -585,7 +592,8 @@ class SchedulerCache:
             self._behind_bind.pop(key, None)
             self._seen(key)  # stored bound: an own bind of it is seen
         elif kind == "Pod" and old is not None and self._behind_own_bind(key, old, obj):
-            self._behind_bind[key] = obj
+            # Kept aside whole or brief as decoded, its bytes with it: the pod shown is the bind.
+            self._behind_bind[key] = (obj, self._brief_raw.pop(key, None))
             return False
         if meta is not None and kind == "PodGroup":
             job = next((o.name for o in meta.owner_references if o.kind == "Job"), None)
@@ -599,7 +607,11 @@ class SchedulerCache:
         if old is not None and key not in self._assumed and _equal(kind, old, obj):
             return False
         if kind == "Pod" and old is not None and old.uid != obj.uid:
-            self._tombstone(old.uid)  # deleted and re-created under the same name
+            self._tombstone(old.uid)  # deleted and re-created under the same name (its delete not seen)
+            self._behind_bind.pop(key, None)
+            unseen = self._unseen_binds.get(key)
+            if unseen is not None and unseen.uid == old.uid:
+                self._seen(key)  # its bind went with it
         table[key] = obj
         return True
 
