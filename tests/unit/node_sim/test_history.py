@@ -3,13 +3,12 @@ within REPUBLISH_WITHIN_S, each with the id it was first published under (the st
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
 
 import msgspec
 
 from tests.support.waiting import eventually
+from tests.unit.node_sim.running import running
 from vc_bus.events import EventBatcher
 from vc_bus.testing import MemoryStore
 from vc_core.times import rfc3339_from_epoch
@@ -116,18 +115,9 @@ async def test_a_restart_publishes_recent_starts_then_ends_each_on_its_own_befor
     old = _with(old, running_status(old, now=rfc3339_from_epoch(now - REPUBLISH_WITHIN_S - 60), host_ip="10.0.0.1"))
     for pod in (ended, due, old):
         await store.create(pod)
-    shutdown = asyncio.Event()
-    tasks = [asyncio.create_task(kubelet.follow_pods(shutdown)), asyncio.create_task(kubelet.run_timers(shutdown))]
-    try:
+    async with running(kubelet):
         await eventually(lambda: _ended(store, "due"), what="the due pod ended")
         await eventually(lambda: len(batches) >= 3, what="the republished batches and the due pod's end")
-    finally:
-        shutdown.set()
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
     assert [sorted(b) for b in batches[:2]] == [["due:PodStarted", "ended:PodStarted"], ["ended:PodExited"]]
     assert batches[2:] == [["due:PodExited"]]
 

@@ -4,12 +4,10 @@ process must hold a pod in a few KB."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-
 from tests.support.memory import retained_bytes
 from tests.support.waiting import eventually
 from tests.unit.bench.bench_pods import running_gang_pods
+from tests.unit.node_sim.running import running
 from vc_bus.store import decode_stored
 from vc_bus.testing import MemoryStore
 from vc_core.store import WatchEvent, WatchOp
@@ -63,23 +61,14 @@ async def test_a_started_pod_keeps_in_the_store_what_node_sim_does_not_keep() ->
     )
     spec = PodSpec(node_name="mine", containers=[container], restart_policy="Never")
     await store.create(Pod(api_version=CORE_V1, metadata=ObjectMeta(name="p", namespace="ns"), spec=spec))
-    shutdown = asyncio.Event()
-    tasks = [asyncio.create_task(kubelet.follow_pods(shutdown)), asyncio.create_task(kubelet.run_timers(shutdown))]
-    try:
+    async with running(kubelet):
 
-        async def running() -> bool:
+        async def pod_running() -> bool:
             pod = await store.get(Pod, "ns", "p")
             return bool(pod.status and pod.status.phase == "Running")
 
-        await eventually(running, what="the pod Running")
+        await eventually(pod_running, what="the pod Running")
         assert (await store.get(Pod, "ns", "p")).spec == spec
         kept = kubelet.pods[("ns", "p")]
         assert kept.spec is not None and kept.spec.node_name == "mine" and kept.spec.containers is None
         assert kubelet._running_on("mine", besides=("ns", "other")) == [{"cpu": 1, "pods": 1}]
-    finally:
-        shutdown.set()
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task

@@ -214,15 +214,21 @@ def test_own_binds_count_as_occupying_while_in_flight_and_as_unseen_until_the_wa
     assert cache.occupying("n1") == {"u": {"cpu": 1, "pods": 1}}  # now as stored
 
 
-def bind_written_not_seen(cache: SchedulerCache) -> dict[str, object]:
-    """Pod ns/a (uid u, 1 cpu) stored unbound, assumed on n1 and its bind written, the watch not yet past
-    it; its stored document."""
+def stored_unbound(cache: SchedulerCache) -> dict[str, object]:
+    """Pod ns/a (uid u, 1 cpu) stored unbound, as the watch delivers it; its stored document."""
     doc: dict[str, object] = {
         "kind": "Pod",
         "metadata": {"name": "a", "namespace": "ns", "uid": "u", "annotations": {"scheduling.k8s.io/group-name": "g"}},
         "spec": {"schedulerName": "volcano", "containers": [{"resources": {"requests": {"cpu": "1"}}}]},
     }
     cache.apply("Pod", RawEntry(WatchOp.PUT, 1, "ns.a", json.dumps(doc).encode()))
+    return doc
+
+
+def bind_written_not_seen(cache: SchedulerCache) -> dict[str, object]:
+    """Pod ns/a (stored_unbound) assumed on n1 and its bind written, the watch not yet past it; its
+    stored document."""
+    doc = stored_unbound(cache)
     cache.assume("ns/a", "n1")
     assert cache.bound("ns/a") is not None
     return doc
@@ -265,12 +271,7 @@ def test_a_bind_in_flight_stays_shown_past_an_unbound_version_and_undone_shows_t
     shows the bind; if the binder then reports it failed, the cache shows the version the watch last
     delivered (not the assumed object without its node), and the pod is a candidate again."""
     cache = SchedulerCache()
-    doc: dict[str, object] = {
-        "kind": "Pod",
-        "metadata": {"name": "a", "namespace": "ns", "uid": "u", "annotations": {"scheduling.k8s.io/group-name": "g"}},
-        "spec": {"schedulerName": "volcano", "containers": [{"resources": {"requests": {"cpu": "1"}}}]},
-    }
-    cache.apply("Pod", RawEntry(WatchOp.PUT, 1, "ns.a", json.dumps(doc).encode()))
+    doc = stored_unbound(cache)
     cache.assume("ns/a", "n1")
     relabelled = {**doc, "metadata": {**doc["metadata"], "labels": {"tier": "x"}}}  # type: ignore[dict-item]
     cache.apply("Pod", RawEntry(WatchOp.PUT, 2, "ns.a", json.dumps(relabelled).encode()))
