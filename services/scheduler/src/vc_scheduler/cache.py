@@ -3,7 +3,8 @@
 Objects are kept as the core's snapshot views (decoded by the same loader `vcctl sim cycle` uses).
 `assume()` marks a pod bound the moment a cycle decides it, so the next cycle never places it twice
 while the write is in flight (Volcano's AddBindTask / kube-scheduler's assume); the watch then
-confirms or corrects it.
+confirms or corrects it. What the cache shows of its own binds until the watch shows them stored, and
+what they occupy, follows the rules in own_binds.py.
 
 With several instances the cache also remembers the uids of pods it saw deleted (tombstones): the
 placement ledger drops their reservations (see ledger.py).
@@ -25,7 +26,6 @@ import contextlib
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from fractions import Fraction
 from typing import Any, TypeVar, cast
 
 import msgspec
@@ -34,7 +34,7 @@ from vc_bus.decoding import decode_or_none, report_undecodable
 from vc_bus.kvwatch import RawEntry, watch_bucket
 from vc_bus.objects import with_meta
 from vc_core.interning import shared
-from vc_core.resources import PODS, Resources
+from vc_core.resources import Resources
 from vc_core.store import WatchOp
 from vc_proto import codec, subjects
 from vc_proto.kinds import KubeObject
@@ -58,6 +58,7 @@ from vc_sched_core.snapshot.kube import Pod as PodView
 from vc_sched_core.snapshot.loader import SnapshotError, brief_pod, convert_pod, convert_view, decode_json, decode_view
 from vc_scheduler.cluster_index import TERMINAL, ClusterIndex, podgroup_key
 from vc_scheduler.ledger import UNSEEN_AFTER_S
+from vc_scheduler.own_binds import Kept, OwnBinds
 
 KINDS = (
     "Node",
@@ -92,14 +93,6 @@ MAX_UNBOUND_KEPT = 100_000
 # request (kvwatch), and the server's heartbeats reach it all the while.
 HOLD_MAX_S = 15.0
 ObjT = TypeVar("ObjT", bound=KubeObject)
-
-
-class _Unseen(msgspec.Struct, frozen=True, gc=False):
-    """An own bind written and not yet seen stored: when, and where it occupies."""
-
-    at: float  # time.monotonic() of the write
-    node: str
-    uid: str
 
 
 def stored_object(kind: type[ObjT], stored: tuple[bytes, int]) -> ObjT | None:
@@ -155,12 +148,6 @@ def _equal(kind: str, old: Any, new: Any) -> bool:
     return bool(old == new)
 
 
-def _confirms(assumed: PodObj, stored: PodObj) -> bool:
-    """The stored pod is the assumed one bound as assumed (the bind's bound-by stamp is not in a view:
-    no scheduler reads it from one, POD_ANNOTATIONS_READ)."""
-    return stored == assumed
-
-
 def _demand(kind: str, old: Any, new: Any) -> str | None:
     """For new work: the PodGroup key whose demand it is (a new pod of a group, a new or changed
     PodGroup: only the instance owning that PodGroup has work), else None (freed resources, a node, a
@@ -199,10 +186,8 @@ class SchedulerCache:
         self._order = 0
         self.decode_errors = 0
         self._gone: OrderedDict[str, float] = OrderedDict()  # uid -> when the pod was seen deleted
-        self._assumed: dict[str, tuple[PodObj, float]] = {}  # pod key -> the assumed object, when
-        # Assumed binds the watch has shown stored (the assumed object stays: it says the same): when
-        # they were assumed, until the binder reports the bind written.
-        self._confirmed: dict[str, float] = {}
+        # This instance's binds from a cycle's decision until the watch shows them stored (own_binds.py).
+        self._own = OwnBinds()
         # Stored bytes and revision of unbound pods (at most MAX_UNBOUND_KEPT): a bind is then one
         # compare-and-set, without first reading the pod back (a stale copy only costs a Conflict and
         # the read after all; a pod not kept is read first).
@@ -214,18 +199,6 @@ class SchedulerCache:
         # PodGroup key -> the store revision of this instance's own last status write of it (echoes).
         self._echoes: dict[str, int] = {}
         self.follow_all = True  # every change counts for the loop (see _concerns)
-        # Pod key -> this instance's bind of it, from when it was written until the watch shows it stored
-        # (a node changes owner only once the old owner's binds are all in its own cache: peers.Several),
-        # and the same binds by node: they occupy their nodes meanwhile (occupying).
-        self._unseen_binds: dict[str, _Unseen] = {}
-        self._unseen_on: dict[str, dict[str, Resources]] = {}  # node -> pod uid -> requests (`pods` included)
-        # Pod key -> the latest version the watch delivered unbound of a pod this instance has bound
-        # (assumed, or written and not yet seen): older than the bind, or not yet past it. The cache
-        # goes on showing the bind (as kube-scheduler's never lets an informer's unbound pod replace an
-        # assumed one: a cycle would see the node's room free and the pod to place again), and shows
-        # this version instead if the bind is undone or never seen. With it, its stored bytes if it is
-        # held brief (what _brief_raw keeps for the pod shown).
-        self._behind_bind: dict[str, tuple[PodObj, bytes | None]] = {}
         # By kind, the store revision the watch has delivered up to, and who waits for one (followed_to).
         self.followed: dict[str, int] = {}
         self._revision_waiters: list[tuple[str, int, asyncio.Future[None]]] = []
@@ -276,41 +249,32 @@ class SchedulerCache:
             merged = {**pod.annotations, **read_annotations(annotations)} if annotations else pod.annotations
             assumed = msgspec.structs.replace(pod, node_name=node, annotations=merged)
             self.pods[pod_key] = assumed
-            self._assumed[pod_key] = (assumed, time.monotonic())
+            self._own.assume(pod_key, assumed, time.monotonic())
             self.index.place(pod_key, pod, assumed)
 
     def forget_assumed(self, pod_key: str) -> None:
-        """Undo an assume whose bind did not happen. Only while the cache still holds the assumed
-        object: once the watch delivered the stored pod (maybe bound elsewhere) that is the truth."""
-        held = self._assumed.pop(pod_key, None)
-        kept = self._behind_bind.pop(pod_key, None)
-        if self._confirmed.pop(pod_key, None) is not None:
+        """Undo an assume whose bind did not happen (own_binds.OwnBinds.undo says what is shown then)."""
+        shown = self.pods.get(pod_key)
+        stored, instead = self._own.undo(pod_key, shown)
+        if stored:
             return  # the store has the bind after all (the watch showed it): nothing to undo
-        if held is not None and self.pods.get(pod_key) is held[0]:
-            self._show_kept(pod_key, held[0], kept or (msgspec.structs.replace(held[0], node_name=""), None))
+        if instead is not None and shown is not None:
+            self._show(pod_key, shown, instead)
         self.version += 1
         self.shared_work = True  # the node it was assumed on has room again
         self.changed.set()
 
     def assumed(self) -> frozenset[str]:
         """Pods whose node in the cache is only assumed (no stored bind seen yet)."""
-        return frozenset(k for k, (obj, _) in self._assumed.items() if self.pods.get(k) is obj)
+        return self._own.assumed(self.pods.get)
 
     def occupying(self, node: str) -> dict[str, Resources]:
         """By pod uid, the requests (`pods` included) of what occupies `node` as this instance's cycles
         see it: the stored binds (the index's view) and this instance's own binds in flight, assumed or
-        written and not yet seen stored. (Between the write and the watch's delivery of it, which on
-        Kubernetes passes through the apiserver and the relay, a bind counted in neither let an owner
-        lend the room its own pod had just taken.)"""
+        written and not yet seen stored."""
         self.unseen_binds()  # (gives up those past UNSEEN_AFTER_S first)
-        out = dict(self.index.by_node.get(node, {}))
-        for key in self.index.pods_on.get(node, ()):
-            held = self._assumed.get(key)
-            if held is not None and self.pods.get(key) is held[0] and held[0].uid not in out:
-                out[held[0].uid] = {**held[0].requests, PODS: Fraction(1)}
-        for uid, requests in self._unseen_on.get(node, {}).items():
-            out.setdefault(uid, requests)
-        return out
+        stored = dict(self.index.by_node.get(node, {}))
+        return self._own.occupying(node, self.index.pods_on.get(node, ()), self.pods.get, stored)
 
     def full_pod(self, key: str) -> PodObj | None:
         """The pod's whole view: one held brief is decoded from its stored bytes now, and kept whole."""
@@ -357,54 +321,28 @@ class SchedulerCache:
         return self._podgroup_raw.get(key)
 
     def bound(self, pod_key: str) -> float | None:
-        """The bind was written: stop tracking the assume; the monotonic time it was assumed."""
-        held = self._assumed.pop(pod_key, None)
-        confirmed = self._confirmed.pop(pod_key, None)
-        if held is not None:  # written, not yet seen stored
-            pod = held[0]
-            self._seen(pod_key)
-            self._unseen_binds[pod_key] = _Unseen(time.monotonic(), pod.node_name, pod.uid)
-            self._unseen_on.setdefault(pod.node_name, {})[pod.uid] = {**pod.requests, PODS: Fraction(1)}
-        return held[1] if held else confirmed
+        """The bind was written: the monotonic time it was assumed (None: not assumed here)."""
+        return self._own.written(pod_key, time.monotonic())
 
     def unseen_binds(self) -> int:
-        """This instance's binds written and not yet seen stored by the watch (past UNSEEN_AFTER_S one is
-        given up: its pod went another way)."""
-        now = time.monotonic()
-        while self._unseen_binds and now - next(iter(self._unseen_binds.values())).at > UNSEEN_AFTER_S:
-            key = next(iter(self._unseen_binds))
-            self._show_behind_bind(key)
-            self._seen(key)
-        return len(self._unseen_binds)
+        """This instance's binds written and not yet seen stored by the watch. One past UNSEEN_AFTER_S is
+        given up (its pod went another way): the pod is shown as the watch last delivered it."""
+        for key, kept in self._own.expired(time.monotonic()):
+            shown = self.pods.get(key)
+            if kept is None or shown is None or not shown.node_name or kept.version.uid != shown.uid:
+                continue
+            self._show(key, shown, kept)
+            self.version += 1
+            self.shared_work = True  # the node has room again, and the pod waits
+            self.changed.set()
+        return self._own.unseen()
 
-    def _show_behind_bind(self, pod_key: str) -> None:
-        """A bind given up: the cache shows the pod as the watch last delivered it, if it kept one."""
-        kept = self._behind_bind.pop(pod_key, None)
-        shown = self.pods.get(pod_key)
-        if kept is None or shown is None or not shown.node_name or kept[0].uid != shown.uid:
-            return
-        self._show_kept(pod_key, shown, kept)
-        self.version += 1
-        self.shared_work = True  # the node has room again, and the pod waits
-        self.changed.set()
-
-    def _show_kept(self, pod_key: str, shown: PodObj, kept: tuple[PodObj, bytes | None]) -> None:
-        """Show `kept` (a version, and its stored bytes if brief) instead of `shown`, an own bind."""
-        version, brief = kept
-        self.pods[pod_key] = version
-        if brief is not None:
-            self._brief_raw[pod_key] = brief
-        self.index.place(pod_key, shown, version)
-
-    def _seen(self, pod_key: str) -> None:
-        """The pod's written bind is no longer only this instance's to count (stored, gone, given up)."""
-        unseen = self._unseen_binds.pop(pod_key, None)
-        if unseen is not None:
-            on = self._unseen_on.get(unseen.node)
-            if on is not None:
-                on.pop(unseen.uid, None)
-                if not on:
-                    del self._unseen_on[unseen.node]
+    def _show(self, pod_key: str, shown: PodObj, instead: Kept) -> None:
+        """Show `instead` (a version, and its stored bytes if brief) where the cache showed an own bind."""
+        self.pods[pod_key] = instead.version
+        if instead.brief is not None:
+            self._brief_raw[pod_key] = instead.brief
+        self.index.place(pod_key, shown, instead.version)
 
     async def follow(self, js: Any, kind: str, shutdown: asyncio.Event) -> None:
         # Raw KV, not an Informer: it decodes into snapshot views and keeps bytes and revision for CAS.
@@ -458,8 +396,7 @@ class SchedulerCache:
             if kind == "Pod":
                 self._unbound_raw.pop(key, None)
                 self._brief_raw.pop(key, None)
-                self._behind_bind.pop(key, None)
-                self._seen(key)
+                self._own.seen(key)
                 if old is not None:
                     self._tombstone(old.uid)
             elif kind == "PodGroup":
@@ -589,37 +526,26 @@ class SchedulerCache:
             return False
         self._index_stored(kind, key, obj)
         if kind == "Pod" and obj.node_name:
-            self._behind_bind.pop(key, None)
-            self._seen(key)  # stored bound: an own bind of it is seen
-        elif kind == "Pod" and old is not None and self._behind_own_bind(key, old, obj):
+            self._own.seen(key)  # stored bound: an own bind of it is seen
+        elif kind == "Pod" and old is not None and self._own.keeps(key, old, obj):
             # Kept aside whole or brief as decoded, its bytes with it: the pod shown is the bind.
-            self._behind_bind[key] = (obj, self._brief_raw.pop(key, None))
+            self._own.keep(key, Kept(obj, self._brief_raw.pop(key, None)))
             return False
         if meta is not None and kind == "PodGroup":
             job = next((o.name for o in meta.owner_references if o.kind == "Job"), None)
             if job:
                 self.owner_job[key] = job
-        if old is not None and key in self._assumed and _confirms(old, obj):
+        if kind == "Pod" and old is not None and self._own.confirm(key, old, obj):
             # The stored bind of a pod we assumed: our object already says so. Keep it (nothing a cycle
             # reads changed), and no longer count the pod as only assumed.
-            self._confirmed[key] = self._assumed.pop(key)[1]
             return False
-        if old is not None and key not in self._assumed and _equal(kind, old, obj):
+        if old is not None and not (kind == "Pod" and self._own.is_assumed(key)) and _equal(kind, old, obj):
             return False
         if kind == "Pod" and old is not None and old.uid != obj.uid:
             self._tombstone(old.uid)  # deleted and re-created under the same name (its delete not seen)
-            self._behind_bind.pop(key, None)
-            unseen = self._unseen_binds.get(key)
-            if unseen is not None and unseen.uid == old.uid:
-                self._seen(key)  # its bind went with it
+            self._own.recreated(key, old.uid)
         table[key] = obj
         return True
-
-    def _behind_own_bind(self, key: str, shown: PodObj, stored: PodObj) -> bool:
-        """`stored`, unbound, is the pod the cache shows bound by this instance (assumed, or written and
-        not yet seen), at an earlier version: a pod's node, once set, never changes or clears."""
-        own = key in self._assumed or key in self._unseen_binds
-        return own and bool(shown.node_name) and stored.uid == shown.uid
 
     def _pod(self, key: str, data: bytes, order: int) -> PodObj:
         """A stored pod as the cache holds it: whole, or brief with its bytes kept (share_only)."""
