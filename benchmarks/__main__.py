@@ -38,6 +38,8 @@ def main() -> int:
     failures = 0
     failures += run("store_throughput.py", "--writes", "5000" if quick else "20000") != 0
     failures += run("delivery_cost.py", *(["--writes", "2000"] if quick else [])) != 0
+    # A reader sent a quarter of the shards against one sent the whole bucket (share-keyed pods' premise).
+    failures += run("shard_filter.py", *(["--pods", "5000"] if quick else [])) != 0
     failures += run("node_sim_capacity.py", *(["--nodes", "1000", "--pods", "5000"] if quick else [])) != 0
     failures += run("scheduler_session.py", *(["--nodes", "1000", "--gangs", "100"] if quick else [])) != 0
     failures += run("scheduler_affinity.py", *(["--nodes", "1000", "--gangs", "100"] if quick else [])) != 0

@@ -1,0 +1,115 @@
+"""What a reader sent only its share of a bucket costs, against one sent the whole bucket: the premise of
+pods keyed by their PodGroup's shard (docs/scale-out.md, "Not built: an instance sent only its share's
+changes"), before any of it is built.
+
+    .venv/bin/python -m benchmarks.shard_filter [--pods 100000] [--shards 64] [--owned 16]
+
+`--pods` values (900 bytes each) are written under `$KV.Pod.<namespace>.<shard>.<name>`, the shard
+random in `--shards`. Then, alternately, twice each: one consumer over the whole bucket (`>`), and one
+over `--owned` of the shards (`filter_subjects`, one `$KV.Pod.*.<shard>.>` per shard owned, as one of
+`shards / owned` instances would hold), each drained with batched pull requests. Printed per read: the
+messages delivered, the reader's CPU and nats-server's CPU, both per pod of the bucket, and last the
+ratios of the share's read to the whole one's. The reader is nats-py's own pull subscription, not the
+project's watch (vc_bus.kvwatch): it is the ratio that matters here, not the reader's cost per message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import tempfile
+import time
+from pathlib import Path
+
+from nats.errors import TimeoutError as NatsTimeout
+from nats.js import JetStreamContext, api
+
+from benchmarks.procstat import cpu_seconds
+from vc_bus.connection import connect
+from vc_bus.server import NatsServer
+
+STREAM = "KV_Pod"
+VALUE = b"x" * 900  # about a pod's stored JSON
+BATCH = 1_000
+
+
+async def write(js: JetStreamContext, pods: int, shards: int) -> None:
+    rng = random.Random(7)
+    pending = []
+    for i in range(pods):
+        pending.append(js.publish(f"$KV.Pod.ns-{i % 50}.{rng.randrange(shards)}.pod-{i}", VALUE))
+        if len(pending) >= 2_000:
+            await asyncio.gather(*pending)
+            pending = []
+    await asyncio.gather(*pending)
+
+
+async def drain(js: JetStreamContext, filters: list[str]) -> int:
+    """Read every message the filters select, from the first; how many there were."""
+    config = api.ConsumerConfig(
+        deliver_policy=api.DeliverPolicy.ALL,
+        ack_policy=api.AckPolicy.NONE,
+        filter_subjects=filters if len(filters) > 1 else None,
+        filter_subject=filters[0] if len(filters) == 1 else None,
+        inactive_threshold=30,
+    )
+    subscription = await js.pull_subscribe("", stream=STREAM, config=config)
+    pending = (await subscription.consumer_info()).num_pending
+    got = 0
+    try:
+        while got < pending:
+            try:
+                got += len(await subscription.fetch(BATCH, timeout=5.0))
+            except NatsTimeout:
+                break
+    finally:
+        await subscription.unsubscribe()
+    return got
+
+
+async def measure(pods: int, shards: int, owned: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp, NatsServer(Path(tmp) / "nats") as server:
+        async with connect(server.url, name="bench-shards") as nc:
+            js = nc.jetstream()
+            await js.add_stream(name=STREAM, subjects=["$KV.Pod.>"], max_msgs_per_subject=1)
+            await write(js, pods, shards)
+            share = [f"$KV.Pod.*.{shard}.>" for shard in range(0, shards, max(1, shards // owned))][:owned]
+            results: dict[str, list[tuple[float, float]]] = {"whole": [], "share": []}
+            for label, filters in (("whole", [">"]), ("share", share)) * 2:
+                full = [f"$KV.Pod.{f}" if f == ">" else f for f in filters]
+                server_before, reader_before = cpu_seconds(server.pid), time.process_time()
+                got = await drain(js, full)
+                reader_us = 1e6 * (time.process_time() - reader_before) / pods
+                server_us = 1e6 * (cpu_seconds(server.pid) - server_before) / pods
+                results[label].append((reader_us, server_us))
+                print(
+                    f"  {label:5s} ({len(filters)} filter{'s' if len(filters) > 1 else ''}): {got:,} messages; "
+                    f"per pod of the bucket: reader {reader_us:.1f} us, nats-server {server_us:.1f} us",
+                    flush=True,
+                )
+    whole_reader = sum(r for r, _ in results["whole"])
+    whole_server = sum(s for _, s in results["whole"])
+    share_reader = sum(r for r, _ in results["share"])
+    share_server = sum(s for _, s in results["share"])
+    print(
+        f"shard filter [{pods:,} pods in {shards} shards, a share of {owned}]: the share's read against the "
+        f"whole's: reader {share_reader / whole_reader:.2f}x, nats-server "
+        f"{share_server / max(whole_server, 1e-9):.2f}x (nats-server's CPU is counted in 10 ms ticks)",
+        flush=True,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.shard_filter")
+    parser.add_argument("--pods", type=int, default=100_000)
+    parser.add_argument("--shards", type=int, default=64)
+    parser.add_argument("--owned", type=int, default=16)
+    args = parser.parse_args()
+    if not 1 <= args.owned <= args.shards:
+        raise SystemExit("--owned must be between 1 and --shards")
+    asyncio.run(measure(args.pods, args.shards, args.owned))
+
+
+if __name__ == "__main__":
+    main()
