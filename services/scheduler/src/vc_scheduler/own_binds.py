@@ -48,6 +48,8 @@ class _Unseen(msgspec.Struct, frozen=True, gc=False):
 
 
 class OwnBinds:
+    """One instance's binds in flight, by pod key, through the life the module docstring describes."""
+
     def __init__(self) -> None:
         self._assumed: dict[str, tuple[PodObj, float]] = {}  # pod key -> the assumed object, when
         # Assumed binds the watch has shown stored (the assumed object stays shown: it says the same):
