@@ -106,6 +106,10 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=64)
     parser.add_argument("--owned", type=int, default=16)
     args = parser.parse_args()
+    if not 1 <= args.pods <= 10_000_000:
+        raise SystemExit("--pods must be between 1 and 10,000,000")
+    if not 1 <= args.shards <= 1_024:
+        raise SystemExit("--shards must be between 1 and 1,024")
     if not 1 <= args.owned <= args.shards:
         raise SystemExit("--owned must be between 1 and --shards")
     asyncio.run(measure(args.pods, args.shards, args.owned))
