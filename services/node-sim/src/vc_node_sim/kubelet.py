@@ -210,6 +210,8 @@ class Kubelet:
             self._republish.pop(key, None)
         elif key in self._republish or len(self._republish) < MAX_REPUBLISHED:
             self._republish[key] = events
+        else:  # past the bound: this pod's recent events are not published again, and the log says so
+            log.warning("history.republish_bound", pod=f"{key[0]}/{key[1]}", bound=MAX_REPUBLISHED)
 
     def _keep(self, key: PodKey, pod: Pod) -> None:
         old = self.pods.get(key)
