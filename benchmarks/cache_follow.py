@@ -21,9 +21,9 @@ import msgspec
 
 from benchmarks.pending_gangs import Shape, objects
 from vc_bus.kvwatch import RawEntry
+from vc_bus.objects import storage_key
 from vc_core.store import WatchOp
 from vc_proto.core import Pod
-from vc_proto.subjects import object_key
 from vc_runtime.service import GC_THRESHOLDS
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.share import Partition
@@ -36,7 +36,7 @@ def changes(shape: Shape) -> tuple[list[tuple[str, RawEntry]], list[RawEntry]]:
     revision = 0
     for obj in objects(shape):
         revision += 1
-        key = object_key(obj.metadata.namespace, obj.metadata.name)
+        key = storage_key(obj)
         synced.append((type(obj).__name__, RawEntry(WatchOp.PUT, revision, key, msgspec.json.encode(obj))))
         if isinstance(obj, Pod):
             pods.append((key, obj))

@@ -18,6 +18,7 @@ from vc_core.errors import AlreadyExists, Conflict, InvalidObject, NotFound, Pre
 from vc_core.store import ObjectStore, WatchEvent, WatchOp
 from vc_proto.core import CORE_V1, Container, Pod, PodSpec
 from vc_proto.meta import ObjectMeta
+from vc_proto.pod_shards import SHARDS, default_group, shard_of_group
 from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec
 from vc_proto.selectors import pods_bound_to, pods_naming_no_group
 from vc_proto.vocabulary import GROUP_NAME_ANNOTATION
@@ -94,6 +95,58 @@ async def test_create_twice_is_already_exists(store: ObjectStore) -> None:
     await store.create(queue("q1"))
     with pytest.raises(AlreadyExists):
         await store.create(queue("q1"))
+
+
+def grouped_pod(name: str, group: str) -> Pod:
+    plain = pod(name)
+    return msgspec.structs.replace(
+        plain, metadata=msgspec.structs.replace(plain.metadata, annotations={GROUP_NAME_ANNOTATION: group})
+    )
+
+
+def groups_in_distinct_shards(count: int, namespace: str = "ns1") -> list[str]:
+    """PodGroup names whose pods the NATS store keeps under `count` different shards."""
+    by_shard: dict[int, str] = {}
+    for i in range(10 * SHARDS):
+        by_shard.setdefault(shard_of_group(namespace, f"g-{i}"), f"g-{i}")
+    return list(by_shard.values())[:count]
+
+
+def group_of_stored(pod_: Pod) -> str | None:
+    return (pod_.metadata.annotations or {}).get(GROUP_NAME_ANNOTATION)
+
+
+async def test_a_pods_name_is_held_once_whatever_its_group(store: ObjectStore) -> None:
+    first, other = groups_in_distinct_shards(2)
+    await store.create(grouped_pod("p1", first))
+    with pytest.raises(AlreadyExists):
+        await store.create(grouped_pod("p1", other))
+    assert group_of_stored(await store.get(Pod, "ns1", "p1")) == first
+    pods, _ = await store.list(Pod, "ns1")
+    assert [group_of_stored(p) for p in pods] == [first]
+
+
+async def test_racing_creates_of_one_name_in_many_groups_exactly_one_wins(store: ObjectStore) -> None:
+    groups = groups_in_distinct_shards(8)
+    results = await asyncio.gather(*(store.create(grouped_pod("p2", g)) for g in groups), return_exceptions=True)
+    winners = [r for r in results if isinstance(r, Pod)]
+    assert len(winners) == 1, results
+    assert all(isinstance(r, AlreadyExists) for r in results if not isinstance(r, Pod))
+    assert group_of_stored(await store.get(Pod, "ns1", "p2")) == group_of_stored(winners[0])
+
+
+async def test_a_pod_created_again_in_another_group_is_the_one_its_name_finds(store: ObjectStore) -> None:
+    first, other = groups_in_distinct_shards(2)
+    old = await store.create(grouped_pod("p3", first))
+    await store.delete(Pod, "ns1", "p3", uid=old.metadata.uid)
+    new = await store.create(grouped_pod("p3", other))
+    current = await store.get(Pod, "ns1", "p3")
+    assert current.metadata.uid == new.metadata.uid and group_of_stored(current) == other
+    await store.delete(Pod, "ns1", "p3")
+    with pytest.raises(NotFound):
+        await store.get(Pod, "ns1", "p3")
+    pods, _ = await store.list(Pod, "ns1")
+    assert pods == []
 
 
 async def test_generate_name_creates_distinct_objects(store: ObjectStore) -> None:
@@ -236,7 +289,7 @@ async def test_an_object_leaving_the_selection_is_seen_deleted(store: ObjectStor
     events = store.watch(Pod, select=pods_naming_no_group({"volcano"}))
     first = await take_until_synced(events)
     assert [e.name for e in first if e.op is WatchOp.PUT] == ["p1"]
-    annotations = {GROUP_NAME_ANNOTATION: "pg1"}
+    annotations = {GROUP_NAME_ANNOTATION: default_group(created)}  # what the podgroup controller writes
     await store.update(
         msgspec.structs.replace(created, metadata=msgspec.structs.replace(created.metadata, annotations=annotations))
     )

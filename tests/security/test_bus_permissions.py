@@ -66,6 +66,8 @@ DIRECT_IN = {
     for kind in W
     for ns in SCOPES[:2]
 }
+# A pod's read by name: its key is one per shard, the shard a wildcard (vc_proto.subjects.pod_name_filter).
+POD_BY_NAME_IN = {ns: f"$JS.API.DIRECT.GET.KV_vc-pod.$KV.vc-pod.{ns}.*.x" for ns in SCOPES}
 HISTORY_IN = {ns: f"$JS.API.CONSUMER.CREATE.VC_EVT.c1.vc.evt.job.{ns}.j1" for ns in SCOPES}
 DIRECT_SECRET = "$JS.API.DIRECT.GET.KV_vc-secret.$KV.vc-secret.team-a.x-ssh"
 CREATE_JOBS, DELETE_JOBS = "$JS.API.STREAM.CREATE.KV_vc-job", "$JS.API.STREAM.DELETE.KV_vc-job"
@@ -176,6 +178,7 @@ PROBED_PUBLISH = sorted(
         *WATCH.values(),
         *WATCH_IN.values(),
         *DIRECT_IN.values(),
+        *POD_BY_NAME_IN.values(),
         *HISTORY_IN.values(),
         DIRECT_SECRET,
         CREATE_JOBS,
@@ -232,6 +235,9 @@ def expected_publish(identity: str, subject: str) -> bool:
     for (kind, ns), probed in DIRECT_IN.items():
         if probed == subject:
             return kind in reads and (scope is None or kind in CLUSTER_KINDS or ns in scope)
+    for ns, probed in POD_BY_NAME_IN.items():
+        if probed == subject:
+            return "pod" in reads and (scope is None or ns in scope)
     if subject == DIRECT_SECRET:
         return "secret" in reads
     if subject == EVENT:

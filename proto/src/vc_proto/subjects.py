@@ -29,9 +29,21 @@ def object_key(namespace: str | None, name: str) -> str:
     return f"{namespace or CLUSTER_SCOPE}.{escape_token(name)}"
 
 
+def pod_key(namespace: str, shard: int, name: str) -> str:
+    """KV key of a pod, `<namespace>.<shard>.<name>`: the shard of its PodGroup (vc_proto.pod_shards)."""
+    return f"{namespace}.{shard}.{escape_token(name)}"
+
+
+def pod_name_filter(namespace: str, name: str) -> str:
+    """The keys a pod of this name may be under, one per shard: a name is held by one of them at most, so
+    the newest entry among them is the name's (a wildcard last-by-subject read, or a create's check)."""
+    return f"{namespace}.*.{escape_token(name)}"
+
+
 def split_key(key: str) -> tuple[str | None, str]:
-    namespace, _, token = key.partition(".")
-    return (None if namespace == CLUSTER_SCOPE else namespace), unescape_token(token)
+    """(namespace, name) of any kind's key: a pod's carries its shard between them."""
+    namespace, _, rest = key.partition(".")
+    return (None if namespace == CLUSTER_SCOPE else namespace), unescape_token(rest.rpartition(".")[2])
 
 
 def is_token(text: str) -> bool:
@@ -41,8 +53,8 @@ def is_token(text: str) -> bool:
 
 
 def namespace_filter(namespace: str | None) -> str:
-    """KV key pattern for one namespace, or every key."""
-    return ">" if namespace is None else f"{namespace}.*"
+    """KV key pattern for one namespace (a pod's key has a shard token more), or every key."""
+    return ">" if namespace is None else f"{namespace}.>"
 
 
 def event_subject(resource: str, namespace: str | None, name: str) -> str:

@@ -8,10 +8,10 @@ from __future__ import annotations
 import msgspec
 
 from benchmarks.e2e_gang_load import GANG, vcjob
-from vc_bus.objects import stamp_new, with_meta
+from vc_bus.objects import stamp_new, storage_key, with_meta
 from vc_job_controller.logic.pods import build_job_pod
 from vc_node_sim.statuses import running_status
-from vc_proto import codec, subjects
+from vc_proto import codec
 from vc_proto.batch import Job
 from vc_proto.core import Pod
 from vc_scheduler.cache import BOUND_BY
@@ -38,9 +38,8 @@ def gang_pod_lives(count: int, *, nodes: int) -> list[tuple[str, tuple[bytes, by
             # Started within the second a whole gang is bound in (a second per 200 pods).
             started = f"2026-01-05T10:{len(pods) // 200 // 60 % 60:02d}:{len(pods) // 200 % 60:02d}Z"
             running = msgspec.structs.replace(bound, status=running_status(bound, now=started, host_ip="10.0.0.1"))
-            meta = created.metadata
             versions = (codec.encode(created), codec.encode(bound), codec.encode(running))
-            pods.append((subjects.object_key(meta.namespace, meta.name or ""), versions))
+            pods.append((storage_key(created), versions))
     return pods
 
 

@@ -11,6 +11,7 @@ from tests.support.memory import retained_bytes
 from tests.unit.bench.bench_pods import gang_pod_lives, running_gang_pods
 from vc_bus.kvwatch import RawEntry
 from vc_core.store import WatchOp
+from vc_proto.subjects import split_key
 from vc_sched_core.framework.build import PREEMPTABLE_KEY, TASK_PRIORITY_KEY, TASK_SPEC_KEY
 from vc_sched_core.snapshot.cluster import GROUP_NAME_ANNOTATION, POD_ANNOTATIONS_READ
 from vc_sched_core.snapshot.vgpu import ASSIGNED_IDS, GROUP_NAME_KEYS
@@ -25,6 +26,12 @@ PODS = 10_000
 # 1.4 KB with every annotation of each pod in a dict of its own, 2.3 KB with those dicts and keys per
 # pod, 3.2 KB with a copy of every repeated string per pod as well.
 MAX_BYTES_PER_POD = 1_150
+
+
+def cached(key: str) -> str:
+    """The cache's key of the pod stored under KV `key`."""
+    namespace, name = split_key(key)
+    return f"{namespace}/{name}"
 
 
 def test_a_running_pod_costs_the_cache_at_most_its_bound() -> None:
@@ -71,15 +78,15 @@ def test_the_stored_bytes_of_waiting_pods_are_kept_for_a_bounded_number() -> Non
     with mock.patch.object(cache_module, "MAX_UNBOUND_KEPT", 20):
         for revision, (key, (created, _, _)) in enumerate(lives, start=1):
             cache.apply("Pod", RawEntry(WatchOp.PUT, revision, key, created))
-        kept = [key for key, _ in lives if cache.stored_unbound(key.replace(".", "/", 1)) is not None]
+        kept = [key for key, _ in lives if cache.stored_unbound(cached(key)) is not None]
         assert kept == [key for key, _ in lives[:20]]  # the first to come; the rest are read to bind
 
         first, (_, bound, _) = lives[0]
         cache.apply("Pod", RawEntry(WatchOp.PUT, 100, first, bound))  # bound: its bytes go
         newcomer, (created, _, _) = lives[-1]
         cache.apply("Pod", RawEntry(WatchOp.PUT, 101, newcomer, created))  # a change of a waiting pod
-        assert cache.stored_unbound(first.replace(".", "/", 1)) is None
-        assert cache.stored_unbound(newcomer.replace(".", "/", 1)) == (created, 101)
+        assert cache.stored_unbound(cached(first)) is None
+        assert cache.stored_unbound(cached(newcomer)) == (created, 101)
         assert len(cache._unbound_raw) == 20
 
 
@@ -97,7 +104,7 @@ def test_a_pod_that_moves_on_keeps_its_unchanged_parts_and_reads_as_a_fresh_deco
         if version == 0:
             first = dict(cache.pods)
     for key, values in lives:
-        now, was = cache.pods[key.replace(".", "/", 1)], first[key.replace(".", "/", 1)]
+        now, was = cache.pods[cached(key)], first[cached(key)]
         assert now.phase == "Running" and now.node_name and not was.node_name
         assert now.labels is was.labels and now.node_selector is was.node_selector
         assert now.tolerations is was.tolerations

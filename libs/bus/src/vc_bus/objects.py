@@ -13,9 +13,11 @@ import msgspec
 
 from vc_core.errors import InvalidObject
 from vc_core.times import rfc3339
+from vc_proto import subjects
 from vc_proto.core import Pod, PodStatus
 from vc_proto.kinds import KINDS, KubeObject
 from vc_proto.meta import ObjectMeta
+from vc_proto.pod_shards import shard_of
 
 ObjT = TypeVar("ObjT", bound=KubeObject)
 
@@ -58,6 +60,21 @@ def identity(obj: KubeObject) -> tuple[str, str | None, str]:
     meta = obj.metadata
     namespace = meta.namespace if KINDS[kind_name(obj)].namespaced else None
     return kind_name(obj), namespace, meta.name or ""
+
+
+def storage_key(obj: KubeObject) -> str:
+    """The KV key `obj` is kept under: `<namespace>.<name>`, a pod's with its PodGroup's shard between."""
+    _, namespace, name = identity(obj)
+    if isinstance(obj, Pod):
+        return subjects.pod_key(namespace or "", shard_of(obj), name)
+    return subjects.object_key(namespace, name)
+
+
+def name_filter(kind: str, namespace: str | None, name: str) -> str:
+    """The key, or for a pod (whose shard a name alone does not tell) the keys, `namespace/name` may be under."""
+    if kind == "Pod":
+        return subjects.pod_name_filter(namespace or "", name)
+    return subjects.object_key(namespace, name)
 
 
 def with_meta(obj: ObjT, **changes: object) -> ObjT:

@@ -30,29 +30,32 @@ from nats.js.errors import (
     KeyNotFoundError,
     KeyWrongLastSequenceError,
 )
-from nats.js.kv import KeyValue
 from prometheus_client import Counter
 
 from vc_bus.binding import bound_pod, required_uid
-from vc_bus.buckets import NO_ANSWER, open_bucket
+from vc_bus.buckets import NO_ANSWER, Bucket, open_bucket
 from vc_bus.decoding import UNDECODABLE, CorruptObject, describe, report_undecodable
 from vc_bus.kvwatch import watch_bucket
 from vc_bus.objects import (
     check_identity,
     identity,
     mark_deleting,
+    name_filter,
     needs_graceful_delete,
     now_rfc3339,
     stamp_new,
+    storage_key,
     with_meta,
 )
-from vc_core.errors import AlreadyExists, Conflict, NotFound, PreconditionFailed, TemporaryError
+from vc_core.errors import AlreadyExists, Conflict, InvalidObject, NotFound, PreconditionFailed, TemporaryError
 from vc_core.retry import RetryPolicy
 from vc_core.store import WatchEvent, WatchOp, collect_list, refuse_unlistable_namespace
 from vc_proto import codec, subjects
 from vc_proto.core import Pod
 from vc_proto.kinds import KINDS, KubeObject
+from vc_proto.pod_shards import group_of
 from vc_proto.selectors import Selector
+from vc_proto.vocabulary import GROUP_NAME_ANNOTATION
 
 ObjT = TypeVar("ObjT", bound=KubeObject)
 log = structlog.get_logger(__name__)
@@ -111,14 +114,14 @@ class NatsStore:
         self._js = nc.jetstream(timeout=timeout)
         self._replicas = replicas
         self._direct_gets = direct_gets
-        self._kv: dict[str, KeyValue] = {}
+        self._kv: dict[str, Bucket] = {}
 
     async def ensure(self, kinds: Iterable[str] = tuple(KINDS)) -> None:
         """Create the buckets that do not exist yet (idempotent)."""
         for kind in kinds:
             await self._bucket(kind)
 
-    async def _bucket(self, kind: str) -> KeyValue:
+    async def _bucket(self, kind: str) -> Bucket:
         kv = self._kv.get(kind)
         if kv is not None:
             return kv
@@ -134,23 +137,29 @@ class NatsStore:
 
     async def get(self, kind: type[ObjT], namespace: str | None, name: str) -> ObjT:
         with _temporary_when_unavailable("get"):
-            obj, _ = await self._get(kind.__name__, namespace, name)
+            obj, _, _ = await self._get(kind.__name__, namespace, name)
             assert isinstance(obj, kind)
             return obj
 
-    async def _get(self, kind: str, namespace: str | None, name: str) -> tuple[KubeObject, int]:
+    async def _get(self, kind: str, namespace: str | None, name: str) -> tuple[KubeObject, int, str]:
+        """The object, its revision and the key it is under (a pod's name does not tell its shard)."""
         kv = await self._bucket(kind)
-        key = subjects.object_key(namespace, name)
+        key = name_filter(kind, namespace, name)
         try:
-            entry = await kv.get(key)
-        except (KeyNotFoundError, KeyDeletedError, InvalidKeyError) as exc:
-            # InvalidKeyError: a name no key can hold (" ", "+1") names no stored object (found by fuzzing)
+            if kind == "Pod":
+                check_identity(kind, namespace, name)  # a wildcard read goes by the subject: only a valid one
+                entry = await kv.last_of(key)
+            else:
+                entry = await kv.get(key)
+        except (KeyNotFoundError, KeyDeletedError, InvalidKeyError, InvalidObject) as exc:
+            # A name no key can hold (" ", "+1") names no stored object (found by fuzzing)
             _count(kind, "get", "not_found")
             raise NotFound(kind, _display(namespace, name)) from exc
         _count(kind, "get")
+        key = entry.key
         revision = entry.revision or 0
         try:
-            return decode_stored(kind, key, entry.value or b"", revision), revision
+            return decode_stored(kind, key, entry.value or b"", revision), revision, key
         except CorruptObject as exc:
             report_undecodable(source=subjects.bucket(kind), kind=kind, error=exc.reason, key=key, revision=revision)
             raise
@@ -163,8 +172,12 @@ class NatsStore:
                 kind, namespace, name = identity(stamped)
                 check_identity(kind, namespace, name)
                 kv = await self._bucket(kind)
+                key, data = storage_key(stamped), codec.encode(stamped)
                 try:
-                    revision = await kv.create(subjects.object_key(namespace, name), codec.encode(stamped))
+                    if kind == "Pod":  # not while the name is held under another shard's key
+                        revision = await kv.create_alone(key, data, name_filter(kind, namespace, name))
+                    else:
+                        revision = await kv.create(key, data)
                 except KeyWrongLastSequenceError as exc:
                     _count(kind, "create", "exists")
                     if obj.metadata.name or not obj.metadata.generate_name:
@@ -181,11 +194,14 @@ class NatsStore:
             expected = _revision(obj)
             kv = await self._bucket(kind)
             data = codec.encode(with_meta(obj, resource_version=None))
+            key = storage_key(obj)
             try:
-                revision = await kv.update(subjects.object_key(namespace, name), data, last=expected)
+                revision = await kv.update(key, data, last=expected)
             except KeyWrongLastSequenceError as exc:
                 _count(kind, "update", "conflict")
-                await self._get(kind, namespace, name)  # raises NotFound when it is gone
+                stored, _, stored_key = await self._get(kind, namespace, name)  # raises NotFound when gone
+                if stored_key != key and stored.metadata.uid == obj.metadata.uid:
+                    raise _group_changed(obj) from exc
                 raise Conflict(kind, _display(namespace, name), expected=expected) from exc
             _count(kind, "update")
             return with_meta(obj, resource_version=str(revision))
@@ -239,11 +255,11 @@ class NatsStore:
     ) -> None:
         display = _display(namespace, name)
         try:
-            current, revision = await self._get(kind.__name__, namespace, name)
+            current, revision, key = await self._get(kind.__name__, namespace, name)
         except CorruptObject as exc:
             if uid is not None or (resource_version is not None and int(resource_version) != exc.revision):
                 raise  # a precondition cannot be checked against a value that is not an object
-            await self._delete_at(kind.__name__, namespace, name, exc.revision)
+            await self._delete_at(kind.__name__, exc.key, display, exc.revision)
             log.warning("store.corrupt_deleted", kind=kind.__name__, key=exc.key, revision=exc.revision)
             return
         if resource_version is not None and int(resource_version) != revision:
@@ -254,12 +270,12 @@ class NatsStore:
             if current.metadata.deletion_timestamp is None:
                 await self.update(mark_deleting(with_meta(current, resource_version=str(revision)), now=now_rfc3339()))
             return
-        await self._delete_at(kind.__name__, namespace, name, revision)
+        await self._delete_at(kind.__name__, key, display, revision)
 
-    async def _delete_at(self, kind: str, namespace: str | None, name: str, revision: int) -> None:
+    async def _delete_at(self, kind: str, key: str, display: str, revision: int) -> None:
         kv = await self._bucket(kind)
         try:
-            await kv.delete(subjects.object_key(namespace, name), last=revision)
+            await kv.delete(key, last=revision)
         except (KeyWrongLastSequenceError, APIError) as exc:
             # nats-py translates a lost compare-and-set into KeyWrongLastSequenceError on update only;
             # on delete it surfaces as a bare API error with JetStream's "wrong last sequence" codes.
@@ -270,7 +286,7 @@ class NatsStore:
             ):
                 raise
             _count(kind, "delete", "conflict")
-            raise Conflict(kind, _display(namespace, name), expected=revision) from exc
+            raise Conflict(kind, display, expected=revision) from exc
         _count(kind, "delete")
 
     async def list(self, kind: type[ObjT], namespace: str | None = None) -> tuple[list[ObjT], int]:
@@ -320,10 +336,22 @@ def decode_stored(
     found = type(obj).__name__
     if found != kind:
         raise CorruptObject(kind, key, revision, f"it is a {found}")
-    _, namespace, name = identity(obj)
-    if subjects.object_key(namespace, name) != key:
+    if storage_key(obj) != key:
+        _, namespace, name = identity(obj)
+        if isinstance(obj, Pod) and subjects.split_key(key) == (namespace, name):  # under another shard
+            raise CorruptObject(kind, key, revision, f"its PodGroup {group_of(obj)!r} is in another shard")
         raise CorruptObject(kind, key, revision, f"its metadata names {_display(namespace, name)!r}")
     return obj if keep_resource_version else with_meta(obj, resource_version=str(revision))
+
+
+def _group_changed(obj: KubeObject) -> InvalidObject:
+    """An update of a pod that names another PodGroup than the stored one (its key is its group's)."""
+    return InvalidObject(
+        f"metadata.annotations[{GROUP_NAME_ANNOTATION}]",
+        "immutable",
+        f"a pod's PodGroup is fixed when it is created; {_display(obj.metadata.namespace, obj.metadata.name or '')}"
+        " names another (its group-name annotation, or its controlling owner while it has none)",
+    )
 
 
 def _revision(obj: KubeObject) -> int:

@@ -1,6 +1,6 @@
 """The relay: one list+watch per kind on the apiserver, mirrored into the shared NATS KV cache.
 
-Every service reads the KV buckets (`vc_proto.subjects.bucket(kind)`, key `object_key(ns, name)`)
+Every service reads the KV buckets (`vc_proto.subjects.bucket(kind)`, key `vc_bus.objects.storage_key`)
 whatever the backend; with `--backend kube` this process is what fills them. Values are the objects
 as Kubernetes JSON *with the apiserver's resourceVersion* inside, so a service can hand an object
 from its cache straight to a CAS write (vc_kube.mirrored reads them back without overriding it).
@@ -39,6 +39,7 @@ from vc_core.retry import RetryPolicy
 from vc_core.store import WatchOp
 from vc_kube.client import KubeApiError, KubeClient
 from vc_kube.kvwriter import KvWriter
+from vc_kube.mirror_keys import MirrorKeys
 from vc_kube.watching import watch_kind
 from vc_proto import codec, subjects
 from vc_proto.kinds import KINDS, Kind
@@ -120,31 +121,40 @@ class Relay:
     async def _mirror(self, row: Kind) -> None:
         bucket = subjects.bucket(row.kind)
         stored = await self._stored_versions(bucket)
+        keys = MirrorKeys(row.kind)
+        for found in stored:
+            keys.known(found)
         seen: set[str] = set()
         synced = False
         async with KvWriter(self._js, bucket) as writer:
             async for change in watch_kind(self._kube, row, label_selector=MIRRORED_ONLY.get(row.kind)):
                 if change.op is WatchOp.SYNCED:
                     # Objects deleted while nobody watched: the list no longer has them.
-                    for key in stored.keys() - seen:
-                        await writer.delete(key)
+                    for gone in stored.keys() - seen:
+                        keys.forget(gone)
+                        await writer.delete(gone)
                     await writer.flush()
                     stored.clear()
                     synced = True
                     self.synced[row.kind].set()
                     log.info("relay.synced", kind=row.kind, revision=change.revision, objects=len(seen))
                     continue
-                key = subjects.object_key(change.namespace, change.name)
                 if change.op is WatchOp.PUT:
-                    if not synced:
+                    key, moved_from = keys.put(change.namespace, change.name, change.obj)
+                    if not synced and key is not None:
                         seen.add(key)  # also when undecodable: it exists, its old value stays
                         if stored.get(key) == str(change.revision):
                             continue  # already mirrored by an earlier run
-                    if change.obj is None:
+                    if change.obj is None or key is None:
                         continue  # not a valid object (reported by the watch): keep the last good one
+                    if moved_from is not None:  # a pod whose PodGroup changed: one key for it, not two
+                        await writer.delete(moved_from)
                     await writer.put(key, codec.encode(change.obj))
                 else:
-                    await writer.delete(key)
+                    deleted = keys.delete(change.namespace, change.name)
+                    if deleted is None:
+                        continue
+                    await writer.delete(deleted)
                 self.applied[row.kind] += 1
 
     async def _stored_versions(self, bucket: str) -> dict[str, str | None]:

@@ -16,6 +16,7 @@ from vc_admission.context import CacheContext
 from vc_admission.review import Admitter
 from vc_admission.webhook_tls import WebhookOptions, add_webhook_arguments, webhook_worker
 from vc_admission.write_api import WriteApi, error_reply
+from vc_bus.pod_rekeying import rekey_pods
 from vc_proto import subjects
 from vc_proto.api import INTERNAL
 from vc_runtime.aio import wait_or_stop
@@ -53,6 +54,8 @@ class AdmissionApp:
         self.options = options_of(settings, AdmissionOptions)
 
     async def open(self, ctx: ServiceContext) -> Sequence[Worker]:
+        if self.settings.backend == "nats":  # before anything is served (vc_bus.pod_rekeying)
+            await rekey_pods(ctx.nc.jetstream(), replicas=self.settings.nats_replicas)
         context = CacheContext(ctx.store)
         api = WriteApi(ctx.store, Admitter(context))
         callers = Callers(self.options.identities)

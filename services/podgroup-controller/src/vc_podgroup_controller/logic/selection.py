@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from vc_proto.core import Pod
 from vc_proto.meta import OwnerReference
+from vc_proto.pod_shards import default_group
 from vc_proto.vocabulary import GROUP_NAME_ANNOTATION, PodPhase
 
-GROUP_PREFIX = "podgroup-"
 FINISHED = (PodPhase.SUCCEEDED, PodPhase.FAILED)
 
 
@@ -16,9 +16,9 @@ def controller_ref(pod: Pod) -> OwnerReference | None:
 
 
 def group_name(pod: Pod) -> str:
-    """`podgroup-<owner uid>`: every pod of one workload shares a group; a bare pod gets its own."""
-    owner = controller_ref(pod)
-    return GROUP_PREFIX + (owner.uid if owner is not None else pod.metadata.uid or "")
+    """`podgroup-<owner uid>`: every pod of one workload shares a group; a bare pod gets its own. The
+    pod is stored in this group's shard from its creation on (vc_proto.pod_shards), so it is that name."""
+    return default_group(pod)
 
 
 def wants_podgroup(pod: Pod, scheduler_names: frozenset[str]) -> bool:
