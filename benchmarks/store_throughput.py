@@ -1,4 +1,5 @@
-"""Store throughput on a real nats-server: CAS writes/s and watch events/s, for both fsync modes.
+"""Store throughput on a real nats-server: CAS writes/s, reads by name/s and watch events/s, for both
+fsync modes.
 
 .venv/bin/python benchmarks/store_throughput.py [--writes 20000] [--in-flight 256]
 """
@@ -55,6 +56,10 @@ async def measure(url: str, writes: int, in_flight: int) -> dict[str, float]:
         start = time.perf_counter()
         await bounded([store.update(p) for p in created], in_flight)
         update_s = time.perf_counter() - start
+        # A pod read by name: one wildcard last-by-subject get, its shard unknown (vc_proto.pod_shards).
+        start = time.perf_counter()
+        await bounded([store.get(Pod, "bench", f"bench-{i}") for i in range(writes)], in_flight)
+        get_s = time.perf_counter() - start
         start = time.perf_counter()
         seen = 0
         async for event in store.watch(Pod):
@@ -65,6 +70,7 @@ async def measure(url: str, writes: int, in_flight: int) -> dict[str, float]:
     return {
         "create_per_s": writes / create_s,
         "cas_update_per_s": writes / update_s,
+        "get_by_name_per_s": writes / get_s,
         "watch_events_per_s": seen / watch_s,
     }
 
@@ -80,6 +86,7 @@ async def run(writes: int, in_flight: int) -> None:
         print(
             f"store[sync={mode}]: create-if-absent {figures['create_per_s']:,.0f}/s, "
             f"CAS update {figures['cas_update_per_s']:,.0f}/s, "
+            f"get by name {figures['get_by_name_per_s']:,.0f}/s, "
             f"watch replay {figures['watch_events_per_s']:,.0f} events/s "
             f"({writes:,} objects, {in_flight} in flight)",
             flush=True,

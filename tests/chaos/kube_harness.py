@@ -44,7 +44,7 @@ from tests.chaos.proxy import FaultProxy
 from tests.chaos.recorder import connect_to
 from vc_bus.kvwatch import watch_bucket
 from vc_core.store import WatchOp
-from vc_proto.subjects import bucket, object_key
+from vc_proto.subjects import bucket, object_key, split_key
 
 RELAY_INSTANCE = f"{RELAY}-0"
 RELIST_WAIT_S = 60.0  # the relay retries a broken watch with a backoff of at most 5 s
@@ -301,7 +301,8 @@ async def mirror_stale(world: KubeWorld, limit_s: float = MIRROR_WAIT_S) -> list
         _, stored = await world.recorder.newest()
         stale: list[str] = []
         for kind in RECORDED_KINDS:
-            mirrored = await _mirrored(js, kind)
+            mirrored, twice = await _mirrored(js, kind)
+            stale.extend(f"{kind} {key}: mirrored under two keys" for key in twice)
             for key in sorted(stored[kind].keys() | mirrored.keys()):
                 want, have = stored[kind].get(key), mirrored.get(key)
                 if want is None or have is None or have < want:
@@ -311,16 +312,25 @@ async def mirror_stale(world: KubeWorld, limit_s: float = MIRROR_WAIT_S) -> list
         await asyncio.sleep(1.0)
 
 
-async def _mirrored(js: JetStreamContext, kind: str) -> dict[str, int]:
-    out: dict[str, int] = {}
+async def _mirrored(js: JetStreamContext, kind: str) -> tuple[dict[str, int], list[str]]:
+    """By `<namespace>.<name>` (etcd's keys: a pod's mirror key carries its shard too), the resourceVersion
+    mirrored; and the objects mirrored under more than one key."""
+    by_key: dict[str, int] = {}
     async for entry in watch_bucket(js, bucket(kind)):
         if entry.op is WatchOp.SYNCED:
             break
         if entry.op is WatchOp.PUT:
             try:
-                out[entry.key] = int(_head.decode(entry.value).metadata.resourceVersion or 0)
+                by_key[entry.key] = int(_head.decode(entry.value).metadata.resourceVersion or 0)
             except (msgspec.DecodeError, ValueError):
-                out[entry.key] = 0
+                by_key[entry.key] = 0
         else:
-            out.pop(entry.key, None)
-    return out
+            by_key.pop(entry.key, None)
+    out: dict[str, int] = {}
+    twice: list[str] = []
+    for key, revision in by_key.items():
+        name = object_key(*split_key(key))
+        if name in out:
+            twice.append(name)
+        out[name] = revision
+    return out, twice

@@ -218,6 +218,8 @@ class Bucket:
 
 def _object_keys(kind: str) -> tuple[str, ...]:
     scope = NAMESPACE if KINDS[kind].namespaced else subjects.CLUSTER_SCOPE
+    if kind == "Pod":  # a pod's key carries a shard (vc_proto.pod_shards)
+        return tuple(subjects.pod_key(scope, i, f"fz-{i}") for i in range(KEYS))
     return tuple(f"{scope}.fz-{i}" for i in range(KEYS))
 
 

@@ -6,6 +6,7 @@ import msgspec
 import pytest
 from nats.aio.client import Client
 
+from tests.support.buckets import live_keys
 from vc_bus.objects import stamp_new
 from vc_bus.pod_rekeying import rekey_pods
 from vc_bus.store import NatsStore
@@ -29,8 +30,7 @@ def pod(name: str, group: str | None = None) -> Pod:
 
 
 async def stored_keys(nc: Client) -> list[str]:
-    kv = await nc.jetstream().key_value(subjects.bucket("Pod"))
-    return sorted(await kv.keys())
+    return await live_keys(nc, subjects.bucket("Pod"))
 
 
 async def test_the_pods_of_a_group_are_under_its_shard_and_read_by_their_names(

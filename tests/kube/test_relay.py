@@ -13,8 +13,11 @@ from nats.aio.client import Client
 from prometheus_client import REGISTRY
 
 from tests.kube.support import start_apiserver, stop_apiserver
+from tests.support.buckets import live_keys
+from tests.support.waiting import eventually
 from vc_bus.connection import connect
 from vc_bus.server import NatsServer
+from vc_bus.store import NatsStore
 from vc_core.errors import AlreadyExists, TemporaryError
 from vc_core.store import WatchOp
 from vc_kube.client import KubeClient
@@ -24,8 +27,10 @@ from vc_kube.store import KubeStore
 from vc_proto import codec, subjects
 from vc_proto.core import CORE_V1, Container, Pod, PodSpec
 from vc_proto.meta import ObjectMeta
+from vc_proto.pod_shards import shard_of_group
 from vc_proto.scheduling import SCHEDULING_V1BETA1, Queue, QueueSpec
 from vc_proto.selectors import pods_bound_to
+from vc_proto.vocabulary import GROUP_NAME_ANNOTATION
 
 pytestmark = pytest.mark.kube
 
@@ -233,3 +238,38 @@ async def test_relay_resumes_after_an_apiserver_restart_without_missing_an_event
         follower.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await follower
+
+
+async def mirrored_pod_keys(nats: Client) -> list[str]:
+    return await live_keys(nats, subjects.bucket("Pod"))
+
+
+async def until_pod_keys(nats: Client, want: list[str]) -> None:
+    async def mirrored() -> bool:
+        return await mirrored_pod_keys(nats) == want
+
+    await eventually(mirrored, what=f"the mirror's pod keys are {want}")
+
+
+async def test_the_mirror_keeps_a_pod_under_its_groups_shard_as_its_group_changes_and_it_goes(
+    kube: KubeClient, nats: Client
+) -> None:
+    """The apiserver lets a pod's group-name annotation change and tells a deletion by name only."""
+    store = KubeStore(kube)
+    meta = ObjectMeta(name="p", namespace="shards", annotations={GROUP_NAME_ANNOTATION: "first"})
+    created = await store.create(
+        Pod(api_version=CORE_V1, metadata=meta, spec=PodSpec(containers=[Container(name="main", image="busybox")]))
+    )
+    await NatsStore(nats).ensure(["Pod"])
+    old_layout = await nats.jetstream().key_value(subjects.bucket("Pod"))
+    await old_layout.put(subjects.object_key("shards", "p"), codec.encode(created))  # an earlier release's key
+    async with running(Relay(kube, nats, kinds=["Pod"])):
+        await until_pod_keys(nats, [subjects.pod_key("shards", shard_of_group("shards", "first"), "p")])
+        current = await store.get(Pod, "shards", "p")
+        moved = msgspec.structs.replace(
+            current, metadata=msgspec.structs.replace(current.metadata, annotations={GROUP_NAME_ANNOTATION: "second"})
+        )
+        await store.update(moved)
+        await until_pod_keys(nats, [subjects.pod_key("shards", shard_of_group("shards", "second"), "p")])
+        await store.delete(Pod, "shards", "p")
+        await until_pod_keys(nats, [])
