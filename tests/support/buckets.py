@@ -11,7 +11,7 @@ from vc_core.store import WatchOp
 
 async def live_keys(nc: Client, bucket: str) -> list[str]:
     """The keys of `bucket` holding a value now, sorted."""
-    keys = []
+    keys: list[str] = []
     async for entry in watch_bucket(nc.jetstream(), bucket):
         if entry.op is WatchOp.SYNCED:
             return sorted(keys)
