@@ -40,6 +40,8 @@ def main() -> int:
     failures += run("delivery_cost.py", *(["--writes", "2000"] if quick else [])) != 0
     # A reader sent a quarter of the shards against one sent the whole bucket (share-keyed pods' premise).
     failures += run("shard_filter.py", *(["--pods", "5000"] if quick else [])) != 0
+    # What nats-server spends on a pod's create and read by name, the shard after its name or before.
+    failures += run("pod_key_layout.py", *(["--pods", "2000"] if quick else [])) != 0
     failures += run("node_sim_capacity.py", *(["--nodes", "1000", "--pods", "5000"] if quick else [])) != 0
     failures += run("scheduler_session.py", *(["--nodes", "1000", "--gangs", "100"] if quick else [])) != 0
     failures += run("scheduler_affinity.py", *(["--nodes", "1000", "--gangs", "100"] if quick else [])) != 0

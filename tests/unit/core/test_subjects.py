@@ -37,3 +37,4 @@ def test_pod_keys_carry_a_shard_and_round_trip(namespace: str, name: str) -> Non
 def test_a_pods_name_filter_matches_its_key_in_any_shard() -> None:
     namespace, shard, name = subjects.pod_name_filter("ns", "a.b").split(".")
     assert (namespace, shard, name) == ("ns", "*", "a_b")
+    assert subjects.pod_shard_filter(17) == "*.17.>"
