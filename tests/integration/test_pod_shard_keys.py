@@ -74,7 +74,7 @@ async def test_an_update_naming_another_group_is_refused_and_changes_nothing(nat
     assert await nats_store.get(Pod, "team-a", "p1") == created
 
 
-async def test_a_name_no_key_can_hold_is_not_found_without_reading(nats_store: NatsStore) -> None:
+async def test_a_name_no_key_can_hold_is_not_found(nats_store: NatsStore) -> None:
     for name in (" ", "+1", "a*b", "x>"):
         with pytest.raises(NotFound):
             await nats_store.get(Pod, "team-a", name)

@@ -18,16 +18,22 @@ import zlib
 from typing import Final
 
 from vc_proto.core import Pod
+from vc_proto.meta import OwnerReference
 from vc_proto.vocabulary import GROUP_NAME_ANNOTATION
 
 SHARDS: Final = 64
 DEFAULT_GROUP_PREFIX: Final = "podgroup-"
 
 
+def controller_ref(pod: Pod) -> OwnerReference | None:
+    """The pod's managing owner (ReplicaSet, StatefulSet, Job...), if any."""
+    return next((ref for ref in pod.metadata.owner_references or () if ref.controller), None)
+
+
 def default_group(pod: Pod) -> str:
     """`podgroup-<owner uid>`: the group the podgroup controller makes for a pod that names none; every
     pod of one workload (its controlling owner) shares it, a bare pod gets one of its own."""
-    owner = next((ref for ref in pod.metadata.owner_references or () if ref.controller), None)
+    owner = controller_ref(pod)
     return DEFAULT_GROUP_PREFIX + (owner.uid if owner is not None else pod.metadata.uid or "")
 
 

@@ -21,10 +21,11 @@ from vc_core.errors import AlreadyExists, Conflict, NotFound
 from vc_core.retry import RetryPolicy
 from vc_core.store import ObjectStore
 from vc_podgroup_controller.logic.build import build_podgroup
-from vc_podgroup_controller.logic.selection import controller_ref, group_name, wants_podgroup
+from vc_podgroup_controller.logic.selection import group_name, wants_podgroup
 from vc_podgroup_controller.metrics import ANNOTATED, CREATED
 from vc_proto.core import Pod
 from vc_proto.kinds import KINDS
+from vc_proto.pod_shards import controller_ref
 from vc_proto.scheduling import PodGroup, Queue
 from vc_proto.selectors import pods_naming_no_group
 from vc_proto.vocabulary import GROUP_NAME_ANNOTATION

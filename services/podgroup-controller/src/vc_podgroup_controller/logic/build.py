@@ -8,11 +8,12 @@ from typing import Final
 from vc_core import pod_requests as kube_rule
 from vc_core.errors import InvalidObject
 from vc_core.resources import Resources, format_resources, parse_resources, scale
-from vc_podgroup_controller.logic.selection import controller_ref, group_name
+from vc_podgroup_controller.logic.selection import group_name
 from vc_proto.base import ResourceList
 from vc_proto.batch import NetworkTopologySpec
 from vc_proto.core import Pod
 from vc_proto.meta import ObjectMeta, OwnerReference
+from vc_proto.pod_shards import controller_ref
 from vc_proto.scheduling import SCHEDULING_V1BETA1, PodGroup, PodGroupSpec, PodGroupStatus
 from vc_proto.vocabulary import GROUP_MIN_MEMBER_ANNOTATION, PREEMPTABLE_KEY, QUEUE_NAME_ANNOTATION, PodGroupPhase
 

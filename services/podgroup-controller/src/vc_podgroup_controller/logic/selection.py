@@ -3,16 +3,10 @@
 from __future__ import annotations
 
 from vc_proto.core import Pod
-from vc_proto.meta import OwnerReference
 from vc_proto.pod_shards import default_group
 from vc_proto.vocabulary import GROUP_NAME_ANNOTATION, PodPhase
 
 FINISHED = (PodPhase.SUCCEEDED, PodPhase.FAILED)
-
-
-def controller_ref(pod: Pod) -> OwnerReference | None:
-    """The pod's managing owner (ReplicaSet, StatefulSet, Job...), if any."""
-    return next((ref for ref in pod.metadata.owner_references or () if ref.controller), None)
 
 
 def group_name(pod: Pod) -> str:
