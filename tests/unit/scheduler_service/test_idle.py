@@ -195,7 +195,7 @@ def test_the_loop_places_a_backlog_larger_than_a_cycles_budget_in_cycles_back_to
 def test_only_work_this_instance_can_do_wakes_it_early() -> None:
     """New pods of another instance's PodGroup wait for the period (that instance places them); freed
     resources and this instance's new demands wake it at once."""
-    from vc_core.ownership import rendezvous_owner
+    from vc_scheduler.share import owner_of
 
     class TwoMembers(SoleOwner):
         def __init__(self) -> None:
@@ -206,8 +206,8 @@ def test_only_work_this_instance_can_do_wakes_it_early() -> None:
     owner = TwoMembers()
     loop = offline_loop(cache, owner=owner, members=owner)
     keys = [f"ns/g{i}" for i in range(20)]
-    theirs = next(k for k in keys if rendezvous_owner(k, owner.members) == "s1")
-    ours = next(k for k in keys if rendezvous_owner(k, owner.members) == "s0")
+    theirs = next(k for k in keys if owner_of(k, owner.members) == "s1")
+    ours = next(k for k in keys if owner_of(k, owner.members) == "s0")
     cache.demands.add(theirs)
     assert not loop._work_for_us()
     cache.demands.add(ours)

@@ -15,7 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.unit.scheduler_service.service_builders import group, node, pod
-from vc_core.ownership import rendezvous_owner
+from vc_core.ownership import balanced_owners, rendezvous_owner
+from vc_proto.core import Pod
+from vc_proto.meta import ObjectMeta
+from vc_proto.pod_shards import DEFAULT_GROUP_PREFIX, SHARDS, shard_of
+from vc_proto.vocabulary import GROUP_NAME_ANNOTATION
 from vc_sched_core.cycle import load_scheduler_conf, run_cycle
 from vc_sched_core.framework.carried import CarriedState
 from vc_sched_core.snapshot.cluster import ClusterSnapshot, NodeObj, PodGroupObj, PodObj, QueueObj
@@ -24,7 +28,7 @@ from vc_scheduler.cluster_index import ClusterIndex
 from vc_scheduler.gangs import node_capacity
 from vc_scheduler.lending import LoanAsk, LoanBook, loan_pods
 from vc_scheduler.planning import Cycle, plan_borrowing, plan_cycle
-from vc_scheduler.share import Partition, Share, left_over
+from vc_scheduler.share import Partition, Share, left_over, owner_of
 
 NOW = 1_000_000.0
 WHEN = datetime.fromtimestamp(NOW, UTC)
@@ -243,14 +247,35 @@ def _by(pods: tuple[PodObj, ...], key: Any) -> dict[str, set[str]]:
     return out
 
 
-def test_rendezvous_gives_every_node_and_podgroup_one_owner_roughly_evenly() -> None:
+def test_every_node_and_podgroup_has_one_owner_roughly_evenly() -> None:
     members = ("a", "b", "c")
     parts = {m: Partition(m, members) for m in members}
     for i in range(300):
         assert [m for m in members if parts[m].owns_node(f"n{i}")] == [rendezvous_owner(f"node:n{i}", members)]
-        assert [m for m in members if parts[m].owns(f"ns/g{i}")] == [rendezvous_owner(f"ns/g{i}", members)]
-    counts = [sum(parts[m].owns_node(f"n{i}") for i in range(300)) for m in members]
-    assert min(counts) > 60
+        assert [m for m in members if parts[m].owns(f"ns/g{i}")] == [owner_of(f"ns/g{i}", members)]
+    for counts in (
+        [sum(parts[m].owns_node(f"n{i}") for i in range(300)) for m in members],
+        [sum(parts[m].owns(f"ns/g{i}") for i in range(300)) for m in members],
+    ):
+        assert min(counts) > 60
+
+
+def test_a_podgroup_goes_with_the_shard_its_pods_are_stored_under() -> None:
+    """The instance that owns a PodGroup is the one that owns its pods' shard, for a PodGroup named in
+    the annotation and for one the podgroup controller names after the pod's owner."""
+    members = ("a", "b", "c", "d")
+    owners = balanced_owners(SHARDS, members)
+    named = Pod(
+        api_version="v1",
+        metadata=ObjectMeta(name="p", namespace="ns", annotations={GROUP_NAME_ANNOTATION: "job-1"}),
+    )
+    bare = Pod(api_version="v1", metadata=ObjectMeta(name="q", namespace="team", uid="u-1"))
+    for stored, key in ((named, "ns/job-1"), (bare, f"team/{DEFAULT_GROUP_PREFIX}u-1")):
+        assert owner_of(key, members) == owners[shard_of(stored)]
+    # Other keys the instances share stay with rendezvous hashing.
+    for key in ("queue:default", "node:n1", "metrics:cluster", "ledger:queue:q"):
+        assert owner_of(key, members) == rendezvous_owner(key, members)
+    assert owner_of("ns/g", ()) is None
 
 
 # -- the share and borrowing snapshots ----------------------------------------------------------------

@@ -6,7 +6,8 @@ so a re-joining instance always gets a larger epoch. Peers consider an instance 
 seeing renewals (timed on their own monotonic clock, so no wall-clock skew matters).
 
 Keys (jobs, queues, PodGroups) belong to the live member with the highest rendezvous hash
-(vc_core.ownership.rendezvous_owner): when a member joins or leaves only its share moves. Fencing:
+(vc_core.ownership.rendezvous_owner): when a member joins or leaves only its share moves. A group may
+assign its keys otherwise (`assign`: the scheduler deals PodGroups out by their pods' shard). Fencing:
 `can_write()` is False once this instance's own lease deadline has passed on its monotonic clock. A
 paused instance (SIGSTOP) that wakes after its lease lapsed therefore writes nothing; it re-joins
 under a new epoch and waits a settle period, so the peers that took over its keys have seen it before
@@ -77,8 +78,12 @@ class Membership:
         ttl_s: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
         replicas: int = 1,
+        assign: Callable[[str, tuple[str, ...]], str | None] = rendezvous_owner,
     ) -> None:
+        """`assign`: who among the members owns a key (the same function wherever the group's keys are
+        judged, so every judge agrees)."""
         self._nc = nc
+        self._assign = assign
         self._replicas = replicas
         self.group = group
         self.instance = subjects.escape_token(instance)
@@ -113,7 +118,7 @@ class Membership:
         return self.epoch > 0 and self._clock() < self._deadline
 
     def owner(self, key: str) -> str | None:
-        return rendezvous_owner(key, self.members)
+        return self._assign(key, self.members)
 
     def owns(self, key: str) -> bool:
         """This instance is the key's single writer right now."""

@@ -2,7 +2,7 @@
 writers it hands work to (gang binder, evictor, status writer) over one bounded in-flight queue.
 
 Any number of instances run at once (`vcctl up --scheduler-replicas N`): each owns the PodGroups and
-the nodes rendezvous hashing gives it among the live members and plans over that share (share.py,
+the nodes `share.owner_of` gives it among the live members and plans over that share (share.py,
 docs/scale-out.md); a node has one writer, its owner, and others place there with its loan
 (lending.py).
 """
@@ -36,6 +36,7 @@ from vc_scheduler.loans import LoanDesk
 from vc_scheduler.loop import DEFAULT_BINDS_PER_CYCLE, MAX_BINDS_PER_CYCLE, SchedulingLoop
 from vc_scheduler.metrics import declare_series
 from vc_scheduler.peers import Several
+from vc_scheduler.share import owner_of
 from vc_scheduler.status_writer import StatusWriter
 
 log = structlog.get_logger(__name__)
@@ -95,7 +96,12 @@ class SchedulerApp:
         source = f"scheduler/{self.settings.instance}"
         replicas = self.settings.nats_replicas
         membership = Membership(
-            ctx.nc, group="scheduler", instance=self.settings.instance, ttl_s=self.lease_ttl_s, replicas=replicas
+            ctx.nc,
+            group="scheduler",
+            instance=self.settings.instance,
+            ttl_s=self.lease_ttl_s,
+            replicas=replicas,
+            assign=owner_of,
         )
         js = ctx.nc.jetstream()
         ledger = Ledger(js, instance=membership.instance, can_write=membership.can_write, replicas=replicas)

@@ -1,8 +1,9 @@
 """PURE (read on the event loop): one scheduler instance's share of the cluster, and the snapshots it plans on.
 
-Several instances run active-active. Rendezvous hashing over the live members gives every PodGroup one
-owner and every node one owner (as Volcano's multi-scheduler hash mode puts job owners and node names on
-one ring), so an instance plans over its share, and a cycle costs what the share costs:
+Several instances run active-active. Every PodGroup and every node has one owner among the live members
+(`owner_of`: nodes by rendezvous hashing, as Volcano's multi-scheduler hash mode puts node names on its
+ring; PodGroups with the shard their pods are stored under, the shards dealt out evenly), so an instance
+plans over its share, and a cycle costs what the share costs:
 
 - the share snapshot: its own nodes with every pod on them (pods of other instances' PodGroups there
   count as occupying, nothing more), its own PodGroups with all their pods, the pods it lent room to
@@ -36,8 +37,9 @@ from fractions import Fraction
 
 import msgspec
 
-from vc_core.ownership import rendezvous_owner
+from vc_core.ownership import balanced_owners, rendezvous_owner
 from vc_core.resources import PODS
+from vc_proto.pod_shards import SHARDS, shard_of_group
 from vc_sched_core.framework.conf import SchedulerConf
 from vc_sched_core.snapshot.cluster import ClusterSnapshot, NodeObj, PodObj
 from vc_scheduler.cluster_index import TERMINAL, ClusterIndex
@@ -70,8 +72,23 @@ def node_owner_key(node: str) -> str:
     return f"node:{node}"
 
 
+def owner_of(key: str, members: tuple[str, ...]) -> str | None:
+    """Who among `members` owns a key the scheduler's instances share: the one answer the planning
+    (Partition) and the writers (the membership's `owns`) both use.
+
+    A PodGroup ("<namespace>/<name>": a colon is in neither) belongs to the owner of the shard its pods
+    are stored under (vc_proto.pod_shards), so a PodGroup and its pods go to the same instance. The 64
+    shards are dealt out evenly (vc_core.ownership.balanced_owners), as the share with the most shards
+    sets the pace. Every other key ("node:", "queue:", "ledger:", "metrics:") by rendezvous hashing."""
+    if ":" in key:
+        return rendezvous_owner(key, members)
+    owners = balanced_owners(SHARDS, members)
+    namespace, _, name = key.partition("/")
+    return owners[shard_of_group(namespace, name)] if owners else None
+
+
 class Partition:
-    """Which PodGroups and nodes this instance owns (rendezvous hashing over `members`, the member set it
+    """Which PodGroups and nodes this instance owns (`owner_of` over `members`, the member set it
     announced it plans under), memoised per key while they hold.
 
     Nodes change owner only between the old owner's cycles. Each instance announces the member set it
@@ -107,7 +124,7 @@ class Partition:
     def owns(self, key: str) -> bool:
         hit = self._memo.get(key)
         if hit is None:
-            hit = self._memo[key] = rendezvous_owner(key, self.members) == self.instance
+            hit = self._memo[key] = owner_of(key, self.members) == self.instance
         return hit
 
     def owns_node(self, name: str) -> bool:
