@@ -149,6 +149,29 @@ async def test_a_pod_created_again_in_another_group_is_the_one_its_name_finds(st
     assert pods == []
 
 
+async def test_an_embedded_store_refuses_to_move_a_pod_to_another_group(store: ObjectStore) -> None:
+    """A pod's key carries its group's shard: the embedded stores refuse a change of group, naming the
+    field and the rule, and change nothing. The apiserver allows it (annotations are mutable); the relay
+    moves its mirror instead (tests/kube/test_relay.py)."""
+    if not isinstance(store, NatsStore | MemoryStore):
+        pytest.skip("the apiserver allows a pod's annotations to change")
+    first, other = groups_in_distinct_shards(2)
+    created = await store.create(grouped_pod("p4", first))
+    moved = msgspec.structs.replace(
+        created, metadata=msgspec.structs.replace(created.metadata, annotations={GROUP_NAME_ANNOTATION: other})
+    )
+    with pytest.raises(InvalidObject) as refused:
+        await store.update(moved)
+    assert (refused.value.field, refused.value.rule) == (f"metadata.annotations[{GROUP_NAME_ANNOTATION}]", "immutable")
+    assert await store.get(Pod, "ns1", "p4") == created
+    # Other annotations and the same group stay writable.
+    kept = msgspec.structs.replace(
+        created,
+        metadata=msgspec.structs.replace(created.metadata, annotations={GROUP_NAME_ANNOTATION: first, "a": "b"}),
+    )
+    assert (await store.update(kept)).metadata.annotations == {GROUP_NAME_ANNOTATION: first, "a": "b"}
+
+
 async def test_generate_name_creates_distinct_objects(store: ObjectStore) -> None:
     template = Queue(api_version=SCHEDULING_V1BETA1, metadata=ObjectMeta(generate_name="gen-"))
     first, second = await store.create(template), await store.create(template)

@@ -17,7 +17,8 @@ from vc_proto import subjects
 from vc_proto.core import Pod, PodStatus
 from vc_proto.kinds import KINDS, KubeObject
 from vc_proto.meta import ObjectMeta
-from vc_proto.pod_shards import shard_of
+from vc_proto.pod_shards import group_of, shard_of
+from vc_proto.vocabulary import GROUP_NAME_ANNOTATION
 
 ObjT = TypeVar("ObjT", bound=KubeObject)
 
@@ -75,6 +76,28 @@ def name_filter(kind: str, namespace: str | None, name: str) -> str:
     if kind == "Pod":
         return subjects.pod_name_filter(namespace or "", name)
     return subjects.object_key(namespace, name)
+
+
+def group_changed(obj: KubeObject) -> InvalidObject:
+    """The refusal of an update that would move a pod to another PodGroup than the stored one: its key
+    is its group's shard (vc_proto.pod_shards), fixed when it is created."""
+    where = f"{obj.metadata.namespace}/{obj.metadata.name}" if obj.metadata.namespace else obj.metadata.name
+    return InvalidObject(
+        f"metadata.annotations[{GROUP_NAME_ANNOTATION}]",
+        "immutable",
+        f"a pod's PodGroup is fixed when it is created; {where} names another"
+        " (its group-name annotation, or its controlling owner while it has none)",
+    )
+
+
+def moves_group(stored: KubeObject, obj: KubeObject) -> bool:
+    """Whether `obj`, an update of the same pod as `stored`, names another PodGroup."""
+    return (
+        isinstance(stored, Pod)
+        and isinstance(obj, Pod)
+        and stored.metadata.uid == obj.metadata.uid
+        and group_of(stored) != group_of(obj)
+    )
 
 
 def with_meta(obj: ObjT, **changes: object) -> ObjT:

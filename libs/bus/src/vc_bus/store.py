@@ -38,8 +38,10 @@ from vc_bus.decoding import UNDECODABLE, CorruptObject, describe, report_undecod
 from vc_bus.kvwatch import watch_bucket
 from vc_bus.objects import (
     check_identity,
+    group_changed,
     identity,
     mark_deleting,
+    moves_group,
     name_filter,
     needs_graceful_delete,
     now_rfc3339,
@@ -55,7 +57,6 @@ from vc_proto.core import Pod
 from vc_proto.kinds import KINDS, KubeObject
 from vc_proto.pod_shards import group_of
 from vc_proto.selectors import Selector
-from vc_proto.vocabulary import GROUP_NAME_ANNOTATION
 
 ObjT = TypeVar("ObjT", bound=KubeObject)
 log = structlog.get_logger(__name__)
@@ -200,8 +201,8 @@ class NatsStore:
             except KeyWrongLastSequenceError as exc:
                 _count(kind, "update", "conflict")
                 stored, _, stored_key = await self._get(kind, namespace, name)  # raises NotFound when gone
-                if stored_key != key and stored.metadata.uid == obj.metadata.uid:
-                    raise _group_changed(obj) from exc
+                if stored_key != key and moves_group(stored, obj):
+                    raise group_changed(obj) from exc
                 raise Conflict(kind, _display(namespace, name), expected=expected) from exc
             _count(kind, "update")
             return with_meta(obj, resource_version=str(revision))
@@ -342,16 +343,6 @@ def decode_stored(
             raise CorruptObject(kind, key, revision, f"its PodGroup {group_of(obj)!r} is in another shard")
         raise CorruptObject(kind, key, revision, f"its metadata names {_display(namespace, name)!r}")
     return obj if keep_resource_version else with_meta(obj, resource_version=str(revision))
-
-
-def _group_changed(obj: KubeObject) -> InvalidObject:
-    """An update of a pod that names another PodGroup than the stored one (its key is its group's)."""
-    return InvalidObject(
-        f"metadata.annotations[{GROUP_NAME_ANNOTATION}]",
-        "immutable",
-        f"a pod's PodGroup is fixed when it is created; {_display(obj.metadata.namespace, obj.metadata.name or '')}"
-        " names another (its group-name annotation, or its controlling owner while it has none)",
-    )
 
 
 def _revision(obj: KubeObject) -> int:

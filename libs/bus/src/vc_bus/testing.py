@@ -18,8 +18,10 @@ from vc_bus.binding import bound_pod, required_uid
 from vc_bus.decoding import selected
 from vc_bus.objects import (
     check_identity,
+    group_changed,
     identity,
     mark_deleting,
+    moves_group,
     needs_graceful_delete,
     now_rfc3339,
     stamp_new,
@@ -95,6 +97,8 @@ class MemoryStore:
         kind, namespace, name = identity(obj)
         check_identity(kind, namespace, name)
         entry = self._live(kind, (namespace, name))
+        if entry.obj is not None and moves_group(entry.obj, obj):
+            raise group_changed(obj)  # as NatsStore: the pod's key is its group's
         expected = int(obj.metadata.resource_version or 0)
         if entry.revision != expected:
             raise Conflict(kind, name, expected=expected)
