@@ -8,10 +8,10 @@ pods keyed by their PodGroup's shard (docs/scale-out.md, "Pods keyed by their Po
 `<namespace>.<name>.<shard>`), the shard random in `--shards`. Then, alternately, twice each: one
 consumer over the whole bucket (`>`), and one over `--owned` of the shards (`filter_subjects`, one
 `pod_shard_filter(shard)` per shard owned, `*.<shard>.>`, or `*.*.<shard>`; as one of
-`shards / owned` instances would hold), each drained with batched pull requests. Printed per read: the
-messages delivered, the reader's CPU and nats-server's CPU, both per pod of the bucket, and last the
-ratios of the share's read to the whole one's. The reader is nats-py's own pull subscription, not the
-project's watch (vc_bus.kvwatch): it is the ratio that matters here, not the reader's cost per message.
+`shards / owned` instances would hold), each read by the project's watch (`vc_bus.kvwatch.watch_bucket`,
+the scheduler cache's reader) until it is synced. Printed per read: the messages delivered, the reader's
+CPU and nats-server's CPU, both per pod of the bucket, and last the ratios of the share's read to the
+whole one's.
 """
 
 from __future__ import annotations
@@ -23,17 +23,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from nats.errors import TimeoutError as NatsTimeout
-from nats.js import JetStreamContext, api
+from nats.js import JetStreamContext
 
 from benchmarks.procstat import cpu_seconds
 from vc_bus.connection import connect
+from vc_bus.kvwatch import watch_bucket
 from vc_bus.server import NatsServer
+from vc_core.store import WatchOp
 from vc_proto import subjects
 
-STREAM = "KV_Pod"
+BUCKET = "Pod"
+STREAM = f"KV_{BUCKET}"
 VALUE = b"x" * 900  # about a pod's stored JSON
-BATCH = 1_000
 
 
 def pod_key(namespace: str, shard: int, name: str, *, shard_last: bool) -> str:
@@ -57,25 +58,16 @@ async def write(js: JetStreamContext, pods: int, shards: int, *, shard_last: boo
 
 
 async def drain(js: JetStreamContext, filters: list[str]) -> int:
-    """Read every message the filters select, from the first; how many there were."""
-    config = api.ConsumerConfig(
-        deliver_policy=api.DeliverPolicy.ALL,
-        ack_policy=api.AckPolicy.NONE,
-        filter_subjects=filters if len(filters) > 1 else None,
-        filter_subject=filters[0] if len(filters) == 1 else None,
-        inactive_threshold=30,
-    )
-    subscription = await js.pull_subscribe("", stream=STREAM, config=config)
-    pending = (await subscription.consumer_info()).num_pending
+    """Read every key the filters select, from the first, until the watch is synced; how many there were."""
     got = 0
+    feed = watch_bucket(js, BUCKET, filters)
     try:
-        while got < pending:
-            try:
-                got += len(await subscription.fetch(BATCH, timeout=5.0))
-            except NatsTimeout:
+        async for entry in feed:
+            if entry.op is WatchOp.SYNCED:
                 break
+            got += 1
     finally:
-        await subscription.unsubscribe()
+        await feed.aclose()  # type: ignore[attr-defined]
     return got
 
 
@@ -86,12 +78,11 @@ async def measure(pods: int, shards: int, owned: int, *, shard_last: bool) -> No
             await js.add_stream(name=STREAM, subjects=["$KV.Pod.>"], max_msgs_per_subject=1)
             await write(js, pods, shards, shard_last=shard_last)
             owned_shards = range(0, shards, max(1, shards // owned))
-            share = [f"$KV.Pod.{shard_filter(shard, shard_last=shard_last)}" for shard in owned_shards][:owned]
+            share = [shard_filter(shard, shard_last=shard_last) for shard in owned_shards][:owned]
             results: dict[str, list[tuple[float, float]]] = {"whole": [], "share": []}
             for label, filters in (("whole", [">"]), ("share", share)) * 2:
-                full = [f"$KV.Pod.{f}" if f == ">" else f for f in filters]
                 server_before, reader_before = cpu_seconds(server.pid), time.process_time()
-                got = await drain(js, full)
+                got = await drain(js, filters)
                 reader_us = 1e6 * (time.process_time() - reader_before) / pods
                 server_us = 1e6 * (cpu_seconds(server.pid) - server_before) / pods
                 results[label].append((reader_us, server_us))

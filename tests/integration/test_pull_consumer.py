@@ -20,6 +20,7 @@ from vc_bus.kvwatch import RawEntry, watch_bucket
 from vc_bus.rawsub import RawDeliveryClient
 from vc_bus.server import NatsServer
 from vc_core.store import WatchOp
+from vc_proto import subjects
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration]
 
@@ -133,6 +134,40 @@ async def test_a_deleted_consumer_is_replaced_and_nothing_is_missed(nc: Client) 
         await seen.until(lambda: len(seen.puts()) == 6)
         task.cancel()
     assert seen.puts() == ["before", *(f"after-{i}" for i in range(5))]
+
+
+async def test_a_watch_over_some_shards_is_sent_those_only_and_resumes_over_them(nc: Client) -> None:
+    """One consumer over several filters (a scheduler instance's shards of the pods): the replay, the
+    live entries and the resume after its consumer is lost cover those shards and nothing else."""
+    kv = await bucket(nc)
+    for shard in range(4):
+        await kv.put(subjects.pod_key("ns", shard, f"old-{shard}"), b"1")
+    await kv.put(subjects.pod_key("ns", 1, "gone"), b"1")
+    await kv.delete(subjects.pod_key("ns", 1, "gone"))
+    mine = [subjects.pod_shard_filter(shard) for shard in (1, 3)]
+    seen = Seen()
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(seen.follow(watch_bucket(nc.jetstream(), "t", mine)))
+        await seen.until(lambda: any(e.op is WatchOp.SYNCED for e in seen.entries))
+        assert sorted(seen.puts()) == ["ns.1.old-1", "ns.3.old-3"]
+        assert [e.key for e in seen.entries if e.op is WatchOp.DELETE] == ["ns.1.gone"]
+        for shard in range(4):
+            await kv.put(subjects.pod_key("ns", shard, f"live-{shard}"), b"1")
+        await seen.until(lambda: len(seen.puts()) == 4)
+        (name,) = await consumers(nc, "KV_t")
+        await nc.jetstream().delete_consumer("KV_t", name)
+        for shard in range(4):
+            await kv.put(subjects.pod_key("ns", shard, f"after-{shard}"), b"1")
+        await seen.until(lambda: len(seen.puts()) == 6)
+        task.cancel()
+    assert seen.puts()[2:] == ["ns.1.live-1", "ns.3.live-3", "ns.1.after-1", "ns.3.after-3"]
+    revisions = [e.revision for e in seen.entries if e.op is not WatchOp.SYNCED]
+    assert revisions == sorted(revisions)
+
+
+def test_a_watch_over_no_filter_is_refused() -> None:
+    with pytest.raises(ValueError, match="key_filter"):
+        watch_bucket(None, "t", [])  # type: ignore[arg-type]
 
 
 async def test_writes_while_the_link_is_down_arrive_after_it_heals(nats_server: NatsServer) -> None:

@@ -1,4 +1,4 @@
-"""A resumable change feed of a JetStream KV bucket (or part of it), at the level of raw entries.
+"""A resumable change feed of a JetStream KV bucket (or parts of it), at the level of raw entries.
 
 From revision 0 it first replays each key's newest value (LAST_PER_SUBJECT), then yields SYNCED once
 it has reached the stream's last sequence as of the start, then follows live. After any failure
@@ -11,7 +11,7 @@ The consumer is `pull.PullConsumer`: deliveries arrive in bulk, with no task or 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import msgspec
 import structlog
@@ -37,12 +37,14 @@ class RawEntry(msgspec.Struct, frozen=True, gc=False):  # one per delivery: a St
 def watch_bucket(
     js: JetStreamContext,
     bucket: str,
-    key_filter: str = ">",
+    key_filter: str | Sequence[str] = ">",
     from_revision: int = 0,
     *,
     select: Selector | None = None,
 ) -> AsyncIterator[RawEntry]:
     """The bucket's entries under `key_filter` after `from_revision` (see the module docstring).
+    Several filters make one consumer over all of them (`filter_subjects`, nats-server 2.10 on): a
+    reader of some of the pods' shards (`vc_proto.subjects.pod_shard_filter`) is sent those only.
 
     With `select`, a PUT whose value it refuses is yielded as a DELETE of its key (the value left the
     reader's selection, or never entered it): the cheapest place to drop what a reader never acts on,
@@ -53,12 +55,20 @@ def watch_bucket(
 
 class _Feed:
     def __init__(
-        self, js: JetStreamContext, bucket: str, key_filter: str, from_revision: int, select: Selector | None
+        self,
+        js: JetStreamContext,
+        bucket: str,
+        key_filter: str | Sequence[str],
+        from_revision: int,
+        select: Selector | None,
     ) -> None:
         self._js = js
         self._stream = f"KV_{bucket}"
         self._prefix = f"$KV.{bucket}."
-        self._filter = self._prefix + key_filter
+        filters = [key_filter] if isinstance(key_filter, str) else list(key_filter)
+        if not filters:
+            raise ValueError("key_filter: at least one filter")
+        self._filters = [self._prefix + f for f in filters]
         self._select = select
         self._last = from_revision
         self._synced = from_revision > 0
@@ -95,7 +105,8 @@ class _Feed:
                 if refused_filter(exc):
                     # A namespace or key that is no subject token ("a b"): no retry can succeed, so say so
                     # instead of retrying forever (found by fuzzing `vcctl podgroup list -n`).
-                    raise InvalidObject("namespace", "subject", f"no keys can match {self._filter!r}") from exc
+                    shown = ", ".join(self._filters)
+                    raise InvalidObject("namespace", "subject", f"no keys can match {shown!r}") from exc
                 failures += 1
                 delay = RESUME_RETRY.delay_s(failures)
                 log.info("watch.resume", stream=self._stream, after=self._last, error=repr(exc), delay_s=delay)
@@ -110,8 +121,10 @@ class _Feed:
             start = {"deliver_policy": api.DeliverPolicy.LAST_PER_SUBJECT}
         else:
             start = {"deliver_policy": api.DeliverPolicy.BY_START_SEQUENCE, "opt_start_seq": self._last + 1}
+        several = len(self._filters) > 1
         return api.ConsumerConfig(
-            filter_subject=self._filter,
+            filter_subject=None if several else self._filters[0],
+            filter_subjects=self._filters if several else None,
             ack_policy=api.AckPolicy.NONE,
             inactive_threshold=30.0,
             mem_storage=True,
