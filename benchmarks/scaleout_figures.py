@@ -131,6 +131,32 @@ def openings_line(runs: Mapping[int, RunFigures]) -> str:
     return "opening per cycle: " + (", ".join(parts) if parts else "no cycle")
 
 
+def fixed_part(runs: Mapping[int, RunFigures]) -> tuple[float, float] | None:
+    """(F, W) in CPU seconds for the k = 4 run's pods: the schedulers' summed CPU fitted as k times a
+    part F that every instance pays whatever its share (start-up, following the cluster) plus W, the
+    placing, which the instances divide. From the CPU per pod of k = 1 and k = 4 (c1 = F + W and
+    c4 = 4F + W, per pod); None without both runs complete."""
+    base, four = runs.get(1), runs.get(4)
+    if base is None or four is None or not (base.complete and four.complete):
+        return None
+    per_pod = (four.cpu_ms_per_pod - base.cpu_ms_per_pod) / 3
+    return per_pod * four.pods / 1000, (base.cpu_ms_per_pod - per_pod) * four.pods / 1000
+
+
+def fixed_part_line(runs: Mapping[int, RunFigures]) -> str:
+    """`fixed part per instance: F = .. s of CPU, placing W = .. s; k4_cpu <= 1.25 needs F <= W / 11 =
+    .. s`: k4_cpu = (4F + W) / (F + W), so the target holds when F <= W / 11. Where scale-out stands,
+    in the part that more instances repeat."""
+    fitted = fixed_part(runs)
+    if fitted is None:
+        return "fixed part per instance: needs complete runs of k = 1 and k = 4"
+    fixed, placing = fitted
+    return (
+        f"fixed part per instance: F = {fixed:.1f} s of CPU, placing W = {placing:.1f} s; "
+        f"k4_cpu <= 1.25 needs F <= W / 11 = {placing / 11:.1f} s"
+    )
+
+
 def summary_line(runs: Mapping[int, RunFigures]) -> str:
     """The benchmark's last line: `scaleout k2_rate=.. k2_cpu=.. k4_rate=.. k4_cpu=.. k4_cycle=..`, two
     decimals, the fields of k not run (or not complete) left out."""

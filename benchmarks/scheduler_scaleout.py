@@ -41,7 +41,7 @@ from benchmarks.machine import Speed, reference_seconds
 from benchmarks.pending_gangs import NAMESPACE, Shape, count, write_all
 from benchmarks.procstat import CpuMeter, Spies
 from benchmarks.progress import Progress
-from benchmarks.scaleout_figures import RunFigures, openings_line, per_pod, summary_line, together
+from benchmarks.scaleout_figures import RunFigures, fixed_part_line, openings_line, per_pod, summary_line, together
 from benchmarks.services import Proc, metric_by_label, metric_declared, metric_sum, scrape
 from vc_bus.connection import connect
 from vc_bus.server import NatsServer, SyncMode, free_port
@@ -280,6 +280,7 @@ async def main() -> int:
         runs.setdefault(k, []).append(await run_once(shape, k, args.timeout, flags, args.logs, Spies(args.py_spy)))
     merged = {k: together(of_k) for k, of_k in runs.items()}
     print(openings_line(merged))
+    print(fixed_part_line(merged))
     print(summary_line(merged), flush=True)
     return 0 if all(run.complete for of_k in runs.values() for run in of_k) else 1
 

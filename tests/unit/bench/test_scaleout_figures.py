@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.scaleout_figures import RunFigures, openings_line, scaleout_ratios, summary_line, together
+from benchmarks.scaleout_figures import (
+    RunFigures,
+    fixed_part,
+    fixed_part_line,
+    openings_line,
+    scaleout_ratios,
+    summary_line,
+    together,
+)
 
 
 def run(
@@ -94,3 +102,25 @@ def test_the_mean_opening_per_cycle_and_its_share_of_one_instances() -> None:
     assert together([one, one]).mean_opening_ms == 400.0
     assert openings_line({1: one, 4: four}) == "opening per cycle: k=1 400 ms, k=4 100 ms (0.25 of k = 1)"
     assert openings_line({1: RunFigures(1, 10, 10, 1.0, {"s0": 1.0}, {})}) == "opening per cycle: no cycle"
+
+
+def test_the_fixed_part_is_what_four_instances_add_over_one_divided_by_three() -> None:
+    """Summed CPU = k * F + W: k = 1 spends 8 s on 1,000 pods and k = 4 spends 9.5 s, so F = 0.5 s and
+    W = 7.5 s; k4_cpu <= 1.25 would need F <= 7.5 / 11 s."""
+    runs = {1: run(1, seconds=10.0, cpu_s=8.0, cycles=40), 4: run(4, seconds=4.0, cpu_s=9.5, cycles=40)}
+    assert fixed_part(runs) == pytest.approx((0.5, 7.5))
+    assert fixed_part_line(runs) == (
+        "fixed part per instance: F = 0.5 s of CPU, placing W = 7.5 s; k4_cpu <= 1.25 needs F <= W / 11 = 0.7 s"
+    )
+    # F at exactly W / 11 is k4_cpu 1.25.
+    at_target = {1: run(1, seconds=10.0, cpu_s=12.0, cycles=40), 4: run(4, seconds=4.0, cpu_s=15.0, cycles=40)}
+    fixed, placing = fixed_part(at_target) or (0.0, 0.0)
+    assert fixed == pytest.approx(placing / 11)
+    assert scaleout_ratios(at_target)["k4_cpu"] == pytest.approx(1.25)
+
+
+def test_no_fixed_part_without_complete_runs_of_one_and_four() -> None:
+    base = run(1, seconds=10.0, cpu_s=8.0, cycles=40)
+    assert fixed_part({1: base}) is None
+    assert fixed_part({1: base, 4: run(4, seconds=900.0, cpu_s=90.0, cycles=400, bound=500)}) is None
+    assert fixed_part_line({1: base}) == "fixed part per instance: needs complete runs of k = 1 and k = 4"
