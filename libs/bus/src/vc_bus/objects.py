@@ -81,7 +81,8 @@ def name_filter(kind: str, namespace: str | None, name: str) -> str:
 def group_changed(obj: KubeObject) -> InvalidObject:
     """The refusal of an update that would move a pod to another PodGroup than the stored one: its key
     is its group's shard (vc_proto.pod_shards), fixed when it is created."""
-    where = f"{obj.metadata.namespace}/{obj.metadata.name}" if obj.metadata.namespace else obj.metadata.name
+    name = obj.metadata.name or ""
+    where = f"{obj.metadata.namespace}/{name}" if obj.metadata.namespace else name
     return InvalidObject(
         f"metadata.annotations[{GROUP_NAME_ANNOTATION}]",
         "immutable",
