@@ -1,0 +1,369 @@
+"""PURE: what a shard's owner tells the other scheduler instances about the shard, and what they add up.
+
+An instance is to be sent only the pods of the shards it owns (docs/scale-out.md, "Pods keyed by their
+PodGroup's shard"). Of the other shards' pods it needs two things, which their owners publish as records
+in the placement ledger's bucket:
+
+- `sums.<shard>`: per queue, what the shard's PodGroups add up to: the requests of their placed and
+  pending pods, of their placed pods, and the unplaced minResources of admitted ones (the queue plugins'
+  sums, cluster.Outside), so fair share and quotas stay the whole cluster's.
+- `away.<shard>.<node group>`: the shard's pods that occupy nodes its owner does not own, per node
+  (their requests and count), so a node's owner counts them on its node. An owner places on its own
+  nodes first, so these are few: its loans, and what a change of members left on nodes that moved. The
+  nodes are hashed into NODE_GROUPS groups, so a change of members rewrites at most
+  SHARDS x NODE_GROUPS records, not one per pod.
+
+Per-node records of every pod would not compress: at 100,000 pods on 10,000 nodes a shard has about
+0.16 pods on a node, so they would change at every bind, which is following the pods by another name.
+
+`ShardTally` is the owner's side: it is told, change by change, how the figures of its shards move,
+and says which records to write (at most once a cycle, only those that moved). `OtherShards` is every
+reader's side: it keeps the records of the shards it does not own and their totals, updated per record.
+Each record carries the pods-stream revision its writer had followed.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+import msgspec
+
+from vc_proto.pod_shards import SHARDS
+
+NODE_GROUPS: Final = 64
+SUMS_PREFIX: Final = "sums."
+AWAY_PREFIX: Final = "away."
+MAX_QUEUES: Final = 10_000  # queues a sums record may name (a record beyond it is refused by readers)
+MAX_NODES: Final = 100_000  # nodes an away record may name
+MAX_AMOUNTS: Final = 64  # resource names per figure
+EPSILON: Final = 1e-9  # what float sums of additions and removals leave of zero
+Amounts = dict[str, float]
+
+
+def node_group(node: str) -> int:
+    """A stable hash of a node's name into NODE_GROUPS (the same in every process and release)."""
+    return zlib.crc32(node.encode()) % NODE_GROUPS
+
+
+def sums_key(shard: int) -> str:
+    return f"{SUMS_PREFIX}{shard}"
+
+
+def away_key(shard: int, group: int) -> str:
+    return f"{AWAY_PREFIX}{shard}.{group}"
+
+
+def parse_key(key: str) -> tuple[int, int | None] | None:
+    """The shard of a `sums.<shard>` key, with None; the shard and node group of an `away.<shard>.<group>`
+    key; None for any other key, or one whose numbers are out of range."""
+    if key.startswith(SUMS_PREFIX):
+        shard = _number(key[len(SUMS_PREFIX) :], SHARDS)
+        return None if shard is None else (shard, None)
+    if key.startswith(AWAY_PREFIX):
+        parts = key[len(AWAY_PREFIX) :].split(".")
+        if len(parts) != 2:
+            return None
+        shard, group = _number(parts[0], SHARDS), _number(parts[1], NODE_GROUPS)
+        return None if shard is None or group is None else (shard, group)
+    return None
+
+
+def _number(text: str, bound: int) -> int | None:
+    if not text.isdigit() or len(text) > 6:
+        return None
+    value = int(text)
+    return value if value < bound else None
+
+
+class QueueFigures(msgspec.Struct, array_like=True, gc=False):
+    """One queue's sums over a shard's PodGroups (cluster.QueueSums, with the pods they count)."""
+
+    request: Amounts
+    allocated: Amounts
+    reserved: Amounts
+    asked: int = 0  # pods counted in `request`
+    placed: int = 0  # pods counted in `allocated`
+
+
+class ShardSums(msgspec.Struct, gc=False):
+    revision: int  # the pods stream's revision its writer had followed
+    queues: dict[str, QueueFigures]
+
+
+class NodeUse(msgspec.Struct, array_like=True, gc=False):
+    used: Amounts
+    pods: int
+
+
+class AwayNodes(msgspec.Struct, gc=False):
+    revision: int
+    nodes: dict[str, NodeUse]
+
+
+_sums_decoder = msgspec.json.Decoder(ShardSums)
+_away_decoder = msgspec.json.Decoder(AwayNodes)
+_encoder = msgspec.json.Encoder()
+
+
+def _add(into: Amounts, amounts: Mapping[str, float], sign: float) -> None:
+    for name, value in amounts.items():
+        into[name] = into.get(name, 0.0) + sign * value
+
+
+def _clean(amounts: Amounts) -> Amounts:
+    """Without what additions and removals left of zero."""
+    return {name: value for name, value in amounts.items() if abs(value) > EPSILON}
+
+
+def _valid_amounts(amounts: Mapping[str, float]) -> bool:
+    return len(amounts) <= MAX_AMOUNTS and all(math.isfinite(v) and len(n) <= 253 for n, v in amounts.items())
+
+
+def decode_sums(data: bytes) -> ShardSums | None:
+    """A `sums` record; None (the caller reports it) for bytes that are not one or break a bound."""
+    try:
+        record = _sums_decoder.decode(data)
+    except msgspec.DecodeError:
+        return None
+    if record.revision < 0 or len(record.queues) > MAX_QUEUES:
+        return None
+    for figures in record.queues.values():
+        if figures.asked < 0 or figures.placed < 0:
+            return None
+        if not all(_valid_amounts(a) for a in (figures.request, figures.allocated, figures.reserved)):
+            return None
+    return record
+
+
+def decode_away(data: bytes) -> AwayNodes | None:
+    """An `away` record; None for bytes that are not one or break a bound."""
+    try:
+        record = _away_decoder.decode(data)
+    except msgspec.DecodeError:
+        return None
+    if record.revision < 0 or len(record.nodes) > MAX_NODES:
+        return None
+    if any(use.pods < 0 or not _valid_amounts(use.used) for use in record.nodes.values()):
+        return None
+    return record
+
+
+@dataclass(slots=True)
+class QueueTotals:
+    """A queue's sums over some PodGroups, as they are counted (QueueFigures, as written)."""
+
+    request: Amounts = field(default_factory=dict)
+    allocated: Amounts = field(default_factory=dict)
+    reserved: Amounts = field(default_factory=dict)
+    asked: int = 0
+    placed: int = 0
+
+    def empty(self) -> bool:
+        return not (self.asked or self.placed or _clean(self.reserved))
+
+
+@dataclass(slots=True)
+class _Use:
+    used: Amounts = field(default_factory=dict)
+    pods: int = 0
+
+
+# -- the owner's side --------------------------------------------------------------------------------
+class ShardTally:
+    """The figures of the shards an instance counts, as the changes it is told of move them, and which
+    records moved since they were last written."""
+
+    def __init__(self) -> None:
+        self._queues: dict[int, dict[str, QueueTotals]] = {}  # shard -> queue -> its sums
+        self._away: dict[tuple[int, int], dict[str, _Use]] = {}  # (shard, node group) -> node -> use
+        self._moved: set[tuple[int, int | None]] = set()  # records to write: (shard, None | node group)
+
+    def ask(
+        self,
+        shard: int,
+        queue: str,
+        request: Mapping[str, float] | None,
+        allocated: Mapping[str, float] | None,
+        sign: int,
+    ) -> None:
+        """A pod of the shard's PodGroup in `queue` counted into (sign 1) or out of (-1) its `request`
+        (placed or pending) and `allocated` (placed) sums; None: not in that sum."""
+        figures = self._queue(shard, queue)
+        if request is not None:
+            _add(figures.request, request, sign)
+            figures.asked += sign
+        if allocated is not None:
+            _add(figures.allocated, allocated, sign)
+            figures.placed += sign
+        self._moved.add((shard, None))
+
+    def reserve(self, shard: int, queue: str, reserved: Mapping[str, float], sign: int) -> None:
+        """A PodGroup's unplaced minResources counted into (1) or out of (-1) its queue's reservation."""
+        if reserved:
+            _add(self._queue(shard, queue).reserved, reserved, sign)
+            self._moved.add((shard, None))
+
+    def away(self, shard: int, node: str, used: Mapping[str, float], sign: int) -> None:
+        """A pod of the shard counted onto (1) or off (-1) a node its owner does not own."""
+        group = node_group(node)
+        nodes = self._away.setdefault((shard, group), {})
+        use = nodes.get(node)
+        if use is None:
+            use = nodes[node] = _Use()
+        _add(use.used, used, sign)
+        use.pods += sign
+        if not use.pods:
+            del nodes[node]
+            if not nodes:
+                del self._away[(shard, group)]
+        self._moved.add((shard, group))
+
+    def rewrite(self, shard: int, groups: Iterable[int]) -> None:
+        """The shard's records are to be written again at the next flush: its sums and its away records
+        of `groups` (those the bucket holds) and of every node group it counts. A shard taken over: what
+        is stored says what its old owner saw."""
+        self._moved.add((shard, None))
+        self._moved.update((shard, group) for group in groups)
+        self._moved.update(key for key in self._away if key[0] == shard)
+
+    def give_up(self, shard: int) -> None:
+        """Forget a shard's figures: its pods are no longer counted here (its last records are written)."""
+        self._queues.pop(shard, None)
+        for key in [key for key in self._away if key[0] == shard]:
+            del self._away[key]
+        self._moved = {moved for moved in self._moved if moved[0] != shard}
+
+    def recount_away(self) -> None:
+        """The nodes changed owners: every away entry is to be counted again (`away`) from the pods, and
+        the records it held are written anew (emptied ones deleted) at the next flush."""
+        self._moved.update(self._away)
+        self._away = {}
+
+    def flush(self, revision: int, owns: frozenset[int]) -> list[tuple[str, bytes | None]]:
+        """The records of owned shards that moved since the last flush, as (key, value) to write at the
+        pods stream's `revision` (value None: the record is empty, delete it). Moves of shards it does not
+        own stay pending: they are written if it owns them again."""
+        out: list[tuple[str, bytes | None]] = []
+        for shard, group in sorted(self._moved, key=lambda moved: (moved[0], -1 if moved[1] is None else moved[1])):
+            if shard not in owns:
+                continue
+            out.append(self._record(shard, group, revision))
+        self._moved = {moved for moved in self._moved if moved[0] not in owns}
+        return out
+
+    def _record(self, shard: int, group: int | None, revision: int) -> tuple[str, bytes | None]:
+        if group is None:
+            queues = self._queues.get(shard, {})
+            figures = {
+                name: QueueFigures(_clean(q.request), _clean(q.allocated), _clean(q.reserved), q.asked, q.placed)
+                for name, q in queues.items()
+                if not q.empty()
+            }
+            return sums_key(shard), _encoder.encode(ShardSums(revision, figures)) if figures else None
+        nodes = self._away.get((shard, group), {})
+        uses = {name: NodeUse(_clean(use.used), use.pods) for name, use in nodes.items()}
+        return away_key(shard, group), _encoder.encode(AwayNodes(revision, uses)) if uses else None
+
+    def _queue(self, shard: int, queue: str) -> QueueTotals:
+        queues = self._queues.setdefault(shard, {})
+        figures = queues.get(queue)
+        if figures is None:
+            figures = queues[queue] = QueueTotals()
+        return figures
+
+
+# -- every reader's side -----------------------------------------------------------------------------
+class OtherShards:
+    """The records of the shards an instance does not own, and their totals: per queue (what the others'
+    PodGroups add up to) and per node (the others' pods away on it)."""
+
+    def __init__(self) -> None:
+        self._sums: dict[int, ShardSums] = {}
+        self._away: dict[tuple[int, int], AwayNodes] = {}
+        self._owned: frozenset[int] = frozenset()
+        self.queues: dict[str, QueueTotals] = {}  # queue -> the other shards' sums (read only)
+        self._on: dict[str, _Use] = {}  # node -> the other shards' pods away on it
+
+    def groups(self, shard: int) -> list[int]:
+        """The node groups of the shard's away records the bucket holds (read, whoever owns it)."""
+        return sorted(group for (s, group) in self._away if s == shard)
+
+    def revision(self, shard: int) -> int:
+        """The pods-stream revision of the shard's newest record read (0: none)."""
+        revisions = [self._sums[shard].revision] if shard in self._sums else []
+        revisions.extend(r.revision for (s, _), r in self._away.items() if s == shard)
+        return max(revisions, default=0)
+
+    def apply(self, key: str, data: bytes | None) -> bool:
+        """A record as the bucket's watch delivers it (None: deleted). False for a value that is not a
+        valid record of its key (the caller reports it; it then counts as deleted)."""
+        parsed = parse_key(key)
+        if parsed is None:
+            return False
+        shard, group = parsed
+        if group is None:
+            sums = decode_sums(data) if data is not None else None
+            self._count_sums(shard, -1)
+            if sums is None:
+                self._sums.pop(shard, None)
+            else:
+                self._sums[shard] = sums
+            self._count_sums(shard, 1)
+            return data is None or sums is not None
+        away = decode_away(data) if data is not None else None
+        self._count_away((shard, group), -1)
+        if away is None:
+            self._away.pop((shard, group), None)
+        else:
+            self._away[(shard, group)] = away
+        self._count_away((shard, group), 1)
+        return data is None or away is not None
+
+    def own(self, shards: frozenset[int]) -> None:
+        """The shards this instance owns now: their records leave the totals, the others' enter them."""
+        if shards == self._owned:
+            return
+        self._owned = shards
+        self.queues, self._on = {}, {}
+        for shard in self._sums:
+            self._count_sums(shard, 1)
+        for key in self._away:
+            self._count_away(key, 1)
+
+    def away_on(self, node: str) -> tuple[Amounts, int]:
+        """What the other shards' pods occupy on `node`: their requests and count."""
+        use = self._on.get(node)
+        return (_clean(use.used), use.pods) if use is not None else ({}, 0)
+
+    def _count_sums(self, shard: int, sign: int) -> None:
+        record = self._sums.get(shard)
+        if record is None or shard in self._owned:
+            return
+        for name, figures in record.queues.items():
+            total = self.queues.get(name)
+            if total is None:
+                total = self.queues[name] = QueueTotals()
+            _add(total.request, figures.request, sign)
+            _add(total.allocated, figures.allocated, sign)
+            _add(total.reserved, figures.reserved, sign)
+            total.asked += sign * figures.asked
+            total.placed += sign * figures.placed
+            if total.empty():
+                del self.queues[name]
+
+    def _count_away(self, key: tuple[int, int], sign: int) -> None:
+        record = self._away.get(key)
+        if record is None or key[0] in self._owned:
+            return
+        for node, use in record.nodes.items():
+            total = self._on.get(node)
+            if total is None:
+                total = self._on[node] = _Use()
+            _add(total.used, use.used, sign)
+            total.pods += sign * use.pods
+            if not total.pods:
+                del self._on[node]

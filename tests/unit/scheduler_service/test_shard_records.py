@@ -1,0 +1,244 @@
+"""What shard owners publish (ShardTally) adds up, at every reader (OtherShards), to the whole cluster."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vc_core.ownership import balanced_owners, rendezvous_owner
+from vc_proto.pod_shards import SHARDS
+from vc_scheduler.shard_records import (
+    NODE_GROUPS,
+    AwayNodes,
+    NodeUse,
+    OtherShards,
+    QueueFigures,
+    ShardSums,
+    ShardTally,
+    away_key,
+    decode_sums,
+    node_group,
+    parse_key,
+    sums_key,
+)
+
+QUEUES = ("default", "q1", "q2")
+NODES = tuple(f"n{i}" for i in range(12))
+
+
+@dataclass
+class Pod:
+    shard: int
+    queue: str
+    node: str  # "": pending
+    cpu: float
+
+
+class Instance:
+    """One scheduler instance: the pods of its shards counted in a tally, and a reader of the others."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.tally = ShardTally()
+        self.others = OtherShards()
+        self.shards: frozenset[int] = frozenset()
+        self.nodes: frozenset[str] = frozenset()
+
+    def count(self, pod: Pod, sign: int) -> None:
+        amounts = {"cpu": pod.cpu}
+        self.tally.ask(pod.shard, pod.queue, amounts, amounts if pod.node else None, sign)
+        if pod.node and pod.node not in self.nodes:
+            self.tally.away(pod.shard, pod.node, amounts, sign)
+
+
+class Cluster:
+    def __init__(self, members: list[str], pods: list[Pod]) -> None:
+        self.pods = pods
+        self.revision = 0
+        self.members: list[str] = []
+        self.instances: dict[str, Instance] = {}
+        self.bucket: dict[str, bytes] = {}
+        self.regroup(members)
+
+    def regroup(self, members: list[str]) -> None:
+        """The members changed: every instance writes what it counted, gives up what it lost, takes
+        what it gained (its pods from their start), and recounts its away entries."""
+        for name in members:
+            if name not in self.instances:  # (a new instance reads the bucket from its start)
+                inst = self.instances[name] = Instance(name)
+                for key, value in self.bucket.items():
+                    assert inst.others.apply(key, value)
+        owners = balanced_owners(SHARDS, tuple(members))
+        for name, inst in list(self.instances.items()):
+            shards = frozenset(s for s in range(SHARDS) if owners[s] == name) if name in members else frozenset()
+            nodes = frozenset(n for n in NODES if rendezvous_owner(f"node:{n}", tuple(members)) == name)
+            for shard in inst.shards - shards:
+                inst.tally.give_up(shard)
+            for shard in shards - inst.shards:
+                for pod in self.pods:
+                    if pod.shard == shard:
+                        inst.count(pod, 1)
+                inst.tally.rewrite(shard, inst.others.groups(shard))
+            inst.tally.recount_away()
+            inst.shards, inst.nodes = shards, nodes
+            for pod in self.pods:
+                if pod.shard in shards and pod.node and pod.node not in nodes:
+                    inst.tally.away(pod.shard, pod.node, {"cpu": pod.cpu}, 1)
+            inst.others.own(shards)
+            if name not in members:
+                del self.instances[name]
+        self.members = members
+        self.flush()
+
+    def owner(self, pod: Pod) -> Instance:
+        return next(inst for inst in self.instances.values() if pod.shard in inst.shards)
+
+    def flush(self) -> None:
+        self.revision += 1
+        for inst in self.instances.values():
+            for key, value in inst.tally.flush(self.revision, inst.shards):
+                if value is None:
+                    self.bucket.pop(key, None)
+                else:
+                    self.bucket[key] = value
+                for reader in self.instances.values():
+                    assert reader.others.apply(key, value)
+
+    def check(self) -> None:
+        truth_queue: dict[str, tuple[float, float, int, int]] = {}
+        truth_node: dict[str, tuple[float, int]] = {}
+        for pod in self.pods:
+            r, a, asked, placed = truth_queue.get(pod.queue, (0.0, 0.0, 0, 0))
+            placed_cpu = pod.cpu if pod.node else 0.0
+            truth_queue[pod.queue] = (r + pod.cpu, a + placed_cpu, asked + 1, placed + bool(pod.node))
+            if pod.node:
+                used, count = truth_node.get(pod.node, (0.0, 0))
+                truth_node[pod.node] = (used + pod.cpu, count + 1)
+        for inst in self.instances.values():
+            for queue in QUEUES:
+                own = [p for p in self.pods if p.shard in inst.shards and p.queue == queue]
+                other = inst.others.queues.get(queue)
+                request = sum(p.cpu for p in own) + (other.request.get("cpu", 0.0) if other else 0.0)
+                allocated = sum(p.cpu for p in own if p.node) + (other.allocated.get("cpu", 0.0) if other else 0.0)
+                asked = len(own) + (other.asked if other else 0)
+                want = truth_queue.get(queue, (0.0, 0.0, 0, 0))
+                assert request == pytest.approx(want[0]) and allocated == pytest.approx(want[1])
+                assert asked == want[2]
+            for node in inst.nodes:
+                own = [p for p in self.pods if p.shard in inst.shards and p.node == node]
+                away, count = inst.others.away_on(node)
+                used, pods = truth_node.get(node, (0.0, 0))
+                assert sum(p.cpu for p in own) + away.get("cpu", 0.0) == pytest.approx(used)
+                assert len(own) + count == pods
+
+
+pods_strategy = st.lists(
+    st.builds(
+        Pod,
+        shard=st.integers(0, SHARDS - 1),
+        queue=st.sampled_from(QUEUES),
+        node=st.sampled_from(("", *NODES)),
+        cpu=st.sampled_from((0.5, 1.0, 2.0, 4.0)),
+    ),
+    max_size=60,
+)
+member_sets = st.lists(st.sampled_from(("a", "b", "c", "d")), min_size=1, max_size=4, unique=True)
+changes = st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(("bind", "finish", "create"))), max_size=20)
+
+
+@settings(max_examples=60, deadline=None)
+@given(pods_strategy, member_sets, changes, member_sets)
+def test_own_pods_plus_the_others_records_are_the_whole_cluster(
+    pods: list[Pod], members: list[str], moves: list[tuple[int, str]], later: list[str]
+) -> None:
+    cluster = Cluster(members, pods)
+    cluster.check()
+    for pick, what in moves:
+        if what == "create" or not cluster.pods:
+            pod = Pod(pick % SHARDS, QUEUES[pick % len(QUEUES)], "", 1.0)
+            cluster.pods.append(pod)
+            cluster.owner(pod).count(pod, 1)
+        else:
+            pod = cluster.pods[pick % len(cluster.pods)]
+            owner = cluster.owner(pod)
+            owner.count(pod, -1)
+            if what == "finish":
+                cluster.pods.remove(pod)
+            else:
+                pod.node = NODES[pick % len(NODES)] if not pod.node else ""
+                owner.count(pod, 1)
+        if pick % 3 == 0:
+            cluster.flush()
+    cluster.flush()
+    cluster.check()
+    cluster.regroup(later)
+    cluster.check()
+
+
+def test_a_flush_writes_only_what_moved_and_deletes_what_emptied() -> None:
+    tally = ShardTally()
+    tally.ask(3, "q", {"cpu": 1.0}, {"cpu": 1.0}, 1)
+    tally.away(3, "n1", {"cpu": 1.0}, 1)
+    written = dict(tally.flush(7, frozenset({3})))
+    assert set(written) == {sums_key(3), away_key(3, node_group("n1"))}
+    sums = decode_sums(written[sums_key(3)] or b"")
+    assert sums is not None and sums.revision == 7 and sums.queues["q"].placed == 1
+    assert tally.flush(8, frozenset({3})) == []
+    tally.away(3, "n1", {"cpu": 1.0}, -1)
+    tally.ask(3, "q", {"cpu": 1.0}, {"cpu": 1.0}, -1)
+    assert dict(tally.flush(9, frozenset({3}))) == {sums_key(3): None, away_key(3, node_group("n1")): None}
+
+
+def test_a_shard_not_owned_is_not_written_and_stays_to_write_once_owned() -> None:
+    tally = ShardTally()
+    tally.ask(5, "q", {"cpu": 2.0}, None, 1)
+    assert tally.flush(1, frozenset({4})) == []
+    assert [key for key, _ in tally.flush(2, frozenset({5}))] == [sums_key(5)]
+
+
+def test_a_reader_leaves_its_own_shards_out_of_the_totals() -> None:
+    reader = OtherShards()
+    record = ShardSums(4, {"q": QueueFigures({"cpu": 1.0}, {}, {}, asked=1)})
+    assert reader.apply(sums_key(2), msgspec.json.encode(record))
+    assert reader.queues["q"].request == {"cpu": 1.0}
+    reader.own(frozenset({2}))
+    assert "q" not in reader.queues
+    assert reader.revision(2) == 4
+    reader.own(frozenset())
+    assert reader.queues["q"].asked == 1
+    assert reader.apply(sums_key(2), None) and "q" not in reader.queues
+
+
+def test_records_that_break_a_rule_are_refused_and_count_as_deleted() -> None:
+    reader = OtherShards()
+    good = msgspec.json.encode(AwayNodes(1, {"n1": NodeUse({"cpu": 1.0}, 1)}))
+    key = away_key(0, node_group("n1"))
+    assert reader.apply(key, good) and reader.away_on("n1") == ({"cpu": 1.0}, 1)
+    assert not reader.apply(key, b"not json")
+    assert reader.away_on("n1") == ({}, 0)
+    assert not reader.apply(key, msgspec.json.encode(AwayNodes(1, {"n1": NodeUse({"cpu": 1.0}, -1)})))
+    assert not reader.apply(key, msgspec.json.encode(AwayNodes(-1, {})))
+    assert not reader.apply("plans.a", good)
+    assert decode_sums(b'{"revision":1,"queues":{"q":[{"cpu":1e999},{},{},1,0]}}') is None
+
+
+@pytest.mark.parametrize(
+    ("key", "parsed"),
+    [
+        ("sums.0", (0, None)),
+        ("sums.63", (63, None)),
+        (f"away.1.{NODE_GROUPS - 1}", (1, NODE_GROUPS - 1)),
+        ("sums.64", None),
+        (f"away.1.{NODE_GROUPS}", None),
+        ("away.1", None),
+        ("sums.-1", None),
+        ("sums.1.2", None),
+        ("queue.q", None),
+    ],
+)
+def test_record_keys(key: str, parsed: tuple[int, int | None] | None) -> None:
+    assert parse_key(key) == parsed
