@@ -61,7 +61,7 @@ def follow_once(
     for kind, entry in synced:
         cache.apply(kind, entry)
     sync_done = time.process_time()
-    cache.regroup(partition.owns, partition.owns_node)
+    cache.regroup(partition.owns, partition.owns_node, partition.shards)
     share_done = time.process_time()
     for entry in binds:
         cache.apply("Pod", entry)

@@ -420,6 +420,16 @@ ALL_OBJECTS: Final[list[Doc]] = [doc for docs in BY_KIND.values() for doc in doc
 # The services' own KV values.
 LEASE: Final[Doc] = {"instance": "job-controller", "epoch": 7, "ttl_s": 2.0}
 LEDGER_RECORD: Final[Doc] = {"r": {"uid-1": ["fuzz/fz-pod", "scheduler", 3, 1893456000.0, {"cpu": "1/2", "pods": "1"}]}}
+# What a shard's owner publishes (vc_scheduler.shard_records): a queue's sums, the pods away on nodes.
+SHARD_SUMS: Final[Doc] = {
+    "revision": 12,
+    "request": {"cpu": 4.0, "memory": 4294967296.0},
+    "allocated": {"cpu": 2.0},
+    "reserved": {},
+    "asked": 4,
+    "placed": 2,
+}
+SHARD_AWAY: Final[Doc] = {"revision": 12, "nodes": {"fz-node-1": [{"cpu": 1.0}, 1]}}
 DELAYED_ACTION: Final[Doc] = {
     "key": "fz-gang-nginx-0",
     "action": "RestartJob",

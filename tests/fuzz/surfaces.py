@@ -19,6 +19,8 @@ from tests.fuzz.corpus import (
     EVENT,
     LEASE,
     LEDGER_RECORD,
+    SHARD_AWAY,
+    SHARD_SUMS,
     Doc,
     fresh,
 )
@@ -227,6 +229,8 @@ BUCKETS: Final[tuple[Bucket, ...]] = (
     *(Bucket(subjects.bucket(kind), tuple(BY_KIND[kind]), _object_keys(kind)) for kind in KINDS),
     Bucket(subjects.LEASES_BUCKET, (LEASE,), tuple(f"{g}.fz-{i}" for g in LEASE_GROUPS for i in range(2))),
     Bucket(LEDGER_BUCKET, (LEDGER_RECORD,), tuple(f"fz-node-{i}" for i in range(KEYS))),
+    # (shard records under their keys, and under keys out of range: a reader refuses both)
+    Bucket(LEDGER_BUCKET, (SHARD_SUMS, SHARD_AWAY), ("sums.1.default", "sums.64.default", "away.2.3", "away.2.99")),
     Bucket(DELAYS_BUCKET, (DELAYED_ACTION,), (*(f"{NAMESPACE}.fz-gang.fz-{i}" for i in range(KEYS)), "nonsense")),
 )
 

@@ -28,6 +28,8 @@ from typing import Any
 
 import pytest
 from nats.aio.client import Client
+from nats.js.errors import NoKeysError
+from prometheus_client import REGISTRY
 
 from tests.support.services import ServiceProcess
 from tests.support.system import System, start_system
@@ -55,6 +57,7 @@ from vc_scheduler.ledger_kv import Ledger, queue_key
 from vc_scheduler.lending import LoanBook
 from vc_scheduler.loans import LoanDesk
 from vc_scheduler.peers import Several
+from vc_scheduler.shard_records import SUMS_PREFIX, OtherShards, ShardTally, decode_sums, parse_key, sums_key
 from vc_scheduler.share import node_owner_key
 
 pytestmark = [pytest.mark.nats, pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(240)]
@@ -343,6 +346,28 @@ async def test_with_three_instances_each_queue_reports_the_whole_clusters_alloca
         }
         assert sum(1 for v in owned.values() if v > 0) >= 2, owned
 
+        # What each shard's owner published of its shard adds up to the same figures (shard_records.py).
+        kv = await nc.jetstream().key_value("vc-sched-ledger")
+
+        async def published() -> dict[str, float]:
+            allocated: dict[str, float] = defaultdict(float)
+            try:
+                keys = [key for key in await kv.keys() if key.startswith(SUMS_PREFIX)]
+            except NoKeysError:
+                keys = []
+            for key in keys:
+                entry = await kv.get(key)
+                record = decode_sums(entry.value or b"")
+                parsed = parse_key(key)
+                assert record is not None and parsed is not None, key
+                allocated[str(parsed[1])] += record.allocated.get("cpu", 0.0)
+            return dict(allocated)
+
+        async def records_add_up() -> bool:
+            return await published() == {"left": 16.0, "right": 16.0}
+
+        await eventually(records_add_up, timeout=30, interval=0.5, what="the shard records sum to each queue's figure")
+
 
 # -- the ledger and the loans against a real nats-server ---------------------------------------------
 
@@ -374,6 +399,49 @@ async def test_ledger_writers_racing_on_one_queue_never_exceed_its_capability(nc
     # A release frees the room for another writer.
     await writers[0].release(queue_key("q1"), list(granted)[:4])
     assert sum(await asyncio.gather(*(reserve(writers[1], f"u{i}") for i in range(40, 50)))) == 4
+
+
+async def test_shard_records_reach_every_reader_and_a_fenced_writer_writes_none(nc: Client) -> None:
+    """An owner's records, written through the ledger, reach another instance's reader; once its
+    membership lapsed (fenced) it writes none; a value that is not a record is refused and counted."""
+    js = nc.jetstream()
+    allowed = [True]
+    reader = OtherShards()
+    owner = Ledger(js, instance="s0", can_write=lambda: allowed[0])
+    other = Ledger(js, instance="s1", can_write=lambda: True, on_record=reader.apply)
+    stop = asyncio.Event()
+    follow = asyncio.create_task(other.follow(stop))
+    try:
+        tally = ShardTally()
+        tally.count(7, "rec-q", {"cpu": 3.0}, {"cpu": 2.0}, 3, 2, 1)
+        assert await owner.write_records(tally.flush(1, frozenset({7}))) == []
+        await eventually(lambda: "rec-q" in reader.queues, timeout=10, what="the record read")
+        assert reader.queues["rec-q"].allocated == {"cpu": 2.0} and reader.queues["rec-q"].asked == 3
+
+        allowed[0] = False
+        tally.count(7, "rec-q", {"cpu": 3.0}, {"cpu": 2.0}, 3, 2, -1)
+        records = tally.flush(2, frozenset({7}))
+        assert await owner.write_records(records) == [key for key, _ in records]  # refused: nothing written
+        kv = await js.key_value("vc-sched-ledger")
+        assert decode_sums((await kv.get(sums_key(7, "rec-q"))).value or b"") is not None
+        tally.again([key for key, _ in records])
+        allowed[0] = True
+        assert await owner.write_records(tally.flush(3, frozenset({7}))) == []
+        await eventually(lambda: "rec-q" not in reader.queues, timeout=10, what="the deletion read")
+
+        before = decode_errors("vc-sched-ledger", "ShardRecord")
+        await kv.put(sums_key(8, "rec-q"), b'{"revision": -1}')
+        await eventually(
+            lambda: decode_errors("vc-sched-ledger", "ShardRecord") > before, timeout=10, what="the bad record refused"
+        )
+        assert "rec-q" not in reader.queues
+    finally:
+        stop.set()
+        await follow
+
+
+def decode_errors(source: str, kind: str) -> float:
+    return REGISTRY.get_sample_value("tephra_decode_errors_total", {"source": source, "kind": kind}) or 0.0
 
 
 class FixedShare:

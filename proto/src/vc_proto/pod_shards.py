@@ -49,3 +49,8 @@ def shard_of_group(namespace: str, group: str) -> int:
 
 def shard_of(pod: Pod) -> int:
     return shard_of_group(pod.metadata.namespace or "", group_of(pod))
+
+
+def shard_of_key(key: str) -> int:
+    """The shard of a PodGroup by its key, `<namespace>/<name>` (shard_of_group)."""
+    return zlib.crc32(key.encode()) % SHARDS

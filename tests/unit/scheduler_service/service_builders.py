@@ -7,15 +7,19 @@ import time
 from collections.abc import Awaitable, Callable
 from fractions import Fraction
 
+from vc_proto.pod_shards import SHARDS
 from vc_runtime.sharding import SoleOwner
 from vc_sched_core.cycle import load_scheduler_conf
 from vc_sched_core.snapshot.cluster import NodeObj, PodGroupObj, PodObj
 from vc_scheduler.binder import GangBinder
 from vc_scheduler.cache import SchedulerCache
+from vc_scheduler.cluster_index import ClusterIndex
 from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.evictor import Evictor
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.loop import SchedulingLoop
+from vc_scheduler.shard_records import ShardTally
+from vc_scheduler.share import Partition
 from vc_scheduler.status_writer import StatusWriter
 
 
@@ -89,3 +93,15 @@ def offline_loop(
         clock=clock,
         sleep=sleep,
     )
+
+
+def publish_others(index: ClusterIndex, partition: Partition) -> None:
+    """Hand `index` the records the other instances would publish of their shards, worked out from what
+    it holds (every pod, in these tests)."""
+    tally = ShardTally()
+    index.count_shards(tally, lambda key: not partition.owns(key))
+    theirs = frozenset(range(SHARDS)) - partition.shards
+    for shard in theirs:
+        tally.rewrite(shard, index.others.stored(shard))
+    for key, value in tally.flush(1, theirs):
+        assert index.others.apply(key, value)

@@ -12,6 +12,7 @@ import pytest
 from tests.unit.scheduler_service.service_builders import group, pod
 from vc_bus.kvwatch import RawEntry
 from vc_core.store import WatchOp
+from vc_proto.pod_shards import SHARDS
 from vc_scheduler.cache import BOUND_BY, SchedulerCache, _new_work
 
 
@@ -156,7 +157,7 @@ def test_with_a_share_only_changes_to_it_count_unless_the_loop_waits_to_borrow()
 
     cache = SchedulerCache()
     part = Partition("a", ("a", "b"))
-    cache.index.regroup(part.owns, part.owns_node)
+    cache.index.regroup(part.owns, part.owns_node, part.shards)
     cache.follow_all = False
     mine = next(f"g{i}" for i in range(100) if part.owns(f"ns/g{i}"))
     theirs = next(f"g{i}" for i in range(100) if not part.owns(f"ns/g{i}"))
@@ -313,9 +314,9 @@ def test_a_version_kept_behind_a_bind_keeps_its_bytes_when_held_brief(monkeypatc
     now = [1000.0]
     monkeypatch.setattr(cache_module.time, "monotonic", lambda: now[0])
     cache = SchedulerCache(share_only=True)
-    cache.regroup(lambda _group: True, lambda _node: True)
+    cache.regroup(lambda _group: True, lambda _node: True, frozenset(range(SHARDS)))
     doc = bind_written_not_seen(cache)
-    cache.regroup(lambda _group: False, lambda _node: False)  # the members changed: not its own any more
+    cache.regroup(lambda _group: False, lambda _node: False, frozenset())  # the members changed: not its own any more
     relabelled = {**doc, "metadata": {**doc["metadata"], "labels": {"tier": "x"}}}  # type: ignore[dict-item]
     cache.apply("Pod", RawEntry(WatchOp.PUT, 2, "ns.a", json.dumps(relabelled).encode()))
     shown = cache.full_pod("ns/a")

@@ -95,7 +95,7 @@ def whole_and_brief(part: Partition) -> tuple[SchedulerCache, SchedulerCache, Fe
     """A cache holding every pod whole and a share-only one, both of `part`'s instance, fed alike."""
     whole, brief = SchedulerCache(), SchedulerCache(share_only=True)
     for cache in (whole, brief):
-        cache.regroup(part.owns, part.owns_node)
+        cache.regroup(part.owns, part.owns_node, part.shards)
     return whole, brief, Feed(whole, brief)
 
 
@@ -136,7 +136,7 @@ def test_a_pod_the_share_takes_is_made_whole() -> None:
     assert brief.pods["ns/e"] == whole.pods["ns/e"]
     feed.put("Pod", "ns/f", pod_doc("f", theirs, node=there))
     alone = Partition("a", ("a",))
-    brief.regroup(alone.owns, alone.owns_node)
+    brief.regroup(alone.owns, alone.owns_node, alone.shards)
     assert brief.pods["ns/f"] == whole.pods["ns/f"]
     assert all(brief.full_pod(key) == pod for key, pod in whole.pods.items())
 
@@ -148,7 +148,7 @@ def test_until_it_knows_its_share_it_holds_every_pod_brief() -> None:
     feed.put("Pod", "ns/a", pod_doc("a", "g1"))
     assert cache.pods["ns/a"].labels == {}
     part = Partition("a", ("a",))
-    cache.regroup(part.owns, part.owns_node)
+    cache.regroup(part.owns, part.owns_node, part.shards)
     assert cache.pods["ns/a"].labels == {"app": "a"} and cache.pods["ns/a"].tolerations
 
 
@@ -187,7 +187,7 @@ def test_an_instance_its_membership_says_is_alone_decodes_each_pod_whole_once(mo
 
     monkeypatch.setattr(cache, "full_pod", counted)
     alone = Partition("a", ("a",))
-    cache.regroup(alone.owns, alone.owns_node)
+    cache.regroup(alone.owns, alone.owns_node, alone.shards)
     assert decoded == ["ns/early"] and all(p.labels for p in cache.pods.values())
 
 
@@ -202,7 +202,7 @@ def test_a_member_that_joins_after_the_instance_thought_itself_alone_makes_its_s
     cache.expect_alone()
     feed.put("Pod", "ns/x", pod_doc("x", theirs, node=there))
     assert cache.pods["ns/x"].labels == {"app": "x"}  # whole: it thought the whole cluster its share
-    cache.regroup(two.owns, two.owns_node)
+    cache.regroup(two.owns, two.owns_node, two.shards)
     feed.put("Pod", "ns/x", pod_doc("x", theirs, node=there, phase="Running"))
     assert cache.pods["ns/x"].labels == {}  # another instance's pod on another's node: brief again
     cache.expect_alone()  # too late: the share is known

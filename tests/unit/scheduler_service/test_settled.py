@@ -15,7 +15,7 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.unit.scheduler_service.service_builders import group, node, offline_loop, pod
+from tests.unit.scheduler_service.service_builders import group, node, offline_loop, pod, publish_others
 from tests.unit.scheduler_service.test_share import (
     MEMBERS,
     OPS,
@@ -118,7 +118,7 @@ def test_held_podgroups_count_outside_and_any_change_brings_one_back(steps: list
     snap = running_cluster()
     partition = Partition("a", ("a",) if alone else MEMBERS)
     index = ClusterIndex()
-    index.regroup(partition.owns, partition.owns_node)
+    index.regroup(partition.owns, partition.owns_node, partition.shards)
     feed_changes(index, None, snap)
     held_ever = False
     for during, after in steps:
@@ -138,6 +138,7 @@ def test_held_podgroups_count_outside_and_any_change_brings_one_back(steps: list
                     pg = next(g for g in snap.podgroups if g.key == key)
                     assert scratch_settled(reported, pg) and scratch_settled(snap, pg)
                 held_ever |= bool(index.held)
+            publish_others(index, partition)
             outside, expected = index.outside(), scratch_outside(snap, Outside(partition, index.held))  # type: ignore[arg-type]
             for queue in set(expected) | set(outside.queues):
                 sums = outside.queues.get(queue)
@@ -155,7 +156,7 @@ def alone_index_settled(snap: ClusterSnapshot) -> ClusterIndex:
     """The index of an instance alone, fed `snap`, after a session that reported every PodGroup of it."""
     index = ClusterIndex()
     alone = Partition("a", ("a",))
-    index.regroup(alone.owns, alone.owns_node)
+    index.regroup(alone.owns, alone.owns_node, alone.shards)
     feed_changes(index, None, snap)
     index.wake()
     index.settle(pg.key for pg in snap.podgroups)
@@ -168,8 +169,9 @@ def test_a_change_of_members_brings_every_held_podgroup_back() -> None:
     assert index.held == {pg.key for pg in snap.podgroups} and index.waiting == {"ns/g4"}
     assert index.outside().queues["dev"].allocated == {"cpu": 4.0}
     two = Partition("a", MEMBERS)
-    index.regroup(two.owns, two.owns_node)
+    index.regroup(two.owns, two.owns_node, two.shards)
     assert index.held == set() and index.waiting == set()
+    publish_others(index, two)
     expected = scratch_outside(snap, two)
     assert {q: dict(s.allocated) for q, s in index.outside().queues.items() if s.allocated} == {
         q: sums[1] for q, sums in expected.items() if sums[1]
@@ -229,8 +231,9 @@ def test_alone_a_waiting_gangs_reservation_still_bounds_what_its_queue_enqueues(
 def settled_share(snap: ClusterSnapshot, partition: Partition) -> Share:
     """A share over `snap` whose index was fed it, and whose sessions reported every PodGroup once."""
     index = ClusterIndex()
-    index.regroup(partition.owns, partition.owns_node)
+    index.regroup(partition.owns, partition.owns_node, partition.shards)
     feed_changes(index, None, snap)
+    publish_others(index, partition)
     share = Share(lambda: snap, {p.key: p for p in snap.pods}.get, index, hold_settled=True)
     first, _ = share.snapshot(partition, {})
     share.settle(first)

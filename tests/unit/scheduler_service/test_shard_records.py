@@ -16,8 +16,7 @@ from vc_scheduler.shard_records import (
     AwayNodes,
     NodeUse,
     OtherShards,
-    QueueFigures,
-    ShardSums,
+    QueueSums,
     ShardTally,
     away_key,
     decode_sums,
@@ -50,7 +49,7 @@ class Instance:
 
     def count(self, pod: Pod, sign: int) -> None:
         amounts = {"cpu": pod.cpu}
-        self.tally.ask(pod.shard, pod.queue, amounts, amounts if pod.node else None, sign)
+        self.tally.count(pod.shard, pod.queue, amounts, amounts, 1, int(bool(pod.node)), sign)
         if pod.node and pod.node not in self.nodes:
             self.tally.away(pod.shard, pod.node, amounts, sign)
 
@@ -82,7 +81,7 @@ class Cluster:
                 for pod in self.pods:
                     if pod.shard == shard:
                         inst.count(pod, 1)
-                inst.tally.rewrite(shard, inst.others.groups(shard))
+                inst.tally.rewrite(shard, inst.others.stored(shard))
             inst.tally.recount_away()
             inst.shards, inst.nodes = shards, nodes
             for pod in self.pods:
@@ -181,36 +180,36 @@ def test_own_pods_plus_the_others_records_are_the_whole_cluster(
 
 def test_a_flush_writes_only_what_moved_and_deletes_what_emptied() -> None:
     tally = ShardTally()
-    tally.ask(3, "q", {"cpu": 1.0}, {"cpu": 1.0}, 1)
+    tally.count(3, "q", {"cpu": 1.0}, {"cpu": 1.0}, 1, 1, 1)
     tally.away(3, "n1", {"cpu": 1.0}, 1)
     written = dict(tally.flush(7, frozenset({3})))
-    assert set(written) == {sums_key(3), away_key(3, node_group("n1"))}
-    sums = decode_sums(written[sums_key(3)] or b"")
-    assert sums is not None and sums.revision == 7 and sums.queues["q"].placed == 1
+    assert set(written) == {sums_key(3, "q"), away_key(3, node_group("n1"))}
+    sums = decode_sums(written[sums_key(3, "q")] or b"")
+    assert sums is not None and sums.revision == 7 and sums.placed == 1
     assert tally.flush(8, frozenset({3})) == []
     tally.away(3, "n1", {"cpu": 1.0}, -1)
-    tally.ask(3, "q", {"cpu": 1.0}, {"cpu": 1.0}, -1)
-    assert dict(tally.flush(9, frozenset({3}))) == {sums_key(3): None, away_key(3, node_group("n1")): None}
+    tally.count(3, "q", {"cpu": 1.0}, {"cpu": 1.0}, 1, 1, -1)
+    assert dict(tally.flush(9, frozenset({3}))) == {sums_key(3, "q"): None, away_key(3, node_group("n1")): None}
 
 
 def test_a_shard_not_owned_is_not_written_and_stays_to_write_once_owned() -> None:
     tally = ShardTally()
-    tally.ask(5, "q", {"cpu": 2.0}, None, 1)
+    tally.count(5, "q", {"cpu": 2.0}, {}, 1, 0, 1)
     assert tally.flush(1, frozenset({4})) == []
-    assert [key for key, _ in tally.flush(2, frozenset({5}))] == [sums_key(5)]
+    assert [key for key, _ in tally.flush(2, frozenset({5}))] == [sums_key(5, "q")]
 
 
 def test_a_reader_leaves_its_own_shards_out_of_the_totals() -> None:
     reader = OtherShards()
-    record = ShardSums(4, {"q": QueueFigures({"cpu": 1.0}, {}, {}, asked=1)})
-    assert reader.apply(sums_key(2), msgspec.json.encode(record))
+    record = QueueSums(4, {"cpu": 1.0}, {}, {}, asked=1)
+    assert reader.apply(sums_key(2, "q"), msgspec.json.encode(record))
     assert reader.queues["q"].request == {"cpu": 1.0}
     reader.own(frozenset({2}))
     assert "q" not in reader.queues
-    assert reader.revision(2) == 4
+    assert reader.stored(2) == ["q"]
     reader.own(frozenset())
     assert reader.queues["q"].asked == 1
-    assert reader.apply(sums_key(2), None) and "q" not in reader.queues
+    assert reader.apply(sums_key(2, "q"), None) and "q" not in reader.queues
 
 
 def test_records_that_break_a_rule_are_refused_and_count_as_deleted() -> None:
@@ -223,22 +222,49 @@ def test_records_that_break_a_rule_are_refused_and_count_as_deleted() -> None:
     assert not reader.apply(key, msgspec.json.encode(AwayNodes(1, {"n1": NodeUse({"cpu": 1.0}, -1)})))
     assert not reader.apply(key, msgspec.json.encode(AwayNodes(-1, {})))
     assert not reader.apply("plans.a", good)
-    assert decode_sums(b'{"revision":1,"queues":{"q":[{"cpu":1e999},{},{},1,0]}}') is None
+    assert decode_sums(b'{"revision":1,"request":{"cpu":1e999},"allocated":{},"reserved":{}}') is None
+    assert decode_sums(b'{"revision":1,"request":{},"allocated":{},"reserved":{},"asked":-1}') is None
 
 
 @pytest.mark.parametrize(
     ("key", "parsed"),
     [
-        ("sums.0", (0, None)),
-        ("sums.63", (63, None)),
+        ("sums.0.q", (0, "q")),
+        ("sums.63.a_b", (63, "a.b")),
+        ("sums.0", None),
         (f"away.1.{NODE_GROUPS - 1}", (1, NODE_GROUPS - 1)),
         ("sums.64", None),
         (f"away.1.{NODE_GROUPS}", None),
         ("away.1", None),
         ("sums.-1", None),
-        ("sums.1.2", None),
+        ("sums.1.", None),
+        ("sums.1.a.b", None),
         ("queue.q", None),
     ],
 )
-def test_record_keys(key: str, parsed: tuple[int, int | None] | None) -> None:
+def test_record_keys(key: str, parsed: tuple[int, str | int] | None) -> None:
     assert parse_key(key) == parsed
+
+
+def test_a_record_that_emptied_before_it_was_ever_written_is_not_deleted() -> None:
+    tally = ShardTally()
+    tally.count(3, "q", {"cpu": 1.0}, {}, 1, 0, 1)
+    tally.count(3, "q", {"cpu": 1.0}, {}, 1, 0, -1)
+    assert tally.flush(1, frozenset({3})) == []
+    tally.rewrite(3, ["q"])  # (taken over: the bucket holds one, from its old owner)
+    assert tally.flush(2, frozenset({3})) == [(sums_key(3, "q"), None)]
+
+
+def test_a_write_that_failed_is_written_at_the_next_flush_a_deletion_too() -> None:
+    tally = ShardTally()
+    tally.count(3, "q", {"cpu": 1.0}, {}, 1, 0, 1)
+    written = tally.flush(1, frozenset({3}))
+    tally.again([key for key, _ in written])
+    assert tally.flush(2, frozenset({3})) == [
+        (sums_key(3, "q"), written[0][1].replace(b'"revision":1', b'"revision":2'))
+    ]  # type: ignore[union-attr]
+    tally.count(3, "q", {"cpu": 1.0}, {}, 1, 0, -1)
+    deleted = tally.flush(3, frozenset({3}))
+    assert deleted == [(sums_key(3, "q"), None)]
+    tally.again([sums_key(3, "q")])
+    assert tally.flush(4, frozenset({3})) == deleted

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.unit.scheduler_service.service_builders import group, node, pod
+from tests.unit.scheduler_service.service_builders import group, node, pod, publish_others
 from vc_core.ownership import balanced_owners, rendezvous_owner
 from vc_proto.core import Pod
 from vc_proto.meta import ObjectMeta
@@ -28,6 +28,7 @@ from vc_scheduler.cluster_index import ClusterIndex
 from vc_scheduler.gangs import node_capacity
 from vc_scheduler.lending import LoanAsk, LoanBook, loan_pods
 from vc_scheduler.planning import Cycle, plan_borrowing, plan_cycle
+from vc_scheduler.shard_records import OtherShards, ShardTally
 from vc_scheduler.share import Partition, Share, left_over, owner_of
 
 NOW = 1_000_000.0
@@ -185,8 +186,9 @@ def test_the_index_kept_per_change_is_the_view_and_the_sums_built_anew(steps: li
     )
     partition = Partition("a", MEMBERS)
     index, assumed = ClusterIndex(), frozenset[str]()
-    index.regroup(partition.owns, partition.owns_node)
+    index.regroup(partition.owns, partition.owns_node, partition.shards)
     feed(index, None, snap, assumed)
+    published = OtherShards()  # what the instance wrote of its own shards, change by change
     for batch in steps:
         before = snap
         for op, i in batch:
@@ -200,6 +202,7 @@ def test_the_index_kept_per_change_is_the_view_and_the_sums_built_anew(steps: li
         stored = replace(
             snap, pods=tuple(msgspec.structs.replace(p, node_name="") if p.key in assumed else p for p in snap.pods)
         )
+        publish_others(index, partition)
         outside = index.outside()
         expected = scratch_outside(stored, partition)
         for queue in set(expected) | set(outside.queues):
@@ -207,6 +210,23 @@ def test_the_index_kept_per_change_is_the_view_and_the_sums_built_anew(steps: li
             got_sums = (sums.request, sums.allocated, sums.reserved) if sums else ({}, {}, {})
             want_sums = expected.get(queue, ({}, {}, {}))
             assert all(_close(dict(g), w) for g, w in zip(got_sums, want_sums, strict=True)), queue
+        # What it publishes of its own shards, kept per change, is what its PodGroups add up to.
+        for key, value in index.tally.flush(1, partition.shards):
+            assert published.apply(key, value)
+        fresh, counted = ShardTally(), OtherShards()
+        index.count_shards(fresh, partition.owns)
+        for key, value in fresh.flush(1, partition.shards):
+            assert counted.apply(key, value)
+        assert set(published.queues) == set(counted.queues)
+        for queue, totals in counted.queues.items():
+            mine = published.queues[queue]
+            assert (mine.asked, mine.placed) == (totals.asked, totals.placed), queue
+            for got_sums, want_sums in zip(
+                (mine.request, mine.allocated, mine.reserved),
+                (totals.request, totals.allocated, totals.reserved),
+                strict=True,
+            ):
+                assert _close(got_sums, want_sums), queue
         # Each node's usage by stored pods, and the total over the nodes other instances own.
         usage = scratch_usage(stored)
         for name in {n.name for n in snap.nodes} | set(usage):
@@ -298,8 +318,9 @@ def settled(me: str, members: tuple[str, ...] = MEMBERS) -> Partition:
 
 def share_of(snap: ClusterSnapshot, partition: Partition, assumed: frozenset[str] = frozenset()) -> Share:
     index = ClusterIndex()
-    index.regroup(partition.owns, partition.owns_node)
+    index.regroup(partition.owns, partition.owns_node, partition.shards)
     feed(index, None, snap, assumed)
+    publish_others(index, partition)
     return Share(lambda: snap, {p.key: p for p in snap.pods}.get, index)
 
 

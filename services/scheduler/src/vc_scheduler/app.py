@@ -104,7 +104,13 @@ class SchedulerApp:
             assign=owner_of,
         )
         js = ctx.nc.jetstream()
-        ledger = Ledger(js, instance=membership.instance, can_write=membership.can_write, replicas=replicas)
+        ledger = Ledger(
+            js,
+            instance=membership.instance,
+            can_write=membership.can_write,
+            replicas=replicas,
+            on_record=cache.index.others.apply,
+        )
         work = InFlight(membership.instance)
         peers = Several(
             ledger, pods=FollowedPods(js, cache), in_flight=lambda: work.unfinished("Gang") + cache.unseen_binds()

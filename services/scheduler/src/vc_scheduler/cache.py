@@ -302,10 +302,10 @@ class SchedulerCache:
         if self.share_only and not self._partitioned:
             self._whole = lambda _node, _group: True
 
-    def regroup(self, owns: Callable[[str], bool], owns_node: Callable[[str], bool]) -> None:
+    def regroup(self, owns: Callable[[str], bool], owns_node: Callable[[str], bool], shards: frozenset[int]) -> None:
         """The share changed (the members did): the index recounts what lies outside it, and the pods the
         share now takes are made whole (a walk over the brief ones, once per change of members)."""
-        self.index.regroup(owns, owns_node)
+        self.index.regroup(owns, owns_node, shards)
         self._partitioned = True
         if not self.share_only:
             return

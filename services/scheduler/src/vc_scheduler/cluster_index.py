@@ -9,8 +9,10 @@ which keeps, at the cost of the change:
 - the placement ledger's view of every pod (its stored node, whether it is terminal, its requests, its
   queue), with the occupying pods indexed by node and by queue and its ancestors (ledger.View);
 - per PodGroup the sums the queue plugins take of a job (Σ requests of placed and pending pods, of
-  placed ones, the unplaced minResources of an admitted one), and per queue their totals over the
-  PodGroups of other instances (cluster.Outside: fair share and quotas are the whole cluster's);
+  placed ones, the unplaced minResources of an admitted one); per shard this instance owns, their totals
+  by queue, which it publishes (`tally`, shard_records.ShardTally); and per queue the totals over the
+  shards other instances own, from what they publish (`others`, shard_records.OtherShards), so
+  cluster.Outside says the whole cluster's figures (fair share and quotas are the whole cluster's);
 - per node its usage by stored pods, and the total allocatable and usage of other instances' nodes;
 - per PodGroup its pods by task status, for the state gauges (metrics.py), which then read the
   PodGroups instead of every pod;
@@ -33,6 +35,7 @@ import msgspec
 
 from vc_core.interning import shared
 from vc_core.resources import PODS, Resources
+from vc_proto.pod_shards import shard_of_key
 from vc_sched_core.snapshot.cluster import (
     ROOT_QUEUE,
     NodeObj,
@@ -43,6 +46,7 @@ from vc_sched_core.snapshot.cluster import (
     QueueSums,
 )
 from vc_scheduler.ledger import PodState, View, queue_chain
+from vc_scheduler.shard_records import OtherShards, ShardTally
 
 TERMINAL = frozenset({"Succeeded", "Failed"})
 OCCUPYING = frozenset({"Pending", "Running"})
@@ -146,8 +150,11 @@ class ClusterIndex:
         self._nodes: dict[str, NodeObj] = {}
         self._owns_group: Callable[[str], bool] = lambda _key: True
         self._owns_node: Callable[[str], bool] = lambda _name: True
-        self._foreign_queues: dict[str, QueueSums] = {}
-        self._foreign_sums: dict[str, tuple[Amounts, Amounts, Amounts]] = {}
+        # Per queue the sums of the own PodGroups held out of the sessions (settle); the other shards'
+        # come from their owners' records (`others`).
+        self._held_sums: dict[str, tuple[Amounts, Amounts, Amounts]] = {}
+        self.tally = ShardTally()  # the own shards' sums, as this instance publishes them
+        self.others = OtherShards()  # the other shards' sums, as their owners published them
         self._foreign_allocatable: Amounts = {}
         self._foreign_used: Amounts = {}
         self._statuses: dict[str, dict[str, int]] = {}  # PodGroup key -> its stored pods by task status
@@ -337,16 +344,22 @@ class ClusterIndex:
                     self.by_queue.setdefault(queue, {})[uid] = state.requests
 
     # -- ownership ---------------------------------------------------------------------------------
-    def regroup(self, owns_group: Callable[[str], bool], owns_node: Callable[[str], bool]) -> None:
-        """Which PodGroups and nodes this instance owns changed (the members did): recount the totals
-        over the others' (a walk over PodGroups and nodes, once per change of members)."""
+    def regroup(
+        self, owns_group: Callable[[str], bool], owns_node: Callable[[str], bool], shards: frozenset[int]
+    ) -> None:
+        """Which PodGroups (those of `shards`) and nodes this instance owns changed (the members did):
+        count the own shards anew, every record of theirs to be written again (what is stored may be
+        another owner's), and recount the totals over the others' nodes (a walk over PodGroups and
+        nodes, once per change of members)."""
         self._owns_group, self._owns_node = owns_group, owns_node
         self.held = set()  # (the PodGroups it held may be another's now; the sessions settle them again)
         self.waiting = set()
-        self._foreign_sums = {}
-        for key, group in self._groups.items():
-            if not owns_group(key):
-                self._to_foreign(group, 1.0)
+        self._held_sums = {}
+        self.tally = ShardTally()
+        self.count_shards(self.tally, owns_group)
+        for shard in shards:
+            self.tally.rewrite(shard, self.others.stored(shard))
+        self.others.own(shards)
         self._foreign_allocatable, self._foreign_used = {}, {}
         for name, node in self._nodes.items():
             if not owns_node(name):
@@ -365,7 +378,7 @@ class ClusterIndex:
             self.waiting.discard(key)
             group = self._groups.get(key)
             if group is not None:
-                self._to_foreign(group, -1.0)
+                self._to_held(group, -1.0)
 
     def settle(self, reported: Iterable[str]) -> None:
         """After a session over the PodGroups `reported` (their statuses offered to the writer): hold out
@@ -385,15 +398,27 @@ class ClusterIndex:
             self.held.add(key)
             if group.pg is not None and group.pg.phase == "Inqueue":
                 self.waiting.add(key)
-            self._to_foreign(group, 1.0)
+            self._to_held(group, 1.0)
 
     def outside(self) -> Outside:
-        """What the PodGroups and nodes other instances own add up to (cluster.Outside)."""
-        queues = {
-            queue: QueueSums(dict(request), dict(allocated), dict(reserved))
-            for queue, (request, allocated, reserved) in self._foreign_sums.items()
+        """What the PodGroups and nodes other instances own add up to, with the own PodGroups held out
+        of the sessions (cluster.Outside)."""
+        queues: dict[str, tuple[Amounts, Amounts, Amounts]] = {
+            queue: (dict(request), dict(allocated), dict(reserved))
+            for queue, (request, allocated, reserved) in self._held_sums.items()
         }
-        return Outside(dict(self._foreign_allocatable), dict(self._foreign_used), queues)
+        for queue, totals in self.others.queues.items():
+            sums = queues.get(queue)
+            if sums is None:
+                sums = queues[queue] = ({}, {}, {})
+            _add(sums[0], totals.request, 1.0)
+            _add(sums[1], totals.allocated, 1.0)
+            _add(sums[2], totals.reserved, 1.0)
+        return Outside(
+            dict(self._foreign_allocatable),
+            dict(self._foreign_used),
+            {queue: QueueSums(*sums) for queue, sums in queues.items()},
+        )
 
     def concerns(self, kind: str, key: str, old: Any, new: Any) -> bool:
         """Whether a change touches this instance's share: a pod of its PodGroups or on its nodes, one of
@@ -477,10 +502,11 @@ class ClusterIndex:
             group = self._groups[key] = _Group()
         self._stirred.add(key)
         sums = None
-        if group.pg is not None and self._counts_outside(key):
-            sums = self._foreign_sums.get(group.pg.queue)
+        tallied = group.pg is not None and self._owns_group(key)
+        if group.pg is not None and key in self.held:
+            sums = self._held_sums.get(group.pg.queue)
             if sums is None:
-                sums = self._foreign_sums[group.pg.queue] = ({}, {}, {})
+                sums = self._held_sums[group.pg.queue] = ({}, {}, {})
         if request is not None:
             _add(group.request, request, sign)
             group.asked += sign
@@ -491,34 +517,54 @@ class ClusterIndex:
             group.placed += sign
             if sums is not None:
                 _add(sums[1], allocated, sign)
+        if tallied:
+            assert group.pg is not None
+            shard = shard_of_key(key)
+            self.tally.count(
+                shard,
+                group.pg.queue,
+                request or {},
+                allocated or {},
+                int(request is not None),
+                int(allocated is not None),
+                sign,
+            )
         reserved = _reservation(group)
         if reserved != group.reserved:
             if sums is not None:
                 _add(sums[2], group.reserved, -1.0)
                 _add(sums[2], reserved, 1.0)
+            if tallied:
+                assert group.pg is not None
+                self.tally.reserve(shard, group.pg.queue, group.reserved, -1)
+                self.tally.reserve(shard, group.pg.queue, reserved, 1)
             group.reserved = reserved
         if group.pg is None and not group.asked:
             del self._groups[key]
 
     def _count_group(self, key: str, group: _Group, sign: float) -> None:
-        """Take a PodGroup's sums out of (-1) or into (+1) the totals over other instances' PodGroups;
-        the reservation is recomputed on the way in."""
+        """Take a PodGroup's sums out of (-1) or into (+1) its shard's tally and, held out, the totals
+        outside the share (its PodGroup object changes: its queue may); the reservation is recomputed on
+        the way in."""
         if sign > 0:
             group.reserved = _reservation(group)
-        if self._counts_outside(key):
-            self._to_foreign(group, sign)
+        if key in self.held:
+            self._to_held(group, sign)
+        if self._owns_group(key):
+            _tally_group(self.tally, key, group, int(sign))
 
-    def _counts_outside(self, key: str) -> bool:
-        """Whether a PodGroup's sums count in the totals outside the share: another instance's, or one of
-        this instance's held out while settled."""
-        return key in self.held or not self._owns_group(key)
+    def count_shards(self, tally: ShardTally, owns: Callable[[str], bool]) -> None:
+        """Count into `tally` every PodGroup `owns` says is to be counted (a walk over the PodGroups)."""
+        for key, group in self._groups.items():
+            if owns(key):
+                _tally_group(tally, key, group, 1)
 
-    def _to_foreign(self, group: _Group, sign: float) -> None:
+    def _to_held(self, group: _Group, sign: float) -> None:
         if group.pg is None:
             return  # no queue yet: a pod may arrive before its PodGroup
-        sums = self._foreign_sums.get(group.pg.queue)
+        sums = self._held_sums.get(group.pg.queue)
         if sums is None:
-            sums = self._foreign_sums[group.pg.queue] = ({}, {}, {})
+            sums = self._held_sums[group.pg.queue] = ({}, {}, {})
         _add(sums[0], group.request, sign)
         _add(sums[1], group.allocated, sign)
         _add(sums[2], group.reserved, sign)
@@ -567,6 +613,15 @@ class ClusterIndex:
         if chain is None:
             chain = self._chains[queue] = queue_chain(queue, self._parents)
         return chain
+
+
+def _tally_group(tally: ShardTally, key: str, group: _Group, sign: int) -> None:
+    """A PodGroup's sums into (1) or out of (-1) its shard's, once it has a queue."""
+    if group.pg is None:
+        return
+    shard = shard_of_key(key)
+    tally.count(shard, group.pg.queue, group.request, group.allocated, group.asked, group.placed, sign)
+    tally.reserve(shard, group.pg.queue, group.reserved, sign)
 
 
 def _same_pod(old: PodObj, new: PodObj) -> bool:

@@ -1,5 +1,6 @@
-"""SHELL: the placement ledger in a JetStream KV bucket: one key per capped queue, and each instance's
-announcement of the member set it plans under.
+"""SHELL: the placement ledger in a JetStream KV bucket: one key per capped queue, each instance's
+announcement of the member set it plans under, and what each shard's owner publishes of the shard
+(shard_records.py).
 
 A queue's capability holds for the pods of every instance, so a gang in a capped queue is reserved
 there before it binds, whoever owns its nodes (nodes have one writer each and need no ledger:
@@ -23,7 +24,7 @@ from nats.js.errors import BadRequestError, KeyNotFoundError, KeyWrongLastSequen
 from nats.js.kv import KeyValue
 
 from vc_bus.buckets import open_bucket
-from vc_bus.decoding import decode_or_none
+from vc_bus.decoding import decode_or_none, report_undecodable
 from vc_bus.kvwatch import watch_bucket
 from vc_core.errors import Conflict, Fenced
 from vc_core.resources import Resources
@@ -33,6 +34,7 @@ from vc_runtime.aio import until
 from vc_scheduler import ledger
 from vc_scheduler.ledger import Outcome, Record, Reservation, View
 from vc_scheduler.metrics import LEDGER_CONFLICTS, LEDGER_RETRIES, LEDGER_WRITES
+from vc_scheduler.shard_records import AWAY_PREFIX, SUMS_PREFIX
 
 log = structlog.get_logger(__name__)
 BUCKET: Final = "vc-sched-ledger"
@@ -40,6 +42,7 @@ MAX_ATTEMPTS: Final = 16
 # Each instance's announcement of the member set it plans under (share.Partition), one key per instance.
 ANNOUNCE_PREFIX: Final = "plans."
 MAX_ANNOUNCED_MEMBERS: Final = 1024
+RECORD_PREFIXES: Final = (SUMS_PREFIX, AWAY_PREFIX)
 WRONG_LAST_SEQUENCE: Final = 10071  # JetStream's error code for a delete whose expected revision is not the key's
 
 
@@ -102,8 +105,12 @@ class Ledger:
         can_write: Callable[[], bool],
         clock: Callable[[], float] = time.time,
         replicas: int = 1,
+        on_record: Callable[[str, bytes | None], bool] = lambda _key, _value: True,
     ) -> None:
+        """`on_record`: hands on a shard record as the bucket's watch delivers it (None: deleted); False
+        for a value that is not a record (reported here)."""
         self._js = js
+        self._on_record = on_record
         self._replicas = replicas
         self.instance = instance
         self._can_write = can_write
@@ -139,6 +146,16 @@ class Ledger:
             if entry.key.startswith(ANNOUNCE_PREFIX):
                 self._announcement(entry.key, None if entry.op is WatchOp.DELETE else entry.value, entry.revision)
                 continue
+            if entry.key.startswith(RECORD_PREFIXES):
+                if not self._on_record(entry.key, None if entry.op is WatchOp.DELETE else entry.value):
+                    report_undecodable(
+                        source=BUCKET,
+                        kind="ShardRecord",
+                        error="not a valid record",
+                        key=entry.key,
+                        revision=entry.revision,
+                    )
+                continue
             known = self._copies.get(entry.key)
             if known is not None and known.revision >= entry.revision:
                 continue  # our own write, already applied
@@ -169,6 +186,26 @@ class Ledger:
         except BadRequestError as exc:
             if exc.err_code != WRONG_LAST_SEQUENCE:
                 raise  # announced again meanwhile (wrong last sequence): it stays
+
+    async def write_records(self, records: list[tuple[str, bytes | None]]) -> list[str]:
+        """Write this instance's shard records (value None: delete one), all at once; the keys whose
+        write failed (all of them, fenced: its membership may have lapsed). Each shard has one writer,
+        its owner, so a record is put, not compared and set."""
+        if not self._can_write():
+            return [key for key, _ in records]
+        kv = await self.open()
+
+        async def write(key: str, value: bytes | None) -> None:
+            if value is None:
+                await kv.delete(key)
+            else:
+                await kv.put(key, value)
+
+        done = await asyncio.gather(*(write(key, value) for key, value in records), return_exceptions=True)
+        failed = [(key, result) for (key, _), result in zip(records, done, strict=True) if result is not None]
+        if failed:
+            log.warning("ledger.shard_records_unwritten", count=len(failed), error=repr(failed[0][1]))
+        return [key for key, _ in failed]
 
     def _announcement(self, key: str, value: bytes | None, revision: int) -> None:
         instance = subjects.unescape_token(key.removeprefix(ANNOUNCE_PREFIX))

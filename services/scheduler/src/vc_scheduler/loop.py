@@ -151,6 +151,7 @@ class SchedulingLoop:
         try:
             await self._run(shutdown)
         finally:
+            await self._publish()
             await self.peers.leave()  # what it claimed goes to the others now
 
     async def _run(self, shutdown: asyncio.Event) -> None:
@@ -164,6 +165,7 @@ class SchedulingLoop:
                 elif self._cycle_needed(started):
                     finished_before = self.work.finished("Gang") if self.work is not None else 0
                     result = await self._cycle(started)
+                    await self._publish()
                     cycle_s = self._clock() - started
                     # A cycle that deferred jobs is followed by the next at once (past the hold-back while
                     # its binds are written): a rest would only leave the rest of the backlog waiting.
@@ -177,6 +179,17 @@ class SchedulingLoop:
                 else:
                     self.skipped += 1
             await self._wait_for_work(shutdown, started, rest, gangs_leaving=leaving, waiting=waiting)
+
+    async def _publish(self) -> None:
+        """What this instance's shards add up to, as far as it moved, for the other instances: after each
+        cycle (which any change of its shards brings), and as it stops. Best effort: what fails is
+        written at the next one."""
+        if self._parts is None:
+            return
+        try:
+            await self.peers.publish(self.cache.index, self._parts.shards)
+        except Exception as exc:  # NATS unavailable
+            log.warning("shard_records.publish_failed", error=repr(exc))
 
     def _first_bind_s(self, started: float, result: CycleResult) -> float:
         """How long after its start the cycle begun at `started` handed its first gang to the binder (at
@@ -377,7 +390,7 @@ class SchedulingLoop:
         parts = await self.peers.partition(tuple(self.members.members) or (self.instance,), view)
         if parts is not self._parts:
             self._parts = parts
-            self.cache.regroup(parts.owns, parts.owns_node)
+            self.cache.regroup(parts.owns, parts.owns_node, parts.shards)
         parts.bound(len(self.cache.podgroups) + len(self.cache.nodes) + len(self.cache.queues))
         return parts
 

@@ -28,6 +28,7 @@ from typing import Final, Protocol
 
 import structlog
 
+from vc_scheduler.cluster_index import ClusterIndex
 from vc_scheduler.ledger import View
 from vc_scheduler.ledger_kv import Ledger
 from vc_scheduler.lending import LoanBook
@@ -101,6 +102,11 @@ class Peers(Protocol):
         """The instance stops: what it claimed goes to the others now."""
         ...
 
+    async def publish(self, index: ClusterIndex, shards: frozenset[int]) -> None:
+        """Write what the instance's `shards` add up to, as far as it moved since the last time, for the
+        other instances (shard_records.py)."""
+        ...
+
 
 class Alone:
     def __init__(self, instance: str) -> None:
@@ -131,6 +137,9 @@ class Alone:
 
     async def leave(self) -> None:
         return None
+
+    async def publish(self, index: ClusterIndex, shards: frozenset[int]) -> None:
+        return None  # (nobody else to read it)
 
 
 class Several:
@@ -261,6 +270,11 @@ class Several:
                 await self.ledger.retract(self.instance)
         except Exception as exc:
             log.info("partition.retract_on_exit_failed", error=repr(exc))
+
+    async def publish(self, index: ClusterIndex, shards: frozenset[int]) -> None:
+        records = index.tally.flush(self._pods.followed_revision(), shards)
+        if records:
+            index.tally.again(await self.ledger.write_records(records))
 
     async def _retract_stale(self, live: frozenset[str]) -> None:
         """Remove the announcements of instances that left (their lease ended) and announced nothing for

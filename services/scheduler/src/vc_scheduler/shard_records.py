@@ -4,9 +4,10 @@ An instance is to be sent only the pods of the shards it owns (docs/scale-out.md
 PodGroup's shard"). Of the other shards' pods it needs two things, which their owners publish as records
 in the placement ledger's bucket:
 
-- `sums.<shard>`: per queue, what the shard's PodGroups add up to: the requests of their placed and
-  pending pods, of their placed pods, and the unplaced minResources of admitted ones (the queue plugins'
-  sums, cluster.Outside), so fair share and quotas stay the whole cluster's.
+- `sums.<shard>.<queue>`: what the shard's PodGroups in a queue add up to: the requests of their placed
+  and pending pods, of their placed pods, and the unplaced minResources of admitted ones (the queue
+  plugins' sums, cluster.Outside), so fair share and quotas stay the whole cluster's. One key per queue,
+  so a cycle rewrites only the queues whose sums moved.
 - `away.<shard>.<node group>`: the shard's pods that occupy nodes its owner does not own, per node
   (their requests and count), so a node's owner counts them on its node. An owner places on its own
   nodes first, so these are few: its loans, and what a change of members left on nodes that moved. The
@@ -32,12 +33,12 @@ from typing import Final
 
 import msgspec
 
+from vc_proto import subjects
 from vc_proto.pod_shards import SHARDS
 
 NODE_GROUPS: Final = 64
 SUMS_PREFIX: Final = "sums."
 AWAY_PREFIX: Final = "away."
-MAX_QUEUES: Final = 10_000  # queues a sums record may name (a record beyond it is refused by readers)
 MAX_NODES: Final = 100_000  # nodes an away record may name
 MAX_AMOUNTS: Final = 64  # resource names per figure
 EPSILON: Final = 1e-9  # what float sums of additions and removals leave of zero
@@ -49,27 +50,30 @@ def node_group(node: str) -> int:
     return zlib.crc32(node.encode()) % NODE_GROUPS
 
 
-def sums_key(shard: int) -> str:
-    return f"{SUMS_PREFIX}{shard}"
+def sums_key(shard: int, queue: str) -> str:
+    return f"{SUMS_PREFIX}{shard}.{subjects.escape_token(queue)}"
 
 
 def away_key(shard: int, group: int) -> str:
     return f"{AWAY_PREFIX}{shard}.{group}"
 
 
-def parse_key(key: str) -> tuple[int, int | None] | None:
-    """The shard of a `sums.<shard>` key, with None; the shard and node group of an `away.<shard>.<group>`
-    key; None for any other key, or one whose numbers are out of range."""
-    if key.startswith(SUMS_PREFIX):
-        shard = _number(key[len(SUMS_PREFIX) :], SHARDS)
-        return None if shard is None else (shard, None)
-    if key.startswith(AWAY_PREFIX):
-        parts = key[len(AWAY_PREFIX) :].split(".")
-        if len(parts) != 2:
-            return None
-        shard, group = _number(parts[0], SHARDS), _number(parts[1], NODE_GROUPS)
-        return None if shard is None or group is None else (shard, group)
-    return None
+def parse_key(key: str) -> tuple[int, str | int] | None:
+    """The shard and queue of a `sums.<shard>.<queue>` key; the shard and node group of an
+    `away.<shard>.<group>` key; None for any other key, or one whose parts are out of range."""
+    prefix = SUMS_PREFIX if key.startswith(SUMS_PREFIX) else AWAY_PREFIX if key.startswith(AWAY_PREFIX) else None
+    if prefix is None:
+        return None
+    parts = key[len(prefix) :].split(".")
+    if len(parts) != 2 or not parts[1]:
+        return None
+    shard = _number(parts[0], SHARDS)
+    if shard is None:
+        return None
+    if prefix == SUMS_PREFIX:
+        return (shard, subjects.unescape_token(parts[1])) if len(parts[1]) <= 253 else None
+    group = _number(parts[1], NODE_GROUPS)
+    return None if group is None else (shard, group)
 
 
 def _number(text: str, bound: int) -> int | None:
@@ -79,19 +83,15 @@ def _number(text: str, bound: int) -> int | None:
     return value if value < bound else None
 
 
-class QueueFigures(msgspec.Struct, array_like=True, gc=False):
+class QueueSums(msgspec.Struct, gc=False):
     """One queue's sums over a shard's PodGroups (cluster.QueueSums, with the pods they count)."""
 
+    revision: int  # the pods stream's revision its writer had followed
     request: Amounts
     allocated: Amounts
     reserved: Amounts
     asked: int = 0  # pods counted in `request`
     placed: int = 0  # pods counted in `allocated`
-
-
-class ShardSums(msgspec.Struct, gc=False):
-    revision: int  # the pods stream's revision its writer had followed
-    queues: dict[str, QueueFigures]
 
 
 class NodeUse(msgspec.Struct, array_like=True, gc=False):
@@ -104,7 +104,7 @@ class AwayNodes(msgspec.Struct, gc=False):
     nodes: dict[str, NodeUse]
 
 
-_sums_decoder = msgspec.json.Decoder(ShardSums)
+_sums_decoder = msgspec.json.Decoder(QueueSums)
 _away_decoder = msgspec.json.Decoder(AwayNodes)
 _encoder = msgspec.json.Encoder()
 
@@ -123,19 +123,16 @@ def _valid_amounts(amounts: Mapping[str, float]) -> bool:
     return len(amounts) <= MAX_AMOUNTS and all(math.isfinite(v) and len(n) <= 253 for n, v in amounts.items())
 
 
-def decode_sums(data: bytes) -> ShardSums | None:
+def decode_sums(data: bytes) -> QueueSums | None:
     """A `sums` record; None (the caller reports it) for bytes that are not one or break a bound."""
     try:
         record = _sums_decoder.decode(data)
     except msgspec.DecodeError:
         return None
-    if record.revision < 0 or len(record.queues) > MAX_QUEUES:
+    if record.revision < 0 or record.asked < 0 or record.placed < 0:
         return None
-    for figures in record.queues.values():
-        if figures.asked < 0 or figures.placed < 0:
-            return None
-        if not all(_valid_amounts(a) for a in (figures.request, figures.allocated, figures.reserved)):
-            return None
+    if not all(_valid_amounts(a) for a in (record.request, record.allocated, record.reserved)):
+        return None
     return record
 
 
@@ -154,7 +151,7 @@ def decode_away(data: bytes) -> AwayNodes | None:
 
 @dataclass(slots=True)
 class QueueTotals:
-    """A queue's sums over some PodGroups, as they are counted (QueueFigures, as written)."""
+    """A queue's sums over some PodGroups, as they are counted (QueueSums, as written)."""
 
     request: Amounts = field(default_factory=dict)
     allocated: Amounts = field(default_factory=dict)
@@ -178,34 +175,38 @@ class ShardTally:
     records moved since they were last written."""
 
     def __init__(self) -> None:
-        self._queues: dict[int, dict[str, QueueTotals]] = {}  # shard -> queue -> its sums
+        self._queues: dict[tuple[int, str], QueueTotals] = {}  # (shard, queue) -> its sums
         self._away: dict[tuple[int, int], dict[str, _Use]] = {}  # (shard, node group) -> node -> use
-        self._moved: set[tuple[int, int | None]] = set()  # records to write: (shard, None | node group)
+        # The records to write: (shard, queue) of a `sums` record, (shard, node group) of an `away` one.
+        self._moved: set[tuple[int, str | int]] = set()
+        self._stored: set[tuple[int, str | int]] = set()  # the records the bucket holds: written, or found
 
-    def ask(
+    def count(
         self,
         shard: int,
         queue: str,
-        request: Mapping[str, float] | None,
-        allocated: Mapping[str, float] | None,
+        request: Mapping[str, float],
+        allocated: Mapping[str, float],
+        asked: int,
+        placed: int,
         sign: int,
     ) -> None:
-        """A pod of the shard's PodGroup in `queue` counted into (sign 1) or out of (-1) its `request`
-        (placed or pending) and `allocated` (placed) sums; None: not in that sum."""
+        """Pods of the shard's PodGroups in `queue` counted into (sign 1) or out of (-1) its sums: `asked`
+        pods (placed or pending) asking `request`, `placed` pods holding `allocated`."""
         figures = self._queue(shard, queue)
-        if request is not None:
+        if asked:
             _add(figures.request, request, sign)
-            figures.asked += sign
-        if allocated is not None:
+            figures.asked += sign * asked
+        if placed:
             _add(figures.allocated, allocated, sign)
-            figures.placed += sign
-        self._moved.add((shard, None))
+            figures.placed += sign * placed
+        self._moved.add((shard, queue))
 
     def reserve(self, shard: int, queue: str, reserved: Mapping[str, float], sign: int) -> None:
         """A PodGroup's unplaced minResources counted into (1) or out of (-1) its queue's reservation."""
         if reserved:
             _add(self._queue(shard, queue).reserved, reserved, sign)
-            self._moved.add((shard, None))
+            self._moved.add((shard, queue))
 
     def away(self, shard: int, node: str, used: Mapping[str, float], sign: int) -> None:
         """A pod of the shard counted onto (1) or off (-1) a node its owner does not own."""
@@ -222,19 +223,29 @@ class ShardTally:
                 del self._away[(shard, group)]
         self._moved.add((shard, group))
 
-    def rewrite(self, shard: int, groups: Iterable[int]) -> None:
-        """The shard's records are to be written again at the next flush: its sums and its away records
-        of `groups` (those the bucket holds) and of every node group it counts. A shard taken over: what
-        is stored says what its old owner saw."""
-        self._moved.add((shard, None))
-        self._moved.update((shard, group) for group in groups)
+    def rewrite(self, shard: int, stored: Iterable[str | int]) -> None:
+        """The shard's records are to be written again at the next flush: those the bucket holds
+        (`stored`: their queues and node groups) and every one it counts. A shard taken over: what is
+        stored says what its old owner saw."""
+        self._moved.update((shard, part) for part in stored)
+        self._stored.update((shard, part) for part in stored)
+        self._moved.update(key for key in self._queues if key[0] == shard)
         self._moved.update(key for key in self._away if key[0] == shard)
+
+    def again(self, keys: Iterable[str]) -> None:
+        """Records whose write failed: written at the next flush (a deletion too: the record may still be
+        there)."""
+        for key in keys:
+            parsed = parse_key(key)
+            if parsed is not None:
+                self._moved.add(parsed)
+                self._stored.add(parsed)
 
     def give_up(self, shard: int) -> None:
         """Forget a shard's figures: its pods are no longer counted here (its last records are written)."""
-        self._queues.pop(shard, None)
-        for key in [key for key in self._away if key[0] == shard]:
-            del self._away[key]
+        self._queues = {key: sums for key, sums in self._queues.items() if key[0] != shard}
+        self._stored = {key for key in self._stored if key[0] != shard}
+        self._away = {key: nodes for key, nodes in self._away.items() if key[0] != shard}
         self._moved = {moved for moved in self._moved if moved[0] != shard}
 
     def recount_away(self) -> None:
@@ -245,58 +256,59 @@ class ShardTally:
 
     def flush(self, revision: int, owns: frozenset[int]) -> list[tuple[str, bytes | None]]:
         """The records of owned shards that moved since the last flush, as (key, value) to write at the
-        pods stream's `revision` (value None: the record is empty, delete it). Moves of shards it does not
-        own stay pending: they are written if it owns them again."""
+        pods stream's `revision` (value None: the record is empty now, delete it). Moves of shards it does
+        not own stay pending: they are written if it owns them again."""
         out: list[tuple[str, bytes | None]] = []
-        for shard, group in sorted(self._moved, key=lambda moved: (moved[0], -1 if moved[1] is None else moved[1])):
-            if shard not in owns:
+        for moved in self._moved:
+            if moved[0] not in owns:
                 continue
-            out.append(self._record(shard, group, revision))
+            key, value = self._record(moved[0], moved[1], revision)
+            if value is not None:
+                self._stored.add(moved)
+            elif moved in self._stored:
+                self._stored.discard(moved)
+            else:
+                continue  # (empty, and never written)
+            out.append((key, value))
         self._moved = {moved for moved in self._moved if moved[0] not in owns}
+        out.sort()
         return out
 
-    def _record(self, shard: int, group: int | None, revision: int) -> tuple[str, bytes | None]:
-        if group is None:
-            queues = self._queues.get(shard, {})
-            figures = {
-                name: QueueFigures(_clean(q.request), _clean(q.allocated), _clean(q.reserved), q.asked, q.placed)
-                for name, q in queues.items()
-                if not q.empty()
-            }
-            return sums_key(shard), _encoder.encode(ShardSums(revision, figures)) if figures else None
+    def _record(self, shard: int, part: str | int, revision: int) -> tuple[str, bytes | None]:
+        if isinstance(part, str):
+            q = self._queues.get((shard, part))
+            if q is None or q.empty():
+                return sums_key(shard, part), None
+            record = QueueSums(revision, _clean(q.request), _clean(q.allocated), _clean(q.reserved), q.asked, q.placed)
+            return sums_key(shard, part), _encoder.encode(record)
+        group = part
         nodes = self._away.get((shard, group), {})
         uses = {name: NodeUse(_clean(use.used), use.pods) for name, use in nodes.items()}
         return away_key(shard, group), _encoder.encode(AwayNodes(revision, uses)) if uses else None
 
     def _queue(self, shard: int, queue: str) -> QueueTotals:
-        queues = self._queues.setdefault(shard, {})
-        figures = queues.get(queue)
+        figures = self._queues.get((shard, queue))
         if figures is None:
-            figures = queues[queue] = QueueTotals()
+            figures = self._queues[(shard, queue)] = QueueTotals()
         return figures
 
 
 # -- every reader's side -----------------------------------------------------------------------------
 class OtherShards:
     """The records of the shards an instance does not own, and their totals: per queue (what the others'
-    PodGroups add up to) and per node (the others' pods away on it)."""
+    PodGroups add up to) and per node (the others' pods away on it). It keeps its own shards' records
+    too, out of the totals: they say what is stored under keys it may have to overwrite or delete."""
 
     def __init__(self) -> None:
-        self._sums: dict[int, ShardSums] = {}
+        self._sums: dict[tuple[int, str], QueueSums] = {}
         self._away: dict[tuple[int, int], AwayNodes] = {}
         self._owned: frozenset[int] = frozenset()
         self.queues: dict[str, QueueTotals] = {}  # queue -> the other shards' sums (read only)
         self._on: dict[str, _Use] = {}  # node -> the other shards' pods away on it
 
-    def groups(self, shard: int) -> list[int]:
-        """The node groups of the shard's away records the bucket holds (read, whoever owns it)."""
-        return sorted(group for (s, group) in self._away if s == shard)
-
-    def revision(self, shard: int) -> int:
-        """The pods-stream revision of the shard's newest record read (0: none)."""
-        revisions = [self._sums[shard].revision] if shard in self._sums else []
-        revisions.extend(r.revision for (s, _), r in self._away.items() if s == shard)
-        return max(revisions, default=0)
+    def stored(self, shard: int) -> list[str | int]:
+        """The queues and node groups of the shard's records the bucket holds (as read)."""
+        return [*(q for (s, q) in self._sums if s == shard), *(g for (s, g) in self._away if s == shard)]
 
     def apply(self, key: str, data: bytes | None) -> bool:
         """A record as the bucket's watch delivers it (None: deleted). False for a value that is not a
@@ -304,23 +316,23 @@ class OtherShards:
         parsed = parse_key(key)
         if parsed is None:
             return False
-        shard, group = parsed
-        if group is None:
+        shard, part = parsed
+        if isinstance(part, str):
             sums = decode_sums(data) if data is not None else None
-            self._count_sums(shard, -1)
+            self._count_sums(shard, part, -1)
             if sums is None:
-                self._sums.pop(shard, None)
+                self._sums.pop((shard, part), None)
             else:
-                self._sums[shard] = sums
-            self._count_sums(shard, 1)
+                self._sums[(shard, part)] = sums
+            self._count_sums(shard, part, 1)
             return data is None or sums is not None
         away = decode_away(data) if data is not None else None
-        self._count_away((shard, group), -1)
+        self._count_away(shard, part, -1)
         if away is None:
-            self._away.pop((shard, group), None)
+            self._away.pop((shard, part), None)
         else:
-            self._away[(shard, group)] = away
-        self._count_away((shard, group), 1)
+            self._away[(shard, part)] = away
+        self._count_away(shard, part, 1)
         return data is None or away is not None
 
     def own(self, shards: frozenset[int]) -> None:
@@ -329,35 +341,34 @@ class OtherShards:
             return
         self._owned = shards
         self.queues, self._on = {}, {}
-        for shard in self._sums:
-            self._count_sums(shard, 1)
-        for key in self._away:
-            self._count_away(key, 1)
+        for shard, queue in self._sums:
+            self._count_sums(shard, queue, 1)
+        for shard, group in self._away:
+            self._count_away(shard, group, 1)
 
     def away_on(self, node: str) -> tuple[Amounts, int]:
         """What the other shards' pods occupy on `node`: their requests and count."""
         use = self._on.get(node)
         return (_clean(use.used), use.pods) if use is not None else ({}, 0)
 
-    def _count_sums(self, shard: int, sign: int) -> None:
-        record = self._sums.get(shard)
+    def _count_sums(self, shard: int, queue: str, sign: int) -> None:
+        record = self._sums.get((shard, queue))
         if record is None or shard in self._owned:
             return
-        for name, figures in record.queues.items():
-            total = self.queues.get(name)
-            if total is None:
-                total = self.queues[name] = QueueTotals()
-            _add(total.request, figures.request, sign)
-            _add(total.allocated, figures.allocated, sign)
-            _add(total.reserved, figures.reserved, sign)
-            total.asked += sign * figures.asked
-            total.placed += sign * figures.placed
-            if total.empty():
-                del self.queues[name]
+        total = self.queues.get(queue)
+        if total is None:
+            total = self.queues[queue] = QueueTotals()
+        _add(total.request, record.request, sign)
+        _add(total.allocated, record.allocated, sign)
+        _add(total.reserved, record.reserved, sign)
+        total.asked += sign * record.asked
+        total.placed += sign * record.placed
+        if total.empty():
+            del self.queues[queue]
 
-    def _count_away(self, key: tuple[int, int], sign: int) -> None:
-        record = self._away.get(key)
-        if record is None or key[0] in self._owned:
+    def _count_away(self, shard: int, group: int, sign: int) -> None:
+        record = self._away.get((shard, group))
+        if record is None or shard in self._owned:
             return
         for node, use in record.nodes.items():
             total = self._on.get(node)

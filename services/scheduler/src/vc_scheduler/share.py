@@ -107,6 +107,10 @@ class Partition:
         self.instance = instance
         self.members = members
         self.claims = dict(claims or {})
+        # The pod shards whose PodGroups it owns (and whose sums it publishes: shard_records.py).
+        self.shards = frozenset(
+            shard for shard, owner in enumerate(balanced_owners(SHARDS, members)) if owner == instance
+        )
         self._memo: dict[str, bool] = {}  # PodGroup key -> owns
         self._nodes: dict[str, bool] = {}  # node name -> owns_node (asked for every pod change the cache follows)
         self._lenders: dict[str, str | None] = {}  # node key -> owner_of_node's answer
