@@ -520,6 +520,10 @@ async def test_a_loan_is_granted_only_where_it_fits_and_the_owners_own_commits_c
 
         await eventually(borrowed, timeout=10)  # once s1's desk is subscribed
         assert shares["s1"].book.lent(view, time.time()).keys() == {"a-0", "a-1", "a-2"}
+        # What n2 has left, as its owner answers a borrower: its 4 cpu less the 3 it lent (an instance
+        # nobody answers for lends nothing; an instance does not ask itself).
+        left = await desks["s0"].free_on(["s1", "s0", "nobody"])
+        assert left == {"s1": {"n2": {"cpu": Fraction(1), "pods": Fraction(107)}}}
         assert not (await reserve("s0", one_cpu_gang("b", "n2", 2, view)))[0]
         assert not (await reserve("s1", one_cpu_gang("own2", "n2", 2, view)))[0]  # the loan took the room
         assert (await reserve("s1", one_cpu_gang("own1", "n2", 1, view)))[0]

@@ -99,7 +99,10 @@ def publish_others(index: ClusterIndex, partition: Partition) -> None:
     """Hand `index` the records the other instances would publish of their shards, worked out from what
     it holds (every pod, in these tests)."""
     tally = ShardTally()
-    index.count_shards(tally, lambda key: not partition.owns(key))
+    for member in partition.members:
+        if member != partition.instance:
+            theirs_of = Partition(member, partition.members)
+            index.count_shards(tally, theirs_of.owns, theirs_of.owns_node)
     theirs = frozenset(range(SHARDS)) - partition.shards
     for shard in theirs:
         tally.rewrite(shard, index.others.stored(shard))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+from dataclasses import dataclass, field
 
 import msgspec
 import pytest
@@ -14,7 +15,7 @@ from vc_proto.pod_shards import SHARDS
 from vc_scheduler.shard_records import (
     NODE_GROUPS,
     AwayNodes,
-    NodeUse,
+    AwayPod,
     OtherShards,
     QueueSums,
     ShardTally,
@@ -35,6 +36,10 @@ class Pod:
     queue: str
     node: str  # "": pending
     cpu: float
+    name: str = field(default_factory=lambda: f"p{next(_NAMES)}")
+
+
+_NAMES = itertools.count()
 
 
 class Instance:
@@ -51,7 +56,7 @@ class Instance:
         amounts = {"cpu": pod.cpu}
         self.tally.count(pod.shard, pod.queue, amounts, amounts, 1, int(bool(pod.node)), sign)
         if pod.node and pod.node not in self.nodes:
-            self.tally.away(pod.shard, pod.node, amounts, sign)
+            self.tally.away(pod.shard, pod.node, f"ns.{pod.shard}.{pod.name}", pod.name, amounts, sign)
 
 
 class Cluster:
@@ -64,8 +69,9 @@ class Cluster:
         self.regroup(members)
 
     def regroup(self, members: list[str]) -> None:
-        """The members changed: every instance writes what it counted, gives up what it lost, takes
-        what it gained (its pods from their start), and recounts its away entries."""
+        """The members changed: every instance counts its shards anew (its pods from their start, as
+        ClusterIndex.regroup does) and writes every record of them again, deleting what it no longer
+        counts."""
         for name in members:
             if name not in self.instances:  # (a new instance reads the bucket from its start)
                 inst = self.instances[name] = Instance(name)
@@ -75,18 +81,12 @@ class Cluster:
         for name, inst in list(self.instances.items()):
             shards = frozenset(s for s in range(SHARDS) if owners[s] == name) if name in members else frozenset()
             nodes = frozenset(n for n in NODES if rendezvous_owner(f"node:{n}", tuple(members)) == name)
-            for shard in inst.shards - shards:
-                inst.tally.give_up(shard)
-            for shard in shards - inst.shards:
-                for pod in self.pods:
-                    if pod.shard == shard:
-                        inst.count(pod, 1)
-                inst.tally.rewrite(shard, inst.others.stored(shard))
-            inst.tally.recount_away()
-            inst.shards, inst.nodes = shards, nodes
+            inst.shards, inst.nodes, inst.tally = shards, nodes, ShardTally()
             for pod in self.pods:
-                if pod.shard in shards and pod.node and pod.node not in nodes:
-                    inst.tally.away(pod.shard, pod.node, {"cpu": pod.cpu}, 1)
+                if pod.shard in shards:
+                    inst.count(pod, 1)
+            for shard in shards:
+                inst.tally.rewrite(shard, inst.others.stored(shard))
             inst.others.own(shards)
             if name not in members:
                 del self.instances[name]
@@ -181,13 +181,13 @@ def test_own_pods_plus_the_others_records_are_the_whole_cluster(
 def test_a_flush_writes_only_what_moved_and_deletes_what_emptied() -> None:
     tally = ShardTally()
     tally.count(3, "q", {"cpu": 1.0}, {"cpu": 1.0}, 1, 1, 1)
-    tally.away(3, "n1", {"cpu": 1.0}, 1)
+    tally.away(3, "n1", "ns.3.p", "u", {"cpu": 1.0}, 1)
     written = dict(tally.flush(7, frozenset({3})))
     assert set(written) == {sums_key(3, "q"), away_key(3, node_group("n1"))}
     sums = decode_sums(written[sums_key(3, "q")] or b"")
     assert sums is not None and sums.revision == 7 and sums.placed == 1
     assert tally.flush(8, frozenset({3})) == []
-    tally.away(3, "n1", {"cpu": 1.0}, -1)
+    tally.away(3, "n1", "ns.3.p", "u", {"cpu": 1.0}, -1)
     tally.count(3, "q", {"cpu": 1.0}, {"cpu": 1.0}, 1, 1, -1)
     assert dict(tally.flush(9, frozenset({3}))) == {sums_key(3, "q"): None, away_key(3, node_group("n1")): None}
 
@@ -214,12 +214,15 @@ def test_a_reader_leaves_its_own_shards_out_of_the_totals() -> None:
 
 def test_records_that_break_a_rule_are_refused_and_count_as_deleted() -> None:
     reader = OtherShards()
-    good = msgspec.json.encode(AwayNodes(1, {"n1": NodeUse({"cpu": 1.0}, 1)}))
+    good = msgspec.json.encode(AwayNodes(1, {"n1": {"ns.0.p": AwayPod("u", {"cpu": 1.0})}}))
     key = away_key(0, node_group("n1"))
     assert reader.apply(key, good) and reader.away_on("n1") == ({"cpu": 1.0}, 1)
+    assert reader.pods_away_on("n1") == {"ns.0.p": AwayPod("u", {"cpu": 1.0})}
     assert not reader.apply(key, b"not json")
     assert reader.away_on("n1") == ({}, 0)
-    assert not reader.apply(key, msgspec.json.encode(AwayNodes(1, {"n1": NodeUse({"cpu": 1.0}, -1)})))
+    assert not reader.apply(
+        key, msgspec.json.encode(AwayNodes(1, {"n1": {"ns.0.p": AwayPod("u", {"cpu": float("nan")})}}))
+    )
     assert not reader.apply(key, msgspec.json.encode(AwayNodes(-1, {})))
     assert not reader.apply("plans.a", good)
     assert decode_sums(b'{"revision":1,"request":{"cpu":1e999},"allocated":{},"reserved":{}}') is None

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from tests.unit.scheduler_service.service_builders import group, node, pod, publish_others
 from vc_core.ownership import balanced_owners, rendezvous_owner
+from vc_core.resources import Resources
 from vc_proto.core import Pod
 from vc_proto.meta import ObjectMeta
 from vc_proto.pod_shards import DEFAULT_GROUP_PREFIX, SHARDS, shard_of
@@ -214,10 +215,13 @@ def test_the_index_kept_per_change_is_the_view_and_the_sums_built_anew(steps: li
         for key, value in index.tally.flush(1, partition.shards):
             assert published.apply(key, value)
         fresh, counted = ShardTally(), OtherShards()
-        index.count_shards(fresh, partition.owns)
+        index.count_shards(fresh, partition.owns, partition.owns_node)
         for key, value in fresh.flush(1, partition.shards):
             assert counted.apply(key, value)
         assert set(published.queues) == set(counted.queues)
+        for name in (n.name for n in snap.nodes):
+            assert published.away_on(name)[1] == counted.away_on(name)[1], name
+            assert _close(published.away_on(name)[0], counted.away_on(name)[0]), name
         for queue, totals in counted.queues.items():
             mine = published.queues[queue]
             assert (mine.asked, mine.placed) == (totals.asked, totals.placed), queue
@@ -233,6 +237,16 @@ def test_the_index_kept_per_change_is_the_view_and_the_sums_built_anew(steps: li
             got_used, got_count = index.usage(name)
             want_used, want_count = usage.get(name, ({}, 0))
             assert got_count == want_count and _close(got_used, want_used), name
+        # On its own nodes, its own shards' pods and the others' pods away there make the node's usage.
+        mine = scratch_usage(
+            replace(stored, pods=tuple(p for p in stored.pods if p.group_name and partition.owns(f"ns/{p.group_name}")))
+        )
+        for name in (n.name for n in snap.nodes if partition.owns_node(n.name)):
+            own_used, own_count = mine.get(name, ({}, 0))
+            away_used, away_count = index.others.away_on(name)
+            want_used, want_count = usage.get(name, ({}, 0))
+            assert own_count + away_count == want_count, name
+            assert _close({k: own_used.get(k, 0.0) + away_used.get(k, 0.0) for k in {*own_used, *away_used}}, want_used)
         foreign: dict[str, float] = {}
         for name, (used, _) in usage.items():
             if not partition.owns_node(name):
@@ -322,6 +336,22 @@ def share_of(snap: ClusterSnapshot, partition: Partition, assumed: frozenset[str
     feed(index, None, snap, assumed)
     publish_others(index, partition)
     return Share(lambda: snap, {p.key: p for p in snap.pods}.get, index)
+
+
+def answers_for(snap: ClusterSnapshot, partition: Partition) -> dict[str, dict[str, Resources]]:
+    """What each other instance answers a borrower for the nodes it owns (loans.LoanDesk.free): their
+    capacity less every pod stored there (no binds in flight, no loans)."""
+    index = ClusterIndex()
+    index.regroup(partition.owns, partition.owns_node, partition.shards)
+    feed(index, None, snap, frozenset())
+    view = index.view(gone=frozenset(), live=frozenset(MEMBERS), instance=partition.instance, epoch=1)
+    out: dict[str, dict[str, Resources]] = {}
+    for each in snap.nodes:
+        lender = partition.owner_of_node(each.name)
+        if lender is not None and not partition.owns_node(each.name):
+            left = LoanBook().left(each.name, node_capacity(each), index.by_node.get(each.name, {}), view, 0.0)
+            out.setdefault(lender, {})[each.name] = left
+    return out
 
 
 def own_group(partition: Partition, mine: bool = True, *, start: int = 0) -> str:
@@ -443,7 +473,9 @@ def test_a_gang_larger_than_the_instances_nodes_is_placed_across_instances(me: s
     assert first.result.binds == {}  # the gang does not fit on its own nodes: all or nothing
     waiting = left_over(out, first.result.binds)
     assert waiting == {f"ns/{mine}"}
-    plan = plan_borrowing(first, share.borrowing(out, part, {}), waiting, load_scheduler_conf(), cycle)
+    plan = plan_borrowing(
+        first, share.borrowing(out, part, answers_for(snap, part)), waiting, load_scheduler_conf(), cycle
+    )
     binds = plan.result.binds
     assert len(binds) == size
     assert any(not part.owns_node(n) for n in binds.values())
@@ -484,7 +516,9 @@ def test_a_pod_whose_selector_matches_only_another_instances_nodes_is_placed() -
     cycle = Cycle(out, part, "s", WHEN)
     first = plan_cycle(cycle, load_scheduler_conf(), CarriedState(), lambda: 0.0)
     assert first.result.binds == {}
-    plan = plan_borrowing(first, share.borrowing(out, part, {}), left_over(out, {}), load_scheduler_conf(), cycle)
+    plan = plan_borrowing(
+        first, share.borrowing(out, part, answers_for(snap, part)), left_over(out, {}), load_scheduler_conf(), cycle
+    )
     assert plan.result.binds == {"ns/picky": theirs}
 
 
@@ -502,7 +536,7 @@ def test_borrowed_nodes_offer_only_what_they_have_left() -> None:
     snap = replace(snap, nodes=tuple(n for n in snap.nodes if n.name in far))  # only their nodes exist
     share = share_of(snap, part)
     out, _ = share.snapshot(part, {})
-    borrowing = share.borrowing(out, part, {})
+    borrowing = share.borrowing(out, part, answers_for(snap, part))
     assert {n.name: n.allocatable["cpu"] for n in borrowing.nodes} == {n: Fraction(1) for n in far}
     assert {n.name: n.max_pods for n in borrowing.nodes} == {n: 7 for n in far}
     # What the shrinking took off (3 cpu and 3 pod slots of each) stays outside, as allocatable and used:
@@ -518,10 +552,14 @@ def test_borrowing_offers_no_node_that_no_other_instance_claims() -> None:
     far = {f"n{i}" for i in range(8) if not settled("a").owns_node(f"n{i}")}
     share = share_of(snap, settled("a"))
     out, _ = share.snapshot(settled("a"), {})
-    assert {n.name for n in share.borrowing(out, settled("a"), {}).nodes} - {n.name for n in out.nodes} == far
+    assert {n.name for n in share.borrowing(out, settled("a"), answers_for(snap, settled("a"))).nodes} - {
+        n.name for n in out.nodes
+    } == far
     unclaimed = Partition("a", MEMBERS)  # no claim of b's read
     out, _ = share.snapshot(unclaimed, {})
-    assert {n.name for n in share.borrowing(out, unclaimed, {}).nodes} == {n.name for n in out.nodes}
+    assert {n.name for n in share.borrowing(out, unclaimed, answers_for(snap, unclaimed)).nodes} == {
+        n.name for n in out.nodes
+    }
 
 
 # -- nodes change owner only between the old owner's cycles ---------------------------------------------
@@ -609,7 +647,7 @@ def test_the_shares_own_pods_on_a_borrowed_node_are_counted_once() -> None:
     snap = cluster(20, [*placed, pod("waiting", mine)], [group(mine)])
     share = share_of(snap, part)
     out, _ = share.snapshot(part, {})
-    borrowing = share.borrowing(out, part, {})
+    borrowing = share.borrowing(out, part, answers_for(snap, part))
     node_left = next(n for n in borrowing.nodes if n.name == far)
     # Its two running pods are in the session (the share holds its PodGroup's pods): the node shows all
     # its 4 cpu, and the session takes the 2 off itself.
@@ -645,5 +683,7 @@ def test_a_borrowing_session_judges_the_queue_by_the_whole_cluster() -> None:
     cycle = Cycle(out, a, "s", WHEN)
     first = plan_cycle(cycle, load_scheduler_conf(), CarriedState(), lambda: 0.0)
     assert first.result.binds == {}
-    plan = plan_borrowing(first, share.borrowing(out, a, {}), left_over(out, {}), load_scheduler_conf(), cycle)
+    plan = plan_borrowing(
+        first, share.borrowing(out, a, answers_for(snap, a)), left_over(out, {}), load_scheduler_conf(), cycle
+    )
     assert plan.result.binds == {f"ns/{mine[1]}-0": far[2], f"ns/{mine[1]}-1": far[2]}

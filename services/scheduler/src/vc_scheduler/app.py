@@ -133,6 +133,7 @@ class SchedulerApp:
             members=membership,
             peers=peers,
             work=work,
+            desk=desk,
         )
         sweeper = LedgerSweeper(ledger, membership, lambda: loop.last_view)
         ctx.probes.require("cache-synced", "membership")

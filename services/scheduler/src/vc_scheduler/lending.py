@@ -18,6 +18,10 @@ snapshot may have taken the room.
 
 Both checks are ledger.try_reserve, the placement ledger's fit rule, over an in-memory record per node:
 the owner is the only one who decides on its nodes, so nothing is written for them anywhere.
+
+A borrower plans on other instances' nodes at what each has left, as their owners say (`FreeAsk`):
+what the owner sees occupying each node, its own binds in flight and the loans it granted included
+(`LoanBook.left`), so the borrower asks for room that is there.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from vc_scheduler.ledger import Outcome, Record, Reservation, View
 
 MAX_LOAN_PODS: Final = 4096  # pods in one ask (a gang larger than this borrows in no single ask)
 MAX_NAME: Final = 512  # a pod key ("<namespace>/<name>") or node name in an ask
+MAX_FREE_NODES: Final = 8192  # nodes in one answer of what is left (well inside the bus's 1 MB payload)
 
 
 class LoanPod(msgspec.Struct, frozen=True, array_like=True):
@@ -58,7 +63,46 @@ class LoanReturn(msgspec.Struct, frozen=True, tag="return"):
     uids: list[str]
 
 
-LoanMessage = LoanAsk | LoanReturn
+class FreeAsk(msgspec.Struct, frozen=True, tag="free"):
+    """A borrower asks an owner what each of its nodes has left, for a borrowing session."""
+
+    borrower: str
+
+
+LoanMessage = LoanAsk | LoanReturn | FreeAsk
+
+
+class NodeLeft(msgspec.Struct, frozen=True, array_like=True):
+    node: str
+    left: dict[str, str]  # exact amounts as text (ledger.reservation's form), `pods` slots included
+
+
+class FreeAnswer(msgspec.Struct, frozen=True):
+    """The owner's nodes with room left (a node with none is not listed)."""
+
+    nodes: list[NodeLeft]
+
+
+def free_answer(left: Mapping[str, Resources]) -> FreeAnswer:
+    """What is left per node, as an owner answers it: nodes with room in something, at most MAX_FREE_NODES."""
+    nodes = [
+        NodeLeft(node, {name: str(value) for name, value in sorted(amounts.items())})
+        for node, amounts in left.items()
+        if any(value > 0 for value in amounts.values())
+    ]
+    return FreeAnswer(nodes[:MAX_FREE_NODES])
+
+
+def read_free(answer: FreeAnswer) -> dict[str, Resources] | None:
+    """What is left per node from an owner's answer; None for one that breaks a bound or a form."""
+    if len(answer.nodes) > MAX_FREE_NODES:
+        return None
+    out: dict[str, Resources] = {}
+    for entry in answer.nodes:
+        if not 0 < len(entry.node) <= MAX_NAME or not ledger.valid_requests(entry.left):
+            return None
+        out[entry.node] = {name: Fraction(value) for name, value in entry.left.items()}
+    return out
 
 
 class LoanAnswer(msgspec.Struct, frozen=True):
@@ -135,6 +179,22 @@ class LoanBook:
         it sees there (`occupying`: its own binds in flight included, as assumed in its cache, so they
         are not kept here) and what it lent; empty when they fit."""
         return self._weigh(node, new, capacity, occupying, view, now).over
+
+    def left(
+        self,
+        node: str,
+        capacity: Mapping[str, Fraction],
+        occupying: Mapping[str, Resources],
+        view: View,
+        now: float,
+    ) -> Resources:
+        """What `node` has left of `capacity` beside what the owner sees there (`occupying`, its own binds
+        in flight included) and the loans it granted."""
+        record = self._records.get(node)
+        if record is not None:
+            record = self._keep(node, ledger.prune(record, view, now, node=node))
+        used = ledger.usage(record or Record(), occupying)
+        return {name: max(value - used.get(name, Fraction(0)), Fraction(0)) for name, value in capacity.items()}
 
     def give_back(self, borrower: str, uids: Iterable[str]) -> None:
         """Drop `borrower`'s loans of these pods (another borrower's stay)."""

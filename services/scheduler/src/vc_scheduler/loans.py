@@ -1,7 +1,7 @@
-"""SHELL: scheduler instances ask each other for loans of room on the nodes they own (lending.py), by
-NATS request/reply on `vc.rpc.scheduler.loan.<owner>` (only scheduler identities may publish or
-subscribe there). An owner answers from its event loop, where its binder assumes its own binds, so an
-answer and its own commits never interleave.
+"""SHELL: scheduler instances ask each other for loans of room on the nodes they own (lending.py), and
+what those nodes have left, by NATS request/reply on `vc.rpc.scheduler.loan.<owner>` (only scheduler
+identities may publish or subscribe there). An owner answers from its event loop, where its binder
+assumes its own binds, so an answer and its own commits never interleave.
 """
 
 from __future__ import annotations
@@ -9,25 +9,31 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Final, Protocol
 
 import msgspec
 import structlog
 
 from vc_core.ownership import Ownership
+from vc_core.resources import Resources
 from vc_proto import subjects
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.gangs import node_capacity
+from vc_scheduler.ledger import View
 from vc_scheduler.lending import (
     MAX_LOAN_PODS,
+    FreeAnswer,
+    FreeAsk,
     LoanAnswer,
     LoanAsk,
     LoanBook,
     LoanMessage,
     LoanPod,
     LoanReturn,
+    free_answer,
     invalid,
+    read_free,
 )
 from vc_scheduler.metrics import LOANS
 
@@ -40,6 +46,7 @@ USE_WITHIN_S: Final = 10.0
 _encoder = msgspec.json.Encoder()
 _message = msgspec.json.Decoder(LoanMessage)
 _answer = msgspec.json.Decoder(LoanAnswer)
+_free = msgspec.json.Decoder(FreeAnswer)
 
 
 class Lending(Protocol):
@@ -81,6 +88,7 @@ class LoanDesk:
                 await sub.unsubscribe()
 
     async def _on_message(self, msg: Any) -> None:
+        answer: LoanAnswer | FreeAnswer
         try:
             message = _message.decode(msg.data)
         except ValueError as exc:
@@ -92,6 +100,8 @@ class LoanDesk:
                     return
                 case LoanAsk():
                     answer = self.answer(message)
+                case FreeAsk():
+                    answer = self.free(message)
         if msg.reply:
             with contextlib.suppress(Exception):  # the asker gave up (timed out): its loan lapses here
                 await msg.respond(_encoder.encode(answer))
@@ -109,17 +119,33 @@ class LoanDesk:
             node = self._cache.nodes.get(name)
             if node is not None and self._lending.commits_on(name):
                 capacities[name] = node_capacity(node)
-        view = self._cache.index.view(
-            gone=self._cache.gone(),
-            live=frozenset(self._own.members),
-            instance=self.instance,
-            epoch=self._own.epoch,
-        )
+        view = self._view()
         answer = self._lending.book.grant(ask, capacities, self._cache.occupying, view, self._clock())
         LOANS.labels(self.instance, "granted" if answer.granted else "refused").inc()
         if not answer.granted:
             log.info("loan.refused", borrower=ask.borrower, reason=answer.reason)
         return answer
+
+    def free(self, ask: FreeAsk) -> FreeAnswer:
+        """What each node this instance may lend on has left (none while its lease has lapsed)."""
+        if ask.borrower == self.instance or not self._own.can_write():
+            return FreeAnswer([])
+        view = self._view()
+        book, now = self._lending.book, self._clock()
+        left = {
+            name: book.left(name, node_capacity(node), self._cache.occupying(name), view, now)
+            for name, node in self._cache.nodes.items()
+            if self._lending.commits_on(name)
+        }
+        return free_answer(left)
+
+    def _view(self) -> View:
+        return self._cache.index.view(
+            gone=self._cache.gone(),
+            live=frozenset(self._own.members),
+            instance=self.instance,
+            epoch=self._own.epoch,
+        )
 
     # -- the borrower's side -----------------------------------------------------------------------
     async def borrow(self, owner: str, pods: list[LoanPod]) -> LoanAnswer:
@@ -131,6 +157,23 @@ class LoanDesk:
             return _answer.decode(msg.data)
         except Exception as exc:  # no answer (gone, busy, NATS down) or a garbled one: no loan
             return LoanAnswer(False, f"owner {owner} did not answer: {exc!r}")
+
+    async def free_on(self, owners: Iterable[str]) -> dict[str, dict[str, Resources]]:
+        """By owner, what each of its nodes has left, as it answers; an owner that does not answer (gone,
+        busy, NATS down) or answers garbled is left out: its nodes are not borrowed this time."""
+        asked = sorted(set(owners) - {self.instance})
+        answers = await asyncio.gather(*(self._free_of(owner) for owner in asked))
+        return {owner: left for owner, left in zip(asked, answers, strict=True) if left is not None}
+
+    async def _free_of(self, owner: str) -> dict[str, Resources] | None:
+        try:
+            msg = await self._nc.request(
+                subjects.scheduler_loan_subject(owner), _encoder.encode(FreeAsk(self.instance)), timeout=ASK_TIMEOUT_S
+            )
+            return read_free(_free.decode(msg.data))
+        except Exception as exc:
+            log.info("loan.free_unanswered", owner=owner, error=repr(exc))
+            return None
 
     async def give_back(self, owner: str, uids: list[str]) -> None:
         """Best effort: a loan not given back lapses at the owner (lending.py)."""

@@ -47,6 +47,7 @@ from vc_scheduler.gangs import Gang, GangMaker, hierarchical
 from vc_scheduler.idle import IdleGate, Inputs
 from vc_scheduler.inflight import MAX_IN_FLIGHT, InFlight
 from vc_scheduler.ledger import View
+from vc_scheduler.loans import LoanDesk
 from vc_scheduler.peers import Alone, Peers
 from vc_scheduler.planning import Cycle, Plan, plan_borrowing, plan_cycle
 from vc_scheduler.share import Partition, Share, holds_settled_out, left_over
@@ -111,10 +112,12 @@ class SchedulingLoop:
         members: Ownership | None = None,
         peers: Peers | None = None,
         work: InFlight | None = None,
+        desk: LoanDesk | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        """`clock` and `sleep` are for tests: `clock` must be the event loop's (time.monotonic) wherever
+        """`desk`: how it asks other instances what their nodes have left, to borrow there (none: it
+        borrows nothing). `clock` and `sleep` are for tests: `clock` must be the event loop's (time.monotonic) wherever
         the loop also waits with asyncio.timeout, and the status writer's, whose due times the idle gate
         compares with it."""
         self.cache = cache
@@ -128,6 +131,7 @@ class SchedulingLoop:
         self.members: Ownership = members or SoleOwner(instance)
         self.peers: Peers = peers or Alone(instance)
         self.work = work  # the writes' queue, to hold planning back while binds are backlogged
+        self.desk = desk
         self._clock, self._sleep = clock, sleep
         self.cycles = itertools.count(1)
         self.last: CycleResult | None = None
@@ -319,7 +323,8 @@ class SchedulingLoop:
             waiting = left_over(snapshot, plan.result.binds)
             if waiting and self._may_borrow():
                 metrics.BORROWING.labels(self.instance).inc()
-                borrowing = self._share.borrowing(snapshot, partition, reserved)
+                free = await self.desk.free_on(partition.claims) if self.desk is not None else {}
+                borrowing = self._share.borrowing(snapshot, partition, free)
                 plan = await asyncio.to_thread(plan_borrowing, plan, borrowing, waiting, self.conf, cycle)
         # Changes outside the share wake this instance only while something of its share waits for room
         # it may borrow (alone, the share is everything).

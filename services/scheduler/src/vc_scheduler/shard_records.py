@@ -9,10 +9,10 @@ in the placement ledger's bucket:
   plugins' sums, cluster.Outside), so fair share and quotas stay the whole cluster's. One key per queue,
   so a cycle rewrites only the queues whose sums moved.
 - `away.<shard>.<node group>`: the shard's pods that occupy nodes its owner does not own, per node
-  (their requests and count), so a node's owner counts them on its node. An owner places on its own
-  nodes first, so these are few: its loans, and what a change of members left on nodes that moved. The
-  nodes are hashed into NODE_GROUPS groups, so a change of members rewrites at most
-  SHARDS x NODE_GROUPS records, not one per pod.
+  (each pod's key, uid and requests), so a node's owner counts them on its node and can read those
+  very pods. An owner places on its own nodes first, so these are few: its loans, and what a change of
+  members left on nodes that moved. The nodes are hashed into NODE_GROUPS groups, so a change of
+  members rewrites at most SHARDS x NODE_GROUPS records, not one per pod.
 
 Per-node records of every pod would not compress: at 100,000 pods on 10,000 nodes a shard has about
 0.16 pods on a node, so they would change at every bind, which is following the pods by another name.
@@ -39,7 +39,7 @@ from vc_proto.pod_shards import SHARDS
 NODE_GROUPS: Final = 64
 SUMS_PREFIX: Final = "sums."
 AWAY_PREFIX: Final = "away."
-MAX_NODES: Final = 100_000  # nodes an away record may name
+MAX_AWAY_PODS: Final = 100_000  # pods an away record may name
 MAX_AMOUNTS: Final = 64  # resource names per figure
 EPSILON: Final = 1e-9  # what float sums of additions and removals leave of zero
 Amounts = dict[str, float]
@@ -94,14 +94,16 @@ class QueueSums(msgspec.Struct, gc=False):
     placed: int = 0  # pods counted in `allocated`
 
 
-class NodeUse(msgspec.Struct, array_like=True, gc=False):
-    used: Amounts
-    pods: int
+class AwayPod(msgspec.Struct, array_like=True, frozen=True, gc=False):
+    """A pod of the shard on a node its owner does not own."""
+
+    uid: str
+    used: Amounts  # its requests (without `pods`)
 
 
 class AwayNodes(msgspec.Struct, gc=False):
     revision: int
-    nodes: dict[str, NodeUse]
+    nodes: dict[str, dict[str, AwayPod]]  # node -> pod key -> the pod
 
 
 _sums_decoder = msgspec.json.Decoder(QueueSums)
@@ -142,9 +144,9 @@ def decode_away(data: bytes) -> AwayNodes | None:
         record = _away_decoder.decode(data)
     except msgspec.DecodeError:
         return None
-    if record.revision < 0 or len(record.nodes) > MAX_NODES:
+    if record.revision < 0 or sum(len(pods) for pods in record.nodes.values()) > MAX_AWAY_PODS:
         return None
-    if any(use.pods < 0 or not _valid_amounts(use.used) for use in record.nodes.values()):
+    if any(not _valid_amounts(pod.used) for pods in record.nodes.values() for pod in pods.values()):
         return None
     return record
 
@@ -176,7 +178,7 @@ class ShardTally:
 
     def __init__(self) -> None:
         self._queues: dict[tuple[int, str], QueueTotals] = {}  # (shard, queue) -> its sums
-        self._away: dict[tuple[int, int], dict[str, _Use]] = {}  # (shard, node group) -> node -> use
+        self._away: dict[tuple[int, int], dict[str, dict[str, AwayPod]]] = {}  # (shard, node group) -> node -> pods
         # The records to write: (shard, queue) of a `sums` record, (shard, node group) of an `away` one.
         self._moved: set[tuple[int, str | int]] = set()
         self._stored: set[tuple[int, str | int]] = set()  # the records the bucket holds: written, or found
@@ -208,19 +210,20 @@ class ShardTally:
             _add(self._queue(shard, queue).reserved, reserved, sign)
             self._moved.add((shard, queue))
 
-    def away(self, shard: int, node: str, used: Mapping[str, float], sign: int) -> None:
-        """A pod of the shard counted onto (1) or off (-1) a node its owner does not own."""
+    def away(self, shard: int, node: str, key: str, uid: str, used: Mapping[str, float], sign: int) -> None:
+        """A pod of the shard (`key`, `uid`, its requests) counted onto (1) or off (-1) a node its owner
+        does not own."""
         group = node_group(node)
         nodes = self._away.setdefault((shard, group), {})
-        use = nodes.get(node)
-        if use is None:
-            use = nodes[node] = _Use()
-        _add(use.used, used, sign)
-        use.pods += sign
-        if not use.pods:
-            del nodes[node]
-            if not nodes:
-                del self._away[(shard, group)]
+        pods = nodes.setdefault(node, {})
+        if sign > 0:
+            pods[key] = AwayPod(uid, dict(used))
+        else:
+            pods.pop(key, None)
+            if not pods:
+                del nodes[node]
+                if not nodes:
+                    del self._away[(shard, group)]
         self._moved.add((shard, group))
 
     def rewrite(self, shard: int, stored: Iterable[str | int]) -> None:
@@ -240,19 +243,6 @@ class ShardTally:
             if parsed is not None:
                 self._moved.add(parsed)
                 self._stored.add(parsed)
-
-    def give_up(self, shard: int) -> None:
-        """Forget a shard's figures: its pods are no longer counted here (its last records are written)."""
-        self._queues = {key: sums for key, sums in self._queues.items() if key[0] != shard}
-        self._stored = {key for key in self._stored if key[0] != shard}
-        self._away = {key: nodes for key, nodes in self._away.items() if key[0] != shard}
-        self._moved = {moved for moved in self._moved if moved[0] != shard}
-
-    def recount_away(self) -> None:
-        """The nodes changed owners: every away entry is to be counted again (`away`) from the pods, and
-        the records it held are written anew (emptied ones deleted) at the next flush."""
-        self._moved.update(self._away)
-        self._away = {}
 
     def flush(self, revision: int, owns: frozenset[int]) -> list[tuple[str, bytes | None]]:
         """The records of owned shards that moved since the last flush, as (key, value) to write at the
@@ -282,9 +272,8 @@ class ShardTally:
             record = QueueSums(revision, _clean(q.request), _clean(q.allocated), _clean(q.reserved), q.asked, q.placed)
             return sums_key(shard, part), _encoder.encode(record)
         group = part
-        nodes = self._away.get((shard, group), {})
-        uses = {name: NodeUse(_clean(use.used), use.pods) for name, use in nodes.items()}
-        return away_key(shard, group), _encoder.encode(AwayNodes(revision, uses)) if uses else None
+        nodes = self._away.get((shard, group))
+        return away_key(shard, group), _encoder.encode(AwayNodes(revision, nodes)) if nodes else None
 
     def _queue(self, shard: int, queue: str) -> QueueTotals:
         figures = self._queues.get((shard, queue))
@@ -351,6 +340,15 @@ class OtherShards:
         use = self._on.get(node)
         return (_clean(use.used), use.pods) if use is not None else ({}, 0)
 
+    def pods_away_on(self, node: str) -> dict[str, AwayPod]:
+        """The other shards' pods on `node`, by key."""
+        return {
+            key: pod
+            for (shard, group), record in self._away.items()
+            if shard not in self._owned and group == node_group(node)
+            for key, pod in record.nodes.get(node, {}).items()
+        }
+
     def _count_sums(self, shard: int, queue: str, sign: int) -> None:
         record = self._sums.get((shard, queue))
         if record is None or shard in self._owned:
@@ -370,11 +368,12 @@ class OtherShards:
         record = self._away.get((shard, group))
         if record is None or shard in self._owned:
             return
-        for node, use in record.nodes.items():
+        for node, pods in record.nodes.items():
             total = self._on.get(node)
             if total is None:
                 total = self._on[node] = _Use()
-            _add(total.used, use.used, sign)
-            total.pods += sign * use.pods
+            for pod in pods.values():
+                _add(total.used, pod.used, sign)
+            total.pods += sign * len(pods)
             if not total.pods:
                 del self._on[node]

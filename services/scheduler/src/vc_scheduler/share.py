@@ -11,7 +11,8 @@ plans over its share, and a cycle costs what the share costs:
   small kinds, and `outside` (cluster.Outside): what the others' nodes and PodGroups add up to, so fair
   share and quotas are the whole cluster's;
 - the borrowing snapshot, only for what did not fit: the share snapshot plus the other instances'
-  nodes, each shrunk to the capacity it has left (its stored pods taken off), so
+  nodes, each shrunk to the capacity its owner says it has left (every pod it sees there, its own binds
+  in flight and its loans taken off: loans.LoanDesk.free), so
   a gang larger than the instance's nodes, or a pod whose selector matches only others' nodes, is
   placed (soft partitions, as in Godel). Pods on others' nodes are not seen there: inter-pod affinity
   and topology spread judge other instances' nodes by the pods of this instance's share only.
@@ -38,11 +39,11 @@ from fractions import Fraction
 import msgspec
 
 from vc_core.ownership import balanced_owners, rendezvous_owner
-from vc_core.resources import PODS
+from vc_core.resources import PODS, Resources
 from vc_proto.pod_shards import SHARDS, shard_of_group
 from vc_sched_core.framework.conf import SchedulerConf
 from vc_sched_core.snapshot.cluster import ClusterSnapshot, NodeObj, PodObj
-from vc_scheduler.cluster_index import TERMINAL, ClusterIndex
+from vc_scheduler.cluster_index import OCCUPYING, TERMINAL, ClusterIndex
 
 # What a session may run while settled PodGroups are held out of it: actions that enqueue and place (an
 # evicting one picks its victims among running tasks, which must then be jobs of the session), and
@@ -231,31 +232,29 @@ class Share:
         return replace(full, pods=pods), len(copies)
 
     def borrowing(
-        self, share: ClusterSnapshot, owner: Partition, reserved: Mapping[str, tuple[str, str]]
+        self, share: ClusterSnapshot, owner: Partition, free: Mapping[str, Mapping[str, Resources]]
     ) -> ClusterSnapshot:
-        """`share` with the other instances' nodes added at the capacity each has left."""
-        held: dict[str, dict[str, Fraction]] = {}
-        for key, at in reserved.values():
-            pod = self._pod(key)
-            if pod is not None and not pod.node_name and not owner.owns_node(at):
-                slot = held.setdefault(at, {})
+        """`share` with the other instances' nodes added at what each has left, as their owners answered
+        (`free`: by owner, by node, what each has left; an owner that did not answer lends nothing)."""
+        # The share's own pods placed on those nodes are in the session, and their owners counted them
+        # in what they see there: their part is given back, or the session would count them twice.
+        back: dict[str, dict[str, Fraction]] = {}
+        for pod in share.pods:
+            if pod.node_name and pod.phase in OCCUPYING and not owner.owns_node(pod.node_name):
+                slot = back.setdefault(pod.node_name, {})
                 for name, value in pod.requests.items():
                     slot[name] = slot.get(name, Fraction(0)) + value
                 slot[PODS] = slot.get(PODS, Fraction(0)) + 1
-        # The share's own pods already placed on those nodes are in the session: their stored part of the
-        # usage is given back, or the session would count them twice.
-        for pod in share.pods:
-            if pod.node_name and not owner.owns_node(pod.node_name) and self._index.counted_on(pod.key, pod.node_name):
-                slot = held.setdefault(pod.node_name, {})
-                for name, value in pod.requests.items():
-                    slot[name] = slot.get(name, Fraction(0)) - value
-                slot[PODS] = slot.get(PODS, Fraction(0)) - 1
         others = []
         taken: dict[str, float] = {}  # what the shrinking took off those nodes, in all
         for node in self._tables().nodes:
-            if owner.owns_node(node.name) or owner.owner_of_node(node.name) is None:
+            lender = owner.owner_of_node(node.name)
+            if owner.owns_node(node.name) or lender is None:
                 continue  # (a node no single other instance claims has nobody to lend it)
-            shrunk = self._left(node, held.get(node.name, {}))
+            left = free.get(lender, {}).get(node.name)
+            if left is None:
+                continue  # (its owner did not answer, or it has no room left)
+            shrunk = _shrunk(node, left, back.get(node.name, {}))
             others.append(shrunk)
             for name, value in node.allocatable.items():
                 gone = value - shrunk.allocatable.get(name, Fraction(0))
@@ -268,19 +267,6 @@ class Share:
             outside = replace(outside, allocatable=taken, used=taken)
         return replace(share, nodes=share.nodes + tuple(others), outside=outside)
 
-    def _left(self, node: NodeObj, reserved: Mapping[str, Fraction]) -> NodeObj:
-        """The node at what it has left: its stored usage and `reserved` (others' binds in flight, less
-        the share's own pods there) taken off."""
-        used, count = self._index.usage(node.name)
-        left = {}
-        for name, value in node.allocatable.items():
-            free = value - Fraction(used.get(name, 0.0)) - reserved.get(name, Fraction(0))
-            left[name] = max(free, Fraction(0))
-        max_pods = node.max_pods
-        if max_pods is not None:
-            max_pods = max(0, max_pods - count - int(reserved.get(PODS, 0)))
-        return replace(node, allocatable=left, max_pods=max_pods)
-
     def _placed(self, pod: PodObj, node: str, copies: dict[str, tuple[PodObj, str, PodObj]]) -> PodObj:
         """`pod` as if bound to `node`: the same copy as last cycle while neither changed (the carried
         session state tells a changed pod by identity)."""
@@ -289,6 +275,18 @@ class Share:
             hit = (pod, node, msgspec.structs.replace(pod, node_name=node))
         copies[pod.uid] = hit
         return hit[2]
+
+
+def _shrunk(node: NodeObj, left: Mapping[str, Fraction], back: Mapping[str, Fraction]) -> NodeObj:
+    """The node at what its owner says it has left, with `back` (the share's own pods there) added."""
+    allocatable = {
+        name: min(value, left.get(name, Fraction(0)) + back.get(name, Fraction(0)))
+        for name, value in node.allocatable.items()
+    }
+    max_pods = node.max_pods
+    if max_pods is not None:
+        max_pods = min(max_pods, int(left.get(PODS, Fraction(0)) + back.get(PODS, Fraction(0))))
+    return replace(node, allocatable=allocatable, max_pods=max_pods)
 
 
 def _order(pod: PodObj) -> int:

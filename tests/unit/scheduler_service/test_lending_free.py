@@ -1,0 +1,51 @@
+"""What an owner says its nodes have left (lending.LoanBook.left), as a borrower reads it."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from vc_scheduler import ledger
+from vc_scheduler.lending import (
+    MAX_FREE_NODES,
+    FreeAnswer,
+    LoanAsk,
+    LoanBook,
+    NodeLeft,
+    free_answer,
+    loan_pods,
+    read_free,
+)
+
+CAPACITY = {"cpu": Fraction(4), "pods": Fraction(10)}
+VIEW = ledger.View(instance="owner", epoch=1, live=frozenset({"owner", "b"}))
+
+
+def test_what_is_left_takes_off_what_the_owner_sees_and_what_it_lent() -> None:
+    book = LoanBook()
+    occupying = {"u-own": {"cpu": Fraction(1), "pods": Fraction(1)}}
+    assert book.left("n1", CAPACITY, occupying, VIEW, 0.0) == {"cpu": Fraction(3), "pods": Fraction(9)}
+    ask = LoanAsk("b", 1, loan_pods([("u-b", "ns/p", "n1")], {"u-b": {"cpu": Fraction(2)}}))
+    assert book.grant(ask, {"n1": CAPACITY}, lambda _node: occupying, VIEW, 0.0).granted
+    assert book.left("n1", CAPACITY, occupying, VIEW, 0.0) == {"cpu": Fraction(1), "pods": Fraction(8)}
+    # Once the owner sees the borrower's pod on the node, it is counted once.
+    seen = {**occupying, "u-b": {"cpu": Fraction(2), "pods": Fraction(1)}}
+    assert book.left("n1", CAPACITY, seen, VIEW, 0.0) == {"cpu": Fraction(1), "pods": Fraction(8)}
+    full = {f"u{i}": {"cpu": Fraction(2), "pods": Fraction(1)} for i in range(3)}
+    assert book.left("n2", CAPACITY, full, VIEW, 0.0) == {"cpu": Fraction(0), "pods": Fraction(7)}
+
+
+def test_an_answer_lists_the_nodes_with_room_and_reads_back_exactly() -> None:
+    answer = free_answer(
+        {"n1": {"cpu": Fraction(1, 2), "pods": Fraction(3)}, "full": {"cpu": Fraction(0), "pods": Fraction(0)}}
+    )
+    assert [entry.node for entry in answer.nodes] == ["n1"]
+    assert read_free(answer) == {"n1": {"cpu": Fraction(1, 2), "pods": Fraction(3)}}
+
+
+def test_an_answer_that_breaks_a_bound_or_a_form_is_refused() -> None:
+    assert read_free(FreeAnswer([NodeLeft("n1", {"cpu": "-1"})])) is None
+    assert read_free(FreeAnswer([NodeLeft("n1", {"cpu": "1e999"})])) is None
+    assert read_free(FreeAnswer([NodeLeft("", {"cpu": "1"})])) is None
+    assert read_free(FreeAnswer([NodeLeft(f"n{i}", {"cpu": "1"}) for i in range(MAX_FREE_NODES + 1)])) is None
+    many = free_answer({f"n{i}": {"cpu": Fraction(1)} for i in range(MAX_FREE_NODES + 5)})
+    assert len(many.nodes) == MAX_FREE_NODES
