@@ -188,12 +188,8 @@ class SchedulingLoop:
         """What this instance's shards add up to, as far as it moved, for the other instances: after each
         cycle (which any change of its shards brings), and as it stops. Best effort: what fails is
         written at the next one."""
-        if self._parts is None:
-            return
-        try:
+        if self._parts is not None:
             await self.peers.publish(self.cache.index, self._parts.shards)
-        except Exception as exc:  # NATS unavailable
-            log.warning("shard_records.publish_failed", error=repr(exc))
 
     def _first_bind_s(self, started: float, result: CycleResult) -> float:
         """How long after its start the cycle begun at `started` handed its first gang to the binder (at

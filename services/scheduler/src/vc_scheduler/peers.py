@@ -104,7 +104,7 @@ class Peers(Protocol):
 
     async def publish(self, index: ClusterIndex, shards: frozenset[int]) -> None:
         """Write what the instance's `shards` add up to, as far as it moved since the last time, for the
-        other instances (shard_records.py)."""
+        other instances (shard_records.py). Best effort: what is not written is written at the next call."""
         ...
 
 
@@ -273,8 +273,15 @@ class Several:
 
     async def publish(self, index: ClusterIndex, shards: frozenset[int]) -> None:
         records = index.tally.flush(self._pods.followed_revision(), shards)
-        if records:
-            index.tally.again(await self.ledger.write_records(records))
+        if not records:
+            return
+        try:
+            async with asyncio.timeout(ANNOUNCE_TIMEOUT_S):
+                failed = await self.ledger.write_records(records)
+        except Exception as exc:  # NATS unavailable (the bucket could not be opened, or no answer in time)
+            log.warning("shard_records.unwritten", count=len(records), error=repr(exc))
+            failed = [key for key, _ in records]
+        index.tally.again(failed)
 
     async def _retract_stale(self, live: frozenset[str]) -> None:
         """Remove the announcements of instances that left (their lease ended) and announced nothing for
