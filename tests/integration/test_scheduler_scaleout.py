@@ -270,6 +270,14 @@ async def test_three_schedulers_keep_every_invariant_through_a_crash_and_a_pause
         stop.set()
         await sampler
 
+        # Every pod finished: the shard records, whoever owned each shard through the crash and the
+        # pause, count no pod asking or placed any more (a dead owner's records were rewritten).
+        async def records_emptied() -> bool:
+            return all(asked == placed == 0 for _, asked, placed in (await published_sums(nc)).values())
+
+        if not left:
+            await eventually(records_emptied, timeout=30, interval=0.5, what="the shard records emptied")
+
     stats = {name: scrape(system.services[name]) for name in SCHEDULERS[1:]}
     print(f"\njobs={len(names)} samples={inv.samples} max node cpu={inv.max_node_cpu}", end=" ")
     print(f"max capped queue cpu={inv.max_queue_cpu}")
@@ -347,26 +355,28 @@ async def test_with_three_instances_each_queue_reports_the_whole_clusters_alloca
         assert sum(1 for v in owned.values() if v > 0) >= 2, owned
 
         # What each shard's owner published of its shard adds up to the same figures (shard_records.py).
-        kv = await nc.jetstream().key_value("vc-sched-ledger")
-
-        async def published() -> dict[str, float]:
-            allocated: dict[str, float] = defaultdict(float)
-            try:
-                keys = [key for key in await kv.keys() if key.startswith(SUMS_PREFIX)]
-            except NoKeysError:
-                keys = []
-            for key in keys:
-                entry = await kv.get(key)
-                record = decode_sums(entry.value or b"")
-                parsed = parse_key(key)
-                assert record is not None and parsed is not None, key
-                allocated[str(parsed[1])] += record.allocated.get("cpu", 0.0)
-            return dict(allocated)
-
         async def records_add_up() -> bool:
-            return await published() == {"left": 16.0, "right": 16.0}
+            published = await published_sums(nc)
+            return {queue: figures[0] for queue, figures in published.items()} == {"left": 16.0, "right": 16.0}
 
         await eventually(records_add_up, timeout=30, interval=0.5, what="the shard records sum to each queue's figure")
+
+
+async def published_sums(nc: Client) -> dict[str, tuple[float, int, int]]:
+    """Per queue, what the shard records in the ledger bucket add up to: cpu allocated, pods asked, pods
+    placed."""
+    kv = await nc.jetstream().key_value("vc-sched-ledger")
+    try:
+        keys = [key for key in await kv.keys() if key.startswith(SUMS_PREFIX)]
+    except NoKeysError:
+        return {}
+    out: dict[str, tuple[float, int, int]] = {}
+    for key in keys:
+        record, parsed = decode_sums((await kv.get(key)).value or b""), parse_key(key)
+        assert record is not None and parsed is not None, key
+        cpu, asked, placed = out.get(str(parsed[1]), (0.0, 0, 0))
+        out[str(parsed[1])] = (cpu + record.allocated.get("cpu", 0.0), asked + record.asked, placed + record.placed)
+    return out
 
 
 # -- the ledger and the loans against a real nats-server ---------------------------------------------
