@@ -21,6 +21,10 @@ Per-node records of every pod would not compress: at 100,000 pods on 10,000 node
 and says which records to write (at most once a cycle, only those that moved). `OtherShards` is every
 reader's side: it keeps the records of the shards it does not own and their totals, updated per record.
 Each record carries the pods-stream revision its writer had followed.
+
+Today every instance is still sent every pod; the queue sums outside its share come from the `sums`
+records already (cluster_index.py), while the `away` records are written and read but used by nothing
+yet.
 """
 
 from __future__ import annotations
@@ -39,7 +43,9 @@ from vc_proto.pod_shards import SHARDS
 NODE_GROUPS: Final = 64
 SUMS_PREFIX: Final = "sums."
 AWAY_PREFIX: Final = "away."
-MAX_AWAY_PODS: Final = 100_000  # pods an away record may name
+# Pods an away record may name: about 1 MB of JSON, the bus's largest message. A node group holds 1/64
+# of the nodes, so a shard would need 10,000 pods on 150 nodes it does not own to reach it.
+MAX_AWAY_PODS: Final = 10_000
 MAX_AMOUNTS: Final = 64  # resource names per figure
 EPSILON: Final = 1e-9  # what float sums of additions and removals leave of zero
 Amounts = dict[str, float]
