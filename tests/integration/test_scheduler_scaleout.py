@@ -42,7 +42,7 @@ from vc_core.ownership import rendezvous_owner
 from vc_core.quantity import parse_quantity
 from vc_proto import api
 from vc_proto.batch import Job
-from vc_proto.core import Pod
+from vc_proto.core import Node, Pod
 from vc_proto.scheduling import PodGroup, Queue
 from vc_runtime.sharding import SoleOwner
 from vc_sched_core.framework.decisions import Bind
@@ -360,6 +360,40 @@ async def test_with_three_instances_each_queue_reports_the_whole_clusters_alloca
             return {queue: figures[0] for queue, figures in published.items()} == {"left": 16.0, "right": 16.0}
 
         await eventually(records_add_up, timeout=30, interval=0.5, what="the shard records sum to each queue's figure")
+
+
+async def test_with_three_instances_a_gang_larger_than_any_ones_nodes_runs_on_borrowed_room(system: System) -> None:
+    """A gang asking one cpu more than the most any instance's nodes hold fits only across instances:
+    its owner's borrowing session asks the other owners what their nodes have left, borrows the rest,
+    and every pod runs, no node over its cpu."""
+    async with connect(system.url, name="submitter") as nc:
+        tephra = Tephra(nc)
+        nodes, _ = await tephra.store.list(Node, None)
+        owned = Counter(rendezvous_owner(node_owner_key(n.metadata.name), SCHEDULERS) for n in nodes)
+        size = max(owned.values()) * NODE_CPU + 1
+        assert size <= len(nodes) * NODE_CPU, owned
+        job = gang_job("wide", "default", duration_s=0)
+        del job["spec"]["tasks"][0]["template"]["metadata"]["annotations"]  # (runs until deleted)
+        job["spec"]["minAvailable"] = job["spec"]["tasks"][0]["replicas"] = size
+        await tephra.submit(api.Create, job, namespace="default")
+
+        async def placement() -> dict[str, str]:
+            pods, _ = await tephra.store.list(Pod, "default")
+            return {
+                p.metadata.name: p.spec.node_name
+                for p in pods
+                if p.spec and p.spec.node_name and p.status and p.status.phase == "Running"
+            }
+
+        async def all_running() -> bool:
+            return len(await placement()) == size
+
+        await eventually(all_running, timeout=90, interval=0.5, what=f"the {size} pods of the wide gang running")
+        per_node = Counter((await placement()).values())
+        assert max(per_node.values()) <= NODE_CPU, per_node
+        stats = [scrape(system.services[name]) for name in SCHEDULERS]
+        assert sum(s.get("tephra_scheduler_foreign_node_binds", 0.0) for s in stats) > 0, stats
+        assert sum(s.get("tephra_scheduler_loans:granted", 0.0) for s in stats) > 0, stats
 
 
 async def published_sums(nc: Client) -> dict[str, tuple[float, int, int]]:
