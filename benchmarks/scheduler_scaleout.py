@@ -60,6 +60,7 @@ FOREIGN_BINDS = "tephra_scheduler_foreign_node_binds_total"  # binds onto nodes 
 GANG_COMMITS = "tephra_scheduler_gang_commits_total"  # by outcome; "conflict": the ledger refused the gang
 LEDGER_CONFLICTS = "tephra_scheduler_ledger_conflicts_total"  # capped-queue reservations refused
 LOANS = "tephra_scheduler_loans_total"  # asks for room on another instance's nodes, by outcome
+SHARD_RECORDS = "tephra_scheduler_shard_records_total"  # records of its shards an instance wrote, by outcome
 
 
 @dataclass
@@ -222,6 +223,9 @@ def report(
         f"{per_pod(total(bodies, LEDGER_CONFLICTS), run.bound):.3f} queue refusals per pod ({LEDGER_CONFLICTS}); "
         f"loans granted {granted:,.0f}, refused {denied:,.0f} ({LOANS})"
     )
+    written = total(bodies, SHARD_RECORDS, 'outcome="written"')
+    failed = total(bodies, SHARD_RECORDS, 'outcome="failed"')
+    print(f"  shard records written {written:,.0f}, failed {failed:,.0f} ({SHARD_RECORDS})")
     print(f"  {speed.describe()}", flush=True)
 
 

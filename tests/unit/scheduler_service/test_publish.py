@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+from prometheus_client import REGISTRY
+
 from vc_scheduler.cluster_index import ClusterIndex
 from vc_scheduler.peers import Several
 from vc_scheduler.shard_records import sums_key
@@ -36,7 +38,14 @@ class FlakyLedger:
         return []
 
 
+def written(outcome: str) -> float:
+    return (
+        REGISTRY.get_sample_value("tephra_scheduler_shard_records_total", {"instance": "a", "outcome": outcome}) or 0.0
+    )
+
+
 def test_records_not_written_for_want_of_nats_are_written_at_the_next_call() -> None:
+    before = written("written"), written("failed")
     ledger = FlakyLedger()
     peers = Several(ledger, pods=Pods())  # type: ignore[arg-type]
     index = ClusterIndex()
@@ -52,3 +61,4 @@ def test_records_not_written_for_want_of_nats_are_written_at_the_next_call() -> 
     assert [key for key, _ in ledger.written] == [sums_key(3, "q")]
     asyncio.run(publish())  # (nothing moved since)
     assert len(ledger.written) == 1
+    assert (written("written") - before[0], written("failed") - before[1]) == (1, 1)  # (counted per record)

@@ -264,6 +264,11 @@ LOANS = Counter(
     "Asks for room on this instance's nodes by other instances, by outcome (granted, refused)",
     ["instance", "outcome"],
 )
+SHARD_RECORDS = Counter(
+    "tephra_scheduler_shard_records_total",
+    "Records of its shards this instance wrote for the others (shard_records.py), by outcome (written, failed)",
+    ["instance", "outcome"],
+)
 OWNED = Gauge("tephra_scheduler_owned_podgroups", "PodGroups this instance owns", ["instance"])
 OWNED_NODES = Gauge("tephra_scheduler_owned_nodes", "Nodes this instance owns (plans on first)", ["instance"])
 FOREIGN_BINDS = Counter(
@@ -923,6 +928,7 @@ _INSTANCE_OUTCOMES: Final = (
     (EVICTS, ("ok", "stale")),
     (GANGS, ("ok", "partial", "conflict", "moved")),
     (LOANS, ("granted", "refused")),
+    (SHARD_RECORDS, ("written", "failed")),
     (PG_WRITES, ("ok", "conflict")),
     (QUEUE_WRITES, ("ok", "conflict")),
 )

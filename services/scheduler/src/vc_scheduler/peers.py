@@ -32,6 +32,7 @@ from vc_scheduler.cluster_index import ClusterIndex
 from vc_scheduler.ledger import View
 from vc_scheduler.ledger_kv import Ledger
 from vc_scheduler.lending import LoanBook
+from vc_scheduler.metrics import SHARD_RECORDS
 from vc_scheduler.share import Partition
 
 log = structlog.get_logger(__name__)
@@ -282,6 +283,9 @@ class Several:
             log.warning("shard_records.unwritten", count=len(records), error=repr(exc))
             failed = [key for key, _ in records]
         index.tally.again(failed)
+        SHARD_RECORDS.labels(self.instance, "written").inc(len(records) - len(failed))
+        if failed:
+            SHARD_RECORDS.labels(self.instance, "failed").inc(len(failed))
 
     async def _retract_stale(self, live: frozenset[str]) -> None:
         """Remove the announcements of instances that left (their lease ended) and announced nothing for
