@@ -356,7 +356,7 @@ class ClusterIndex:
         self.waiting = set()
         self._held_sums = {}
         self.tally = ShardTally()
-        self.count_shards(self.tally, owns_group, owns_node)
+        self.count_shards(self.tally, owns_group)
         for shard in shards:
             self.tally.rewrite(shard, self.others.stored(shard))
         self.others.own(shards)
@@ -472,9 +472,6 @@ class ClusterIndex:
         usage.pods += int(sign)
         if not self._owns_node(pod.node_name):
             _add(self._foreign_used, amounts, sign)
-            group = podgroup_key(pod)
-            if group is not None and self._owns_group(group):  # (an own shard's pod away from own nodes)
-                self.tally.away(shard_of_key(group), pod.node_name, pod.key, pod.uid, amounts, int(sign))
         if not usage.pods:
             del self._usage[pod.node_name]
 
@@ -551,25 +548,11 @@ class ClusterIndex:
         if self._owns_group(key):
             _tally_group(self.tally, key, group, int(sign))
 
-    def count_shards(self, tally: ShardTally, owns: Callable[[str], bool], owns_node: Callable[[str], bool]) -> None:
-        """Count into `tally` every PodGroup `owns` says is to be counted, and their pods that occupy nodes
-        not `owns_node` (a walk over the PodGroups and those PodGroups' pods)."""
+    def count_shards(self, tally: ShardTally, owns: Callable[[str], bool]) -> None:
+        """Count into `tally` every PodGroup `owns` says is to be counted (a walk over the PodGroups)."""
         for key, group in self._groups.items():
             if owns(key):
                 _tally_group(tally, key, group, 1)
-        for key, pods in self.pods_of.items():
-            if not owns(key):
-                continue
-            shard = shard_of_key(key)
-            for pod_key in pods:
-                stored = self._stored.get(pod_key)
-                if (
-                    stored is not None
-                    and stored.node_name
-                    and stored.phase in OCCUPYING
-                    and not owns_node(stored.node_name)
-                ):
-                    tally.away(shard, stored.node_name, pod_key, stored.uid, self._amounts(stored), 1)
 
     def _to_held(self, group: _Group, sign: float) -> None:
         if group.pg is None:

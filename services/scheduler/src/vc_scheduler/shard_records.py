@@ -23,8 +23,9 @@ reader's side: it keeps the records of the shards it does not own and their tota
 Each record carries the pods-stream revision its writer had followed.
 
 Today every instance is still sent every pod; the queue sums outside its share come from the `sums`
-records already (cluster_index.py), while the `away` records are written and read but used by nothing
-yet.
+records already (cluster_index.py); the `away` records' arithmetic is here, but no instance counts or
+writes them yet: they would cost every instance work that no reader uses until a node's owner is sent
+only its own shards.
 """
 
 from __future__ import annotations
