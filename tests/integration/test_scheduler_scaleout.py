@@ -361,6 +361,16 @@ async def test_with_three_instances_each_queue_reports_the_whole_clusters_alloca
 
         await eventually(records_add_up, timeout=30, interval=0.5, what="the shard records sum to each queue's figure")
 
+        # The cluster's gauges, exported by one instance from its own PodGroups and the others' records:
+        # each queue's running tasks, and the one namespace's share of the nodes (32 of 48 cpu).
+        async def gauges_add_up() -> bool:
+            services = [system.services[name] for name in SCHEDULERS]
+            tasks = {q: gauge_sum(services, "volcano_queue_session_start_task_count", q, "running") for q in queues}
+            share = gauge_sum(services, "volcano_namespace_share", "default")
+            return tasks == {"left": 16.0, "right": 16.0} and abs(share - 32 / 48) < 1e-6
+
+        await eventually(gauges_add_up, timeout=30, interval=0.5, what="the cluster's gauges sum the three shares")
+
 
 async def test_with_three_instances_a_gang_larger_than_any_ones_nodes_runs_on_borrowed_room(system: System) -> None:
     """A gang asking one cpu more than the most any instance's nodes hold fits only across instances:
@@ -394,6 +404,22 @@ async def test_with_three_instances_a_gang_larger_than_any_ones_nodes_runs_on_bo
         stats = [scrape(system.services[name]) for name in SCHEDULERS]
         assert sum(s.get("tephra_scheduler_foreign_node_binds", 0.0) for s in stats) > 0, stats
         assert sum(s.get("tephra_scheduler_loans:granted", 0.0) for s in stats) > 0, stats
+
+
+def gauge_sum(services: list[ServiceProcess], metric: str, *labels: str) -> float:
+    """A gauge's series with these label values, summed over the services' scrapes."""
+    total = 0.0
+    for service in services:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{service.health_port}/metrics", timeout=10) as response:
+                text = response.read().decode()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            m = re.match(rf"^{metric}\{{([^}}]*)\}} ([0-9.e+-]+)$", line)
+            if m and re.findall(r'="([^"]*)"', m.group(1)) == list(labels):
+                total += float(m.group(2))
+    return total
 
 
 async def published_sums(nc: Client) -> dict[str, tuple[float, int, int]]:
@@ -457,13 +483,13 @@ async def test_shard_records_reach_every_reader_and_a_fenced_writer_writes_none(
     follow = asyncio.create_task(other.follow(stop))
     try:
         tally = ShardTally()
-        tally.count(7, "rec-q", {"cpu": 3.0}, {"cpu": 2.0}, 3, 2, 1)
+        tally.count(7, "rec-q", {"cpu": 3.0}, {"cpu": 2.0}, 3, 2, 1, namespace="ns")
         assert await owner.write_records(tally.flush(1, frozenset({7}))) == []
         await eventually(lambda: "rec-q" in reader.queues, timeout=10, what="the record read")
         assert reader.queues["rec-q"].allocated == {"cpu": 2.0} and reader.queues["rec-q"].asked == 3
 
         allowed[0] = False
-        tally.count(7, "rec-q", {"cpu": 3.0}, {"cpu": 2.0}, 3, 2, -1)
+        tally.count(7, "rec-q", {"cpu": 3.0}, {"cpu": 2.0}, 3, 2, -1, namespace="ns")
         records = tally.flush(2, frozenset({7}))
         assert await owner.write_records(records) == [key for key, _ in records]  # refused: nothing written
         kv = await js.key_value("vc-sched-ledger")

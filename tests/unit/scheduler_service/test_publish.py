@@ -49,7 +49,7 @@ def test_records_not_written_for_want_of_nats_are_written_at_the_next_call() -> 
     ledger = FlakyLedger()
     peers = Several(ledger, pods=Pods())  # type: ignore[arg-type]
     index = ClusterIndex()
-    index.tally.count(3, "q", {"cpu": 1.0}, {"cpu": 1.0}, 1, 1, 1)
+    index.tally.count(3, "q", {"cpu": 1.0}, {"cpu": 1.0}, 1, 1, 1, namespace="ns")
 
     async def publish() -> None:
         await peers.publish(index, frozenset({3}))

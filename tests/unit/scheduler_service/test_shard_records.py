@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from dataclasses import dataclass, field
 
 import msgspec
@@ -13,6 +14,8 @@ from hypothesis import strategies as st
 from vc_core.ownership import balanced_owners, rendezvous_owner
 from vc_proto.pod_shards import SHARDS
 from vc_scheduler.shard_records import (
+    MAX_NAMESPACES,
+    MAX_STATUSES,
     NODE_GROUPS,
     AwayNodes,
     AwayPod,
@@ -38,6 +41,14 @@ class Pod:
     cpu: float
     name: str = field(default_factory=lambda: f"p{next(_NAMES)}")
 
+    @property
+    def namespace(self) -> str:
+        return f"ns{self.shard % 3}"
+
+    @property
+    def status(self) -> str:
+        return "bound" if self.node else "pending"
+
 
 _NAMES = itertools.count()
 
@@ -54,7 +65,8 @@ class Instance:
 
     def count(self, pod: Pod, sign: int) -> None:
         amounts = {"cpu": pod.cpu}
-        self.tally.count(pod.shard, pod.queue, amounts, amounts, 1, int(bool(pod.node)), sign)
+        self.tally.count(pod.shard, pod.queue, amounts, amounts, 1, int(bool(pod.node)), sign, namespace=pod.namespace)
+        self.tally.status(pod.shard, pod.queue, {pod.status: 1}, sign)
         if pod.node and pod.node not in self.nodes:
             self.tally.away(pod.shard, pod.node, f"ns.{pod.shard}.{pod.name}", pod.name, amounts, sign)
 
@@ -127,6 +139,21 @@ class Cluster:
                 want = truth_queue.get(queue, (0.0, 0.0, 0, 0))
                 assert request == pytest.approx(want[0]) and allocated == pytest.approx(want[1])
                 assert asked == want[2]
+                statuses = Counter(p.status for p in own) + Counter(other.statuses if other else {})
+                assert statuses == Counter(p.status for p in self.pods if p.queue == queue)
+            # What the pods placed hold by namespace: the own shards' pods and the others' records.
+            namespaces: dict[str, float] = {}
+            for pod in self.pods:
+                if pod.node and pod.shard in inst.shards:
+                    namespaces[pod.namespace] = namespaces.get(pod.namespace, 0.0) + pod.cpu
+            for totals in inst.others.queues.values():
+                for namespace, held in totals.namespaces.items():
+                    namespaces[namespace] = namespaces.get(namespace, 0.0) + held.get("cpu", 0.0)
+            truth = Counter[str]()
+            for pod in self.pods:
+                if pod.node:
+                    truth[pod.namespace] += pod.cpu  # type: ignore[assignment]
+            assert {n: v for n, v in namespaces.items() if abs(v) > 1e-9} == pytest.approx(dict(truth))
             for node in inst.nodes:
                 own = [p for p in self.pods if p.shard in inst.shards and p.node == node]
                 away, count = inst.others.away_on(node)
@@ -180,7 +207,7 @@ def test_own_pods_plus_the_others_records_are_the_whole_cluster(
 
 def test_a_flush_writes_only_what_moved_and_deletes_what_emptied() -> None:
     tally = ShardTally()
-    tally.count(3, "q", {"cpu": 1.0}, {"cpu": 1.0}, 1, 1, 1)
+    tally.count(3, "q", {"cpu": 1.0}, {"cpu": 1.0}, 1, 1, 1, namespace="ns")
     tally.away(3, "n1", "ns.3.p", "u", {"cpu": 1.0}, 1)
     written = dict(tally.flush(7, frozenset({3})))
     assert set(written) == {sums_key(3, "q"), away_key(3, node_group("n1"))}
@@ -188,13 +215,13 @@ def test_a_flush_writes_only_what_moved_and_deletes_what_emptied() -> None:
     assert sums is not None and sums.revision == 7 and sums.placed == 1
     assert tally.flush(8, frozenset({3})) == []
     tally.away(3, "n1", "ns.3.p", "u", {"cpu": 1.0}, -1)
-    tally.count(3, "q", {"cpu": 1.0}, {"cpu": 1.0}, 1, 1, -1)
+    tally.count(3, "q", {"cpu": 1.0}, {"cpu": 1.0}, 1, 1, -1, namespace="ns")
     assert dict(tally.flush(9, frozenset({3}))) == {sums_key(3, "q"): None, away_key(3, node_group("n1")): None}
 
 
 def test_a_shard_not_owned_is_not_written_and_stays_to_write_once_owned() -> None:
     tally = ShardTally()
-    tally.count(5, "q", {"cpu": 2.0}, {}, 1, 0, 1)
+    tally.count(5, "q", {"cpu": 2.0}, {}, 1, 0, 1, namespace="ns")
     assert tally.flush(1, frozenset({4})) == []
     assert [key for key, _ in tally.flush(2, frozenset({5}))] == [sums_key(5, "q")]
 
@@ -227,6 +254,24 @@ def test_records_that_break_a_rule_are_refused_and_count_as_deleted() -> None:
     assert not reader.apply("plans.a", good)
     assert decode_sums(b'{"revision":1,"request":{"cpu":1e999},"allocated":{},"reserved":{}}') is None
     assert decode_sums(b'{"revision":1,"request":{},"allocated":{},"reserved":{},"asked":-1}') is None
+    empty = b'"revision":1,"request":{},"allocated":{},"reserved":{}'
+    assert decode_sums(b"{" + empty + b',"statuses":{"bound":-1}}') is None
+    too_many = {f"s{i}": 1 for i in range(MAX_STATUSES + 1)}
+    assert decode_sums(b"{" + empty + b',"statuses":' + msgspec.json.encode(too_many) + b"}") is None
+    spaces = {f"ns{i}": {"cpu": 1.0} for i in range(MAX_NAMESPACES + 1)}
+    assert decode_sums(b"{" + empty + b',"namespaces":' + msgspec.json.encode(spaces) + b"}") is None
+    assert decode_sums(b"{" + empty + b',"namespaces":{"ns":{"cpu":1e999}}}') is None
+    assert decode_sums(b"{" + empty + b',"statuses":{"bound":2},"namespaces":{"ns":{"cpu":1.0}}}') is not None
+
+
+def test_a_queue_with_only_finished_pods_keeps_its_record_for_their_count() -> None:
+    tally, reader = ShardTally(), OtherShards()
+    tally.status(3, "q", {"succeeded": 2}, 1)
+    (key, value), *_ = tally.flush(1, frozenset({3}))
+    assert key == sums_key(3, "q") and reader.apply(key, value)
+    assert reader.queues["q"].statuses == {"succeeded": 2}
+    tally.status(3, "q", {"succeeded": 2}, -1)
+    assert tally.flush(2, frozenset({3})) == [(sums_key(3, "q"), None)]
 
 
 @pytest.mark.parametrize(
@@ -251,8 +296,8 @@ def test_record_keys(key: str, parsed: tuple[int, str | int] | None) -> None:
 
 def test_a_record_that_emptied_before_it_was_ever_written_is_not_deleted() -> None:
     tally = ShardTally()
-    tally.count(3, "q", {"cpu": 1.0}, {}, 1, 0, 1)
-    tally.count(3, "q", {"cpu": 1.0}, {}, 1, 0, -1)
+    tally.count(3, "q", {"cpu": 1.0}, {}, 1, 0, 1, namespace="ns")
+    tally.count(3, "q", {"cpu": 1.0}, {}, 1, 0, -1, namespace="ns")
     assert tally.flush(1, frozenset({3})) == []
     tally.rewrite(3, ["q"])  # (taken over: the bucket holds one, from its old owner)
     assert tally.flush(2, frozenset({3})) == [(sums_key(3, "q"), None)]
@@ -260,13 +305,13 @@ def test_a_record_that_emptied_before_it_was_ever_written_is_not_deleted() -> No
 
 def test_a_write_that_failed_is_written_at_the_next_flush_a_deletion_too() -> None:
     tally = ShardTally()
-    tally.count(3, "q", {"cpu": 1.0}, {}, 1, 0, 1)
+    tally.count(3, "q", {"cpu": 1.0}, {}, 1, 0, 1, namespace="ns")
     written = tally.flush(1, frozenset({3}))
     tally.again([key for key, _ in written])
     assert tally.flush(2, frozenset({3})) == [
         (sums_key(3, "q"), written[0][1].replace(b'"revision":1', b'"revision":2'))
     ]  # type: ignore[union-attr]
-    tally.count(3, "q", {"cpu": 1.0}, {}, 1, 0, -1)
+    tally.count(3, "q", {"cpu": 1.0}, {}, 1, 0, -1, namespace="ns")
     deleted = tally.flush(3, frozenset({3}))
     assert deleted == [(sums_key(3, "q"), None)]
     tally.again([sums_key(3, "q")])

@@ -14,8 +14,8 @@ which keeps, at the cost of the change:
   shards other instances own, from what they publish (`others`, shard_records.OtherShards), so
   cluster.Outside says the whole cluster's figures (fair share and quotas are the whole cluster's);
 - per node its usage by stored pods, and the total allocatable and usage of other instances' nodes;
-- per PodGroup its pods by task status, for the state gauges (metrics.py), which then read the
-  PodGroups instead of every pod;
+- per PodGroup its pods by task status, for the state gauges (metrics.py), which then read the own
+  PodGroups and the other shards' records instead of every pod;
 - which of this instance's own PodGroups are settled and held out of its sessions (`settle`, `wake`):
   their sums count outside the share too, so a session walks only the jobs that can still change.
 
@@ -262,6 +262,9 @@ class ClusterIndex:
 
     def _count_status(self, group: str, status: str, sign: int) -> None:
         self._stirred.add(group)
+        figures = self._groups.get(group)
+        if figures is not None and figures.pg is not None and self._owns_group(group):
+            self.tally.status(shard_of_key(group), figures.pg.queue, {status: 1}, sign)
         counts = self._statuses.setdefault(group, {})
         left = counts.get(status, 0) + sign
         if left:
@@ -272,15 +275,17 @@ class ClusterIndex:
             del self._statuses[group]
 
     def gauge_groups(self) -> Iterable[GroupFigures]:
-        """Every PodGroup with stored pods or a stored object, as the state gauges read it (on the event
-        loop: the figures are the index's own dicts)."""
-        statuses_of = self._statuses
+        """Every PodGroup of this instance's shards with stored pods or a stored object, as the state
+        gauges read it (on the event loop: the figures are the index's own dicts). The other shards' come
+        from their owners' records (`others`)."""
+        statuses_of, owns = self._statuses, self._owns_group
         for key, group in self._groups.items():
-            waiting = group.asked - group.placed
-            statuses = statuses_of.get(key, _NONE)
-            yield GroupFigures(key, group.pg, group.request, group.allocated, group.placed, waiting, statuses)
+            if owns(key):
+                waiting = group.asked - group.placed
+                statuses = statuses_of.get(key, _NONE)
+                yield GroupFigures(key, group.pg, group.request, group.allocated, group.placed, waiting, statuses)
         for key, statuses in statuses_of.items():
-            if key not in self._groups:
+            if key not in self._groups and owns(key):
                 yield GroupFigures(key, None, {}, {}, 0, 0, statuses)
 
     def allocated_of(self, key: str) -> Amounts:
@@ -523,6 +528,7 @@ class ClusterIndex:
                 int(request is not None),
                 int(allocated is not None),
                 sign,
+                namespace=key.partition("/")[0],
             )
         reserved = _reservation(group)
         if reserved != group.reserved:
@@ -546,13 +552,13 @@ class ClusterIndex:
         if key in self.held:
             self._to_held(group, sign)
         if self._owns_group(key):
-            _tally_group(self.tally, key, group, int(sign))
+            _tally_group(self.tally, key, group, self._statuses.get(key, _NONE), int(sign))
 
     def count_shards(self, tally: ShardTally, owns: Callable[[str], bool]) -> None:
         """Count into `tally` every PodGroup `owns` says is to be counted (a walk over the PodGroups)."""
         for key, group in self._groups.items():
             if owns(key):
-                _tally_group(tally, key, group, 1)
+                _tally_group(tally, key, group, self._statuses.get(key, _NONE), 1)
 
     def _to_held(self, group: _Group, sign: float) -> None:
         if group.pg is None:
@@ -610,13 +616,15 @@ class ClusterIndex:
         return chain
 
 
-def _tally_group(tally: ShardTally, key: str, group: _Group, sign: int) -> None:
-    """A PodGroup's sums into (1) or out of (-1) its shard's, once it has a queue."""
+def _tally_group(tally: ShardTally, key: str, group: _Group, statuses: Mapping[str, int], sign: int) -> None:
+    """A PodGroup's sums and its pods by task status into (1) or out of (-1) its shard's, once it has a
+    queue."""
     if group.pg is None:
         return
-    shard = shard_of_key(key)
-    tally.count(shard, group.pg.queue, group.request, group.allocated, group.asked, group.placed, sign)
-    tally.reserve(shard, group.pg.queue, group.reserved, sign)
+    shard, queue, namespace = shard_of_key(key), group.pg.queue, key.partition("/")[0]
+    tally.count(shard, queue, group.request, group.allocated, group.asked, group.placed, sign, namespace=namespace)
+    tally.reserve(shard, queue, group.reserved, sign)
+    tally.status(shard, queue, statuses, sign)
 
 
 def _same_pod(old: PodObj, new: PodObj) -> bool:

@@ -8,10 +8,10 @@ stage times, attempts, preemption, drf's job shares, gang's job retries, devices
 scheduling time of the jobs the cycle made ready) come from the cycle's result; the state
 gauges (queues, unschedulable jobs and their waiting tasks) are the whole cluster's, refreshed at most
 every STATE_PERIOD_S, Prometheus' default scrape interval. The service counts them from the cache's
-index, per PodGroup (`index_tally`: a walk over the PodGroups and the cycle's binds, on the event loop),
-and the rest (water-filling, the series) runs in a worker thread; `tally`, a walk over every pod of a
-snapshot (about 0.5 s of CPU at 100,000 pods), is what they are defined by and what a share's own jobs
-are counted with.
+index, per PodGroup (`index_tally`: a walk over its own PodGroups and the cycle's binds, on the event
+loop, plus the other shards' `sums` records, shard_records.py), and the rest (water-filling, the
+series) runs in a worker thread; `tally`, a walk over every pod of a snapshot (about 0.5 s of CPU at
+100,000 pods), is what they are defined by and what a share's own jobs are counted with.
 
 With several instances, one of them exports the whole cluster's gauges (each queue's figures and tasks
 by status, each namespace's share): the owner of CLUSTER_GAUGES_KEY on the ring. Every queue and
@@ -513,7 +513,8 @@ def tally(snapshot: ClusterSnapshot, binds: Mapping[str, str]) -> Tally:
     and the pending ones `binds` binds; request: allocated + the pending, unbound ones; waiting: per
     PodGroup, its pending pods not placed. Floats, not Fractions: this walks every pod (100k pods in a
     fraction of a second) and a gauge is a float anyway. Pods not in a PodGroup, or in one naming no
-    known queue, count for no queue."""
+    known queue, count for no queue; those of a PodGroup not stored count for no namespace either (a
+    session has no job for them)."""
     queue_of = {pg.key: pg.queue or DEFAULT_QUEUE for pg in snapshot.podgroups}
     allocated: dict[str, Amounts] = {q.name: {} for q in snapshot.queues}
     request: dict[str, Amounts] = {q.name: {} for q in snapshot.queues}
@@ -536,7 +537,7 @@ def tally(snapshot: ClusterSnapshot, binds: Mapping[str, str]) -> Tally:
             continue
         if not placed:
             waiting[key] = waiting.get(key, 0) + 1
-        else:
+        elif owner is not None:
             _add(namespaces.setdefault(pod.namespace, {}), pod.requests)
         if owner is None or owner not in request:
             continue
@@ -552,7 +553,8 @@ def tally(snapshot: ClusterSnapshot, binds: Mapping[str, str]) -> Tally:
 
 def index_tally(index: ClusterIndex, queues: Iterable[str], binds: Mapping[str, str]) -> Tally:
     """`tally` from the index's per-PodGroup figures instead of every pod (read on the event loop): a walk
-    over the PodGroups, and over this cycle's binds, which count as placed."""
+    over this instance's PodGroups and over this cycle's binds, which count as placed, and the other
+    shards' records as their owners last wrote them (`waiting` is the own PodGroups' only)."""
     allocated: dict[str, Amounts] = {q: {} for q in queues}
     request: dict[str, Amounts] = {q: {} for q in allocated}
     statuses: dict[str, dict[str, int]] = {q: dict.fromkeys(TASK_STATUSES, 0) for q in allocated}
@@ -562,9 +564,11 @@ def index_tally(index: ClusterIndex, queues: Iterable[str], binds: Mapping[str, 
     for group in index.gauge_groups():
         if group.waiting:
             waiting[group.key] = group.waiting
+        if group.pg is None:
+            continue  # (no queue: it counts nowhere, as in a session, which has no job for it)
         if group.placed:
             _add_floats(namespaces.setdefault(group.key.partition("/")[0], {}), group.allocated)
-        queue = (group.pg.queue or DEFAULT_QUEUE) if group.pg is not None else ""
+        queue = group.pg.queue or DEFAULT_QUEUE
         if queue not in statuses:
             continue
         queue_of[group.key] = queue
@@ -573,6 +577,17 @@ def index_tally(index: ClusterIndex, queues: Iterable[str], binds: Mapping[str, 
             counts[status] += count
         _add_floats(request[queue], group.request)
         _add_floats(allocated[queue], group.allocated)
+    for queue, totals in index.others.queues.items():
+        for namespace, held in totals.namespaces.items():
+            _add_floats(namespaces.setdefault(namespace, {}), held)
+        if queue not in statuses:
+            continue
+        counts = statuses[queue]
+        for status, count in totals.statuses.items():
+            if status in counts:
+                counts[status] += count
+        _add_floats(request[queue], totals.request)
+        _add_floats(allocated[queue], totals.allocated)
     for pod_key in binds:
         hit = index.pending(pod_key)
         if hit is None:

@@ -6,7 +6,8 @@ in the placement ledger's bucket:
 
 - `sums.<shard>.<queue>`: what the shard's PodGroups in a queue add up to: the requests of their placed
   and pending pods, of their placed pods, and the unplaced minResources of admitted ones (the queue
-  plugins' sums, cluster.Outside), so fair share and quotas stay the whole cluster's. One key per queue,
+  plugins' sums, cluster.Outside), so fair share and quotas stay the whole cluster's; and for the state
+  gauges, their pods by task status and their placed pods' requests by namespace. One key per queue,
   so a cycle rewrites only the queues whose sums moved.
 - `away.<shard>.<node group>`: the shard's pods that occupy nodes its owner does not own, per node
   (each pod's key, uid and requests), so a node's owner counts them on its node and can read those
@@ -22,8 +23,9 @@ and says which records to write (at most once a cycle, only those that moved). `
 reader's side: it keeps the records of the shards it does not own and their totals, updated per record.
 Each record carries the pods-stream revision its writer had followed.
 
-Today every instance is still sent every pod; the queue sums outside its share come from the `sums`
-records already (cluster_index.py); the `away` records' arithmetic is here, but no instance counts or
+Today every instance is still sent every pod; the queue sums outside its share (cluster_index.py) and
+the cluster's state gauges of the other shards (metrics.index_tally) come from the `sums` records
+already; the `away` records' arithmetic is here, but no instance counts or
 writes them yet: they would cost every instance work that no reader uses until a node's owner is sent
 only its own shards.
 """
@@ -48,6 +50,10 @@ AWAY_PREFIX: Final = "away."
 # of the nodes, so a shard would need 10,000 pods on 150 nodes it does not own to reach it.
 MAX_AWAY_PODS: Final = 10_000
 MAX_AMOUNTS: Final = 64  # resource names per figure
+MAX_STATUSES: Final = 16  # task statuses per record (Volcano has 9)
+# Namespaces per record: a queue's PodGroups of one shard in this many namespaces with pods placed. At
+# ~100 bytes each about 400 KB of JSON, inside the bus's 1 MB message.
+MAX_NAMESPACES: Final = 4096
 EPSILON: Final = 1e-9  # what float sums of additions and removals leave of zero
 Amounts = dict[str, float]
 
@@ -99,6 +105,8 @@ class QueueSums(msgspec.Struct, gc=False):
     reserved: Amounts
     asked: int = 0  # pods counted in `request`
     placed: int = 0  # pods counted in `allocated`
+    statuses: dict[str, int] = msgspec.field(default_factory=dict)  # task status -> pods
+    namespaces: dict[str, Amounts] = msgspec.field(default_factory=dict)  # namespace -> `allocated`'s part
 
 
 class AwayPod(msgspec.Struct, array_like=True, frozen=True, gc=False):
@@ -123,6 +131,23 @@ def _add(into: Amounts, amounts: Mapping[str, float], sign: float) -> None:
         into[name] = into.get(name, 0.0) + sign * value
 
 
+def _add_under(into: dict[str, Amounts], name: str, amounts: Mapping[str, float], sign: float) -> None:
+    """Add to the amounts under `name`, which go once nothing but float residue is left of them."""
+    held = into.setdefault(name, {})
+    _add(held, amounts, sign)
+    if not _clean(held):
+        del into[name]
+
+
+def _count(into: dict[str, int], counts: Mapping[str, int], sign: int) -> None:
+    for name, n in counts.items():
+        left = into.get(name, 0) + sign * n
+        if left:
+            into[name] = left
+        else:
+            into.pop(name, None)
+
+
 def _clean(amounts: Amounts) -> Amounts:
     """Without what additions and removals left of zero."""
     return {name: value for name, value in amounts.items() if abs(value) > EPSILON}
@@ -141,6 +166,11 @@ def decode_sums(data: bytes) -> QueueSums | None:
     if record.revision < 0 or record.asked < 0 or record.placed < 0:
         return None
     if not all(_valid_amounts(a) for a in (record.request, record.allocated, record.reserved)):
+        return None
+    statuses, namespaces = record.statuses, record.namespaces
+    if len(statuses) > MAX_STATUSES or any(n < 0 or len(s) > 32 for s, n in statuses.items()):
+        return None
+    if len(namespaces) > MAX_NAMESPACES or any(len(n) > 253 or not _valid_amounts(a) for n, a in namespaces.items()):
         return None
     return record
 
@@ -167,9 +197,11 @@ class QueueTotals:
     reserved: Amounts = field(default_factory=dict)
     asked: int = 0
     placed: int = 0
+    statuses: dict[str, int] = field(default_factory=dict)
+    namespaces: dict[str, Amounts] = field(default_factory=dict)
 
     def empty(self) -> bool:
-        return not (self.asked or self.placed or _clean(self.reserved))
+        return not (self.asked or self.placed or _clean(self.reserved) or any(self.statuses.values()))
 
 
 @dataclass(slots=True)
@@ -199,17 +231,26 @@ class ShardTally:
         asked: int,
         placed: int,
         sign: int,
+        *,
+        namespace: str,
     ) -> None:
-        """Pods of the shard's PodGroups in `queue` counted into (sign 1) or out of (-1) its sums: `asked`
-        pods (placed or pending) asking `request`, `placed` pods holding `allocated`."""
+        """Pods of the shard's PodGroups in `queue` and `namespace` counted into (sign 1) or out of (-1)
+        its sums: `asked` pods (placed or pending) asking `request`, `placed` pods holding `allocated`."""
         figures = self._queue(shard, queue)
         if asked:
             _add(figures.request, request, sign)
             figures.asked += sign * asked
         if placed:
             _add(figures.allocated, allocated, sign)
+            _add_under(figures.namespaces, namespace, allocated, sign)
             figures.placed += sign * placed
         self._moved.add((shard, queue))
+
+    def status(self, shard: int, queue: str, statuses: Mapping[str, int], sign: int) -> None:
+        """Pods of the shard's PodGroups in `queue`, by task status, counted into (1) or out of (-1) it."""
+        if statuses:
+            _count(self._queue(shard, queue).statuses, statuses, sign)
+            self._moved.add((shard, queue))
 
     def reserve(self, shard: int, queue: str, reserved: Mapping[str, float], sign: int) -> None:
         """A PodGroup's unplaced minResources counted into (1) or out of (-1) its queue's reservation."""
@@ -276,7 +317,10 @@ class ShardTally:
             q = self._queues.get((shard, part))
             if q is None or q.empty():
                 return sums_key(shard, part), None
-            record = QueueSums(revision, _clean(q.request), _clean(q.allocated), _clean(q.reserved), q.asked, q.placed)
+            namespaces = {name: amounts for name, held in q.namespaces.items() if (amounts := _clean(held))}
+            statuses = {status: n for status, n in q.statuses.items() if n}
+            sums = (_clean(q.request), _clean(q.allocated), _clean(q.reserved))
+            record = QueueSums(revision, *sums, q.asked, q.placed, statuses, namespaces)
             return sums_key(shard, part), _encoder.encode(record)
         group = part
         nodes = self._away.get((shard, group))
@@ -368,6 +412,9 @@ class OtherShards:
         _add(total.reserved, record.reserved, sign)
         total.asked += sign * record.asked
         total.placed += sign * record.placed
+        _count(total.statuses, record.statuses, sign)
+        for namespace, held in record.namespaces.items():
+            _add_under(total.namespaces, namespace, held, sign)
         if total.empty():
             del self.queues[queue]
 
