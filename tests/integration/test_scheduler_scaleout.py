@@ -14,6 +14,7 @@ store continuously and checks the scheduling invariants at every moment:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import re
@@ -23,9 +24,11 @@ from collections import Counter, defaultdict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from nats.aio.client import Client
 from nats.js.errors import NoKeysError
@@ -34,22 +37,27 @@ from prometheus_client import REGISTRY
 from tests.support.services import ServiceProcess
 from tests.support.system import System, start_system
 from tests.support.waiting import eventually
+from tests.unit.scheduler_service.service_builders import group as group_view
 from tests.unit.scheduler_service.service_builders import pod as pod_view
 from vc_bus.connection import connect
 from vc_bus.store import NatsStore
 from vc_cli.client import Tephra
+from vc_core.errors import Conflict
 from vc_core.ownership import rendezvous_owner
 from vc_core.quantity import parse_quantity
 from vc_proto import api
 from vc_proto.batch import Job
 from vc_proto.core import Node, Pod
+from vc_proto.pod_shards import shard_of_key
 from vc_proto.scheduling import PodGroup, Queue
 from vc_runtime.sharding import SoleOwner
 from vc_sched_core.framework.decisions import Bind
 from vc_sched_core.snapshot.cluster import NodeObj
 from vc_scheduler import ledger as pure
+from vc_scheduler import ledger_kv
 from vc_scheduler.binder import BOUND_BY, GangBinder
 from vc_scheduler.cache import SchedulerCache
+from vc_scheduler.cluster_index import ClusterIndex
 from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.gangs import Gang
 from vc_scheduler.inflight import InFlight
@@ -369,7 +377,8 @@ async def test_with_three_instances_each_queue_reports_the_whole_clusters_alloca
             share = gauge_sum(services, "volcano_namespace_share", "default")
             return tasks == {"left": 16.0, "right": 16.0} and abs(share - 32 / 48) < 1e-6
 
-        await eventually(gauges_add_up, timeout=30, interval=0.5, what="the cluster's gauges sum the three shares")
+        # (refreshed at a cycle once STATE_PERIOD_S passed: at the latest the idle gate's cycle after that)
+        await eventually(gauges_add_up, timeout=60, interval=0.5, what="the cluster's gauges sum the three shares")
 
 
 async def test_with_three_instances_a_gang_larger_than_any_ones_nodes_runs_on_borrowed_room(system: System) -> None:
@@ -442,9 +451,27 @@ async def published_sums(nc: Client) -> dict[str, tuple[float, int, int]]:
 # -- the ledger and the loans against a real nats-server ---------------------------------------------
 
 
+@contextlib.asynccontextmanager
+async def following(*ledgers: Ledger) -> AsyncIterator[None]:
+    """The ledgers follow their bucket meanwhile, as an instance's do."""
+    stop = asyncio.Event()
+    tasks = [asyncio.create_task(led.follow(stop)) for led in ledgers]
+    try:
+        await asyncio.wait_for(asyncio.gather(*(led.synced.wait() for led in ledgers)), 10)
+        yield
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks)
+
+
 async def test_ledger_writers_racing_on_one_queue_never_exceed_its_capability(nc: Client) -> None:
     js = nc.jetstream()
     writers = [Ledger(js, instance=f"s{i}", can_write=lambda: True) for i in range(3)]
+    async with following(*writers):
+        await _race_on_one_queue(js, writers)
+
+
+async def _race_on_one_queue(js: Any, writers: list[Ledger]) -> None:
     pods = {
         f"u{i}": pure.PodState(node="", terminal=False, requests={"cpu": Fraction(1), "pods": Fraction(1)})
         for i in range(60)
@@ -456,7 +483,7 @@ async def test_ledger_writers_racing_on_one_queue_never_exceed_its_capability(nc
         new = {
             uid: pure.reservation(f"ns/{uid}", {"cpu": Fraction(1)}, instance=writer.instance, epoch=1, at=time.time())
         }
-        outcome = await writer.reserve(queue_key("q1"), new, capacity, {}, view, node=None)
+        outcome = await writer.reserve(queue_key("q1"), new, capacity, dict, view, node=None)
         return outcome.record is not None
 
     results = await asyncio.gather(*(reserve(writers[i % 3], f"u{i}") for i in range(60)))
@@ -508,6 +535,76 @@ async def test_shard_records_reach_every_reader_and_a_fenced_writer_writes_none(
     finally:
         stop.set()
         await follow
+
+
+async def test_a_capped_queue_counts_another_instances_pod_by_its_reservation_then_its_record(
+    nc: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Instance a binds a pod in a capped queue; instance b counts it first by a's reservation, then by
+    the sums record a writes of its shard (bound pods occupy the queue), and a takes the reservation
+    back only after the record: at no point does b have room for a pod more than the capability."""
+    js = nc.jetstream()
+    index_a, index_b = ClusterIndex(), ClusterIndex()
+    owns_a = lambda key: shard_of_key(key) < 32  # noqa: E731
+    index_a.regroup(owns_a, lambda _n: True, frozenset(range(32)))
+    index_b.regroup(lambda key: not owns_a(key), lambda _n: True, frozenset(range(32, 64)))
+    a = Ledger(js, instance="a", can_write=lambda: True, on_record=index_a.others.apply)
+    b = Ledger(js, instance="b", can_write=lambda: True, on_record=index_b.others.apply)
+    group = next(f"ns/g{i}" for i in range(100) if owns_a(f"ns/g{i}"))
+    pg = dataclasses.replace(group_view(group.split("/")[1], "capped"), phase="Running")
+    capability = {"cpu": Fraction(2)}
+    key = queue_key("capped")
+    now = time.time()
+
+    def view(index: ClusterIndex, instance: str) -> pure.View:
+        return index.view(gone=frozenset(), live=frozenset({"a", "b"}), instance=instance, epoch=1)
+
+    async def b_has_room() -> bool:
+        mine = {"ub": pure.reservation("ns/b-pod", {"cpu": Fraction(1)}, instance="b", epoch=1, at=now)}
+        vb = view(index_b, "b")
+        outcome = await b.reserve(key, mine, capability, partial(vb.occupying_queue, "capped"), vb, node=None)
+        if outcome.record is not None:
+            await b.release(key, ["ub"])
+        return outcome.record is not None
+
+    async with following(a, b):
+        for index in (index_a, index_b):
+            index.stored_podgroup(group, pg)
+        va = view(index_a, "a")
+        new = {"ua": pure.reservation("ns/a-pod", {"cpu": Fraction(2)}, instance="a", epoch=1, at=now)}
+        assert (await a.reserve(key, new, capability, partial(va.occupying_queue, "capped"), va, node=None)).record
+        assert not await b_has_room()  # a's reservation counts
+        bound = pod_view("a-pod", pg.name, node="n1", phase="Running")
+        index_a.stored_pod("ns/a-pod", msgspec.structs.replace(bound, uid="ua", requests={"cpu": Fraction(2)}))
+        assert index_a.counts("ua")
+        peers = Several(a, pods=FixedRevision())
+        await peers.publish(index_a, frozenset(range(32)))
+        assert "ua" not in a.record(key).reservations  # taken back once the record was written
+        await eventually(lambda: bool(index_b.elsewhere("capped")), timeout=10, what="a's record read by b")
+        assert index_b.elsewhere("capped") == {"cpu": Fraction(2), "pods": Fraction(1)}
+        assert not await b_has_room()  # a's record counts
+
+        # A try on a key read fresh waits until the records before it are read: with b's follower
+        # stopped, a key changed since b's copy is not decided on (a conflict, tried again later).
+    monkeypatch.setattr(ledger_kv, "CATCH_UP_S", 0.2)
+    stale = Ledger(js, instance="b2", can_write=lambda: True)
+    vb2 = view(index_b, "b2")
+    mine = {"u2": pure.reservation("ns/b2-pod", {"cpu": Fraction(1)}, instance="b2", epoch=1, at=now)}
+    with pytest.raises(Conflict):
+        await stale.reserve(key, mine, {"cpu": Fraction(0)}, partial(vb2.occupying_queue, "capped"), vb2, node=None)
+
+
+class FixedRevision:
+    """peers.PodsStream at a fixed revision (the test feeds the index itself)."""
+
+    def followed_revision(self) -> int:
+        return 1
+
+    async def last_revision(self) -> int:
+        return 1
+
+    async def followed(self, revision: int, timeout_s: float) -> bool:
+        return True
 
 
 def decode_errors(source: str, kind: str) -> float:

@@ -64,11 +64,18 @@ async def test_a_reservation_on_a_hostile_key_replaces_it_with_a_record(nc: Clie
     await kv.put(key, HOSTILE[0])
     before = _errors()
     mine = ledger.reservation("ns/a", {"cpu": Fraction(1)}, instance="s0", epoch=1, at=1.0)
-    outcome = await led.reserve(
-        key, {"u1": mine}, {"cpu": Fraction(4), "pods": Fraction(10)}, {}, View(instance="s0", epoch=1), node=None
-    )
+    shutdown = asyncio.Event()
+    follower = asyncio.create_task(led.follow(shutdown))
+    try:
+        await asyncio.wait_for(led.synced.wait(), 10)
+        outcome = await led.reserve(
+            key, {"u1": mine}, {"cpu": Fraction(4), "pods": Fraction(10)}, dict, View(instance="s0", epoch=1), node=None
+        )
+    finally:
+        shutdown.set()
+        await asyncio.wait_for(follower, 10)
     assert outcome.record is not None and set(outcome.record.reservations) == {"u1"}
-    assert _errors() == before + 1  # read once (no followed copy), reported
+    assert _errors() == before + 1  # followed once, reported
     stored = await kv.get(key)
     assert ledger.decode(stored.value).reservations == {"u1": mine}
 

@@ -67,6 +67,8 @@ class Instance:
         amounts = {"cpu": pod.cpu}
         self.tally.count(pod.shard, pod.queue, amounts, amounts, 1, int(bool(pod.node)), sign, namespace=pod.namespace)
         self.tally.status(pod.shard, pod.queue, {pod.status: 1}, sign)
+        if pod.node:
+            self.tally.occupy(pod.shard, pod.queue, {**amounts, "pods": 1.0}, sign)
         if pod.node and pod.node not in self.nodes:
             self.tally.away(pod.shard, pod.node, f"ns.{pod.shard}.{pod.name}", pod.name, amounts, sign)
 
@@ -139,6 +141,8 @@ class Cluster:
                 want = truth_queue.get(queue, (0.0, 0.0, 0, 0))
                 assert request == pytest.approx(want[0]) and allocated == pytest.approx(want[1])
                 assert asked == want[2]
+                occupied = sum(1 for p in own if p.node) + (other.occupied.get("pods", 0.0) if other else 0.0)
+                assert occupied == pytest.approx(want[3])
                 statuses = Counter(p.status for p in own) + Counter(other.statuses if other else {})
                 assert statuses == Counter(p.status for p in self.pods if p.queue == queue)
             # What the pods placed hold by namespace: the own shards' pods and the others' records.

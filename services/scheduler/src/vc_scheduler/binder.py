@@ -16,8 +16,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from fractions import Fraction
+from functools import partial
 
 import structlog
 
@@ -147,7 +148,7 @@ class GangBinder:
         if self._ledger is not None:
             stamp = time.time()
             for queue, capability in gang.capped_queues:  # in order: a refusal stops the rest
-                occupying = gang.view.occupying_queue(queue)
+                occupying = partial(gang.view.occupying_queue, queue)
                 if not await self._take(gang, queue_key(queue), gang.binds, capability, occupying, stamp, held):
                     return False
         own: dict[str, list[Bind]] = defaultdict(list)
@@ -210,7 +211,7 @@ class GangBinder:
         key: str,
         binds: tuple[Bind, ...],
         capacity: Mapping[str, Fraction],
-        occupying: Mapping[str, Resources],
+        occupying: Callable[[], Mapping[str, Resources]],
         stamp: float,
         held: Held,
     ) -> bool:

@@ -46,7 +46,7 @@ from vc_sched_core.snapshot.cluster import (
     QueueSums,
 )
 from vc_scheduler.ledger import PodState, View, queue_chain
-from vc_scheduler.shard_records import OtherShards, ShardTally
+from vc_scheduler.shard_records import EPSILON, OtherShards, ShardTally
 
 TERMINAL = frozenset({"Succeeded", "Failed"})
 OCCUPYING = frozenset({"Pending", "Running"})
@@ -90,6 +90,11 @@ class GroupFigures(msgspec.Struct, frozen=True, gc=False):  # one per PodGroup p
 
 def _floats(requests: Mapping[str, Fraction]) -> Amounts:
     return {name: value.numerator / value.denominator for name, value in requests.items() if name != PODS}
+
+
+def _all_floats(requests: Mapping[str, Fraction]) -> Amounts:
+    """Requests as floats, `pods` included (what a pod occupies in a capped queue)."""
+    return {name: value.numerator / value.denominator for name, value in requests.items()}
 
 
 def _add(into: Amounts, amounts: Mapping[str, float], sign: float) -> None:
@@ -342,11 +347,7 @@ class ClusterIndex:
         if parents == self._parents:
             return
         self._parents, self._chains = parents, {}
-        self.by_queue = {}
-        for uid, state in self.states.items():
-            if state.node and not state.terminal and state.queue:
-                for queue in self._chain(state.queue):
-                    self.by_queue.setdefault(queue, {})[uid] = state.requests
+        self._by_queue_anew()
 
     # -- ownership ---------------------------------------------------------------------------------
     def regroup(
@@ -362,6 +363,7 @@ class ClusterIndex:
         self._held_sums = {}
         self.tally = ShardTally()
         self.count_shards(self.tally, owns_group)
+        self._by_queue_anew()
         for shard in shards:
             self.tally.rewrite(shard, self.others.stored(shard))
         self.others.own(shards)
@@ -463,7 +465,31 @@ class ClusterIndex:
             epoch=epoch,
             by_node=self.by_node,
             by_queue=self.by_queue,
+            elsewhere=self.elsewhere,
         )
+
+    def counts(self, uid: str) -> bool:
+        """Whether the pod is one this instance's shard records count in its queue: stored bound, not
+        finished, of a PodGroup this instance owns."""
+        state, group = self.states.get(uid), self._uid_group.get(uid)
+        return (
+            state is not None
+            and bool(state.node)
+            and not state.terminal
+            and bool(state.queue)
+            and group is not None
+            and self._owns_group(group)
+        )
+
+    def elsewhere(self, queue: str) -> Resources:
+        """What the other shards' pods occupy in `queue` and its descendants, as their owners last
+        published it (the placement ledger's count of a capped queue: their pods bound and not finished).
+        Exact to a thousandth: the records carry floats, and a capability's amounts are quantities."""
+        total: Amounts = {}
+        for name, totals in self.others.queues.items():
+            if totals.occupied and queue in self._chain(name):
+                _add(total, totals.occupied, 1.0)
+        return {name: Fraction(value).limit_denominator(1000) for name, value in total.items() if value > EPSILON}
 
     # -- inside ------------------------------------------------------------------------------------
     def _use(self, pod: PodObj | None, amounts: Amounts | None, sign: float) -> None:
@@ -559,6 +585,14 @@ class ClusterIndex:
         for key, group in self._groups.items():
             if owns(key):
                 _tally_group(tally, key, group, self._statuses.get(key, _NONE), 1)
+        for key, uids in self._group_uids.items():
+            if not owns(key):
+                continue
+            shard = shard_of_key(key)
+            for uid in uids:
+                state = self.states.get(uid)
+                if state is not None and state.node and not state.terminal and state.queue:
+                    tally.occupy(shard, state.queue, _all_floats(state.requests), 1)
 
     def _to_held(self, group: _Group, sign: float) -> None:
         if group.pg is None:
@@ -581,8 +615,8 @@ class ClusterIndex:
         queue = self._queue_of.get(group, "") if group else ""
         assert requests is not None
         if group and self._uid_group.get(pod.uid) != group:
-            if pod.uid in self._uid_group:
-                _drop(self._group_uids, self._uid_group[pod.uid], pod.uid)
+            if pod.uid in self._uid_group:  # (its PodGroup changed: counted out under the old one first)
+                self._restate(pod.uid, None)
             self._group_uids.setdefault(group, {})[pod.uid] = None
             self._uid_group[pod.uid] = group
         self._restate(pod.uid, PodState(pod.node_name, pod.phase in TERMINAL, requests, queue))
@@ -593,9 +627,7 @@ class ClusterIndex:
             return
         if old is not None and old.node and not old.terminal:
             _drop(self.by_node, old.node, uid)
-            if old.queue:
-                for queue in self._chain(old.queue):
-                    _drop(self.by_queue, queue, uid)
+            self._occupy(uid, old, -1)
         if state is None:
             self.states.pop(uid, None)
             group = self._uid_group.pop(uid, None)
@@ -605,7 +637,30 @@ class ClusterIndex:
         self.states[uid] = state
         if state.node and not state.terminal:
             self.by_node.setdefault(state.node, {})[uid] = state.requests
-            if state.queue:
+            self._occupy(uid, state, 1)
+
+    def _occupy(self, uid: str, state: PodState, sign: int) -> None:
+        """An occupying pod into (1) or out of (-1) what its queue and the queue's ancestors hold: by uid
+        for a pod of this instance's PodGroups (`by_queue`), and in its shard's tally; another instance's
+        pod counts in its owner's records instead (`others`, `elsewhere`)."""
+        group = self._uid_group.get(uid)
+        if not state.queue or group is None or not self._owns_group(group):
+            return
+        for queue in self._chain(state.queue):
+            if sign > 0:
+                self.by_queue.setdefault(queue, {})[uid] = state.requests
+            else:
+                _drop(self.by_queue, queue, uid)
+        self.tally.occupy(shard_of_key(group), state.queue, _all_floats(state.requests), sign)
+
+    def _by_queue_anew(self) -> None:
+        """`by_queue` from every occupying pod of this instance's PodGroups (the queue tree or the
+        ownership changed)."""
+        self.by_queue = {}
+        owns, groups = self._owns_group, self._uid_group
+        for uid, state in self.states.items():
+            group = groups.get(uid)
+            if state.node and not state.terminal and state.queue and group is not None and owns(group):
                 for queue in self._chain(state.queue):
                     self.by_queue.setdefault(queue, {})[uid] = state.requests
 

@@ -3,7 +3,8 @@
 The rule. A cycle is skipped when all of these hold:
 - nothing a cycle reads changed since the last cycle started: no change in the cache
   (SchedulerCache.version counts every watch event and every forgotten assume; not an assume, which
-  is what the last cycle decided), no other instance's ledger write, the same members and epoch;
+  is what the last cycle decided), no other instance's ledger write, the same members and epoch, and
+  for the instance that exports the cluster's gauges, no other shard's record (the gauges count them);
 - the last cycle did not fail;
 - the last cycle deferred no job (its bind budget was spent before allocate got to every job: the
   rest waits for the next cycle, at once);
@@ -36,6 +37,7 @@ class Inputs:
     cache_version: int
     members: tuple[str, ...]
     epoch: int
+    records: int = 0  # the other shards' records read (OtherShards.version), if the cycle counts them
 
 
 @dataclass(slots=True)

@@ -8,7 +8,10 @@ reservation and the reservation fits only if the node's (queue's) usage plus it 
 Usage is the union, by pod uid, of the record's reservations and the pods the instance's cache sees
 occupying the node (queue). The union matters: a reservation covers a bind the cache has not seen
 yet, the cache covers pods bound without a reservation (or whose reservation was pruned). Both only
-err on the conservative side, so a lagging cache costs a conflict, never an overcommit.
+err on the conservative side, so a lagging cache costs a conflict, never an overcommit. Of a queue,
+the cache counts by uid only the pods of the instance's own PodGroups; the other instances' pods are
+one entry (OTHER_SHARDS), what their owners' shard records say they occupy, and an owner takes a
+reservation back only once its records count the pod (peers.Several.publish).
 
 A reservation lives until its pod is terminal or gone, or has been bound for longer than any cache
 lags (SETTLED_AFTER_S). It carries the reserving instance and epoch, so reservations of an instance
@@ -18,7 +21,7 @@ that died before binding (or of an earlier life of it) are reclaimed.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Final
@@ -39,6 +42,11 @@ UNSEEN_AFTER_S: Final = 60.0
 # its reservation only covers caches that have not seen the bind yet, so it goes after the same
 # bound on cache lag. Without this a capped queue's record would list every pod it ever ran.
 SETTLED_AFTER_S: Final = UNSEEN_AFTER_S
+
+
+# The entry of occupying_queue that stands for the other instances' pods: no uid (a reservation's key)
+# is ever this.
+OTHER_SHARDS: Final = "<other shards>"
 
 
 class Reservation(msgspec.Struct, frozen=True, array_like=True):
@@ -125,9 +133,12 @@ class View:
     live: frozenset[str] = frozenset()  # live scheduler instances
     instance: str = ""
     epoch: int = 0
-    # Occupying (bound, not terminal) pods' requests by node and by queue, indexed once per cycle.
+    # Occupying (bound, not terminal) pods' requests by node and by queue, indexed once per cycle; by
+    # queue (and its ancestors) this instance's own PodGroups' pods only, with `elsewhere` what the other
+    # instances' occupy there (the sums their owners publish: shard_records.py).
     by_node: Mapping[str, Mapping[str, Resources]] = field(default_factory=dict)
     by_queue: Mapping[str, Mapping[str, Resources]] = field(default_factory=dict)
+    elsewhere: Callable[[str], Resources] = field(default=lambda _queue: {})
 
     @staticmethod
     def of(pods: Mapping[str, PodState], *, parents: Mapping[str, str] | None = None, **kwargs: object) -> View:
@@ -151,7 +162,9 @@ class View:
         return self.by_node.get(node, {})
 
     def occupying_queue(self, queue: str) -> Mapping[str, Resources]:
-        return self.by_queue.get(queue, {})
+        """By pod uid what occupies `queue`, the other instances' pods as one entry (OTHER_SHARDS)."""
+        own, other = self.by_queue.get(queue, {}), self.elsewhere(queue)
+        return {**own, OTHER_SHARDS: other} if other else own
 
 
 def queue_chain(queue: str, parents: Mapping[str, str]) -> tuple[str, ...]:

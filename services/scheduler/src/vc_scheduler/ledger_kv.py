@@ -43,11 +43,16 @@ MAX_ATTEMPTS: Final = 16
 ANNOUNCE_PREFIX: Final = "plans."
 MAX_ANNOUNCED_MEMBERS: Final = 1024
 RECORD_PREFIXES: Final = (SUMS_PREFIX, AWAY_PREFIX)
+# How long a try on a key read fresh waits for the followed copy to reach it (_caught_up).
+CATCH_UP_S: Final = 5.0
 WRONG_LAST_SEQUENCE: Final = 10071  # JetStream's error code for a delete whose expected revision is not the key's
 
 
+QUEUE_PREFIX: Final = "queue."
+
+
 def queue_key(queue: str) -> str:
-    return f"queue.{subjects.escape_token(queue)}"
+    return f"{QUEUE_PREFIX}{subjects.escape_token(queue)}"
 
 
 def announce_key(instance: str) -> str:
@@ -254,16 +259,18 @@ class Ledger:
         key: str,
         new: Mapping[str, Reservation],
         capacity: Mapping[str, Fraction],
-        occupying: Mapping[str, Resources],
+        occupying: Callable[[], Mapping[str, Resources]],
         view: View,
         *,
         node: str | None,
     ) -> Outcome:
-        """Add the reservations if they fit; Outcome.record is None on a conflict."""
+        """Add the reservations if they fit; Outcome.record is None on a conflict. `occupying` says what
+        occupies the key's queue or node as each try decides (View.occupying_queue: what it counts of the
+        other instances is read from this bucket, as far as the try's copy of the key)."""
 
         def change(record: Record) -> Outcome:
             return ledger.try_reserve(
-                record, new, capacity, occupying, view, self._clock(), node=node, unlimited_missing=node is None
+                record, new, capacity, occupying(), view, self._clock(), node=node, unlimited_missing=node is None
             )
 
         outcome = await self._cas(key, change, fresh_on_reject=True)
@@ -329,6 +336,7 @@ class Ledger:
         for _ in range(MAX_ATTEMPTS):
             if reread:
                 copy, reread, fresh = await self._read(kv, key), False, True
+                await self._caught_up(key, copy.revision)
             record, outcomes = copy.record, []
             for change, _ in changes:
                 outcome = change(record)
@@ -359,6 +367,22 @@ class Ledger:
             return outcomes
         # Lost MAX_ATTEMPTS races in a row: temporary, the gang is planned again.
         raise Conflict("ledger", key, expected=copy.revision)
+
+    async def _caught_up(self, key: str, revision: int) -> None:
+        """Return once the followed copy has read the bucket up to `revision` (a key read fresh): what a
+        decision on it counts of the other instances, their shard records, is then at least as new as
+        the key. An instance writes its records before it takes back the reservations they count
+        (peers.Several.publish), so a try never misses a pod both ways; a Conflict after CATCH_UP_S."""
+        if self._revision >= revision:
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append((revision, waiter))
+        try:
+            async with asyncio.timeout(CATCH_UP_S):
+                await waiter
+        except TimeoutError:
+            self._waiting = [(r, f) for r, f in self._waiting if f is not waiter]
+            raise Conflict("ledger", key, expected=revision) from None
 
     async def _read(self, kv: KeyValue, key: str) -> _Copy:
         try:

@@ -242,7 +242,9 @@ class SchedulingLoop:
         return False
 
     def _inputs(self) -> Inputs:
-        return Inputs(self.cache.version, tuple(self.members.members), self.members.epoch)
+        parts, others = self._parts, self.cache.index.others
+        records = others.version if parts is not None and parts.owns(metrics.CLUSTER_GAUGES_KEY) else 0
+        return Inputs(self.cache.version, tuple(self.members.members), self.members.epoch, records)
 
     def _cycle_needed(self, now: float) -> bool:
         return self._gate.needed(

@@ -30,7 +30,7 @@ import structlog
 
 from vc_scheduler.cluster_index import ClusterIndex
 from vc_scheduler.ledger import View
-from vc_scheduler.ledger_kv import Ledger
+from vc_scheduler.ledger_kv import QUEUE_PREFIX, Ledger
 from vc_scheduler.lending import LoanBook
 from vc_scheduler.metrics import SHARD_RECORDS
 from vc_scheduler.share import Partition
@@ -273,19 +273,43 @@ class Several:
             log.info("partition.retract_on_exit_failed", error=repr(exc))
 
     async def publish(self, index: ClusterIndex, shards: frozenset[int]) -> None:
+        """Write the own shards' records that moved; once all are written, take back this instance's
+        reservations in capped queues whose pods they count (stored bound): the others count those pods
+        in the records from now on, and a reservation kept as well would count each twice for as long as
+        it lives (ledger.SETTLED_AFTER_S)."""
+        counted = self._counted_reservations(index)  # (before the flush: the records written count them)
         records = index.tally.flush(self._pods.followed_revision(), shards)
-        if not records:
-            return
+        failed: list[str] = []
+        if records:
+            try:
+                async with asyncio.timeout(ANNOUNCE_TIMEOUT_S):
+                    failed = await self.ledger.write_records(records)
+            except Exception as exc:  # NATS unavailable (the bucket could not be opened, or no answer in time)
+                log.warning("shard_records.unwritten", count=len(records), error=repr(exc))
+                failed = [key for key, _ in records]
+            index.tally.again(failed)
+            SHARD_RECORDS.labels(self.instance, "written").inc(len(records) - len(failed))
+            if failed:
+                SHARD_RECORDS.labels(self.instance, "failed").inc(len(failed))
+        if counted and not failed:
+            await self._take_back(counted)
+
+    def _counted_reservations(self, index: ClusterIndex) -> dict[str, list[str]]:
+        """By capped queue's key, this instance's reservations there whose pods its shards' records count."""
+        out: dict[str, list[str]] = {}
+        for key, record in self.ledger.records():
+            if key.startswith(QUEUE_PREFIX):
+                uids = [u for u, r in record.reservations.items() if r.instance == self.instance and index.counts(u)]
+                if uids:
+                    out[key] = uids
+        return out
+
+    async def _take_back(self, counted: dict[str, list[str]]) -> None:
         try:
             async with asyncio.timeout(ANNOUNCE_TIMEOUT_S):
-                failed = await self.ledger.write_records(records)
-        except Exception as exc:  # NATS unavailable (the bucket could not be opened, or no answer in time)
-            log.warning("shard_records.unwritten", count=len(records), error=repr(exc))
-            failed = [key for key, _ in records]
-        index.tally.again(failed)
-        SHARD_RECORDS.labels(self.instance, "written").inc(len(records) - len(failed))
-        if failed:
-            SHARD_RECORDS.labels(self.instance, "failed").inc(len(failed))
+                await asyncio.gather(*(self.ledger.release(key, uids) for key, uids in counted.items()))
+        except Exception as exc:  # they lapse by age meanwhile (ledger.keep); the next publish tries again
+            log.info("ledger.take_back_failed", keys=len(counted), error=repr(exc))
 
     async def _retract_stale(self, live: frozenset[str]) -> None:
         """Remove the announcements of instances that left (their lease ended) and announced nothing for

@@ -6,9 +6,10 @@ in the placement ledger's bucket:
 
 - `sums.<shard>.<queue>`: what the shard's PodGroups in a queue add up to: the requests of their placed
   and pending pods, of their placed pods, and the unplaced minResources of admitted ones (the queue
-  plugins' sums, cluster.Outside), so fair share and quotas stay the whole cluster's; and for the state
-  gauges, their pods by task status and their placed pods' requests by namespace. One key per queue,
-  so a cycle rewrites only the queues whose sums moved.
+  plugins' sums, cluster.Outside), so fair share and quotas stay the whole cluster's; what their pods
+  occupy as the placement ledger counts a capped queue (bound and not finished, `pods` included:
+  ledger.View.by_queue); and for the state gauges, their pods by task status and their placed pods'
+  requests by namespace. One key per queue, so a cycle rewrites only the queues whose sums moved.
 - `away.<shard>.<node group>`: the shard's pods that occupy nodes its owner does not own, per node
   (each pod's key, uid and requests), so a node's owner counts them on its node and can read those
   very pods. An owner places on its own nodes first, so these are few: its loans, and what a change of
@@ -107,6 +108,7 @@ class QueueSums(msgspec.Struct, gc=False):
     placed: int = 0  # pods counted in `allocated`
     statuses: dict[str, int] = msgspec.field(default_factory=dict)  # task status -> pods
     namespaces: dict[str, Amounts] = msgspec.field(default_factory=dict)  # namespace -> `allocated`'s part
+    occupied: Amounts = msgspec.field(default_factory=dict)  # requests of the pods bound and not finished
 
 
 class AwayPod(msgspec.Struct, array_like=True, frozen=True, gc=False):
@@ -165,7 +167,7 @@ def decode_sums(data: bytes) -> QueueSums | None:
         return None
     if record.revision < 0 or record.asked < 0 or record.placed < 0:
         return None
-    if not all(_valid_amounts(a) for a in (record.request, record.allocated, record.reserved)):
+    if not all(_valid_amounts(a) for a in (record.request, record.allocated, record.reserved, record.occupied)):
         return None
     statuses, namespaces = record.statuses, record.namespaces
     if len(statuses) > MAX_STATUSES or any(n < 0 or len(s) > 32 for s, n in statuses.items()):
@@ -199,9 +201,12 @@ class QueueTotals:
     placed: int = 0
     statuses: dict[str, int] = field(default_factory=dict)
     namespaces: dict[str, Amounts] = field(default_factory=dict)
+    occupied: Amounts = field(default_factory=dict)
 
     def empty(self) -> bool:
-        return not (self.asked or self.placed or _clean(self.reserved) or any(self.statuses.values()))
+        return not (
+            self.asked or self.placed or _clean(self.reserved) or any(self.statuses.values()) or _clean(self.occupied)
+        )
 
 
 @dataclass(slots=True)
@@ -244,6 +249,12 @@ class ShardTally:
             _add(figures.allocated, allocated, sign)
             _add_under(figures.namespaces, namespace, allocated, sign)
             figures.placed += sign * placed
+        self._moved.add((shard, queue))
+
+    def occupy(self, shard: int, queue: str, requests: Mapping[str, float], sign: int) -> None:
+        """A pod of the shard's PodGroups in `queue`, bound and not finished, counted into (1) or out of
+        (-1) what the queue's pods occupy (`requests` with `pods`)."""
+        _add(self._queue(shard, queue).occupied, requests, sign)
         self._moved.add((shard, queue))
 
     def status(self, shard: int, queue: str, statuses: Mapping[str, int], sign: int) -> None:
@@ -320,7 +331,7 @@ class ShardTally:
             namespaces = {name: amounts for name, held in q.namespaces.items() if (amounts := _clean(held))}
             statuses = {status: n for status, n in q.statuses.items() if n}
             sums = (_clean(q.request), _clean(q.allocated), _clean(q.reserved))
-            record = QueueSums(revision, *sums, q.asked, q.placed, statuses, namespaces)
+            record = QueueSums(revision, *sums, q.asked, q.placed, statuses, namespaces, _clean(q.occupied))
             return sums_key(shard, part), _encoder.encode(record)
         group = part
         nodes = self._away.get((shard, group))
@@ -344,6 +355,7 @@ class OtherShards:
         self._away: dict[tuple[int, int], AwayNodes] = {}
         self._owned: frozenset[int] = frozenset()
         self.queues: dict[str, QueueTotals] = {}  # queue -> the other shards' sums (read only)
+        self.version = 0  # bumped per record read
         self._on: dict[str, _Use] = {}  # node -> the other shards' pods away on it
 
     def stored(self, shard: int) -> list[str | int]:
@@ -356,6 +368,7 @@ class OtherShards:
         parsed = parse_key(key)
         if parsed is None:
             return False
+        self.version += 1
         shard, part = parsed
         if isinstance(part, str):
             sums = decode_sums(data) if data is not None else None
@@ -412,6 +425,7 @@ class OtherShards:
         _add(total.reserved, record.reserved, sign)
         total.asked += sign * record.asked
         total.placed += sign * record.placed
+        _add(total.occupied, record.occupied, sign)
         _count(total.statuses, record.statuses, sign)
         for namespace, held in record.namespaces.items():
             _add_under(total.namespaces, namespace, held, sign)
