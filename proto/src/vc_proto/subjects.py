@@ -50,6 +50,12 @@ def pod_shard_filter(shard: int) -> str:
     return f"*.{shard}.>"
 
 
+def shard_of_pod_key(key: str) -> int | None:
+    """The shard a pod's KV key names (`pod_key`); None for a key that names none."""
+    parts = key.split(".", 2)
+    return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() and len(parts[1]) <= 4 else None
+
+
 def split_key(key: str) -> tuple[str | None, str]:
     """(namespace, name) of any kind's key: a pod's carries its shard between them."""
     namespace, _, rest = key.partition(".")

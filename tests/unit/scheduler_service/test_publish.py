@@ -14,7 +14,7 @@ from vc_scheduler.cluster_index import ClusterIndex
 from vc_scheduler.ledger import Record, reservation
 from vc_scheduler.ledger_kv import queue_key
 from vc_scheduler.peers import Several
-from vc_scheduler.shard_records import sums_key
+from vc_scheduler.shard_records import sums_key, used_key
 
 
 class Pods:
@@ -82,8 +82,8 @@ def test_records_not_written_for_want_of_nats_are_written_at_the_next_call() -> 
     assert ledger.written == [] and ledger.released == []
     ledger.up = True
     asyncio.run(publish())
-    assert [key for key, _ in ledger.written] == [sums_key(shard, "q")]
+    assert [key for key, _ in ledger.written] == [sums_key(shard, "q"), used_key(shard)]
     assert ledger.released == [(queue_key("q"), ["uid-p0"])]  # its own, counted; not b's
     asyncio.run(publish())  # (nothing moved since)
-    assert len(ledger.written) == 1
-    assert (written("written") - before[0], written("failed") - before[1]) == (1, 1)  # (counted per record)
+    assert len(ledger.written) == 2
+    assert (written("written") - before[0], written("failed") - before[1]) == (2, 2)  # (counted per record)

@@ -24,9 +24,11 @@ from vc_scheduler.shard_records import (
     ShardTally,
     away_key,
     decode_sums,
+    decode_use,
     node_group,
     parse_key,
     sums_key,
+    used_key,
 )
 
 QUEUES = ("default", "q1", "q2")
@@ -69,6 +71,7 @@ class Instance:
         self.tally.status(pod.shard, pod.queue, {pod.status: 1}, sign)
         if pod.node:
             self.tally.occupy(pod.shard, pod.queue, {**amounts, "pods": 1.0}, sign)
+            self.tally.use(pod.shard, amounts, sign)
         if pod.node and pod.node not in self.nodes:
             self.tally.away(pod.shard, pod.node, f"ns.{pod.shard}.{pod.name}", pod.name, amounts, sign)
 
@@ -145,6 +148,9 @@ class Cluster:
                 assert occupied == pytest.approx(want[3])
                 statuses = Counter(p.status for p in own) + Counter(other.statuses if other else {})
                 assert statuses == Counter(p.status for p in self.pods if p.queue == queue)
+            # What the pods occupy on nodes, together: the own shards' and the others' records.
+            used = sum(p.cpu for p in self.pods if p.node and p.shard in inst.shards) + inst.others.used.get("cpu", 0.0)
+            assert used == pytest.approx(sum(p.cpu for p in self.pods if p.node))
             # What the pods placed hold by namespace: the own shards' pods and the others' records.
             namespaces: dict[str, float] = {}
             for pod in self.pods:
@@ -266,6 +272,11 @@ def test_records_that_break_a_rule_are_refused_and_count_as_deleted() -> None:
     assert decode_sums(b"{" + empty + b',"namespaces":' + msgspec.json.encode(spaces) + b"}") is None
     assert decode_sums(b"{" + empty + b',"namespaces":{"ns":{"cpu":1e999}}}') is None
     assert decode_sums(b"{" + empty + b',"statuses":{"bound":2},"namespaces":{"ns":{"cpu":1.0}}}') is not None
+    assert decode_use(b'{"revision":1,"used":{"cpu":1.0},"pods":-1}') is None
+    assert decode_use(b'{"revision":1,"used":{"cpu":1e999},"pods":1}') is None
+    assert not reader.apply(used_key(3), b"[]") and reader.used == {}
+    assert reader.apply(used_key(3), b'{"revision":1,"used":{"cpu":2.0},"pods":1}') and reader.used == {"cpu": 2.0}
+    assert reader.apply(used_key(3), None) and reader.used == {"cpu": 0.0}
 
 
 def test_a_queue_with_only_finished_pods_keeps_its_record_for_their_count() -> None:
@@ -282,6 +293,9 @@ def test_a_queue_with_only_finished_pods_keeps_its_record_for_their_count() -> N
     ("key", "parsed"),
     [
         ("sums.0.q", (0, "q")),
+        ("used.3", (3, None)),
+        ("used.64", None),
+        ("used.x", None),
         ("sums.63.a_b", (63, "a.b")),
         ("sums.0", None),
         (f"away.1.{NODE_GROUPS - 1}", (1, NODE_GROUPS - 1)),

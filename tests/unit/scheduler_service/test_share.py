@@ -223,7 +223,7 @@ def test_the_index_kept_per_change_is_the_view_and_the_sums_built_anew(steps: li
         for key, value in index.tally.flush(1, partition.shards):
             assert published.apply(key, value)
         fresh, counted = ShardTally(), OtherShards()
-        index.count_shards(fresh, partition.owns)
+        index.count_shards(fresh, partition.shards)
         for key, value in fresh.flush(1, partition.shards):
             assert counted.apply(key, value)
         assert set(published.queues) == set(counted.queues)

@@ -406,7 +406,8 @@ class SchedulerCache:
             new = None
         else:
             old = table.get(key)
-            changed = self._put(kind, key, entry.value, table)
+            shard = subjects.shard_of_pod_key(entry.key) if kind == "Pod" else None
+            changed = self._put(kind, key, entry.value, table, shard)
             new = table.get(key)
             if kind == "Pod" and new is not old:
                 self.index.place(key, old, new)
@@ -507,9 +508,10 @@ class SchedulerCache:
         while self._gone and now - next(iter(self._gone.values())) > TOMBSTONE_TTL_S:
             self._gone.popitem(last=False)
 
-    def _put(self, kind: str, key: str, data: bytes, table: dict[str, Any]) -> bool:
+    def _put(self, kind: str, key: str, data: bytes, table: dict[str, Any], shard: int | None = None) -> bool:
         """Store the decoded view; False when it equals the one held (which is then kept, the same
-        object: the carried session state and ledger view compare objects by identity)."""
+        object: the carried session state and ledger view compare objects by identity). `shard`: the one
+        a pod's store key names."""
         self._order += 1
         old = table.get(key)
         # A view's order is its key's first arrival (its place among the others, as in the dict).
@@ -524,7 +526,7 @@ class SchedulerCache:
             self.decode_errors += 1
             report_undecodable(source=subjects.bucket(kind), kind=kind, error=exc, key=key)
             return False
-        self._index_stored(kind, key, obj)
+        self._index_stored(kind, key, obj, shard)
         if kind == "Pod" and obj.node_name:
             self._own.seen(key)  # stored bound: an own bind of it is seen
         elif kind == "Pod" and old is not None and self._own.keeps(key, old, obj):
@@ -560,9 +562,9 @@ class SchedulerCache:
         self._brief_raw[key] = data
         return pod
 
-    def _index_stored(self, kind: str, key: str, obj: Any) -> None:
+    def _index_stored(self, kind: str, key: str, obj: Any, shard: int | None) -> None:
         if kind == "Pod":
-            self.index.stored_pod(key, obj)
+            self.index.stored_pod(key, obj, shard)
         elif kind == "PodGroup":
             self.index.stored_podgroup(key, obj)
         elif kind == "Node":

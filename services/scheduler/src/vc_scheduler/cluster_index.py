@@ -13,7 +13,9 @@ which keeps, at the cost of the change:
   by queue, which it publishes (`tally`, shard_records.ShardTally); and per queue the totals over the
   shards other instances own, from what they publish (`others`, shard_records.OtherShards), so
   cluster.Outside says the whole cluster's figures (fair share and quotas are the whole cluster's);
-- per node its usage by stored pods, and the total allocatable and usage of other instances' nodes;
+- per node its usage by stored pods, and the total allocatable and usage of other instances' nodes
+  (the usage: what the other shards' records say their pods occupy, less their pods on this instance's
+  nodes, plus its own shards' pods on the others' nodes);
 - per PodGroup its pods by task status, for the state gauges (metrics.py), which then read the own
   PodGroups and the other shards' records instead of every pod;
 - which of this instance's own PodGroups are settled and held out of its sessions (`settle`, `wake`):
@@ -35,7 +37,7 @@ import msgspec
 
 from vc_core.interning import shared
 from vc_core.resources import PODS, Resources
-from vc_proto.pod_shards import shard_of_key
+from vc_proto.pod_shards import SHARDS, shard_of_key
 from vc_sched_core.snapshot.cluster import (
     ROOT_QUEUE,
     NodeObj,
@@ -161,7 +163,12 @@ class ClusterIndex:
         self.tally = ShardTally()  # the own shards' sums, as this instance publishes them
         self.others = OtherShards()  # the other shards' sums, as their owners published them
         self._foreign_allocatable: Amounts = {}
-        self._foreign_used: Amounts = {}
+        # What occupies the nodes, apart from what the other shards' records say (`others.used`): the own
+        # shards' pods on other instances' nodes, and the other shards' pods on this instance's nodes.
+        self._mine_away: Amounts = {}
+        self._theirs_home: Amounts = {}
+        self._shards: frozenset[int] = frozenset(range(SHARDS))  # the shards this instance owns
+        self._bare_shards: dict[str, int] = {}  # pod key -> its shard, for a pod that names no PodGroup
         self._statuses: dict[str, dict[str, int]] = {}  # PodGroup key -> its stored pods by task status
         # Own PodGroups held out of the sessions while settled (settle); their sums count outside.
         self.held: set[str] = set()
@@ -191,14 +198,18 @@ class ClusterIndex:
                 self.pods_of.setdefault(group, {})[key] = None
 
     # -- stored objects ----------------------------------------------------------------------------
-    def stored_pod(self, key: str, pod: PodObj | None) -> None:
-        """A pod as stored (None: deleted): the ledger's view, the queue sums, the node usage."""
+    def stored_pod(self, key: str, pod: PodObj | None, shard: int | None = None) -> None:
+        """A pod as stored (None: deleted): the ledger's view, the queue sums, the node usage. `shard`: the
+        shard its store key names (a pod of a PodGroup is in its PodGroup's; one that names none, in the
+        shard of the PodGroup the podgroup controller will give it, which only its key tells)."""
+        if shard is not None and pod is not None and not pod.group_name:
+            self._bare_shards[key] = shard
         old = self._stored.pop(key, None)
         old_amounts = self._amounts(old) if old is not None else None
         if old is not None and old_amounts is not None and pod is not None and _same_pod(old, pod):
             self._stored[key] = pod
             if pod.node_name != old.node_name or pod.phase != old.phase or pod.deleting != old.deleting:
-                self._moved(old, pod, old_amounts)
+                self._moved(key, old, pod, old_amounts)
                 was, now = _status(old), _status(pod)
                 if was != now:  # the same PodGroup (_same_pod): its key only when a count moves
                     group = podgroup_key(pod)
@@ -212,10 +223,12 @@ class ClusterIndex:
         if pod is not None:
             amounts, requests = self._asked_of(pod.requests)
             self._stored[key] = pod
-        self._use(old, old_amounts, -1.0)
-        self._use(pod, amounts, 1.0)
+        self._use(key, old, old_amounts, -1.0)
+        self._use(key, pod, amounts, 1.0)
         self._ask(old, old_amounts, pod, amounts)
         self._state(old, pod, requests)
+        if pod is None:
+            self._bare_shards.pop(key, None)
 
     def _amounts(self, pod: PodObj) -> Amounts:
         """What a stored pod adds to the sums: its requests as floats, without `pods` (the same floats
@@ -232,12 +245,12 @@ class ClusterIndex:
         self._asks[id(requests)] = (requests, amounts, with_pods)
         return amounts, with_pods
 
-    def _moved(self, old: PodObj, pod: PodObj, amounts: Amounts) -> None:
+    def _moved(self, key: str, old: PodObj, pod: PodObj, amounts: Amounts) -> None:
         """The same pod (uid, PodGroup, requests) bound, moved on in its phase or leaving: what most
         changes are (every bind of the cluster), so it moves its counts without re-deriving what stays."""
         if old.node_name != pod.node_name or (old.phase in OCCUPYING) != (pod.phase in OCCUPYING):
-            self._use(old, amounts, -1.0)
-            self._use(pod, amounts, 1.0)
+            self._use(key, old, amounts, -1.0)
+            self._use(key, pod, amounts, 1.0)
         group = podgroup_key(pod)
         if group is not None:
             was, now = is_asked(old), is_asked(pod)
@@ -361,19 +374,20 @@ class ClusterIndex:
         self.held = set()  # (the PodGroups it held may be another's now; the sessions settle them again)
         self.waiting = set()
         self._held_sums = {}
+        self._shards = shards
         self.tally = ShardTally()
-        self.count_shards(self.tally, owns_group)
+        self.count_shards(self.tally, shards)
         self._by_queue_anew()
         for shard in shards:
             self.tally.rewrite(shard, self.others.stored(shard))
         self.others.own(shards)
-        self._foreign_allocatable, self._foreign_used = {}, {}
+        self._foreign_allocatable, self._mine_away, self._theirs_home = {}, {}, {}
         for name, node in self._nodes.items():
             if not owns_node(name):
                 _add(self._foreign_allocatable, _floats(node.allocatable), 1.0)
-        for name, usage in self._usage.items():
-            if not owns_node(name):
-                _add(self._foreign_used, usage.used, 1.0)
+        for key, pod in self._stored.items():
+            if pod.node_name and pod.phase in OCCUPYING:
+                self._split_use(pod.node_name, self._shard_of(key, pod), self._amounts(pod), 1.0)
 
     # -- settled PodGroups held out of the sessions ---------------------------------------------------
     def wake(self) -> None:
@@ -421,9 +435,12 @@ class ClusterIndex:
             _add(sums[0], totals.request, 1.0)
             _add(sums[1], totals.allocated, 1.0)
             _add(sums[2], totals.reserved, 1.0)
+        used = dict(self.others.used)
+        _add(used, self._mine_away, 1.0)
+        _add(used, self._theirs_home, -1.0)
         return Outside(
             dict(self._foreign_allocatable),
-            dict(self._foreign_used),
+            used,
             {queue: QueueSums(*sums) for queue, sums in queues.items()},
         )
 
@@ -492,7 +509,7 @@ class ClusterIndex:
         return {name: Fraction(value).limit_denominator(1000) for name, value in total.items() if value > EPSILON}
 
     # -- inside ------------------------------------------------------------------------------------
-    def _use(self, pod: PodObj | None, amounts: Amounts | None, sign: float) -> None:
+    def _use(self, key: str, pod: PodObj | None, amounts: Amounts | None, sign: float) -> None:
         """Count a stored pod into (+1) or out of (-1) its node's usage, if it occupies one."""
         if pod is None or amounts is None or not pod.node_name or pod.phase not in OCCUPYING:
             return
@@ -501,10 +518,25 @@ class ClusterIndex:
             usage = self._usage[pod.node_name] = _Usage()
         _add(usage.used, amounts, sign)
         usage.pods += int(sign)
-        if not self._owns_node(pod.node_name):
-            _add(self._foreign_used, amounts, sign)
         if not usage.pods:
             del self._usage[pod.node_name]
+        shard = self._shard_of(key, pod)
+        if shard is not None and shard in self._shards:
+            self.tally.use(shard, amounts, int(sign))
+        self._split_use(pod.node_name, shard, amounts, sign)
+
+    def _split_use(self, node: str, shard: int | None, amounts: Amounts, sign: float) -> None:
+        """An occupying pod into (+1) or out of (-1) what the records do not say of the nodes."""
+        mine, owned = shard is not None and shard in self._shards, self._owns_node(node)
+        if mine and not owned:
+            _add(self._mine_away, amounts, sign)
+        elif not mine and owned:
+            _add(self._theirs_home, amounts, sign)
+
+    def _shard_of(self, key: str, pod: PodObj) -> int | None:
+        """The shard a stored pod is kept under (None: a pod that names no PodGroup, fed without it)."""
+        group = podgroup_key(pod)
+        return shard_of_key(group) if group is not None else self._bare_shards.get(key)
 
     def _ask(
         self, old: PodObj | None, old_amounts: Amounts | None, new: PodObj | None, amounts: Amounts | None
@@ -580,8 +612,16 @@ class ClusterIndex:
         if self._owns_group(key):
             _tally_group(self.tally, key, group, self._statuses.get(key, _NONE), int(sign))
 
-    def count_shards(self, tally: ShardTally, owns: Callable[[str], bool]) -> None:
-        """Count into `tally` every PodGroup `owns` says is to be counted (a walk over the PodGroups)."""
+    def count_shards(self, tally: ShardTally, shards: frozenset[int]) -> None:
+        """Count into `tally` the PodGroups and pods of `shards` (a walk over the PodGroups and pods)."""
+
+        def owns(key: str) -> bool:
+            return shard_of_key(key) in shards
+
+        for key, pod in self._stored.items():
+            shard = self._shard_of(key, pod)
+            if shard in shards and pod.node_name and pod.phase in OCCUPYING:
+                tally.use(shard, self._amounts(pod), 1)
         for key, group in self._groups.items():
             if owns(key):
                 _tally_group(tally, key, group, self._statuses.get(key, _NONE), 1)

@@ -10,6 +10,9 @@ in the placement ledger's bucket:
   occupy as the placement ledger counts a capped queue (bound and not finished, `pods` included:
   ledger.View.by_queue); and for the state gauges, their pods by task status and their placed pods'
   requests by namespace. One key per queue, so a cycle rewrites only the queues whose sums moved.
+- `used.<shard>`: what the shard's pods occupy on nodes, together (each node's usage by stored pods:
+  bound, pending or running), so an instance knows the cluster's total use (the overcommit plugin's
+  `outside`) without following the others' pods.
 - `away.<shard>.<node group>`: the shard's pods that occupy nodes its owner does not own, per node
   (each pod's key, uid and requests), so a node's owner counts them on its node and can read those
   very pods. An owner places on its own nodes first, so these are few: its loans, and what a change of
@@ -35,9 +38,9 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, TypeVar
 
 import msgspec
 
@@ -47,6 +50,7 @@ from vc_proto.pod_shards import SHARDS
 NODE_GROUPS: Final = 64
 SUMS_PREFIX: Final = "sums."
 AWAY_PREFIX: Final = "away."
+USED_PREFIX: Final = "used."
 # Pods an away record may name: about 1 MB of JSON, the bus's largest message. A node group holds 1/64
 # of the nodes, so a shard would need 10,000 pods on 150 nodes it does not own to reach it.
 MAX_AWAY_PODS: Final = 10_000
@@ -72,9 +76,20 @@ def away_key(shard: int, group: int) -> str:
     return f"{AWAY_PREFIX}{shard}.{group}"
 
 
-def parse_key(key: str) -> tuple[int, str | int] | None:
+def used_key(shard: int) -> str:
+    return f"{USED_PREFIX}{shard}"
+
+
+Part = str | int | None  # a record of a shard: its queue's sums, a node group's pods away, or (None) its use
+
+
+def parse_key(key: str) -> tuple[int, Part] | None:
     """The shard and queue of a `sums.<shard>.<queue>` key; the shard and node group of an
-    `away.<shard>.<group>` key; None for any other key, or one whose parts are out of range."""
+    `away.<shard>.<group>` key; the shard and None of a `used.<shard>` key; None for any other key, or
+    one whose parts are out of range."""
+    if key.startswith(USED_PREFIX):
+        shard = _number(key[len(USED_PREFIX) :], SHARDS)
+        return None if shard is None else (shard, None)
     prefix = SUMS_PREFIX if key.startswith(SUMS_PREFIX) else AWAY_PREFIX if key.startswith(AWAY_PREFIX) else None
     if prefix is None:
         return None
@@ -111,6 +126,14 @@ class QueueSums(msgspec.Struct, gc=False):
     occupied: Amounts = msgspec.field(default_factory=dict)  # requests of the pods bound and not finished
 
 
+class ShardUse(msgspec.Struct, gc=False):
+    """What a shard's pods occupy on nodes, together."""
+
+    revision: int
+    used: Amounts  # their requests (without `pods`)
+    pods: int
+
+
 class AwayPod(msgspec.Struct, array_like=True, frozen=True, gc=False):
     """A pod of the shard on a node its owner does not own."""
 
@@ -125,6 +148,7 @@ class AwayNodes(msgspec.Struct, gc=False):
 
 _sums_decoder = msgspec.json.Decoder(QueueSums)
 _away_decoder = msgspec.json.Decoder(AwayNodes)
+_use_decoder = msgspec.json.Decoder(ShardUse)
 _encoder = msgspec.json.Encoder()
 
 
@@ -177,6 +201,17 @@ def decode_sums(data: bytes) -> QueueSums | None:
     return record
 
 
+def decode_use(data: bytes) -> ShardUse | None:
+    """A `used` record; None for bytes that are not one or break a bound."""
+    try:
+        record = _use_decoder.decode(data)
+    except msgspec.DecodeError:
+        return None
+    if record.revision < 0 or record.pods < 0 or not _valid_amounts(record.used):
+        return None
+    return record
+
+
 def decode_away(data: bytes) -> AwayNodes | None:
     """An `away` record; None for bytes that are not one or break a bound."""
     try:
@@ -224,8 +259,9 @@ class ShardTally:
         self._queues: dict[tuple[int, str], QueueTotals] = {}  # (shard, queue) -> its sums
         self._away: dict[tuple[int, int], dict[str, dict[str, AwayPod]]] = {}  # (shard, node group) -> node -> pods
         # The records to write: (shard, queue) of a `sums` record, (shard, node group) of an `away` one.
-        self._moved: set[tuple[int, str | int]] = set()
-        self._stored: set[tuple[int, str | int]] = set()  # the records the bucket holds: written, or found
+        self._uses: dict[int, _Use] = {}  # shard -> what its pods occupy
+        self._moved: set[tuple[int, Part]] = set()
+        self._stored: set[tuple[int, Part]] = set()  # the records the bucket holds: written, or found
 
     def count(
         self,
@@ -269,6 +305,15 @@ class ShardTally:
             _add(self._queue(shard, queue).reserved, reserved, sign)
             self._moved.add((shard, queue))
 
+    def use(self, shard: int, used: Mapping[str, float], sign: int) -> None:
+        """A pod of the shard counted onto (1) or off (-1) a node, wherever it is."""
+        total = self._uses.get(shard)
+        if total is None:
+            total = self._uses[shard] = _Use()
+        _add(total.used, used, sign)
+        total.pods += sign
+        self._moved.add((shard, None))
+
     def away(self, shard: int, node: str, key: str, uid: str, used: Mapping[str, float], sign: int) -> None:
         """A pod of the shard (`key`, `uid`, its requests) counted onto (1) or off (-1) a node its owner
         does not own."""
@@ -285,7 +330,7 @@ class ShardTally:
                     del self._away[(shard, group)]
         self._moved.add((shard, group))
 
-    def rewrite(self, shard: int, stored: Iterable[str | int]) -> None:
+    def rewrite(self, shard: int, stored: Iterable[Part]) -> None:
         """The shard's records are to be written again at the next flush: those the bucket holds
         (`stored`: their queues and node groups) and every one it counts. A shard taken over: what is
         stored says what its old owner saw."""
@@ -293,6 +338,8 @@ class ShardTally:
         self._stored.update((shard, part) for part in stored)
         self._moved.update(key for key in self._queues if key[0] == shard)
         self._moved.update(key for key in self._away if key[0] == shard)
+        if shard in self._uses:
+            self._moved.add((shard, None))
 
     def again(self, keys: Iterable[str]) -> None:
         """Records whose write failed: written at the next flush (a deletion too: the record may still be
@@ -323,7 +370,12 @@ class ShardTally:
         out.sort()
         return out
 
-    def _record(self, shard: int, part: str | int, revision: int) -> tuple[str, bytes | None]:
+    def _record(self, shard: int, part: Part, revision: int) -> tuple[str, bytes | None]:
+        if part is None:
+            use = self._uses.get(shard)
+            if use is None or not use.pods:
+                return used_key(shard), None
+            return used_key(shard), _encoder.encode(ShardUse(revision, _clean(use.used), use.pods))
         if isinstance(part, str):
             q = self._queues.get((shard, part))
             if q is None or q.empty():
@@ -353,14 +405,21 @@ class OtherShards:
     def __init__(self) -> None:
         self._sums: dict[tuple[int, str], QueueSums] = {}
         self._away: dict[tuple[int, int], AwayNodes] = {}
+        self._uses: dict[int, ShardUse] = {}
         self._owned: frozenset[int] = frozenset()
         self.queues: dict[str, QueueTotals] = {}  # queue -> the other shards' sums (read only)
+        self.used: Amounts = {}  # what the other shards' pods occupy on nodes (read only)
         self.version = 0  # bumped per record read
         self._on: dict[str, _Use] = {}  # node -> the other shards' pods away on it
 
-    def stored(self, shard: int) -> list[str | int]:
-        """The queues and node groups of the shard's records the bucket holds (as read)."""
-        return [*(q for (s, q) in self._sums if s == shard), *(g for (s, g) in self._away if s == shard)]
+    def stored(self, shard: int) -> list[Part]:
+        """The queues and node groups of the shard's records the bucket holds (as read), and None if it
+        holds the shard's use."""
+        return [
+            *(q for (s, q) in self._sums if s == shard),
+            *(g for (s, g) in self._away if s == shard),
+            *([None] if shard in self._uses else []),
+        ]
 
     def apply(self, key: str, data: bytes | None) -> bool:
         """A record as the bucket's watch delivers it (None: deleted). False for a value that is not a
@@ -370,34 +429,24 @@ class OtherShards:
             return False
         self.version += 1
         shard, part = parsed
+        if part is None:
+            return _replace(self._uses, shard, decode_use, data, self._count_use)
         if isinstance(part, str):
-            sums = decode_sums(data) if data is not None else None
-            self._count_sums(shard, part, -1)
-            if sums is None:
-                self._sums.pop((shard, part), None)
-            else:
-                self._sums[(shard, part)] = sums
-            self._count_sums(shard, part, 1)
-            return data is None or sums is not None
-        away = decode_away(data) if data is not None else None
-        self._count_away(shard, part, -1)
-        if away is None:
-            self._away.pop((shard, part), None)
-        else:
-            self._away[(shard, part)] = away
-        self._count_away(shard, part, 1)
-        return data is None or away is not None
+            return _replace(self._sums, (shard, part), decode_sums, data, self._count_sums)
+        return _replace(self._away, (shard, part), decode_away, data, self._count_away)
 
     def own(self, shards: frozenset[int]) -> None:
         """The shards this instance owns now: their records leave the totals, the others' enter them."""
         if shards == self._owned:
             return
         self._owned = shards
-        self.queues, self._on = {}, {}
-        for shard, queue in self._sums:
-            self._count_sums(shard, queue, 1)
-        for shard, group in self._away:
-            self._count_away(shard, group, 1)
+        self.queues, self._on, self.used = {}, {}, {}
+        for key in self._sums:
+            self._count_sums(key, 1)
+        for part in self._away:
+            self._count_away(part, 1)
+        for shard in self._uses:
+            self._count_use(shard, 1)
 
     def away_on(self, node: str) -> tuple[Amounts, int]:
         """What the other shards' pods occupy on `node`: their requests and count."""
@@ -413,8 +462,14 @@ class OtherShards:
             for key, pod in record.nodes.get(node, {}).items()
         }
 
-    def _count_sums(self, shard: int, queue: str, sign: int) -> None:
-        record = self._sums.get((shard, queue))
+    def _count_use(self, shard: int, sign: int) -> None:
+        record = self._uses.get(shard)
+        if record is not None and shard not in self._owned:
+            _add(self.used, record.used, sign)
+
+    def _count_sums(self, key: tuple[int, str], sign: int) -> None:
+        shard, queue = key
+        record = self._sums.get(key)
         if record is None or shard in self._owned:
             return
         total = self.queues.get(queue)
@@ -432,8 +487,9 @@ class OtherShards:
         if total.empty():
             del self.queues[queue]
 
-    def _count_away(self, shard: int, group: int, sign: int) -> None:
-        record = self._away.get((shard, group))
+    def _count_away(self, key: tuple[int, int], sign: int) -> None:
+        shard = key[0]
+        record = self._away.get(key)
         if record is None or shard in self._owned:
             return
         for node, pods in record.nodes.items():
@@ -445,3 +501,22 @@ class OtherShards:
             total.pods += sign * len(pods)
             if not total.pods:
                 del self._on[node]
+
+
+K = TypeVar("K")
+R = TypeVar("R")
+
+
+def _replace(
+    held: dict[K, R], key: K, decode: Callable[[bytes], R | None], data: bytes | None, count: Callable[[K, int], None]
+) -> bool:
+    """One record in place of what `held` had under `key` (None: deleted), taken out of and put into the
+    totals by `count`; False for a value that does not decode (it then counts as deleted)."""
+    record = decode(data) if data is not None else None
+    count(key, -1)
+    if record is None:
+        held.pop(key, None)
+    else:
+        held[key] = record
+    count(key, 1)
+    return data is None or record is not None
