@@ -102,7 +102,7 @@ def publish_others(index: ClusterIndex, partition: Partition) -> None:
     for member in partition.members:
         if member != partition.instance:
             theirs_of = Partition(member, partition.members)
-            index.count_shards(tally, theirs_of.shards)
+            index.count_shards(tally, theirs_of.shards, theirs_of.owns_node)
     theirs = frozenset(range(SHARDS)) - partition.shards
     for shard in theirs:
         tally.rewrite(shard, index.others.stored(shard))

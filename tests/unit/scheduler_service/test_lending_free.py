@@ -49,3 +49,18 @@ def test_an_answer_that_breaks_a_bound_or_a_form_is_refused() -> None:
     assert read_free(FreeAnswer([NodeLeft(f"n{i}", {"cpu": "1"}) for i in range(MAX_FREE_NODES + 1)])) is None
     many = free_answer({f"n{i}": {"cpu": Fraction(1)} for i in range(MAX_FREE_NODES + 5)})
     assert len(many.nodes) == MAX_FREE_NODES
+
+
+def test_a_loan_has_landed_once_the_borrowers_away_record_lists_its_pod() -> None:
+    """An owner sent only its own shards' pods never sees a borrower's pod in its cache: the borrower's
+    `away` record listing the pod on the node (View.landed) ends the loan's wait (a node changes owner
+    only once none waits)."""
+    book = LoanBook()
+    ask = LoanAsk("b", 1, loan_pods([("u-b", "ns/p", "n1")], {"u-b": {"cpu": Fraction(2)}}))
+    assert book.grant(ask, {"n1": CAPACITY}, lambda _node: {}, VIEW, 0.0).granted
+    assert book.lent(VIEW, 1.0) == {"u-b": ("ns/p", "n1")} and book.outstanding(VIEW, 1.0) == 1
+    listed = ledger.View(instance="owner", epoch=1, live=VIEW.live, landed=lambda node: {"u-b"} if node == "n1" else ())
+    assert book.lent(listed, 1.0) == {} and book.outstanding(listed, 1.0) == 0
+    # Counted once on the node: the record's pod and the loan are one uid.
+    away = {"u-b": {"cpu": Fraction(2), "pods": Fraction(1)}}
+    assert book.left("n1", CAPACITY, away, listed, 1.0) == {"cpu": Fraction(2), "pods": Fraction(9)}

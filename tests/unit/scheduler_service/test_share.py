@@ -223,7 +223,7 @@ def test_the_index_kept_per_change_is_the_view_and_the_sums_built_anew(steps: li
         for key, value in index.tally.flush(1, partition.shards):
             assert published.apply(key, value)
         fresh, counted = ShardTally(), OtherShards()
-        index.count_shards(fresh, partition.shards)
+        index.count_shards(fresh, partition.shards, partition.owns_node)
         for key, value in fresh.flush(1, partition.shards):
             assert counted.apply(key, value)
         assert set(published.queues) == set(counted.queues)
@@ -685,3 +685,36 @@ def test_a_borrowing_session_judges_the_queue_by_the_whole_cluster() -> None:
         first, share.borrowing(out, a, answers_for(snap, a)), left_over(out, {}), load_scheduler_conf(), cycle
     )
     assert plan.result.binds == {f"ns/{mine[1]}-0": far[2], f"ns/{mine[1]}-1": far[2]}
+
+
+def test_an_owner_sent_only_its_shards_pods_sees_the_others_on_its_nodes_and_the_clusters_use() -> None:
+    """What a node's owner will be sent is its own shards' pods; the other shards' pods on its nodes are
+    in their owners' `away` records, and the use of the others' nodes in their `used` records: together
+    each own node holds every pod on it, and the others' nodes their whole use."""
+    members = ("a", "b", "c")
+    part = Partition("a", members)
+    nodes = [f"n{i}" for i in range(12)]
+    pods = [pod(f"p{i}", f"g{i}", node=nodes[i % len(nodes)], phase="Running") for i in range(200)]
+    full, mine = ClusterIndex(), ClusterIndex()
+    for index in (full, mine):
+        index.regroup(part.owns, part.owns_node, part.shards)
+    for p in pods:
+        full.stored_pod(p.key, p)
+        if part.owns(f"ns/{p.group_name}"):
+            mine.stored_pod(p.key, p)
+    theirs = frozenset(range(SHARDS)) - part.shards
+    tally = ShardTally()
+    for member in members[1:]:
+        other = Partition(member, members)
+        full.count_shards(tally, other.shards, other.owns_node)
+    for key, value in tally.flush(1, theirs):
+        assert mine.others.apply(key, value)
+    assert any(not part.owns(f"ns/{p.group_name}") and part.owns_node(p.node_name) for p in pods)
+    for name in nodes:
+        if part.owns_node(name):
+            got = set(mine.by_node.get(name, {})) | {p.uid for p in mine.away_on(name, ()).values()}
+            assert got == {p.uid for p in pods if p.node_name == name}, name
+            gone = next(iter(mine.away_on(name, ()).values())).uid
+            assert gone not in {p.uid for p in mine.away_on(name, {gone}).values()}  # (seen deleted)
+    used = sum(1.0 for p in pods if not part.owns_node(p.node_name))
+    assert _close(dict(mine.outside().used), {"cpu": used})

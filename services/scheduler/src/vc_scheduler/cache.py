@@ -26,6 +26,7 @@ import contextlib
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from fractions import Fraction
 from typing import Any, TypeVar, cast
 
 import msgspec
@@ -34,7 +35,7 @@ from vc_bus.decoding import decode_or_none, report_undecodable
 from vc_bus.kvwatch import RawEntry, watch_bucket
 from vc_bus.objects import with_meta
 from vc_core.interning import shared
-from vc_core.resources import Resources
+from vc_core.resources import PODS, Resources
 from vc_core.store import WatchOp
 from vc_proto import codec, subjects
 from vc_proto.kinds import KubeObject
@@ -270,10 +271,12 @@ class SchedulerCache:
 
     def occupying(self, node: str) -> dict[str, Resources]:
         """By pod uid, the requests (`pods` included) of what occupies `node` as this instance's cycles
-        see it: the stored binds (the index's view) and this instance's own binds in flight, assumed or
-        written and not yet seen stored."""
+        see it: the stored binds (the index's view, and the other shards' pods there their owners list
+        as away) and this instance's own binds in flight, assumed or written and not yet seen stored."""
         self.unseen_binds()  # (gives up those past UNSEEN_AFTER_S first)
         stored = dict(self.index.by_node.get(node, {}))
+        for away in self.index.away_on(node, self._gone).values():  # (other shards' pods it is not sent)
+            stored.setdefault(away.uid, {**away.requests, PODS: Fraction(1)})
         return self._own.occupying(node, self.index.pods_on.get(node, ()), self.pods.get, stored)
 
     def full_pod(self, key: str) -> PodObj | None:

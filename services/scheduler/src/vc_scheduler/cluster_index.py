@@ -27,7 +27,7 @@ members change.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
@@ -376,7 +376,7 @@ class ClusterIndex:
         self._held_sums = {}
         self._shards = shards
         self.tally = ShardTally()
-        self.count_shards(self.tally, shards)
+        self.count_shards(self.tally, shards, owns_node)
         self._by_queue_anew()
         for shard in shards:
             self.tally.rewrite(shard, self.others.stored(shard))
@@ -438,6 +438,11 @@ class ClusterIndex:
         used = dict(self.others.used)
         _add(used, self._mine_away, 1.0)
         _add(used, self._theirs_home, -1.0)
+        for node, pods in self.others.nodes_away():  # (the others' pods on its nodes it is not sent)
+            if self._owns_node(node):
+                for key, pod in pods.items():
+                    if key not in self._stored:
+                        _add(used, pod.used, -1.0)
         return Outside(
             dict(self._foreign_allocatable),
             used,
@@ -483,7 +488,27 @@ class ClusterIndex:
             by_node=self.by_node,
             by_queue=self.by_queue,
             elsewhere=self.elsewhere,
+            landed=self._landed,
         )
+
+    def _landed(self, node: str) -> frozenset[str]:
+        return frozenset(pod.uid for pod in self.others.pods_away_on(node).values())
+
+    def away_on(self, node: str, gone: Container[str]) -> dict[str, PodObj]:
+        """The other shards' pods on `node` that this instance does not hold, by key, as their owners'
+        `away` records list them (gone: uids seen deleted, left out): pods that occupy the node and
+        nothing more (no labels, PodGroup or priority). Sent only its own shards' pods, a node's owner
+        sees the others' pods there this way."""
+        out: dict[str, PodObj] = {}
+        for key, away in self.others.pods_away_on(node).items():
+            if key in self._stored or away.uid in gone:
+                continue
+            namespace, _, name = key.partition("/")
+            requests = {n: Fraction(v).limit_denominator(1000) for n, v in away.used.items()}
+            out[key] = PodObj(
+                name, namespace, away.uid, {}, {}, "", node, None, "", "", {}, None, (), requests, "Running", False
+            )
+        return out
 
     def counts(self, uid: str) -> bool:
         """Whether the pod is one this instance's shard records count in its queue: stored bound, not
@@ -523,6 +548,8 @@ class ClusterIndex:
         shard = self._shard_of(key, pod)
         if shard is not None and shard in self._shards:
             self.tally.use(shard, amounts, int(sign))
+            if not self._owns_node(pod.node_name):
+                self.tally.away(shard, pod.node_name, key, pod.uid, amounts, int(sign))
         self._split_use(pod.node_name, shard, amounts, sign)
 
     def _split_use(self, node: str, shard: int | None, amounts: Amounts, sign: float) -> None:
@@ -612,16 +639,21 @@ class ClusterIndex:
         if self._owns_group(key):
             _tally_group(self.tally, key, group, self._statuses.get(key, _NONE), int(sign))
 
-    def count_shards(self, tally: ShardTally, shards: frozenset[int]) -> None:
-        """Count into `tally` the PodGroups and pods of `shards` (a walk over the PodGroups and pods)."""
+    def count_shards(self, tally: ShardTally, shards: frozenset[int], owns_node: Callable[[str], bool]) -> None:
+        """Count into `tally` the PodGroups and pods of `shards`, whose owner owns the nodes `owns_node`
+        says (a walk over the PodGroups and pods)."""
 
         def owns(key: str) -> bool:
             return shard_of_key(key) in shards
 
         for key, pod in self._stored.items():
             shard = self._shard_of(key, pod)
-            if shard in shards and pod.node_name and pod.phase in OCCUPYING:
-                tally.use(shard, self._amounts(pod), 1)
+            if shard is None or shard not in shards or not pod.node_name or pod.phase not in OCCUPYING:
+                continue
+            amounts = self._amounts(pod)
+            tally.use(shard, amounts, 1)
+            if not owns_node(pod.node_name):
+                tally.away(shard, pod.node_name, key, pod.uid, amounts, 1)
         for key, group in self._groups.items():
             if owns(key):
                 _tally_group(tally, key, group, self._statuses.get(key, _NONE), 1)

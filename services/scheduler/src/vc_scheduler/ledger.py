@@ -21,7 +21,7 @@ that died before binding (or of an earlier life of it) are reclaimed.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Final
@@ -139,6 +139,9 @@ class View:
     by_node: Mapping[str, Mapping[str, Resources]] = field(default_factory=dict)
     by_queue: Mapping[str, Mapping[str, Resources]] = field(default_factory=dict)
     elsewhere: Callable[[str], Resources] = field(default=lambda _queue: {})
+    # By node, the uids of the other instances' pods there as their owners' `away` records list them (a
+    # borrower's bind a lender is not sent shows here).
+    landed: Callable[[str], Container[str]] = field(default=lambda _node: ())
 
     @staticmethod
     def of(pods: Mapping[str, PodState], *, parents: Mapping[str, str] | None = None, **kwargs: object) -> View:

@@ -9,12 +9,12 @@ the pods it would bind there, and the owner grants them only if they fit now, al
 nodes of one ask. Fit counts the node's allocatable against every pod the owner's cache sees occupying
 the node, its own binds in flight included, assumed or written and not yet seen stored (stored binds
 alone would let it lend the room its own binds are about to take, or have just taken), plus the loans
-it granted before. A granted loan counts as occupying the
-node until the borrower's bind shows in the owner's cache (which then counts the pod itself), the
-borrower gives it back, or it lapses by the placement ledger's rules (ledger.keep: the borrower gone
-for RECLAIM_DEAD_AFTER_S, or the pod still unbound after ABANDONED_AFTER_S). A commit of the owner's
-own is checked against the loans too: one granted after the cycle that planned the commit read its
-snapshot may have taken the room.
+it granted before. A granted loan counts as occupying the node until the borrower's bind shows in the
+owner's cache or in the `away` record the borrower writes of its shard (either then counts the pod
+itself, by the same uid), the borrower gives it back, or it lapses by the placement ledger's rules
+(ledger.keep: the borrower gone for RECLAIM_DEAD_AFTER_S, or the pod still unbound after
+ABANDONED_AFTER_S). A commit of the owner's own is checked against the loans too: one granted after the
+cycle that planned the commit read its snapshot may have taken the room.
 
 Both checks are ledger.try_reserve, the placement ledger's fit rule, over an in-memory record per node:
 the owner is the only one who decides on its nodes, so nothing is written for them anywhere.
@@ -26,7 +26,7 @@ what the owner sees occupying each node, its own binds in flight and the loans i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from fractions import Fraction
 from typing import Final
 
@@ -209,15 +209,22 @@ class LoanBook:
         return node in self._records
 
     def lent(self, view: View, now: float) -> dict[str, tuple[str, str]]:
-        """Pod uid -> (pod key, node) of the loans whose pods the owner does not see bound yet: its
-        cycles count them as placed there. Lapsed loans are dropped on the way."""
+        """Pod uid -> (pod key, node) of the loans whose pods the owner does not see bound yet (in its
+        cache, or in the borrower's `away` record: View.landed): its cycles count them as placed there.
+        Lapsed loans are dropped on the way."""
         out: dict[str, tuple[str, str]] = {}
         for node, record in list(self._records.items()):
             kept = self._keep(node, ledger.prune(record, view, now, node=node))
+            landed: Container[str] | None = None  # (read once per node, only if needed)
             for uid, res in kept.reservations.items():
                 state = view.pods.get(uid)
-                if state is None or not (state.node or state.terminal):
-                    out[uid] = (res.pod, node)
+                if state is not None and (state.node or state.terminal):
+                    continue
+                if state is None:
+                    landed = view.landed(node) if landed is None else landed
+                    if uid in landed:
+                        continue
+                out[uid] = (res.pod, node)
         return out
 
     def outstanding(self, view: View, now: float) -> int:

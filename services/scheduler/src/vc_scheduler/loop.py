@@ -139,7 +139,9 @@ class SchedulingLoop:
         # Carried between cycles (a cycle's cost follows what changed): the session's opening state, the
         # share's builder (its reserved copies) and the partition.
         self._carried = CarriedState()
-        self._share = Share(cache.snapshot, cache.full_pod, cache.index, hold_settled=holds_settled_out(conf))
+        self._share = Share(
+            cache.snapshot, cache.full_pod, cache.index, hold_settled=holds_settled_out(conf), gone=cache.gone
+        )
         self._parts: Partition | None = None
         self._borrowed_at = -BORROW_EVERY_S
         self._tree = hierarchical(conf)

@@ -27,11 +27,9 @@ and says which records to write (at most once a cycle, only those that moved). `
 reader's side: it keeps the records of the shards it does not own and their totals, updated per record.
 Each record carries the pods-stream revision its writer had followed.
 
-Today every instance is still sent every pod; the queue sums outside its share (cluster_index.py) and
-the cluster's state gauges of the other shards (metrics.index_tally) come from the `sums` records
-already; the `away` records' arithmetic is here, but no instance counts or
-writes them yet: they would cost every instance work that no reader uses until a node's owner is sent
-only its own shards.
+Today every instance is still sent every pod; what it reads of the other shards comes from these
+records all the same (cluster_index.py: the queue sums, a capped queue's occupancy, the other nodes'
+use, the others' pods on its nodes that its cache lacks; metrics.index_tally: the cluster's gauges).
 """
 
 from __future__ import annotations
@@ -40,6 +38,7 @@ import math
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Final, TypeVar
 
 import msgspec
@@ -146,6 +145,7 @@ class AwayNodes(msgspec.Struct, gc=False):
     nodes: dict[str, dict[str, AwayPod]]  # node -> pod key -> the pod
 
 
+_NO_PODS: Mapping[str, AwayPod] = MappingProxyType({})
 _sums_decoder = msgspec.json.Decoder(QueueSums)
 _away_decoder = msgspec.json.Decoder(AwayNodes)
 _use_decoder = msgspec.json.Decoder(ShardUse)
@@ -410,7 +410,7 @@ class OtherShards:
         self.queues: dict[str, QueueTotals] = {}  # queue -> the other shards' sums (read only)
         self.used: Amounts = {}  # what the other shards' pods occupy on nodes (read only)
         self.version = 0  # bumped per record read
-        self._on: dict[str, _Use] = {}  # node -> the other shards' pods away on it
+        self._on: dict[str, dict[str, AwayPod]] = {}  # node -> the other shards' pods away on it, by key
 
     def stored(self, shard: int) -> list[Part]:
         """The queues and node groups of the shard's records the bucket holds (as read), and None if it
@@ -450,17 +450,19 @@ class OtherShards:
 
     def away_on(self, node: str) -> tuple[Amounts, int]:
         """What the other shards' pods occupy on `node`: their requests and count."""
-        use = self._on.get(node)
-        return (_clean(use.used), use.pods) if use is not None else ({}, 0)
+        pods = self._on.get(node, {})
+        used: Amounts = {}
+        for pod in pods.values():
+            _add(used, pod.used, 1.0)
+        return _clean(used), len(pods)
 
-    def pods_away_on(self, node: str) -> dict[str, AwayPod]:
-        """The other shards' pods on `node`, by key."""
-        return {
-            key: pod
-            for (shard, group), record in self._away.items()
-            if shard not in self._owned and group == node_group(node)
-            for key, pod in record.nodes.get(node, {}).items()
-        }
+    def nodes_away(self) -> Iterable[tuple[str, Mapping[str, AwayPod]]]:
+        """Every node with other shards' pods away on it, with them by key (read only)."""
+        return self._on.items()
+
+    def pods_away_on(self, node: str) -> Mapping[str, AwayPod]:
+        """The other shards' pods on `node`, by key (read only)."""
+        return self._on.get(node, _NO_PODS)
 
     def _count_use(self, shard: int, sign: int) -> None:
         record = self._uses.get(shard)
@@ -493,13 +495,13 @@ class OtherShards:
         if record is None or shard in self._owned:
             return
         for node, pods in record.nodes.items():
-            total = self._on.get(node)
-            if total is None:
-                total = self._on[node] = _Use()
-            for pod in pods.values():
-                _add(total.used, pod.used, sign)
-            total.pods += sign * len(pods)
-            if not total.pods:
+            held = self._on.setdefault(node, {})
+            if sign > 0:
+                held.update(pods)
+            else:
+                for pod_key in pods:
+                    held.pop(pod_key, None)
+            if not held:
                 del self._on[node]
 
 

@@ -32,7 +32,7 @@ ask nothing more of a settled job (`holds_settled_out`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 from dataclasses import replace
 from fractions import Fraction
 
@@ -167,8 +167,10 @@ class Share:
         index: ClusterIndex,
         *,
         hold_settled: bool = False,
+        gone: Callable[[], Container[str]] = frozenset,
     ) -> None:
         self._tables = tables  # the cache's snapshot of every kind (tuples of its current objects)
+        self._gone = gone  # the uids of pods seen deleted
         self._pod = pod  # a pod's whole view by key (the cache holds pods outside the share brief)
         self._index = index
         self._copies: dict[str, tuple[PodObj, str, PodObj]] = {}  # uid -> (pod as stored, node, copy)
@@ -204,6 +206,9 @@ class Share:
         for pg in groups:
             keys.update(index.pods_of.get(pg.key, {}))
         chosen = [pod for k in keys if (pod := pod_of(k)) is not None]
+        gone = self._gone()
+        for node in nodes:  # the other shards' pods on its nodes that it is not sent, as their owners list them
+            chosen.extend(index.away_on(node.name, gone).values())
         by_reservation = 0
         copies: dict[str, tuple[PodObj, str, PodObj]] = {}
         for uid, (key, at) in reserved.items():
