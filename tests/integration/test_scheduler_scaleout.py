@@ -576,7 +576,7 @@ async def test_a_capped_queue_counts_another_instances_pod_by_its_reservation_th
         assert not await b_has_room()  # a's reservation counts
         bound = pod_view("a-pod", pg.name, node="n1", phase="Running")
         index_a.stored_pod("ns/a-pod", msgspec.structs.replace(bound, uid="ua", requests={"cpu": Fraction(2)}))
-        assert index_a.counts("ua")
+        assert index_a.counts("ua", frozenset(range(32)))
         peers = Several(a, pods=FixedRevision())
         await peers.publish(index_a, frozenset(range(32)))
         assert "ua" not in a.record(key).reservations  # taken back once the record was written

@@ -510,9 +510,9 @@ class ClusterIndex:
             )
         return out
 
-    def counts(self, uid: str) -> bool:
-        """Whether the pod is one this instance's shard records count in its queue: stored bound, not
-        finished, of a PodGroup this instance owns."""
+    def counts(self, uid: str, shards: frozenset[int]) -> bool:
+        """Whether the pod is one the records of `shards` (this instance's) count in its queue: stored
+        bound, not finished, of a PodGroup of those shards."""
         state, group = self.states.get(uid), self._uid_group.get(uid)
         return (
             state is not None
@@ -521,6 +521,7 @@ class ClusterIndex:
             and bool(state.queue)
             and group is not None
             and self._owns_group(group)
+            and shard_of_key(group) in shards
         )
 
     def elsewhere(self, queue: str) -> Resources:

@@ -392,7 +392,7 @@ class SchedulingLoop:
     async def _partition(self, view: View) -> Partition:
         """Who owns what among the instances (peers.py); the cache's index recounts what lies outside the
         share when it changes."""
-        parts = await self.peers.partition(tuple(self.members.members) or (self.instance,), view)
+        parts = await self.peers.partition(tuple(self.members.members) or (self.instance,), view, self.cache.index)
         if parts is not self._parts:
             self._parts = parts
             self.cache.regroup(parts.owns, parts.owns_node, parts.shards)

@@ -28,11 +28,14 @@ from typing import Final, Protocol
 
 import structlog
 
+from vc_core.ownership import balanced_owners
+from vc_proto.pod_shards import SHARDS
 from vc_scheduler.cluster_index import ClusterIndex
 from vc_scheduler.ledger import View
 from vc_scheduler.ledger_kv import QUEUE_PREFIX, Ledger
 from vc_scheduler.lending import LoanBook
 from vc_scheduler.metrics import SHARD_RECORDS
+from vc_scheduler.shard_records import ShardTally
 from vc_scheduler.share import Partition
 
 log = structlog.get_logger(__name__)
@@ -67,9 +70,10 @@ class PodsStream(Protocol):
 
 
 class Peers(Protocol):
-    async def partition(self, members: tuple[str, ...], view: View) -> Partition:
+    async def partition(self, members: tuple[str, ...], view: View, index: ClusterIndex | None = None) -> Partition:
         """Who owns what for the next cycle (the same object while nothing changed); called between
-        cycles only."""
+        cycles only. `index`: the cache's, whose shard records are written as the new set will count them
+        before a new set is announced."""
         ...
 
     def reserved(self, view: View) -> dict[str, tuple[str, str]]:
@@ -114,7 +118,7 @@ class Alone:
         self._partition = Partition(instance, (instance,))
         self._book = LoanBook()
 
-    async def partition(self, members: tuple[str, ...], view: View) -> Partition:
+    async def partition(self, members: tuple[str, ...], view: View, index: ClusterIndex | None = None) -> Partition:
         return self._partition
 
     def reserved(self, view: View) -> dict[str, tuple[str, str]]:
@@ -171,7 +175,7 @@ class Several:
     def book(self) -> LoanBook:
         return self._book
 
-    async def partition(self, members: tuple[str, ...], view: View) -> Partition:
+    async def partition(self, members: tuple[str, ...], view: View, index: ClusterIndex | None = None) -> Partition:
         """PodGroups and nodes by the member set this instance announced it plans under, less the nodes
         other instances' announcements claim (share.Partition). A new member set is announced here,
         between cycles, before the first cycle that plans under it, once the nodes it gives up have
@@ -187,11 +191,16 @@ class Several:
                 # the stream as far as it has.
                 revision = self._pods.followed_revision()
                 async with asyncio.timeout(ANNOUNCE_TIMEOUT_S):
+                    if index is not None:
+                        await self._hand_over_records(index, members, revision)
                     await self.ledger.announce(members, pods_revision=revision)
                 self._announced = members
                 self._handing_over = False
             except Exception as exc:  # NATS unavailable: plan under the last announced set; again next cycle
                 log.warning("partition.announce_failed", members=list(members), error=repr(exc))
+                if index is not None:  # (what it wrote for the new set is written again as it counts now)
+                    for shard in self._partition.shards if self._partition is not None else ():
+                        index.tally.rewrite(shard, index.others.stored(shard))
         await self._retract_stale(frozenset(members))
         others = {m: a for m, a in self.ledger.announced.items() if m != self.instance}
         claims = {m: a.members for m, a in others.items()}
@@ -218,6 +227,38 @@ class Several:
             held = self._partition = Partition(self.instance, mine, claims)
             self._departed = frozenset()
         return held
+
+    async def _hand_over_records(self, index: ClusterIndex, members: tuple[str, ...], revision: int) -> None:
+        """Write the records of every shard this instance owned under its last announced set as `members`
+        will count them: each shard's pods on nodes its new owner will not own are its `away`. Written
+        before the announcement, they are read by every instance before it: a node's new owner, which
+        plans there once it has read the announcement, and the shard's new owner, which writes the shard
+        only then (`_claimed`)."""
+        owned = Partition(self.instance, self._announced).shards if self._announced else frozenset()
+        if not owned:
+            return
+        owners = balanced_owners(SHARDS, members)
+        tally = ShardTally()
+        for member in {owners[shard] for shard in owned}:
+            theirs = frozenset(shard for shard in owned if owners[shard] == member)
+            index.count_shards(tally, theirs, Partition(member, members).owns_node)
+        for shard in owned:
+            tally.rewrite(shard, index.others.stored(shard))
+        records = tally.flush(revision, owned)
+        failed = await self.ledger.write_records(records)
+        SHARD_RECORDS.labels(self.instance, "written").inc(len(records) - len(failed))
+        if failed:
+            SHARD_RECORDS.labels(self.instance, "failed").inc(len(failed))
+            raise ConnectionError(f"{len(failed)} of the hand-over's shard records unwritten")
+
+    def _claimed(self) -> frozenset[int]:
+        """The shards another instance's announcement gives that instance: it writes their records until
+        it announces a set that does not (a shard this instance took is written by it only then)."""
+        out: set[int] = set()
+        for member, made in self.ledger.announced.items():
+            if member != self.instance:
+                out.update(s for s, owner in enumerate(balanced_owners(SHARDS, made.members)) if owner == member)
+        return frozenset(out)
 
     def _stands(self) -> bool:
         """Whether this instance's last announcement is still in the ledger. Another instance removes it
@@ -277,7 +318,8 @@ class Several:
         reservations in capped queues whose pods they count (stored bound): the others count those pods
         in the records from now on, and a reservation kept as well would count each twice for as long as
         it lives (ledger.SETTLED_AFTER_S)."""
-        counted = self._counted_reservations(index)  # (before the flush: the records written count them)
+        shards = shards - self._claimed()
+        counted = self._counted_reservations(index, shards)  # (before the flush: the records written count them)
         records = index.tally.flush(self._pods.followed_revision(), shards)
         failed: list[str] = []
         if records:
@@ -294,12 +336,14 @@ class Several:
         if counted and not failed:
             await self._take_back(counted)
 
-    def _counted_reservations(self, index: ClusterIndex) -> dict[str, list[str]]:
-        """By capped queue's key, this instance's reservations there whose pods its shards' records count."""
+    def _counted_reservations(self, index: ClusterIndex, shards: frozenset[int]) -> dict[str, list[str]]:
+        """By capped queue's key, this instance's reservations there whose pods the records of `shards`
+        count."""
         out: dict[str, list[str]] = {}
         for key, record in self.ledger.records():
             if key.startswith(QUEUE_PREFIX):
-                uids = [u for u, r in record.reservations.items() if r.instance == self.instance and index.counts(u)]
+                mine = record.reservations.items()
+                uids = [u for u, r in mine if r.instance == self.instance and index.counts(u, shards)]
                 if uids:
                     out[key] = uids
         return out
