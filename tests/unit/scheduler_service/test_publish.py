@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import replace
 from fractions import Fraction
 
@@ -16,7 +17,7 @@ from vc_scheduler.cluster_index import ClusterIndex
 from vc_scheduler.ledger import Record, View, reservation
 from vc_scheduler.ledger_kv import Announcement, queue_key
 from vc_scheduler.peers import Several
-from vc_scheduler.shard_records import AwayNodes, away_key, node_group, sums_key, used_key
+from vc_scheduler.shard_records import AwayNodes, ShardUse, away_key, node_group, sums_key, used_key
 from vc_scheduler.share import Partition
 
 
@@ -162,3 +163,39 @@ def test_an_instance_writes_its_shards_records_as_the_new_set_counts_them_before
     away = msgspec.json.decode(written[away_key(shard, node_group(node))], type=AwayNodes)
     assert set(away.nodes[node]) == {"ns/p0"}
     assert written[sums_key(shard, "q")] is not None
+
+
+def test_a_departed_instances_nodes_wait_until_its_shards_records_are_written_by_another() -> None:
+    """An instance that died wrote no hand-over: its shards' pods on its own nodes are in no `away`
+    record. Its nodes are planned again only once no record of its shards is still its own (their new
+    owners have read them and written them)."""
+    ledger = AnnouncingLedger()
+    peers = Several(ledger, pods=Pods())  # type: ignore[arg-type]
+    view = View(instance="a", epoch=1)
+    index = ClusterIndex()
+    both = ("a", "b")
+    theirs = Partition("b", both)
+    shard = min(theirs.shards)
+    node = next(f"n{i}" for i in range(1000) if theirs.owns_node(f"n{i}"))
+    asyncio.run(peers.partition(both, view, index))
+    ledger.announced["b"] = Announcement(both, time.time())
+    assert not asyncio.run(peers.partition(both, view, index)).owns_node(node)
+    assert index.others.apply(used_key(shard), msgspec.json.encode(ShardUse(1, {"cpu": 1.0}, 1, writer="b")))
+    del ledger.announced["b"]  # (it died, and its announcement was removed)
+    assert not asyncio.run(peers.partition(("a",), view, index)).owns_node(node)
+    assert not asyncio.run(peers.partition(("a",), view, index)).owns_node(node)  # (still b's record)
+    assert index.others.apply(used_key(shard), msgspec.json.encode(ShardUse(2, {"cpu": 1.0}, 1, writer="a")))
+    assert asyncio.run(peers.partition(("a",), view, index)).owns_node(node)
+
+
+def test_a_record_of_an_own_shard_another_wrote_is_written_over_at_the_next_publish() -> None:
+    """A previous owner's record read after this instance took the shard (and counted it anew) is
+    written over, here deleted: the shard counts nothing of it."""
+    ledger = FlakyLedger()
+    ledger.up = True
+    peers = Several(ledger, pods=Pods())  # type: ignore[arg-type]
+    index = ClusterIndex()
+    assert index.others.apply(used_key(5), msgspec.json.encode(ShardUse(1, {"cpu": 1.0}, 1, writer="b")))
+    assert index.others.stray("a", frozenset({5})) == [used_key(5)]
+    asyncio.run(peers.publish(index, frozenset({5})))
+    assert ledger.written == [(used_key(5), None)]

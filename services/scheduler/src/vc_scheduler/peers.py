@@ -217,6 +217,8 @@ class Several:
                     self._departed = departed
                 required = max([self._required, *(a.pods_revision for a in others.values())])
                 followed = await self._pods.followed(required, FOLLOW_WAIT_S)
+                if followed and held is not None and index is not None:
+                    followed = not self._unwritten(departed, held, index)
             except Exception as exc:  # NATS unavailable: plan as before
                 log.warning("partition.follow_failed", error=repr(exc))
                 followed = False
@@ -244,12 +246,24 @@ class Several:
             index.count_shards(tally, theirs, Partition(member, members).owns_node)
         for shard in owned:
             tally.rewrite(shard, index.others.stored(shard))
-        records = tally.flush(revision, owned)
+        records = tally.flush(revision, owned, self.instance)
         failed = await self.ledger.write_records(records)
         SHARD_RECORDS.labels(self.instance, "written").inc(len(records) - len(failed))
         if failed:
             SHARD_RECORDS.labels(self.instance, "failed").inc(len(failed))
             raise ConnectionError(f"{len(failed)} of the hand-over's shard records unwritten")
+
+    @staticmethod
+    def _unwritten(departed: frozenset[str], held: Partition, index: ClusterIndex) -> bool:
+        """Whether a shard a departed instance owned still has a record of its writing: that instance
+        wrote no hand-over, its shards' pods on its own nodes are in no `away` record, and its nodes wait
+        until the shards' new owners have written them."""
+        for member in departed:
+            theirs = Partition(member, held.claims[member]).shards
+            if index.others.written_by(member, theirs):
+                log.info("partition.waiting_for_records", departed=member)
+                return True
+        return False
 
     def _claimed(self) -> frozenset[int]:
         """The shards another instance's announcement gives that instance: it writes their records until
@@ -319,8 +333,9 @@ class Several:
         in the records from now on, and a reservation kept as well would count each twice for as long as
         it lives (ledger.SETTLED_AFTER_S)."""
         shards = shards - self._claimed()
+        index.tally.again(index.others.stray(self.instance, shards))  # (a previous owner's, read late)
         counted = self._counted_reservations(index, shards)  # (before the flush: the records written count them)
-        records = index.tally.flush(self._pods.followed_revision(), shards)
+        records = index.tally.flush(self._pods.followed_revision(), shards, self.instance)
         failed: list[str] = []
         if records:
             try:

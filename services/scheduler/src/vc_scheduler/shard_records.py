@@ -123,6 +123,7 @@ class QueueSums(msgspec.Struct, gc=False):
     statuses: dict[str, int] = msgspec.field(default_factory=dict)  # task status -> pods
     namespaces: dict[str, Amounts] = msgspec.field(default_factory=dict)  # namespace -> `allocated`'s part
     occupied: Amounts = msgspec.field(default_factory=dict)  # requests of the pods bound and not finished
+    writer: str = ""  # the instance that wrote it
 
 
 class ShardUse(msgspec.Struct, gc=False):
@@ -131,6 +132,7 @@ class ShardUse(msgspec.Struct, gc=False):
     revision: int
     used: Amounts  # their requests (without `pods`)
     pods: int
+    writer: str = ""
 
 
 class AwayPod(msgspec.Struct, array_like=True, frozen=True, gc=False):
@@ -143,6 +145,7 @@ class AwayPod(msgspec.Struct, array_like=True, frozen=True, gc=False):
 class AwayNodes(msgspec.Struct, gc=False):
     revision: int
     nodes: dict[str, dict[str, AwayPod]]  # node -> pod key -> the pod
+    writer: str = ""
 
 
 _NO_PODS: Mapping[str, AwayPod] = MappingProxyType({})
@@ -189,7 +192,7 @@ def decode_sums(data: bytes) -> QueueSums | None:
         record = _sums_decoder.decode(data)
     except msgspec.DecodeError:
         return None
-    if record.revision < 0 or record.asked < 0 or record.placed < 0:
+    if record.revision < 0 or record.asked < 0 or record.placed < 0 or len(record.writer) > 253:
         return None
     if not all(_valid_amounts(a) for a in (record.request, record.allocated, record.reserved, record.occupied)):
         return None
@@ -207,7 +210,7 @@ def decode_use(data: bytes) -> ShardUse | None:
         record = _use_decoder.decode(data)
     except msgspec.DecodeError:
         return None
-    if record.revision < 0 or record.pods < 0 or not _valid_amounts(record.used):
+    if record.revision < 0 or record.pods < 0 or len(record.writer) > 253 or not _valid_amounts(record.used):
         return None
     return record
 
@@ -218,7 +221,7 @@ def decode_away(data: bytes) -> AwayNodes | None:
         record = _away_decoder.decode(data)
     except msgspec.DecodeError:
         return None
-    if record.revision < 0 or sum(len(pods) for pods in record.nodes.values()) > MAX_AWAY_PODS:
+    if record.revision < 0 or len(record.writer) > 253 or sum(len(p) for p in record.nodes.values()) > MAX_AWAY_PODS:
         return None
     if any(not _valid_amounts(pod.used) for pods in record.nodes.values() for pod in pods.values()):
         return None
@@ -350,7 +353,7 @@ class ShardTally:
                 self._moved.add(parsed)
                 self._stored.add(parsed)
 
-    def flush(self, revision: int, owns: frozenset[int]) -> list[tuple[str, bytes | None]]:
+    def flush(self, revision: int, owns: frozenset[int], writer: str = "") -> list[tuple[str, bytes | None]]:
         """The records of owned shards that moved since the last flush, as (key, value) to write at the
         pods stream's `revision` (value None: the record is empty now, delete it). Moves of shards it does
         not own stay pending: they are written if it owns them again."""
@@ -358,7 +361,7 @@ class ShardTally:
         for moved in self._moved:
             if moved[0] not in owns:
                 continue
-            key, value = self._record(moved[0], moved[1], revision)
+            key, value = self._record(moved[0], moved[1], revision, writer)
             if value is not None:
                 self._stored.add(moved)
             elif moved in self._stored:
@@ -370,12 +373,12 @@ class ShardTally:
         out.sort()
         return out
 
-    def _record(self, shard: int, part: Part, revision: int) -> tuple[str, bytes | None]:
+    def _record(self, shard: int, part: Part, revision: int, writer: str) -> tuple[str, bytes | None]:
         if part is None:
             use = self._uses.get(shard)
             if use is None or not use.pods:
                 return used_key(shard), None
-            return used_key(shard), _encoder.encode(ShardUse(revision, _clean(use.used), use.pods))
+            return used_key(shard), _encoder.encode(ShardUse(revision, _clean(use.used), use.pods, writer))
         if isinstance(part, str):
             q = self._queues.get((shard, part))
             if q is None or q.empty():
@@ -383,11 +386,11 @@ class ShardTally:
             namespaces = {name: amounts for name, held in q.namespaces.items() if (amounts := _clean(held))}
             statuses = {status: n for status, n in q.statuses.items() if n}
             sums = (_clean(q.request), _clean(q.allocated), _clean(q.reserved))
-            record = QueueSums(revision, *sums, q.asked, q.placed, statuses, namespaces, _clean(q.occupied))
+            record = QueueSums(revision, *sums, q.asked, q.placed, statuses, namespaces, _clean(q.occupied), writer)
             return sums_key(shard, part), _encoder.encode(record)
         group = part
         nodes = self._away.get((shard, group))
-        return away_key(shard, group), _encoder.encode(AwayNodes(revision, nodes)) if nodes else None
+        return away_key(shard, group), _encoder.encode(AwayNodes(revision, nodes, writer)) if nodes else None
 
     def _queue(self, shard: int, queue: str) -> QueueTotals:
         figures = self._queues.get((shard, queue))
@@ -455,6 +458,24 @@ class OtherShards:
         for pod in pods.values():
             _add(used, pod.used, 1.0)
         return _clean(used), len(pods)
+
+    def written_by(self, writer: str, shards: frozenset[int]) -> bool:
+        """Whether a record of one of `shards` is, as last read, `writer`'s."""
+        held: Iterable[tuple[int, QueueSums | AwayNodes | ShardUse]] = (
+            *((shard, r) for (shard, _), r in self._sums.items()),
+            *((shard, r) for (shard, _), r in self._away.items()),
+            *self._uses.items(),
+        )
+        return any(shard in shards and record.writer == writer for shard, record in held)
+
+    def stray(self, writer: str, shards: frozenset[int]) -> list[str]:
+        """The keys of `shards`' records, as last read, that another than `writer` wrote: what a shard's
+        previous owner left, for its owner to write over (or delete)."""
+        return [
+            *(sums_key(s, q) for (s, q), r in self._sums.items() if s in shards and r.writer != writer),
+            *(away_key(s, g) for (s, g), r in self._away.items() if s in shards and r.writer != writer),
+            *(used_key(s) for s, r in self._uses.items() if s in shards and r.writer != writer),
+        ]
 
     def nodes_away(self) -> Iterable[tuple[str, Mapping[str, AwayPod]]]:
         """Every node with other shards' pods away on it, with them by key (read only)."""
