@@ -37,6 +37,7 @@ from prometheus_client import REGISTRY
 from tests.support.services import ServiceProcess
 from tests.support.system import System, start_system
 from tests.support.waiting import eventually
+from tests.unit.scheduler_service.service_builders import FixedPods
 from tests.unit.scheduler_service.service_builders import group as group_view
 from tests.unit.scheduler_service.service_builders import pod as pod_view
 from vc_bus.connection import connect
@@ -577,7 +578,7 @@ async def test_a_capped_queue_counts_another_instances_pod_by_its_reservation_th
         bound = pod_view("a-pod", pg.name, node="n1", phase="Running")
         index_a.stored_pod("ns/a-pod", msgspec.structs.replace(bound, uid="ua", requests={"cpu": Fraction(2)}))
         assert index_a.counts("ua", frozenset(range(32)))
-        peers = Several(a, pods=FixedRevision())
+        peers = Several(a, pods=FixedPods(1))
         await peers.publish(index_a, frozenset(range(32)))
         assert "ua" not in a.record(key).reservations  # taken back once the record was written
         await eventually(lambda: bool(index_b.elsewhere("capped")), timeout=10, what="a's record read by b")
@@ -592,19 +593,6 @@ async def test_a_capped_queue_counts_another_instances_pod_by_its_reservation_th
     mine = {"u2": pure.reservation("ns/b2-pod", {"cpu": Fraction(1)}, instance="b2", epoch=1, at=now)}
     with pytest.raises(Conflict):
         await stale.reserve(key, mine, {"cpu": Fraction(0)}, partial(vb2.occupying_queue, "capped"), vb2, node=None)
-
-
-class FixedRevision:
-    """peers.PodsStream at a fixed revision (the test feeds the index itself)."""
-
-    def followed_revision(self) -> int:
-        return 1
-
-    async def last_revision(self) -> int:
-        return 1
-
-    async def followed(self, revision: int, timeout_s: float) -> bool:
-        return True
 
 
 def decode_errors(source: str, kind: str) -> float:

@@ -108,3 +108,19 @@ def publish_others(index: ClusterIndex, partition: Partition) -> None:
         tally.rewrite(shard, index.others.stored(shard))
     for key, value in tally.flush(1, theirs):
         assert index.others.apply(key, value)
+
+
+class FixedPods:
+    """peers.PodsStream at a fixed revision, always followed (the tests feed the index themselves)."""
+
+    def __init__(self, revision: int = 7) -> None:
+        self.revision = revision
+
+    def followed_revision(self) -> int:
+        return self.revision
+
+    async def last_revision(self) -> int:
+        return self.revision
+
+    async def followed(self, revision: int, timeout_s: float) -> bool:
+        return True

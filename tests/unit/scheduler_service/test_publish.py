@@ -10,7 +10,7 @@ from fractions import Fraction
 import msgspec
 from prometheus_client import REGISTRY
 
-from tests.unit.scheduler_service.service_builders import group, pod
+from tests.unit.scheduler_service.service_builders import FixedPods, group, pod
 from vc_core.ownership import balanced_owners
 from vc_proto.pod_shards import SHARDS, shard_of_key
 from vc_scheduler.cluster_index import ClusterIndex
@@ -19,17 +19,6 @@ from vc_scheduler.ledger_kv import Announcement, queue_key
 from vc_scheduler.peers import Several
 from vc_scheduler.shard_records import AwayNodes, ShardUse, away_key, node_group, sums_key, used_key
 from vc_scheduler.share import Partition
-
-
-class Pods:
-    def followed_revision(self) -> int:
-        return 7
-
-    async def last_revision(self) -> int:
-        return 7
-
-    async def followed(self, revision: int, timeout_s: float) -> bool:
-        return True
 
 
 class FlakyLedger:
@@ -73,7 +62,7 @@ def test_records_not_written_for_want_of_nats_are_written_at_the_next_call() -> 
     """... and the instance takes back its reservations of the pods they count only once they are written."""
     before = written("written"), written("failed")
     ledger = FlakyLedger()
-    peers = Several(ledger, pods=Pods())  # type: ignore[arg-type]
+    peers = Several(ledger, pods=FixedPods())  # type: ignore[arg-type]
     index = ClusterIndex()
     index.stored_podgroup("ns/g", replace(group("g", "q"), phase="Running"))
     index.stored_pod("ns/p0", pod("p0", "g", node="n1", phase="Running"))
@@ -99,7 +88,7 @@ def test_a_shard_another_instance_still_claims_is_not_written_until_its_claim_go
     instance wrote meanwhile could come before the previous owner's last, and be overwritten by it."""
     ledger = FlakyLedger()
     ledger.up = True
-    peers = Several(ledger, pods=Pods())  # type: ignore[arg-type]
+    peers = Several(ledger, pods=FixedPods())  # type: ignore[arg-type]
     index = ClusterIndex()
     index.stored_podgroup("ns/g", replace(group("g", "q"), phase="Running"))
     index.stored_pod("ns/p0", pod("p0", "g"))
@@ -143,7 +132,7 @@ def test_an_instance_writes_its_shards_records_as_the_new_set_counts_them_before
     owner writes it only then: both must find the old owner's pods written as the new set counts them
     (a pod of a shard that moves, on a node its new owner will not own, is that shard's `away`)."""
     ledger = AnnouncingLedger()
-    peers = Several(ledger, pods=Pods())  # type: ignore[arg-type]
+    peers = Several(ledger, pods=FixedPods())  # type: ignore[arg-type]
     view = View(instance="a", epoch=1)
     index = ClusterIndex()
     joined = ("a", "b")
@@ -170,7 +159,7 @@ def test_a_departed_instances_nodes_wait_until_its_shards_records_are_written_by
     record. Its nodes are planned again only once no record of its shards is still its own (their new
     owners have read them and written them)."""
     ledger = AnnouncingLedger()
-    peers = Several(ledger, pods=Pods())  # type: ignore[arg-type]
+    peers = Several(ledger, pods=FixedPods())  # type: ignore[arg-type]
     view = View(instance="a", epoch=1)
     index = ClusterIndex()
     both = ("a", "b")
@@ -193,7 +182,7 @@ def test_a_record_of_an_own_shard_another_wrote_is_written_over_at_the_next_publ
     written over, here deleted: the shard counts nothing of it."""
     ledger = FlakyLedger()
     ledger.up = True
-    peers = Several(ledger, pods=Pods())  # type: ignore[arg-type]
+    peers = Several(ledger, pods=FixedPods())  # type: ignore[arg-type]
     index = ClusterIndex()
     assert index.others.apply(used_key(5), msgspec.json.encode(ShardUse(1, {"cpu": 1.0}, 1, writer="b")))
     assert index.others.stray("a", frozenset({5})) == [used_key(5)]
