@@ -718,3 +718,13 @@ def test_an_owner_sent_only_its_shards_pods_sees_the_others_on_its_nodes_and_the
             assert gone not in {p.uid for p in mine.away_on(name, {gone}).values()}  # (seen deleted)
     used = sum(1.0 for p in pods if not part.owns_node(p.node_name))
     assert _close(dict(mine.outside().used), {"cpu": used})
+    # Its share's snapshot holds them on its nodes, as pods that occupy the node (a seen deletion aside).
+    held = [p for p in pods if part.owns(f"ns/{p.group_name}")]
+    snap = ClusterSnapshot(nodes=tuple(node(n) for n in nodes), pods=tuple(held), podgroups=(), queues=())
+    away_uid = next(p.uid for p in pods if not part.owns(f"ns/{p.group_name}") and part.owns_node(p.node_name))
+    for p in held:
+        mine.place(p.key, None, p)
+    share = Share(lambda: snap, {p.key: p for p in held}.get, mine, gone=lambda: {away_uid})
+    taken, _ = share.snapshot(part, {})
+    on_own = {p.uid for p in taken.pods if part.owns_node(p.node_name)}
+    assert on_own == {p.uid for p in pods if part.owns_node(p.node_name)} - {away_uid}

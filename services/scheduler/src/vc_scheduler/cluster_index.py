@@ -202,7 +202,7 @@ class ClusterIndex:
         """A pod as stored (None: deleted): the ledger's view, the queue sums, the node usage. `shard`: the
         shard its store key names (a pod of a PodGroup is in its PodGroup's; one that names none, in the
         shard of the PodGroup the podgroup controller will give it, which only its key tells)."""
-        if shard is not None and pod is not None and not pod.group_name:
+        if shard is not None and 0 <= shard < SHARDS and pod is not None and not pod.group_name:
             self._bare_shards[key] = shard
         old = self._stored.pop(key, None)
         old_amounts = self._amounts(old) if old is not None else None

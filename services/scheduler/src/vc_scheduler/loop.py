@@ -244,8 +244,11 @@ class SchedulingLoop:
         return False
 
     def _inputs(self) -> Inputs:
+        # The other shards' records count for the instance that exports the cluster's gauges, once those
+        # are due (a cycle refreshes them): at most one cycle more per period, not one per record.
         parts, others = self._parts, self.cache.index.others
-        records = others.version if parts is not None and parts.owns(metrics.CLUSTER_GAUGES_KEY) else 0
+        exports = parts is not None and parts.owns(metrics.CLUSTER_GAUGES_KEY) and metrics.state_gauges_due()
+        records = others.version if exports else 0
         return Inputs(self.cache.version, tuple(self.members.members), self.members.epoch, records)
 
     def _cycle_needed(self, now: float) -> bool:

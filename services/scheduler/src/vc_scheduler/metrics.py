@@ -737,6 +737,10 @@ class StateRecorder:
         self.refresh(result, cluster(), timed, whole=whole)
         return True
 
+    def due_now(self) -> bool:
+        """Whether a refresh would be due now (without taking it)."""
+        return self.clock() >= self._due
+
     def due(self) -> bool:
         """Whether a refresh is due now; if so, the next one is due a period later."""
         now = self.clock()
@@ -994,6 +998,11 @@ def record_cycle(
             partial(_STATE.refresh, result, source, timed, whole=whole, counted=counted, held_unschedulable=waiting)
         )
         _refreshing.add_done_callback(_log_failure)
+
+
+def state_gauges_due() -> bool:
+    """Whether the next cycle would refresh the state gauges (their period is over)."""
+    return _STATE.due_now()
 
 
 def _log_failure(done: Future[None]) -> None:

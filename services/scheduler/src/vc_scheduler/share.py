@@ -206,9 +206,13 @@ class Share:
         for pg in groups:
             keys.update(index.pods_of.get(pg.key, {}))
         chosen = [pod for k in keys if (pod := pod_of(k)) is not None]
-        gone = self._gone()
-        for node in nodes:  # the other shards' pods on its nodes that it is not sent, as their owners list them
-            chosen.extend(index.away_on(node.name, gone).values())
+        # The other shards' pods on its nodes that it is not sent, as their owners list them (a walk over
+        # the nodes with such pods only).
+        away = [node for node, _ in index.others.nodes_away() if owner.owns_node(node)]
+        if away:
+            gone = self._gone()
+            for node_name in away:
+                chosen.extend(index.away_on(node_name, gone).values())
         by_reservation = 0
         copies: dict[str, tuple[PodObj, str, PodObj]] = {}
         for uid, (key, at) in reserved.items():
