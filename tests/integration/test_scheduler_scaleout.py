@@ -713,6 +713,13 @@ class FakePods:
 
     last: int = 0
     at: int = 0
+    covered: frozenset[int] | None = None
+
+    def cover(self, shards: frozenset[int]) -> None:
+        self.covered = shards
+
+    def synced(self) -> bool:
+        return True
 
     def followed_revision(self) -> int:
         return self.at

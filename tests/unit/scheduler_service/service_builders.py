@@ -115,6 +115,13 @@ class FixedPods:
 
     def __init__(self, revision: int = 7) -> None:
         self.revision = revision
+        self.covered: frozenset[int] | None = None
+
+    def cover(self, shards: frozenset[int]) -> None:
+        self.covered = shards
+
+    def synced(self) -> bool:
+        return True
 
     def followed_revision(self) -> int:
         return self.revision

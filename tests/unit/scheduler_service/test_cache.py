@@ -316,7 +316,9 @@ def test_a_version_kept_behind_a_bind_keeps_its_bytes_when_held_brief(monkeypatc
     cache = SchedulerCache(share_only=True)
     cache.regroup(lambda _group: True, lambda _node: True, frozenset(range(SHARDS)))
     doc = bind_written_not_seen(cache)
-    cache.regroup(lambda _group: False, lambda _node: False, frozenset())  # the members changed: not its own any more
+    # The members changed: the pod is not of its share any more (its shard still covered: a pod that
+    # names no PodGroup on another instance's node is held so).
+    cache.regroup(lambda _group: False, lambda _node: False, frozenset(range(SHARDS)))
     relabelled = {**doc, "metadata": {**doc["metadata"], "labels": {"tier": "x"}}}  # type: ignore[dict-item]
     cache.apply("Pod", RawEntry(WatchOp.PUT, 2, "ns.a", json.dumps(relabelled).encode()))
     shown = cache.full_pod("ns/a")

@@ -17,11 +17,12 @@ from vc_bus.kvwatch import RawEntry
 from vc_core.store import WatchOp
 from vc_scheduler import cache as cache_module
 from vc_scheduler import loop as loop_module
+from vc_scheduler import pods_feed
 from vc_scheduler.cache import SchedulerCache
 
 
 def _feed(entries: list[RawEntry]) -> Any:
-    async def watch(_js: Any, _bucket: str) -> AsyncIterator[RawEntry]:
+    async def watch(_js: Any, _bucket: str, *_where: Any) -> AsyncIterator[RawEntry]:
         for entry in entries:
             yield entry
             await asyncio.sleep(0)
@@ -40,20 +41,21 @@ async def _soon(condition: Any, within_s: float = 5.0) -> bool:
 
 
 ENTRIES = [RawEntry(WatchOp.PUT, i, key, value) for i, (key, value) in enumerate(running_gang_pods(20, nodes=2), 1)]
+ENTRIES.append(RawEntry(WatchOp.SYNCED, len(ENTRIES)))
 
 
 def test_a_held_cache_applies_no_entry_until_released_then_all_in_order() -> None:
     async def scenario() -> None:
         cache, shutdown = SchedulerCache(), asyncio.Event()
         cache.hold()
-        with mock.patch.object(cache_module, "watch_bucket", _feed(ENTRIES)):
+        with mock.patch.object(pods_feed, "watch_bucket", _feed(ENTRIES)):
             following = asyncio.create_task(cache.follow(None, "Pod", shutdown))
             await asyncio.sleep(0.05)
             assert cache.held and not cache.pods
             cache.release()
-            assert await _soon(lambda: len(cache.pods) == len(ENTRIES))
+            assert await _soon(lambda: len(cache.pods) == len(ENTRIES) - 1)
             assert not cache.held
-            assert cache.followed["Pod"] == len(ENTRIES)
+            assert cache.followed["Pod"] == len(ENTRIES) - 1
             shutdown.set()
             await following
 
@@ -66,9 +68,9 @@ def test_a_hold_lapses_after_its_longest(monkeypatch: pytest.MonkeyPatch) -> Non
     async def scenario() -> None:
         cache, shutdown = SchedulerCache(), asyncio.Event()
         cache.hold()
-        with mock.patch.object(cache_module, "watch_bucket", _feed(ENTRIES)):
+        with mock.patch.object(pods_feed, "watch_bucket", _feed(ENTRIES)):
             following = asyncio.create_task(cache.follow(None, "Pod", shutdown))
-            assert await _soon(lambda: len(cache.pods) == len(ENTRIES))  # never released: the hold lapsed
+            assert await _soon(lambda: len(cache.pods) == len(ENTRIES) - 1)  # never released: the hold lapsed
             shutdown.set()
             await following
 

@@ -58,9 +58,27 @@ def test_a_loan_has_landed_once_the_borrowers_away_record_lists_its_pod() -> Non
     book = LoanBook()
     ask = LoanAsk("b", 1, loan_pods([("u-b", "ns/p", "n1")], {"u-b": {"cpu": Fraction(2)}}))
     assert book.grant(ask, {"n1": CAPACITY}, lambda _node: {}, VIEW, 0.0).granted
-    assert book.lent(VIEW, 1.0) == {"u-b": ("ns/p", "n1")} and book.outstanding(VIEW, 1.0) == 1
+    assert {uid: lent[:2] for uid, lent in book.lent(VIEW, 1.0).items()} == {"u-b": ("ns/p", "n1")}
+    assert book.outstanding(VIEW, 1.0) == 1
     listed = ledger.View(instance="owner", epoch=1, live=VIEW.live, landed=lambda node: {"u-b"} if node == "n1" else ())
     assert book.lent(listed, 1.0) == {} and book.outstanding(listed, 1.0) == 0
     # Counted once on the node: the record's pod and the loan are one uid.
     away = {"u-b": {"cpu": Fraction(2), "pods": Fraction(1)}}
     assert book.left("n1", CAPACITY, away, listed, 1.0) == {"cpu": Fraction(2), "pods": Fraction(9)}
+
+
+def test_a_landed_loan_holds_no_room_once_its_pod_leaves_the_borrowers_record() -> None:
+    """Once the borrower's `away` record lists the pod, the record counts it and the loan ends: when the
+    pod finishes and leaves the record, its room is free at once (the owner never sees the pod itself;
+    a loan kept would hold the room until it lapsed, a minute later)."""
+    book = LoanBook()
+    ask = LoanAsk("b", 1, loan_pods([("u-b", "ns/p", "n1")], {"u-b": {"cpu": Fraction(2)}}))
+    assert book.grant(ask, {"n1": CAPACITY}, lambda _node: {}, VIEW, 0.0).granted
+    listed = ledger.View(instance="owner", epoch=1, live=VIEW.live, landed=lambda node: {"u-b"} if node == "n1" else ())
+    away = {"u-b": {"cpu": Fraction(2), "pods": Fraction(1)}}
+    assert book.left("n1", CAPACITY, away, listed, 1.0) == {"cpu": Fraction(2), "pods": Fraction(9)}
+    assert not book.lends_on("n1")  # (the loan ended with its landing)
+    finished = ledger.View(instance="owner", epoch=1, live=VIEW.live)  # the pod left the record
+    assert book.left("n1", CAPACITY, {}, finished, 2.0) == CAPACITY
+    own = {"u-own": ledger.Reservation("ns/own", "owner", 1, 2.0, {"cpu": "4"})}
+    assert book.fits("n1", own, CAPACITY, {}, finished, 2.0) == ()

@@ -27,7 +27,7 @@ from vc_sched_core.snapshot.cluster import ClusterSnapshot, NodeObj, PodGroupObj
 from vc_scheduler import ledger, metrics
 from vc_scheduler.cluster_index import ClusterIndex
 from vc_scheduler.gangs import node_capacity
-from vc_scheduler.lending import LoanAsk, LoanBook, loan_pods
+from vc_scheduler.lending import Lent, LoanAsk, LoanBook, loan_pods
 from vc_scheduler.planning import Cycle, plan_borrowing, plan_cycle
 from vc_scheduler.shard_records import OtherShards, ShardTally
 from vc_scheduler.share import Partition, Share, left_over, owner_of
@@ -370,7 +370,7 @@ def test_the_share_holds_own_nodes_with_their_pods_and_own_podgroups_with_theirs
         pod("theirs-reserved-here", theirs),
     ]
     snap = cluster(20, pods, [group(mine), group(theirs)])
-    reserved = {"uid-theirs-reserved-here": ("ns/theirs-reserved-here", own_node)}
+    reserved = {"uid-theirs-reserved-here": Lent("ns/theirs-reserved-here", own_node, {"cpu": Fraction(1)})}
     out, by_reservation = share_of(snap, a).snapshot(a, reserved)
     assert {n.name for n in out.nodes} == {f"n{i}" for i in range(20) if a.owns_node(f"n{i}")}
     assert {p.name: p.node_name for p in out.pods} == {
@@ -401,11 +401,26 @@ def test_a_reserved_pod_is_the_same_copy_while_neither_it_nor_its_node_changes()
     here = [f"n{i}" for i in range(20) if a.owns_node(f"n{i}")]
     snap = cluster(20, [pod("r", theirs)], [group(theirs)])
     share = share_of(snap, a)
-    first, _ = share.snapshot(a, {"uid-r": ("ns/r", here[0])})
-    again, _ = share.snapshot(a, {"uid-r": ("ns/r", here[0])})
+    cpu = {"cpu": Fraction(1)}
+    first, _ = share.snapshot(a, {"uid-r": Lent("ns/r", here[0], cpu)})
+    again, _ = share.snapshot(a, {"uid-r": Lent("ns/r", here[0], cpu)})
     assert again.pods[0] is first.pods[0]
-    moved, _ = share.snapshot(a, {"uid-r": ("ns/r", here[1])})
+    moved, _ = share.snapshot(a, {"uid-r": Lent("ns/r", here[1], cpu)})
     assert moved.pods[0].node_name == here[1]
+
+
+def test_a_loan_of_a_pod_the_cache_does_not_hold_occupies_its_node_in_the_share() -> None:
+    """Sent only its shards' pods, the owner holds no copy of a borrower's pod: the loan itself stands in
+    for it on the node (what it reserved, `pods` counted by the pod itself), the same copy each cycle."""
+    a = Partition("a", MEMBERS)
+    here = next(f"n{i}" for i in range(20) if a.owns_node(f"n{i}"))
+    share = share_of(cluster(20, [], []), a)
+    loan = {"uid-x": Lent("ns/x", here, {"cpu": Fraction(3), "pods": Fraction(1)})}
+    first, by_reservation = share.snapshot(a, loan)
+    assert by_reservation == 1
+    assert [(p.uid, p.node_name, p.requests) for p in first.pods] == [("uid-x", here, {"cpu": Fraction(3)})]
+    again, _ = share.snapshot(a, loan)
+    assert again.pods[0] is first.pods[0]
 
 
 def test_a_cycle_over_unchanged_loans_rebuilds_no_job_and_no_node() -> None:
@@ -423,7 +438,7 @@ def test_a_cycle_over_unchanged_loans_rebuilds_no_job_and_no_node() -> None:
     for _ in range(2):
         view = share._index.view(gone=frozenset(), live=frozenset(MEMBERS), instance="a", epoch=1)
         reserved = book.lent(view, NOW)
-        assert reserved == {"uid-theirs": ("ns/theirs", here)}
+        assert reserved.keys() == {"uid-theirs"} and reserved["uid-theirs"][:2] == ("ns/theirs", here)
         out, _ = share.snapshot(a, reserved)
         plan_cycle(Cycle(out, a, "s", WHEN), load_scheduler_conf(), memo, lambda: 0.0)
     assert memo.rebuilt == (0, 0)

@@ -60,6 +60,7 @@ from vc_sched_core.snapshot.loader import SnapshotError, brief_pod, convert_pod,
 from vc_scheduler.cluster_index import TERMINAL, ClusterIndex, podgroup_key
 from vc_scheduler.ledger import UNSEEN_AFTER_S
 from vc_scheduler.own_binds import Kept, OwnBinds
+from vc_scheduler.pods_feed import ALL_SHARDS, ShardFeed
 
 KINDS = (
     "Node",
@@ -211,6 +212,15 @@ class SchedulerCache:
         self._whole: Callable[[str, str | None], bool] = (lambda _n, _g: False) if share_only else (lambda _n, _g: True)
         self._partitioned = False  # the loop has said what the share is (regroup)
         self._brief_raw: dict[str, bytes] = {}  # pod key -> the stored bytes of a pod held brief
+        # The pods watch covers the shards the loop says (`share_only`: none until it does), reopened as
+        # they change (pods_feed.py); while it reads them from their start, the pod keys it delivered,
+        # so that those it did not are known deleted at its SYNCED (their delete was purged meanwhile).
+        self.feed = ShardFeed(
+            None if share_only else ALL_SHARDS,
+            on_restart=self._pods_restart,
+            resume_at=lambda: self.followed.get("Pod", 0),
+        )
+        self._replayed: set[str] | None = None
         self._tables: dict[str, dict[str, Any]] = {
             "Node": self.nodes,
             "Pod": self.pods,
@@ -298,24 +308,53 @@ class SchedulerCache:
         return whole
 
     def expect_alone(self) -> None:
-        """The instance's membership says it is alone: its share will be the whole cluster, so the pods
-        that arrive from now on are decoded whole at once, not brief and then again at the first
-        partition (1.5-2 s per 100,000 pods at start-up). If members join meanwhile, regroup holds the
-        pods outside the share brief from their next change on."""
+        """The instance's membership says it is alone: its share will be the whole cluster, so its pods
+        watch opens over every shard at once, and each pod is decoded whole as it arrives, not brief and
+        then again at the first partition (1.5-2 s per 100,000 pods at start-up). If members join
+        meanwhile, the first partition narrows the watch and holds the pods outside the share brief."""
         if self.share_only and not self._partitioned:
             self._whole = lambda _node, _group: True
+            self.feed.cover(ALL_SHARDS)
 
     def regroup(self, owns: Callable[[str], bool], owns_node: Callable[[str], bool], shards: frozenset[int]) -> None:
-        """The share changed (the members did): the index recounts what lies outside it, and the pods the
-        share now takes are made whole (a walk over the brief ones, once per change of members)."""
+        """The share changed (the members did): the index recounts what lies outside it, the pods watch
+        covers the share's shards, the pods of the shards it no longer covers are dropped (their owners'
+        records count them now; not deletions), and the pods the share now takes are made whole (a walk
+        over the pods, once per change of members)."""
         self.index.regroup(owns, owns_node, shards)
         self._partitioned = True
         if not self.share_only:
             return
+        self.feed.cover(shards)
+        for key, pod in [(k, p) for k, p in self.pods.items() if not self.feed.wants(self.index.shard_of(k, p))]:
+            self._pod_gone(key, pod, deleted=False)
         self._whole = self.index.concerns_place
         taken = [k for k, p in self.pods.items() if k in self._brief_raw and self._whole(p.node_name, podgroup_key(p))]
         for key in taken:
             self.full_pod(key)
+
+    def holds(self, shards: frozenset[int]) -> bool:
+        """Whether the cache holds every pod of `shards`: its pods watch covers them and has read them to
+        the end (not while it reads shards from their start). A cache that is not `share_only` follows
+        every shard, and its owner waits for the watch's sync before it plans."""
+        covered = self.feed.covered
+        if not self.share_only:
+            return True
+        return covered is not None and shards <= covered and self.synced["Pod"].is_set()
+
+    def pods_read(self) -> bool:
+        """Whether the cache holds every pod of the shards it covers (what an owner lends from)."""
+        return self.holds(self.feed.covered or frozenset()) if self.share_only else True
+
+    async def until_holds(self, shards: frozenset[int], timeout_s: float) -> bool:
+        """`holds(shards)`, waiting up to `timeout_s` for the pods watch to read them to the end."""
+        covered = self.feed.covered
+        if self.holds(shards) or covered is None or not shards <= covered:
+            return self.holds(shards)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                await self.synced["Pod"].wait()
+        return self.holds(shards)
 
     def stored_unbound(self, pod_key: str) -> tuple[bytes, int] | None:
         return self._unbound_raw.get(pod_key)
@@ -349,7 +388,11 @@ class SchedulerCache:
 
     async def follow(self, js: Any, kind: str, shutdown: asyncio.Event) -> None:
         # Raw KV, not an Informer: it decodes into snapshot views and keeps bytes and revision for CAS.
-        async for entry in until(shutdown, watch_bucket(js, subjects.bucket(kind))):
+        if kind == "Pod":
+            entries = self.feed.entries(js, shutdown)
+        else:
+            entries = until(shutdown, watch_bucket(js, subjects.bucket(kind)))
+        async for entry in entries:
             if self._held_until:
                 await self._until_released()
             self.apply(kind, entry)
@@ -380,36 +423,42 @@ class SchedulerCache:
         """One entry of the store's watch of `kind`'s bucket."""
         table = self._tables[kind]
         if entry.op is WatchOp.SYNCED:
-            self.version += 1
+            if kind == "Pod" and self._replayed is not None:
+                self._sweep(self._replayed)
+                self._replayed = None
             self.synced[kind].set()
+            self._advance(kind, entry.revision)
+            self.version += 1
             self.shared_work = True
             self.changed.set()
             return
-        self._advance(kind, entry.revision)
+        shard = subjects.shard_of_pod_key(entry.key) if kind == "Pod" else None
+        if kind == "Pod" and not self.feed.wants(shard):
+            return  # (delivered by a watch over a shard given up since)
+        if self.synced[kind].is_set():  # (before: each key's last value so far, not every change yet)
+            self._advance(kind, entry.revision)
         namespace, name = subjects.split_key(entry.key)
         # One string per key, however often the object changes: the tables and the index hold it in
         # several places, and each change would otherwise leave a copy of its own in some of them.
         key = shared(f"{namespace}/{name}" if namespace else name)
+        if self._replayed is not None and kind == "Pod":
+            self._replayed.add(key)
         if entry.op is WatchOp.DELETE:
             old = table.pop(key, None)
-            self._index_gone(kind, key, old)
+            if kind == "Pod":
+                self._pod_gone(key, old, deleted=True, popped=True)
+            else:
+                self._index_gone(kind, key, old)
             if kind == "Queue":
                 self.index.queues(self.queues.values())
             self.owner_job.pop(key, None)
-            if kind == "Pod":
-                self._unbound_raw.pop(key, None)
-                self._brief_raw.pop(key, None)
-                self._own.seen(key)
-                if old is not None:
-                    self._tombstone(old.uid)
-            elif kind == "PodGroup":
+            if kind == "PodGroup":
                 self._podgroup_raw.pop(key, None)
             if old is None or not self._concerns(kind, key, old, None):
                 return
             new = None
         else:
             old = table.get(key)
-            shard = subjects.shard_of_pod_key(entry.key) if kind == "Pod" else None
             changed = self._put(kind, key, entry.value, table, shard)
             new = table.get(key)
             if kind == "Pod" and new is not old:
@@ -441,6 +490,34 @@ class SchedulerCache:
         else:
             self.demands.add(demand)
         self.changed.set()
+
+    def _pods_restart(self) -> None:
+        """The pods watch reads the covered shards from their start (pods_feed.ShardFeed): unsynced, at
+        no revision, until its SYNCED."""
+        self.synced["Pod"].clear()
+        self.followed["Pod"] = 0
+        self._replayed = set() if self.pods else None
+
+    def _sweep(self, delivered: set[str]) -> None:
+        """A read from the start is over: a held pod of the covered shards it did not deliver was
+        deleted while the watch did not cover its shard, or its delete was purged since."""
+        for key, pod in [(k, p) for k, p in self.pods.items() if k not in delivered]:
+            if self.feed.wants(self.index.shard_of(key, pod)):
+                self._pod_gone(key, pod, deleted=True)
+                self.version += 1
+                self.shared_work = True
+
+    def _pod_gone(self, key: str, old: PodObj | None, *, deleted: bool, popped: bool = False) -> None:
+        """The cache no longer holds the pod: deleted (a tombstone remembers its uid for the ledger), or
+        of a shard the watch no longer covers (not a deletion: it lives on in its owner's records)."""
+        if not popped:
+            self.pods.pop(key, None)
+        self._index_gone("Pod", key, old)
+        self._unbound_raw.pop(key, None)
+        self._brief_raw.pop(key, None)
+        self._own.seen(key)
+        if deleted and old is not None:
+            self._tombstone(old.uid)
 
     async def followed_to(self, kind: str, revision: int, timeout_s: float) -> bool:
         """Whether the watch of `kind` has delivered every change up to `revision`, waiting up to
@@ -582,21 +659,3 @@ class SchedulerCache:
             self.index.stored_podgroup(key, None)
         elif kind == "Node":
             self.index.stored_node(key, None)
-
-
-class FollowedPods:
-    """The pods stream as the scheduler's hand-over of nodes reads it (peers.PodsStream)."""
-
-    def __init__(self, js: Any, cache: SchedulerCache) -> None:
-        self._js = js
-        self._cache = cache
-
-    def followed_revision(self) -> int:
-        return self._cache.followed.get("Pod", 0)
-
-    async def last_revision(self) -> int:
-        info = await self._js.stream_info(f"KV_{subjects.bucket('Pod')}")
-        return int(info.state.last_seq)
-
-    async def followed(self, revision: int, timeout_s: float) -> bool:
-        return await self._cache.followed_to("Pod", revision, timeout_s)

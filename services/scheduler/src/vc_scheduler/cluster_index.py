@@ -387,7 +387,7 @@ class ClusterIndex:
                 _add(self._foreign_allocatable, _floats(node.allocatable), 1.0)
         for key, pod in self._stored.items():
             if pod.node_name and pod.phase in OCCUPYING:
-                self._split_use(pod.node_name, self._shard_of(key, pod), self._amounts(pod), 1.0)
+                self._split_use(pod.node_name, self.shard_of(key, pod), self._amounts(pod), 1.0)
 
     # -- settled PodGroups held out of the sessions ---------------------------------------------------
     def wake(self) -> None:
@@ -503,11 +503,8 @@ class ClusterIndex:
         for key, away in self.others.pods_away_on(node).items():
             if key in self._stored or away.uid in gone:
                 continue
-            namespace, _, name = key.partition("/")
             requests = {n: Fraction(v).limit_denominator(1000) for n, v in away.used.items()}
-            out[key] = PodObj(
-                name, namespace, away.uid, {}, {}, "", node, None, "", "", {}, None, (), requests, "Running", False
-            )
+            out[key] = occupant(key, away.uid, node, requests, "Running")
         return out
 
     def counts(self, uid: str, shards: frozenset[int]) -> bool:
@@ -546,7 +543,7 @@ class ClusterIndex:
         usage.pods += int(sign)
         if not usage.pods:
             del self._usage[pod.node_name]
-        shard = self._shard_of(key, pod)
+        shard = self.shard_of(key, pod)
         if shard is not None and shard in self._shards:
             self.tally.use(shard, amounts, int(sign))
             if not self._owns_node(pod.node_name):
@@ -561,7 +558,7 @@ class ClusterIndex:
         elif not mine and owned:
             _add(self._theirs_home, amounts, sign)
 
-    def _shard_of(self, key: str, pod: PodObj) -> int | None:
+    def shard_of(self, key: str, pod: PodObj) -> int | None:
         """The shard a stored pod is kept under (None: a pod that names no PodGroup, fed without it)."""
         group = podgroup_key(pod)
         return shard_of_key(group) if group is not None else self._bare_shards.get(key)
@@ -648,7 +645,7 @@ class ClusterIndex:
             return shard_of_key(key) in shards
 
         for key, pod in self._stored.items():
-            shard = self._shard_of(key, pod)
+            shard = self.shard_of(key, pod)
             if shard is None or shard not in shards or not pod.node_name or pod.phase not in OCCUPYING:
                 continue
             amounts = self._amounts(pod)
@@ -742,6 +739,14 @@ class ClusterIndex:
         if chain is None:
             chain = self._chains[queue] = queue_chain(queue, self._parents)
         return chain
+
+
+def occupant(key: str, uid: str, node: str, requests: Resources, phase: str) -> PodObj:
+    """A pod of another shard that this instance is not sent, as what occupies `node` and nothing more
+    (no labels, PodGroup or priority): what its owner's records or a loan say of it."""
+    namespace, _, name = key.partition("/")
+    asks = {n: v for n, v in requests.items() if n != PODS}
+    return PodObj(name, namespace, uid, {}, {}, "", node, None, "", "", {}, None, (), asks, phase, False)
 
 
 def _tally_group(tally: ShardTally, key: str, group: _Group, statuses: Mapping[str, int], sign: int) -> None:

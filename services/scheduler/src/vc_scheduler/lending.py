@@ -26,9 +26,9 @@ what the owner sees occupying each node, its own binds in flight and the loans i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from fractions import Fraction
-from typing import Final
+from typing import Final, NamedTuple
 
 import msgspec
 
@@ -39,6 +39,15 @@ from vc_scheduler.ledger import Outcome, Record, Reservation, View
 MAX_LOAN_PODS: Final = 4096  # pods in one ask (a gang larger than this borrows in no single ask)
 MAX_NAME: Final = 512  # a pod key ("<namespace>/<name>") or node name in an ask
 MAX_FREE_NODES: Final = 8192  # nodes in one answer of what is left (well inside the bus's 1 MB payload)
+
+
+class Lent(NamedTuple):
+    """A loan whose pod the owner does not see bound yet: the pod's key, its node, and what it reserved
+    there (`pods` included): the owner may hold no copy of the pod, which is another shard's."""
+
+    pod: str
+    node: str
+    requests: Resources
 
 
 class LoanPod(msgspec.Struct, frozen=True, array_like=True):
@@ -190,10 +199,7 @@ class LoanBook:
     ) -> Resources:
         """What `node` has left of `capacity` beside what the owner sees there (`occupying`, its own binds
         in flight included) and the loans it granted."""
-        record = self._records.get(node)
-        if record is not None:
-            record = self._keep(node, ledger.prune(record, view, now, node=node))
-        used = ledger.usage(record or Record(), occupying)
+        used = ledger.usage(self._current(node, view, now), occupying)
         return {name: max(value - used.get(name, Fraction(0)), Fraction(0)) for name, value in capacity.items()}
 
     def give_back(self, borrower: str, uids: Iterable[str]) -> None:
@@ -208,23 +214,16 @@ class LoanBook:
         """Whether any loan is recorded on `node` (only then can one have taken the owner's room)."""
         return node in self._records
 
-    def lent(self, view: View, now: float) -> dict[str, tuple[str, str]]:
-        """Pod uid -> (pod key, node) of the loans whose pods the owner does not see bound yet (in its
-        cache, or in the borrower's `away` record: View.landed): its cycles count them as placed there.
-        Lapsed loans are dropped on the way."""
-        out: dict[str, tuple[str, str]] = {}
-        for node, record in list(self._records.items()):
-            kept = self._keep(node, ledger.prune(record, view, now, node=node))
-            landed: Container[str] | None = None  # (read once per node, only if needed)
-            for uid, res in kept.reservations.items():
+    def lent(self, view: View, now: float) -> dict[str, Lent]:
+        """By pod uid, the loans whose pods the owner does not see bound yet (in its cache, or in the
+        borrower's `away` record: View.landed): its cycles count them as placed there. Lapsed loans are
+        dropped on the way."""
+        out: dict[str, Lent] = {}
+        for node in list(self._records):
+            for uid, res in self._current(node, view, now).reservations.items():
                 state = view.pods.get(uid)
-                if state is not None and (state.node or state.terminal):
-                    continue
-                if state is None:
-                    landed = view.landed(node) if landed is None else landed
-                    if uid in landed:
-                        continue
-                out[uid] = (res.pod, node)
+                if state is None or not (state.node or state.terminal):
+                    out[uid] = Lent(res.pod, node, res.resources())
         return out
 
     def outstanding(self, view: View, now: float) -> int:
@@ -240,7 +239,22 @@ class LoanBook:
         view: View,
         now: float,
     ) -> Outcome:
-        return ledger.try_reserve(self._records.get(node, Record()), new, capacity, occupying, view, now, node=node)
+        return ledger.try_reserve(self._current(node, view, now), new, capacity, occupying, view, now, node=node)
+
+    def _current(self, node: str, view: View, now: float) -> Record:
+        """The loans on `node` that still hold room, the rest dropped: those the placement ledger's rules
+        let lapse (ledger.keep), and those whose pods the borrower's `away` record lists (View.landed):
+        the record counts them from then on, and stops when they finish, which this owner, not sent
+        another shard's pods, would not otherwise see."""
+        record = self._records.get(node)
+        if record is None:
+            return Record()
+        kept = ledger.prune(record, view, now, node=node)
+        if any(uid not in view.pods for uid in kept.reservations):
+            landed = view.landed(node)
+            if any(uid in landed for uid in kept.reservations):
+                kept = Record({uid: r for uid, r in kept.reservations.items() if uid not in landed})
+        return self._keep(node, kept)
 
     def _keep(self, node: str, record: Record) -> Record:
         if record.reservations:

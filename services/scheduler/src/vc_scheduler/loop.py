@@ -56,6 +56,9 @@ from vc_scheduler.streamed import StreamedBinds
 
 log = structlog.get_logger(__name__)
 MIN_GAP_S = 0.05
+# How long a cycle waits for the cache to read the pods of shards its instance took (the members changed)
+# before it gives up, to try again once the cache has read them (pods_feed.py).
+SHARE_READ_WAIT_S = 5.0
 # Gangs handed to the binder and not yet bound beyond which no cycle starts: the binder (on the event
 # loop) cannot keep up, and planning more (in a thread, holding the GIL) would only slow it further;
 # the next cycle plans on what is bound by then.
@@ -95,6 +98,10 @@ def gangs_left_at_opening(written: int, cycle_s: float, first_bind_s: float) -> 
     does before its first bind (enqueueing, ordering the jobs), left it idle for 3-6 s
     (docs/benchmarks.md)."""
     return int(written * first_bind_s / max(cycle_s, MIN_GAP_S))
+
+
+class ShareUnread(Exception):
+    """The cache is still reading the pods of the share's shards: a cycle would plan on part of them."""
 
 
 class SchedulingLoop:
@@ -152,6 +159,7 @@ class SchedulingLoop:
         self._reported_members: tuple[str, ...] | None = None
         self._full_report_at = 0.0
         self._first_bind_at: float | None = None  # when the running cycle handed its first gang over
+        self._unread = False  # the last cycle found the cache still reading its share's pods (ShareUnread)
 
     async def run(self, shutdown: asyncio.Event) -> None:
         try:
@@ -175,7 +183,7 @@ class SchedulingLoop:
                     cycle_s = self._clock() - started
                     # A cycle that deferred jobs is followed by the next at once (past the hold-back while
                     # its binds are written): a rest would only leave the rest of the backlog waiting.
-                    rest = MIN_GAP_S if self._gate.deferred else rest_after(cycle_s)
+                    rest = MIN_GAP_S if self._gate.deferred or self._unread else rest_after(cycle_s)
                     if result is not None and result.binds and self.work is not None:
                         written = self.work.finished("Gang") - finished_before
                         leaving = gangs_left_at_opening(written, cycle_s, self._first_bind_s(started, result))
@@ -190,7 +198,7 @@ class SchedulingLoop:
         """What this instance's shards add up to, as far as it moved, for the other instances: after each
         cycle (which any change of its shards brings), and as it stops. Best effort: what fails is
         written at the next one."""
-        if self._parts is not None:
+        if self._parts is not None and self.cache.holds(self._parts.shards):
             await self.peers.publish(self.cache.index, self._parts.shards)
 
     def _first_bind_s(self, started: float, result: CycleResult) -> float:
@@ -219,6 +227,8 @@ class SchedulingLoop:
         try:
             view = self._view()
             partition = await self._partition(view)
+            if not self.cache.holds(partition.shards):
+                return  # (the next cycle opens on what the cache reads meanwhile)
             snapshot, _ = self._share.snapshot(partition, self.peers.reserved(view))
             await asyncio.to_thread(self._carried.prepare, snapshot, SCHEDULER_NAMES)
         except Exception as exc:  # scheduling goes on; the next opening builds the state anew
@@ -263,9 +273,15 @@ class SchedulingLoop:
     async def _cycle(self, started: float) -> CycleResult | None:
         """Run a cycle; its result, None if it failed."""
         inputs = self._inputs()  # as the cycle reads them: a change from here on runs the next one
+        self._unread = False
         self.peers.settle()
         try:
             result = await self.run_once()
+        except ShareUnread as exc:  # the next cycle tries again at once (it waited for the read already)
+            self._unread = True
+            self._gate.ran(inputs, started, failed=True)
+            log.info("cycle.share_unread", detail=str(exc))
+            return None
         except Exception as exc:  # one bad cycle must not stop scheduling; the next one re-plans
             self._carried = CarriedState()  # on a state built anew: this one may be patched half-way
             self._gate.ran(inputs, started, failed=True)
@@ -292,6 +308,8 @@ class SchedulingLoop:
         self.cache.unseen_binds()  # binds never seen are given up: their pods show as last stored
         view = self._view()
         partition = await self._partition(view)
+        if not await self.cache.until_holds(partition.shards, SHARE_READ_WAIT_S):
+            raise ShareUnread(f"the cache holds the pods of {len(partition.shards)} shards only in part")
         reserved = self.peers.reserved(view)
         snapshot, by_reservation = self._share.snapshot(partition, reserved)
         taken = self._clock()  # the share's snapshot: a cycle's work before its session

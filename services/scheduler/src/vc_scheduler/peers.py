@@ -33,7 +33,7 @@ from vc_proto.pod_shards import SHARDS
 from vc_scheduler.cluster_index import ClusterIndex
 from vc_scheduler.ledger import View
 from vc_scheduler.ledger_kv import QUEUE_PREFIX, Ledger
-from vc_scheduler.lending import LoanBook
+from vc_scheduler.lending import Lent, LoanBook
 from vc_scheduler.metrics import SHARD_RECORDS
 from vc_scheduler.shard_records import ShardTally
 from vc_scheduler.share import Partition
@@ -54,14 +54,23 @@ ANNOUNCED_STALE_S: Final = 15.0
 
 
 class PodsStream(Protocol):
-    """The pods stream as the hand-over needs it (cache.FollowedPods)."""
+    """The pods stream as the hand-over needs it, over the shards this instance's cache covers
+    (pods_feed.FollowedPods)."""
+
+    def cover(self, shards: frozenset[int]) -> None:
+        """Follow the pods of `shards` (those of the member set this instance announced)."""
+        ...
+
+    def synced(self) -> bool:
+        """Whether the cache holds every pod of the covered shards (not reading them from the start)."""
+        ...
 
     def followed_revision(self) -> int:
         """How far this instance's cache has followed the stream."""
         ...
 
     async def last_revision(self) -> int:
-        """The stream's last revision now."""
+        """The newest revision among the covered shards' pods now."""
         ...
 
     async def followed(self, revision: int, timeout_s: float) -> bool:
@@ -76,9 +85,9 @@ class Peers(Protocol):
         before a new set is announced."""
         ...
 
-    def reserved(self, view: View) -> dict[str, tuple[str, str]]:
-        """Pod uid -> (pod key, node) of other instances' binds in flight on this instance's nodes (the
-        loans it granted), judged against `view`."""
+    def reserved(self, view: View) -> dict[str, Lent]:
+        """By pod uid, other instances' binds in flight on this instance's nodes (the loans it granted),
+        judged against `view`."""
         ...
 
     def commits_on(self, node: str) -> bool:
@@ -121,7 +130,7 @@ class Alone:
     async def partition(self, members: tuple[str, ...], view: View, index: ClusterIndex | None = None) -> Partition:
         return self._partition
 
-    def reserved(self, view: View) -> dict[str, tuple[str, str]]:
+    def reserved(self, view: View) -> dict[str, Lent]:
         return {}
 
     def commits_on(self, node: str) -> bool:
@@ -170,6 +179,7 @@ class Several:
         self._handing_over = False  # nodes are being given up: no commits on own nodes, no loans
         self._required = 0  # the pods stream revision to follow before planning on nodes given up
         self._departed: frozenset[str] = frozenset()  # gone announcers whose stream end is in _required
+        self._covering: tuple[str, ...] = ()  # the member set whose shards the cache was told to cover
 
     @property
     def book(self) -> LoanBook:
@@ -185,6 +195,8 @@ class Several:
         removed once it is older than ANNOUNCED_STALE_S."""
         if members == self._announced and self._stands():
             self._handing_over = False  # a joiner it was handing nodes over to left again before it announced
+        elif self._announced and not self._pods.synced():
+            pass  # its cache reads shards from their start: their records would count part of them
         elif await self._handed_over(members, view):
             try:
                 # Every bind of this instance is in its cache by now (_handed_over): the others follow
@@ -205,6 +217,9 @@ class Several:
         others = {m: a for m, a in self.ledger.announced.items() if m != self.instance}
         claims = {m: a.members for m, a in others.items()}
         mine = self._announced or (self.instance,)
+        if mine != self._covering:  # its cache follows the pods of the shards it announced, from now on
+            self._pods.cover(Partition(self.instance, mine).shards)
+            self._covering = mine
         held = self._partition
         if held is None or (held.members, held.claims) != (mine, claims):
             try:
@@ -296,7 +311,7 @@ class Several:
             await self._sleep(HANDOVER_POLL_S)  # binds land and loans lapse by clock, not by one event
         return True
 
-    def reserved(self, view: View) -> dict[str, tuple[str, str]]:
+    def reserved(self, view: View) -> dict[str, Lent]:
         return self._book.lent(view, self._clock())
 
     def commits_on(self, node: str) -> bool:

@@ -43,7 +43,8 @@ from vc_core.resources import PODS, Resources
 from vc_proto.pod_shards import SHARDS, shard_of_group
 from vc_sched_core.framework.conf import SchedulerConf
 from vc_sched_core.snapshot.cluster import ClusterSnapshot, NodeObj, PodObj
-from vc_scheduler.cluster_index import OCCUPYING, TERMINAL, ClusterIndex
+from vc_scheduler.cluster_index import OCCUPYING, TERMINAL, ClusterIndex, occupant
+from vc_scheduler.lending import Lent
 
 # What a session may run while settled PodGroups are held out of it: actions that enqueue and place (an
 # evicting one picks its victims among running tasks, which must then be jobs of the session), and
@@ -186,7 +187,7 @@ class Share:
         if self.hold_settled:
             self._index.settle(pg.key for pg in reported.podgroups)
 
-    def snapshot(self, owner: Partition, reserved: Mapping[str, tuple[str, str]]) -> tuple[ClusterSnapshot, int]:
+    def snapshot(self, owner: Partition, reserved: Mapping[str, Lent]) -> tuple[ClusterSnapshot, int]:
         """The share snapshot, and how many pods it placed only by another instance's reservation."""
         full = self._tables()
         index = self._index
@@ -215,18 +216,23 @@ class Share:
                 chosen.extend(index.away_on(node_name, gone).values())
         by_reservation = 0
         copies: dict[str, tuple[PodObj, str, PodObj]] = {}
-        for uid, (key, at) in reserved.items():
-            pod = pod_of(key)
-            if pod is None or pod.uid != uid or pod.node_name or key in keys or not owner.owns_node(at):
+        for uid, (key, at, requests) in reserved.items():
+            if key in keys or not owner.owns_node(at):
                 continue
-            chosen.append(self._placed(pod, at, copies))
+            pod = pod_of(key)
+            if pod is None:  # (another shard's pod, not sent to it: what the loan reserved)
+                chosen.append(self._lent(uid, key, at, requests, copies))
+            elif pod.uid == uid and not pod.node_name:
+                chosen.append(self._placed(pod, at, copies))
+            else:
+                continue
             by_reservation += 1
         self._copies = copies
         chosen.sort(key=_order)
         snapshot = replace(full, nodes=nodes, pods=tuple(chosen), podgroups=groups, outside=index.outside())
         return snapshot, by_reservation
 
-    def _alone(self, full: ClusterSnapshot, reserved: Mapping[str, tuple[str, str]]) -> tuple[ClusterSnapshot, int]:
+    def _alone(self, full: ClusterSnapshot, reserved: Mapping[str, Lent]) -> tuple[ClusterSnapshot, int]:
         """The whole cluster, with pods a departed instance reserved (a bind maybe still in flight) as if
         bound where it reserved them until the reservation lapses."""
         if not reserved:
@@ -234,7 +240,7 @@ class Share:
             return full, 0
         copies: dict[str, tuple[PodObj, str, PodObj]] = {}
         pods = tuple(
-            self._placed(pod, reserved[pod.uid][1], copies) if pod.uid in reserved and not pod.node_name else pod
+            self._placed(pod, reserved[pod.uid].node, copies) if pod.uid in reserved and not pod.node_name else pod
             for pod in full.pods
         )
         self._copies = copies
@@ -275,6 +281,18 @@ class Share:
             # total") and its usage (overcommit) are still the whole cluster's.
             outside = replace(outside, allocatable=taken, used=taken)
         return replace(share, nodes=share.nodes + tuple(others), outside=outside)
+
+    def _lent(
+        self, uid: str, key: str, node: str, requests: Resources, copies: dict[str, tuple[PodObj, str, PodObj]]
+    ) -> PodObj:
+        """A loan's pod that the cache does not hold, as bound where it was lent: the same copy as last
+        cycle while the loan is (the carried session state tells a changed pod by identity)."""
+        hit = self._copies.get(uid)
+        stand_in = occupant(key, uid, node, requests, "Pending")
+        if hit is None or hit[1] != node or hit[2] != stand_in:
+            hit = (stand_in, node, stand_in)
+        copies[uid] = hit
+        return hit[2]
 
     def _placed(self, pod: PodObj, node: str, copies: dict[str, tuple[PodObj, str, PodObj]]) -> PodObj:
         """`pod` as if bound to `node`: the same copy as last cycle while neither changed (the carried
