@@ -20,7 +20,8 @@ from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.gangs import Gang, gangs_of, hierarchical
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.ledger import View
-from vc_scheduler.loop import MIN_GAP_S, OPEN, SchedulingLoop, gangs_left_at_opening, rest_after
+from vc_scheduler.loop import MIN_GAP_S, OPEN, SchedulingLoop, bind_budget, gangs_left_at_opening, rest_after
+from vc_scheduler.share import Partition
 from vc_scheduler.status_policy import (
     ALLOCATED_EVERY_S,
     BINDS_SEEN_S,
@@ -843,3 +844,14 @@ def test_a_cycle_that_failed_leaves_the_next_one_a_state_built_anew() -> None:
         assert loop._carried is not broken
 
     asyncio.run(scenario())
+
+
+def test_each_instance_s_cycle_decides_its_shards_part_of_the_bound() -> None:
+    alone = Partition("a", ("a",))
+    assert bind_budget(20_000, alone) == 20_000 and bind_budget(None, alone) is None
+    four = ("a", "b", "c", "d")
+    budgets = [bind_budget(20_000, Partition(m, four)) for m in four]
+    assert budgets == [5_000] * 4
+    three = ("a", "b", "c")
+    assert sum(bind_budget(20_000, Partition(m, three)) or 0 for m in three) >= 20_000
+    assert (bind_budget(10, Partition("z", (*(f"m{i}" for i in range(100)), "z"))) or 0) >= 1

@@ -60,8 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--binds-per-cycle",
         type=int,
-        help=f"the most binds one cycle decides before it hands them to the binder; the next cycle takes "
-        f"the rest at once (0: no bound; default {DEFAULT_BINDS_PER_CYCLE:,})",
+        help=f"the most binds one cycle decides; the next cycle takes the rest at once. With several "
+        f"instances each cycle decides its share's part of it (0: no bound; default {DEFAULT_BINDS_PER_CYCLE:,})",
     )
 
 

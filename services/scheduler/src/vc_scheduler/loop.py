@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 import structlog
 
 from vc_core.ownership import Ownership
+from vc_proto.pod_shards import SHARDS
 from vc_runtime.sharding import SoleOwner
 from vc_sched_core.cycle import CycleResult
 from vc_sched_core.framework.carried import CarriedState
@@ -67,7 +68,8 @@ HOLD_BACK_MAX_S = 2.0  # ...but not longer than this since the last cycle (new P
 # A cycle reports only the PodGroup statuses that may have changed; one at least this often reports all.
 FULL_REPORT_S = 60.0
 BORROW_EVERY_S = 1.0
-# The most binds one cycle decides (--binds-per-cycle). A cycle's binds stream to the binder as it plans,
+# The most binds one cycle decides (--binds-per-cycle; with several instances, each its shards' part of it:
+# bind_budget). A cycle's binds stream to the binder as it plans,
 # but a cycle over a very large backlog (a burst of submissions at the seeds' scale) still plans for
 # about 0.5 ms per pod here, 50 s for 100,000, and its jobs' statuses and the next cycle's new pods wait
 # for its end. A bound keeps each cycle to several seconds; the next one starts at once and takes the
@@ -76,6 +78,17 @@ BORROW_EVERY_S = 1.0
 DEFAULT_BINDS_PER_CYCLE = 20_000
 OPEN = "session:open"  # the cycle's opening in its stats' durations
 MAX_BINDS_PER_CYCLE = 1_000_000
+
+
+def bind_budget(binds_per_cycle: int | None, partition: Partition) -> int | None:
+    """The most binds one cycle of this instance decides: its shards' part of --binds-per-cycle (all of it
+    alone). A cycle's part that does not depend on its binds grows with its share's pending jobs, so a
+    share's cycle bounded by its share of the bound costs, per bind, what one instance's cycle over the
+    whole cluster does, and lasts a share of its time: the instances together decide as many binds per
+    round of cycles as one would, each round as long as one instance's cycle over a share."""
+    if binds_per_cycle is None:
+        return None
+    return max(1, -(-binds_per_cycle * len(partition.shards) // SHARDS))
 
 
 def rest_after(cycle_s: float) -> float:
@@ -320,7 +333,7 @@ class SchedulingLoop:
             datetime.now(UTC),
             report_all=self._report_all(members.members),
             placed_by_reservation=by_reservation,
-            bind_budget=self.binds_per_cycle,
+            bind_budget=bind_budget(self.binds_per_cycle, partition),
             held_out=self._share.held,
         )
         make_gangs = GangMaker(snapshot, view, tree=self._tree, nodes=self.cache.nodes, owns_node=partition.owns_node)

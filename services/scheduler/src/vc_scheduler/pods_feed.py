@@ -67,6 +67,7 @@ class ShardFeed:
             return
         if self.covered is None or shards - self.covered:
             self._from_start = True
+            self._on_restart()  # (at once: from now on the cache does not hold what it covers)
         self.covered, self._every = shards, shards == ALL_SHARDS
         self._reopen.set()
         if self._stop is not None:
