@@ -9,14 +9,13 @@ what they occupy, follows the rules in own_binds.py.
 With several instances the cache also remembers the uids of pods it saw deleted (tombstones): the
 placement ledger drops their reservations (see ledger.py).
 
-Several instances each plan over a share of the cluster (share.py), and every pod outside an instance's
-share only counts in sums (queue totals, node usage). A cache made with `share_only` holds those pods
-brief (loader.brief_pod: where the pod is, its PodGroup, phase and requests) with their stored bytes,
-and decodes a pod whole only when the share takes it (`regroup`, `full_pod`). Until the loop first says
-what the share is, every pod is held brief, so an instance's start-up sync decodes none whole, unless
-its membership already says it is alone (`expect_alone`): then its share is everything, and each pod is
-decoded whole once. Per change afterwards a brief pod costs about what a whole one does
-(benchmarks/cache_follow.py).
+Several instances each plan over a share of the cluster (share.py). A cache made with `share_only` is
+sent the pods of its instance's own shards only (pods_feed.py), from the time the loop first says which
+those are (`regroup`, or `expect_alone`: a lone instance's share is every shard); what the other shards'
+pods add up to comes from their owners' records (shard_records.py, in the index). A pod of its shards
+outside the share (one that names no PodGroup yet, on another instance's node) is held brief
+(loader.brief_pod: where the pod is, its PodGroup, phase and requests) with its stored bytes, and decoded
+whole only when the share takes it (`full_pod`).
 """
 
 from __future__ import annotations
