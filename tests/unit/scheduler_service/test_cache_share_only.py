@@ -1,6 +1,6 @@
-"""A cache that holds whole only the pods of its instance's share: the others are brief (where they
-are, their PodGroup, phase and requests) and count in the sums exactly as whole ones do; a pod the share
-takes, on a change of members or as a loan on its node, is made whole from its stored bytes."""
+"""A cache that holds whole only the pods of its instance's share: the others it is sent are brief (where
+they are, their PodGroup, phase and requests) and count in the sums exactly as whole ones do; a pod the
+share takes, on a change of members or as a loan on its node, is made whole from its stored bytes."""
 
 from __future__ import annotations
 
@@ -141,15 +141,23 @@ def test_a_pod_the_share_takes_is_made_whole() -> None:
     assert all(brief.full_pod(key) == pod for key, pod in whole.pods.items())
 
 
-def test_until_it_knows_its_share_it_holds_every_pod_brief() -> None:
-    """The start-up sync decodes no pod whole; the first partition makes its share whole."""
+def bare(doc: dict[str, Any]) -> dict[str, Any]:
+    """The pod naming no PodGroup (the podgroup controller has not named one yet)."""
+    return {**doc, "metadata": {**doc["metadata"], "annotations": {}}}
+
+
+def test_until_it_knows_its_share_it_holds_only_pods_naming_no_podgroup_brief() -> None:
+    """Sent its own shards' pods from its first partition on, the cache decodes each that names a
+    PodGroup whole at once (its PodGroups are its own); one naming none waits, brief, for the share to
+    say whether it is on its nodes."""
     cache = SchedulerCache(share_only=True)
     feed = Feed(cache)
     feed.put("Pod", "ns/a", pod_doc("a", "g1"))
-    assert cache.pods["ns/a"].labels == {}
+    feed.put("Pod", "ns/b", bare(pod_doc("b", "", node="n1", phase="Running")))
+    assert cache.pods["ns/a"].labels == {"app": "a"} and cache.pods["ns/b"].labels == {}
     part = Partition("a", ("a",))
     cache.regroup(part.owns, part.owns_node, part.shards)
-    assert cache.pods["ns/a"].labels == {"app": "a"} and cache.pods["ns/a"].tolerations
+    assert cache.pods["ns/b"].labels == {"app": "b"} and cache.pods["ns/b"].tolerations
 
 
 def test_a_brief_pod_that_cannot_be_made_whole_is_held_as_if_never_decoded(monkeypatch: Any) -> None:
@@ -158,7 +166,7 @@ def test_a_brief_pod_that_cannot_be_made_whole_is_held_as_if_never_decoded(monke
     from vc_sched_core.snapshot.loader import SnapshotError
 
     cache = SchedulerCache(share_only=True)
-    Feed(cache).put("Pod", "ns/a", pod_doc("a", "g1", node="n1", phase="Running"))
+    Feed(cache).put("Pod", "ns/a", bare(pod_doc("a", "", node="n1", phase="Running")))
     assert cache.index.usage("n1")[1] == 1
 
     def refuse(*_args: Any) -> object:
@@ -171,12 +179,13 @@ def test_a_brief_pod_that_cannot_be_made_whole_is_held_as_if_never_decoded(monke
 
 def test_an_instance_its_membership_says_is_alone_decodes_each_pod_whole_once(monkeypatch: Any) -> None:
     """Alone, its share is the whole cluster: the pods of the sync after it knows are decoded whole at
-    once, and the first partition decodes only those that came before, brief."""
+    once, those naming no PodGroup too, and the first partition decodes only those that came before,
+    brief."""
     cache = SchedulerCache(share_only=True)
     feed = Feed(cache)
-    feed.put("Pod", "ns/early", pod_doc("early", "g1"))
+    feed.put("Pod", "ns/early", bare(pod_doc("early", "", node="n2", phase="Running")))
     cache.expect_alone()
-    feed.put("Pod", "ns/late", pod_doc("late", "g2", node="n1", phase="Running"))
+    feed.put("Pod", "ns/late", bare(pod_doc("late", "", node="n1", phase="Running")))
     assert cache.pods["ns/early"].labels == {} and cache.pods["ns/late"].labels == {"app": "late"}
     decoded: list[str] = []
     full_pod = cache.full_pod

@@ -206,9 +206,13 @@ class SchedulerCache:
         self._held_until = 0.0  # while a cycle opens: when the watches' entries are applied again (hold)
         self._released = asyncio.Event()
         # Which pods are held whole, by their node and PodGroup key: all of them, or with `share_only`
-        # those of the share (none until the loop first says what the share is: regroup).
+        # those of the share. Until the loop says what the share is (regroup), every pod that names a
+        # PodGroup: the pods watch is opened over the instance's own shards (their PodGroups are its own)
+        # just before, and their pods arrive meanwhile.
         self.share_only = share_only
-        self._whole: Callable[[str, str | None], bool] = (lambda _n, _g: False) if share_only else (lambda _n, _g: True)
+        self._whole: Callable[[str, str | None], bool] = (
+            (lambda _n, group: group is not None) if share_only else (lambda _n, _g: True)
+        )
         self._partitioned = False  # the loop has said what the share is (regroup)
         self._brief_raw: dict[str, bytes] = {}  # pod key -> the stored bytes of a pod held brief
         # The pods watch covers the shards the loop says (`share_only`: none until it does), reopened as
