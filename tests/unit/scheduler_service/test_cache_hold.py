@@ -17,7 +17,7 @@ from vc_bus.kvwatch import RawEntry
 from vc_core.store import WatchOp
 from vc_scheduler import cache as cache_module
 from vc_scheduler import loop as loop_module
-from vc_scheduler import pods_feed
+from vc_scheduler import shard_feed
 from vc_scheduler.cache import SchedulerCache
 
 
@@ -48,7 +48,7 @@ def test_a_held_cache_applies_no_entry_until_released_then_all_in_order() -> Non
     async def scenario() -> None:
         cache, shutdown = SchedulerCache(), asyncio.Event()
         cache.hold()
-        with mock.patch.object(pods_feed, "watch_bucket", _feed(ENTRIES)):
+        with mock.patch.object(shard_feed, "watch_bucket", _feed(ENTRIES)):
             following = asyncio.create_task(cache.follow(None, "Pod", shutdown))
             await asyncio.sleep(0.05)
             assert cache.held and not cache.pods
@@ -68,7 +68,7 @@ def test_a_hold_lapses_after_its_longest(monkeypatch: pytest.MonkeyPatch) -> Non
     async def scenario() -> None:
         cache, shutdown = SchedulerCache(), asyncio.Event()
         cache.hold()
-        with mock.patch.object(pods_feed, "watch_bucket", _feed(ENTRIES)):
+        with mock.patch.object(shard_feed, "watch_bucket", _feed(ENTRIES)):
             following = asyncio.create_task(cache.follow(None, "Pod", shutdown))
             assert await _soon(lambda: len(cache.pods) == len(ENTRIES) - 1)  # never released: the hold lapsed
             shutdown.set()

@@ -105,8 +105,7 @@ def test_pods_outside_the_share_are_brief_and_count_as_whole_ones_do() -> None:
     mine, theirs, here, there = picks(part)
     for name in (here, there):
         feed.put("Node", name, node_doc(name))
-    for group in (mine, theirs):
-        feed.put("PodGroup", f"ns/{group}", pg_doc(group))
+    feed.put("PodGroup", f"ns/{mine}", pg_doc(mine))  # (another's PodGroup it would not keep: below)
     feed.put("Pod", "ns/a", pod_doc("a", mine))  # of its PodGroup
     feed.put("Pod", "ns/b", pod_doc("b", theirs))  # another's, pending
     feed.put("Pod", "ns/c", pod_doc("c", theirs, node=there, phase="Running"))  # another's, on another's node
@@ -217,3 +216,20 @@ def test_a_member_that_joins_after_the_instance_thought_itself_alone_makes_its_s
     cache.expect_alone()  # too late: the share is known
     feed.put("Pod", "ns/y", pod_doc("y", theirs, node=there, phase="Running"))
     assert cache.pods["ns/y"].labels == {}
+
+
+def test_a_share_only_cache_keeps_the_podgroups_of_its_shards_only() -> None:
+    """Every PodGroup is delivered (its key names no shard); another instance's is dropped before it is
+    decoded, and one of a shard the instance gives up goes at the change of members (not a deletion)."""
+    two, three = Partition("a", ("a", "b")), Partition("a", ("a", "b", "c"))
+    kept = next(f"g{i}" for i in range(1000) if two.owns(f"ns/g{i}") and three.owns(f"ns/g{i}"))
+    lost = next(f"g{i}" for i in range(1000) if two.owns(f"ns/g{i}") and not three.owns(f"ns/g{i}"))
+    theirs = next(f"g{i}" for i in range(1000) if not two.owns(f"ns/g{i}"))
+    cache = SchedulerCache(share_only=True)
+    cache.regroup(two.owns, two.owns_node, two.shards)
+    feed = Feed(cache)
+    for group in (kept, lost, theirs):
+        feed.put("PodGroup", f"ns/{group}", pg_doc(group))
+    assert set(cache.podgroups) == {f"ns/{kept}", f"ns/{lost}"}
+    cache.regroup(three.owns, three.owns_node, three.shards)
+    assert set(cache.podgroups) == {f"ns/{kept}"} and not cache.gone()

@@ -26,7 +26,7 @@ from vc_runtime.service import FnWorker, ServiceContext, Worker
 from vc_runtime.settings import RuntimeSettings, options_of
 from vc_sched_core.cycle import load_scheduler_conf
 from vc_scheduler.binder import GangBinder
-from vc_scheduler.cache import KINDS, SchedulerCache
+from vc_scheduler.cache import KINDS, SHARDED_KINDS, SchedulerCache
 from vc_scheduler.events import SchedulerEvents
 from vc_scheduler.evictor import Evictor
 from vc_scheduler.inflight import InFlight
@@ -36,7 +36,7 @@ from vc_scheduler.loans import LoanDesk
 from vc_scheduler.loop import DEFAULT_BINDS_PER_CYCLE, MAX_BINDS_PER_CYCLE, SchedulingLoop
 from vc_scheduler.metrics import declare_series
 from vc_scheduler.peers import Several
-from vc_scheduler.pods_feed import FollowedPods
+from vc_scheduler.shard_feed import FollowedPods
 from vc_scheduler.share import owner_of
 from vc_scheduler.status_writer import StatusWriter
 
@@ -140,9 +140,9 @@ class SchedulerApp:
         ctx.probes.require("cache-synced", "membership")
 
         async def schedule(shutdown: asyncio.Event) -> None:
-            # Not the pods: the cache reads those of its share once the loop knows which they are (its
-            # first cycle waits for them: pods_feed.py).
-            for synced in (*(cache.synced[kind] for kind in KINDS if kind != "Pod"), ledger.synced):
+            # Not the pods and PodGroups: the cache reads those of its shards once the loop knows which
+            # they are (its first cycle waits for them: shard_feed.py).
+            for synced in (*(cache.synced[kind] for kind in KINDS if kind not in SHARDED_KINDS), ledger.synced):
                 if not await wait_or_stop(synced, shutdown):
                     return
             ctx.probes.set("cache-synced")

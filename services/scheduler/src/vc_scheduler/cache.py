@@ -10,7 +10,7 @@ With several instances the cache also remembers the uids of pods it saw deleted 
 placement ledger drops their reservations (see ledger.py).
 
 Several instances each plan over a share of the cluster (share.py). A cache made with `share_only` is
-sent the pods of its instance's own shards only (pods_feed.py), from the time the loop first says which
+sent the pods of its instance's own shards only (shard_feed.py), from the time the loop first says which
 those are (`regroup`, or `expect_alone`: a lone instance's share is every shard); what the other shards'
 pods add up to comes from their owners' records (shard_records.py, in the index). A pod of its shards
 outside the share (one that names no PodGroup yet, on another instance's node) is held brief
@@ -26,6 +26,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from fractions import Fraction
+from functools import partial
 from typing import Any, TypeVar, cast
 
 import msgspec
@@ -38,6 +39,7 @@ from vc_core.resources import PODS, Resources
 from vc_core.store import WatchOp
 from vc_proto import codec, subjects
 from vc_proto.kinds import KubeObject
+from vc_proto.pod_shards import shard_of_key
 from vc_runtime.aio import until
 from vc_sched_core.snapshot.cluster import (
     GROUP_NAME_ANNOTATION,
@@ -59,7 +61,7 @@ from vc_sched_core.snapshot.loader import SnapshotError, brief_pod, convert_pod,
 from vc_scheduler.cluster_index import TERMINAL, ClusterIndex, podgroup_key
 from vc_scheduler.ledger import UNSEEN_AFTER_S
 from vc_scheduler.own_binds import Kept, OwnBinds
-from vc_scheduler.pods_feed import ALL_SHARDS, ShardFeed
+from vc_scheduler.shard_feed import ALL_SHARDS, ShardFeed, every_key, shard_filters
 
 KINDS = (
     "Node",
@@ -73,6 +75,8 @@ KINDS = (
     "PersistentVolumeClaim",
     "PersistentVolume",
 )
+# The kinds an instance follows only over its own shards (shard_feed.py); every instance reads all of the rest.
+SHARDED_KINDS = ("Pod", "PodGroup")
 BOUND_BY = "scheduling.tephra.dev/bound-by"  # "<instance>/<epoch>": which scheduler life bound the pod
 MAX_TOMBSTONES = 200_000
 # A tombstone outlives every reservation it could cancel: one of a pod the view does not see expires
@@ -215,15 +219,21 @@ class SchedulerCache:
         )
         self._partitioned = False  # the loop has said what the share is (regroup)
         self._brief_raw: dict[str, bytes] = {}  # pod key -> the stored bytes of a pod held brief
-        # The pods watch covers the shards the loop says (`share_only`: none until it does), reopened as
-        # they change (pods_feed.py); while it reads them from their start, the pod keys it delivered,
-        # so that those it did not are known deleted at its SYNCED (their delete was purged meanwhile).
-        self.feed = ShardFeed(
-            None if share_only else ALL_SHARDS,
-            on_restart=self._pods_restart,
-            resume_at=lambda: self.followed.get("Pod", 0),
-        )
-        self._replayed: set[str] | None = None
+        # The pods and PodGroups watches cover the shards the loop says (`share_only`: none until it
+        # does), reopened as they change (shard_feed.py); while one reads them from their start, the keys
+        # it delivered, so that those it did not are known deleted at its SYNCED (their delete was purged
+        # meanwhile).
+        self.feeds = {
+            kind: ShardFeed(
+                kind,
+                None if share_only else ALL_SHARDS,
+                on_restart=partial(self._restart, kind),
+                resume_at=partial(self._applied, kind),
+                filters=shard_filters if kind == "Pod" else every_key,
+            )
+            for kind in SHARDED_KINDS
+        }
+        self._replayed: dict[str, set[str]] = {}
         self._tables: dict[str, dict[str, Any]] = {
             "Node": self.nodes,
             "Pod": self.pods,
@@ -317,46 +327,57 @@ class SchedulerCache:
         meanwhile, the first partition narrows the watch and holds the pods outside the share brief."""
         if self.share_only and not self._partitioned:
             self._whole = lambda _node, _group: True
-            self.feed.cover(ALL_SHARDS)
+            self.cover(ALL_SHARDS)
+
+    def cover(self, shards: frozenset[int]) -> None:
+        """Follow the pods and PodGroups of `shards` from now on (those of the member set the instance
+        announced)."""
+        for feed in self.feeds.values():
+            feed.cover(shards)
 
     def regroup(self, owns: Callable[[str], bool], owns_node: Callable[[str], bool], shards: frozenset[int]) -> None:
-        """The share changed (the members did): the index recounts what lies outside it, the pods watch
-        covers the share's shards, the pods of the shards it no longer covers are dropped (their owners'
-        records count them now; not deletions), and the pods the share now takes are made whole (a walk
-        over the pods, once per change of members)."""
+        """The share changed (the members did): the index recounts what lies outside it, the watches
+        cover the share's shards, the pods and PodGroups of the shards they no longer cover are dropped
+        (their owners' records count them now; not deletions), and the pods the share now takes are made
+        whole (a walk over the pods and PodGroups, once per change of members)."""
         self.index.regroup(owns, owns_node, shards)
         self._partitioned = True
         if not self.share_only:
             return
-        self.feed.cover(shards)
-        for key, pod in [(k, p) for k, p in self.pods.items() if not self.feed.wants(self.index.shard_of(k, p))]:
+        self.cover(shards)
+        wants = self.feeds["Pod"].wants
+        for key, pod in [(k, p) for k, p in self.pods.items() if not wants(self.index.shard_of(k, p))]:
             self._pod_gone(key, pod, deleted=False)
+        for key, pg in [(k, g) for k, g in self.podgroups.items() if not wants(shard_of_key(k))]:
+            self._podgroup_gone(key, pg)
         self._whole = self.index.concerns_place
         taken = [k for k, p in self.pods.items() if k in self._brief_raw and self._whole(p.node_name, podgroup_key(p))]
         for key in taken:
             self.full_pod(key)
 
     def holds(self, shards: frozenset[int]) -> bool:
-        """Whether the cache holds every pod of `shards`: its pods watch covers them and has read them to
-        the end (not while it reads shards from their start). A cache that is not `share_only` follows
-        every shard, and its owner waits for the watch's sync before it plans."""
-        covered = self.feed.covered
+        """Whether the cache holds every pod and PodGroup of `shards`: its watches cover them and have
+        read them to the end (not while they read shards from their start). A cache that is not
+        `share_only` follows every shard, and its owner waits for the watches' sync before it plans."""
+        covered = self.feeds["Pod"].covered
         if not self.share_only:
             return True
-        return covered is not None and shards <= covered and self.synced["Pod"].is_set()
+        return covered is not None and shards <= covered and all(self.synced[k].is_set() for k in SHARDED_KINDS)
 
-    def pods_read(self) -> bool:
-        """Whether the cache holds every pod of the shards it covers (what an owner lends from)."""
-        return self.holds(self.feed.covered or frozenset()) if self.share_only else True
+    def holds_covered(self) -> bool:
+        """Whether the cache holds every pod and PodGroup of the shards it covers (what an owner lends
+        from, and counts its shards' records by)."""
+        return self.holds(self.feeds["Pod"].covered or frozenset()) if self.share_only else True
 
     async def until_holds(self, shards: frozenset[int], timeout_s: float) -> bool:
-        """`holds(shards)`, waiting up to `timeout_s` for the pods watch to read them to the end."""
-        covered = self.feed.covered
+        """`holds(shards)`, waiting up to `timeout_s` for the watches to read them to the end."""
+        covered = self.feeds["Pod"].covered
         if self.holds(shards) or covered is None or not shards <= covered:
             return self.holds(shards)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout_s):
-                await self.synced["Pod"].wait()
+                for kind in SHARDED_KINDS:
+                    await self.synced[kind].wait()
         return self.holds(shards)
 
     def stored_unbound(self, pod_key: str) -> tuple[bytes, int] | None:
@@ -391,8 +412,8 @@ class SchedulerCache:
 
     async def follow(self, js: Any, kind: str, shutdown: asyncio.Event) -> None:
         # Raw KV, not an Informer: it decodes into snapshot views and keeps bytes and revision for CAS.
-        if kind == "Pod":
-            entries = self.feed.entries(js, shutdown)
+        if kind in self.feeds:
+            entries = self.feeds[kind].entries(js, shutdown)
         else:
             entries = until(shutdown, watch_bucket(js, subjects.bucket(kind)))
         async for entry in entries:
@@ -426,9 +447,9 @@ class SchedulerCache:
         """One entry of the store's watch of `kind`'s bucket."""
         table = self._tables[kind]
         if entry.op is WatchOp.SYNCED:
-            if kind == "Pod" and self._replayed is not None:
-                self._sweep(self._replayed)
-                self._replayed = None
+            delivered = self._replayed.pop(kind, None)
+            if delivered is not None:
+                self._sweep(kind, delivered)
             self.synced[kind].set()
             self._advance(kind, entry.revision)
             self.version += 1
@@ -436,16 +457,22 @@ class SchedulerCache:
             self.changed.set()
             return
         shard = subjects.shard_of_pod_key(entry.key) if kind == "Pod" else None
-        if kind == "Pod" and not self.feed.wants(shard):
-            return  # (delivered by a watch over a shard given up since)
+        feed = self.feeds.get(kind)
+        if feed is not None and feed.narrowed():
+            if kind == "PodGroup":
+                namespace, name = subjects.split_key(entry.key)
+                shard = shard_of_key(f"{namespace}/{name}")
+            if not feed.wants(shard):
+                return  # (another instance's PodGroup, or a pod delivered by a watch over a shard given up)
         if self.synced[kind].is_set():  # (before: each key's last value so far, not every change yet)
             self._advance(kind, entry.revision)
         namespace, name = subjects.split_key(entry.key)
         # One string per key, however often the object changes: the tables and the index hold it in
         # several places, and each change would otherwise leave a copy of its own in some of them.
         key = shared(f"{namespace}/{name}" if namespace else name)
-        if self._replayed is not None and kind == "Pod":
-            self._replayed.add(key)
+        replayed = self._replayed.get(kind)
+        if replayed is not None:
+            replayed.add(key)
         if entry.op is WatchOp.DELETE:
             old = table.pop(key, None)
             if kind == "Pod":
@@ -494,21 +521,41 @@ class SchedulerCache:
             self.demands.add(demand)
         self.changed.set()
 
-    def _pods_restart(self) -> None:
-        """The pods watch reads the covered shards from their start (pods_feed.ShardFeed): unsynced, at
-        no revision, until its SYNCED."""
-        self.synced["Pod"].clear()
-        self.followed["Pod"] = 0
-        self._replayed = set() if self.pods else None
+    def _restart(self, kind: str) -> None:
+        """The watch of `kind` reads the covered shards from their start (shard_feed.ShardFeed):
+        unsynced, at no revision, until its SYNCED."""
+        self.synced[kind].clear()
+        self.followed[kind] = 0
+        if self._tables[kind]:
+            self._replayed[kind] = set()
+        else:
+            self._replayed.pop(kind, None)
 
-    def _sweep(self, delivered: set[str]) -> None:
-        """A read from the start is over: a held pod of the covered shards it did not deliver was
-        deleted while the watch did not cover its shard, or its delete was purged since."""
-        for key, pod in [(k, p) for k, p in self.pods.items() if k not in delivered]:
-            if self.feed.wants(self.index.shard_of(key, pod)):
-                self._pod_gone(key, pod, deleted=True)
-                self.version += 1
-                self.shared_work = True
+    def _applied(self, kind: str) -> int:
+        return self.followed.get(kind, 0)
+
+    def _sweep(self, kind: str, delivered: set[str]) -> None:
+        """A read from the start is over: what the cache holds of the covered shards that it did not
+        deliver was deleted while the watch did not cover its shard, or its delete was purged since."""
+        wants = self.feeds[kind].wants
+        if kind == "Pod":
+            for key, pod in [(k, p) for k, p in self.pods.items() if k not in delivered]:
+                if wants(self.index.shard_of(key, pod)):
+                    self._pod_gone(key, pod, deleted=True)
+        else:
+            for key, pg in [(k, g) for k, g in self.podgroups.items() if k not in delivered]:
+                if wants(shard_of_key(key)):
+                    self._podgroup_gone(key, pg)
+        self.version += 1
+        self.shared_work = True
+
+    def _podgroup_gone(self, key: str, old: PodGroupObj | None) -> None:
+        """The cache no longer holds the PodGroup (deleted, or of a shard the watch no longer covers)."""
+        self.podgroups.pop(key, None)
+        self._index_gone("PodGroup", key, old)
+        self._podgroup_raw.pop(key, None)
+        self.owner_job.pop(key, None)
+        self._echoes.pop(key, None)
 
     def _pod_gone(self, key: str, old: PodObj | None, *, deleted: bool, popped: bool = False) -> None:
         """The cache no longer holds the pod: deleted (a tombstone remembers its uid for the ledger), or

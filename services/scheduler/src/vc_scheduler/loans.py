@@ -114,7 +114,7 @@ class LoanDesk:
             return LoanAnswer(False, "borrower: an instance does not lend to itself")
         if not self._own.can_write():
             return LoanAnswer(False, "the owner's lease has lapsed")
-        if not self._cache.pods_read():
+        if not self._cache.holds_covered():
             return LoanAnswer(False, "the owner is reading its shards' pods (the members changed)")
         capacities = {}
         for name in {p.node for p in ask.pods}:
@@ -131,7 +131,7 @@ class LoanDesk:
     def free(self, ask: FreeAsk) -> FreeAnswer:
         """What each node this instance may lend on has left (none while its lease has lapsed, or its
         cache reads its shards' pods)."""
-        if ask.borrower == self.instance or not self._own.can_write() or not self._cache.pods_read():
+        if ask.borrower == self.instance or not self._own.can_write() or not self._cache.holds_covered():
             return FreeAnswer([])
         view = self._view()
         book, now = self._lending.book, self._clock()

@@ -58,7 +58,7 @@ from vc_scheduler.streamed import StreamedBinds
 log = structlog.get_logger(__name__)
 MIN_GAP_S = 0.05
 # How long a cycle waits for the cache to read the pods of shards its instance took (the members changed)
-# before it gives up, to try again once the cache has read them (pods_feed.py).
+# before it gives up, to try again once the cache has read them (shard_feed.py).
 SHARE_READ_WAIT_S = 5.0
 # Gangs handed to the binder and not yet bound beyond which no cycle starts: the binder (on the event
 # loop) cannot keep up, and planning more (in a thread, holding the GIL) would only slow it further;

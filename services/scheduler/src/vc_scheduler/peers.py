@@ -55,7 +55,7 @@ ANNOUNCED_STALE_S: Final = 15.0
 
 class PodsStream(Protocol):
     """The pods stream as the hand-over needs it, over the shards this instance's cache covers
-    (pods_feed.FollowedPods)."""
+    (shard_feed.FollowedPods)."""
 
     def cover(self, shards: frozenset[int]) -> None:
         """Follow the pods of `shards` (those of the member set this instance announced)."""

@@ -1,4 +1,4 @@
-"""The cache's pods watch over its instance's shards (pods_feed.ShardFeed), against a scripted watch: it
+"""The cache's pods watch over its instance's shards (shard_feed.ShardFeed), against a scripted watch: it
 opens only once told which shards, resumes after the last revision when it loses shards, and reads
 every covered shard from its start when it gains one, dropping what that read did not deliver."""
 
@@ -19,9 +19,9 @@ from vc_proto.core import CORE_V1, Container, Pod, PodSpec
 from vc_proto.meta import ObjectMeta
 from vc_proto.pod_shards import SHARDS, shard_of_group, shard_of_key
 from vc_proto.vocabulary import GROUP_NAME_ANNOTATION
-from vc_scheduler import pods_feed
+from vc_scheduler import shard_feed
 from vc_scheduler.cache import SchedulerCache
-from vc_scheduler.pods_feed import ALL_SHARDS, shard_filters
+from vc_scheduler.shard_feed import ALL_SHARDS, shard_filters
 
 
 def pod_entry(revision: int, name: str, group: str) -> RawEntry:
@@ -46,7 +46,11 @@ class ScriptedWatch:
         self.scripts = scripts
         self.opened: list[tuple[list[str], int]] = []
 
-    async def __call__(self, _js: Any, _bucket: str, filters: list[str], start: int) -> AsyncIterator[RawEntry]:
+    async def __call__(self, _js: Any, bucket: str, filters: list[str], start: int) -> AsyncIterator[RawEntry]:
+        if bucket == subjects.bucket("PodGroup"):  # (no PodGroup: each read from the start ends at once)
+            if start == 0:
+                yield RawEntry(WatchOp.SYNCED, 0)
+            await asyncio.Event().wait()
         self.opened.append((filters, start))
         for entry in self.scripts.pop(0) if self.scripts else []:
             yield entry
@@ -80,8 +84,8 @@ def test_the_watch_follows_the_covered_shards_through_a_loss_and_a_gain() -> Non
 
     async def scenario() -> None:
         cache, shutdown = SchedulerCache(share_only=True), asyncio.Event()
-        with mock.patch.object(pods_feed, "watch_bucket", watch):
-            following = asyncio.create_task(cache.follow(None, "Pod", shutdown))
+        with mock.patch.object(shard_feed, "watch_bucket", watch):
+            following = asyncio.gather(*(cache.follow(None, kind, shutdown) for kind in ("Pod", "PodGroup")))
             await asyncio.sleep(0.02)
             assert watch.opened == []  # nothing read before the loop says which shards
 
@@ -98,7 +102,7 @@ def test_the_watch_follows_the_covered_shards_through_a_loss_and_a_gain() -> Non
             assert sorted(cache.pods) == ["ns/a"] and not cache.gone() and cache.synced["Pod"].is_set()
 
             cover(cache, frozenset({sa, sb}))  # gained b's shard: every covered shard from its start
-            assert not cache.holds(frozenset({sa})) and not cache.pods_read()  # (at once, before the reopen)
+            assert not cache.holds(frozenset({sa})) and not cache.holds_covered()  # (at once, before the reopen)
             await settle(lambda: len(watch.opened) == 3 and cache.synced["Pod"].is_set())
             assert watch.opened[2] == (shard_filters(frozenset({sa, sb})), 0)
             assert sorted(cache.pods) == ["ns/b", "ns/b-late"]
@@ -116,15 +120,15 @@ def test_until_the_read_from_the_start_ends_the_cache_does_not_hold_its_shards()
 
     async def scenario() -> None:
         cache, shutdown = SchedulerCache(share_only=True), asyncio.Event()
-        with mock.patch.object(pods_feed, "watch_bucket", watch):
-            following = asyncio.create_task(cache.follow(None, "Pod", shutdown))
+        with mock.patch.object(shard_feed, "watch_bucket", watch):
+            following = asyncio.gather(*(cache.follow(None, kind, shutdown) for kind in ("Pod", "PodGroup")))
             cover(cache, frozenset(range(SHARDS)))
             await settle(lambda: "ns/a" in cache.pods)
-            assert not cache.holds(frozenset({shard_of_group("ns", a)})) and not cache.pods_read()
+            assert not cache.holds(frozenset({shard_of_group("ns", a)})) and not cache.holds_covered()
             assert cache.followed.get("Pod", 0) == 0  # each key's last value so far is no revision followed
             assert not await cache.until_holds(frozenset({shard_of_group("ns", a)}), 0.05)
             cache.apply("Pod", RawEntry(WatchOp.SYNCED, 1))
-            assert cache.holds(frozenset({shard_of_group("ns", a)})) and cache.pods_read()
+            assert cache.holds(frozenset({shard_of_group("ns", a)})) and cache.holds_covered()
             shutdown.set()
             await following
 

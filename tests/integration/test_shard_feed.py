@@ -1,7 +1,7 @@
 """A scheduler instance's cache is sent the pods of the shards it owns only, on a real nats-server, as
 the scheduler's identity: the watch opens once told which shards, reopens when they change (without
 reading kept shards again when it only loses some), and "followed to R" holds past the covered shards'
-last change (pods_feed.py)."""
+last change (shard_feed.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from vc_proto import subjects
 from vc_proto.core import Pod
 from vc_proto.pod_shards import shard_of_group, shard_of_key
 from vc_scheduler.cache import SchedulerCache
-from vc_scheduler.pods_feed import FollowedPods
+from vc_scheduler.shard_feed import FollowedPods
 
 pytestmark = [pytest.mark.nats]
 NAMESPACE = "team-a"
@@ -72,7 +72,7 @@ async def test_an_instance_is_sent_its_shards_pods_only_and_follows_a_change_of_
     cache, shutdown = SchedulerCache(share_only=True), asyncio.Event()
     js = scheduler_nc.jetstream()
     pods = FollowedPods(js, cache)
-    following = asyncio.create_task(cache.follow(js, "Pod", shutdown))
+    following = asyncio.gather(*(cache.follow(js, kind, shutdown) for kind in ("Pod", "PodGroup")))
     try:
         await asyncio.sleep(0.2)
         assert not cache.pods and not cache.synced["Pod"].is_set()  # nothing read before it is told which

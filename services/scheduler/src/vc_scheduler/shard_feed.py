@@ -1,23 +1,25 @@
-"""SHELL: the scheduler cache's pods watch, over the pod shards its instance owns.
+"""SHELL: the scheduler cache's watches of pods and PodGroups, over the shards its instance owns.
 
 Pods are stored under their PodGroup's shard (vc_proto.pod_shards), and an instance owns the PodGroups
 of some shards (share.Partition.shards): it is sent those shards' pods only, by one consumer filtered
-on them (one `*.<shard>.>` each; `>` for all of them). Of the other shards it reads what their owners
-write (shard_records.py). Until the loop says which shards it covers (`cover`), nothing is read.
+on them (one `*.<shard>.>` each; `>` for all of them). A PodGroup's key names no shard, so every
+PodGroup is delivered and the cache keeps those of its shards only (`wants`, from the key: the others'
+are dropped before they are decoded). Of the other shards it reads what their owners write
+(shard_records.py). Until the loop says which shards it covers (`cover`), neither is read.
 
-A change of the covered shards closes the consumer and opens one over the new set:
+A change of the covered shards closes each consumer and opens one over the new set:
 - shards only lost (a member joined): from the revision after the last one applied, so nothing of the
-  kept shards is read twice; the cache drops the lost shards' pods (cache.regroup);
+  kept shards is read twice; the cache drops the lost shards' pods and PodGroups (cache.regroup);
 - shards gained (a member left, or the first cover): from the start of every covered shard, each key's
-  last value, as a watch's first sync reads it. The cache is unsynced meanwhile (`on_restart`): its
-  pods show neither the gained shards whole nor the revision they were followed to, so its loop plans
+  last value, as a watch's first sync reads it. The cache is unsynced meanwhile (`on_restart`): it
+  shows neither the gained shards whole nor the revision they were followed to, so its loop plans
   nothing and its instance lends nothing until the read reaches the end (SYNCED).
 
-"The cache has followed the stream to revision R" (the hand-over's wait, peers.Several) cannot be read
-off the last delivery, since a consumer over some shards may be sent nothing past R for a long time.
-It holds once the cache applied min(R, L), L the newest revision among the covered shards' keys (one
-last-by-subject get per shard filter): deliveries come in revision order, so a change of the covered
-shards at R or before arrives before any after it.
+"The cache has followed the pods stream to revision R" (the hand-over's wait, peers.Several) cannot be
+read off the last delivery, since a consumer over some shards may be sent nothing past R for a long
+time. It holds once the cache applied min(R, L), L the newest revision among the covered shards' keys
+(one last-by-subject get per shard filter): deliveries come in revision order, so a change of the
+covered shards at R or before arrives before any after it.
 """
 
 from __future__ import annotations
@@ -42,15 +44,29 @@ def shard_filters(shards: frozenset[int]) -> list[str]:
     return [">"] if shards == ALL_SHARDS else [subjects.pod_shard_filter(s) for s in sorted(shards)]
 
 
+def every_key(_shards: frozenset[int]) -> list[str]:
+    """A bucket whose keys name no shard (PodGroups): all of it, the shards told apart by their keys."""
+    return [">"]
+
+
 class ShardFeed:
     """Which shards the pods watch covers, and the watch itself (`entries`)."""
 
     def __init__(
-        self, covered: frozenset[int] | None, *, on_restart: Callable[[], None], resume_at: Callable[[], int]
+        self,
+        kind: str,
+        covered: frozenset[int] | None,
+        *,
+        on_restart: Callable[[], None],
+        resume_at: Callable[[], int],
+        filters: Callable[[frozenset[int]], list[str]] = shard_filters,
     ) -> None:
         """`covered`: None until `cover` says (nothing is read meanwhile). `on_restart`: a watch opens
         from the start of the covered shards (the cache is unsynced until its SYNCED). `resume_at`: the
-        last revision the cache applied, which a watch over fewer shards resumes after."""
+        last revision the cache applied, which a watch over fewer shards resumes after. `filters`: the
+        bucket's key filters for a set of shards."""
+        self.kind = kind
+        self._filters = filters
         self.covered = covered
         self._every = covered == ALL_SHARDS
         self._on_restart = on_restart
@@ -73,15 +89,19 @@ class ShardFeed:
         if self._stop is not None:
             self._stop.set()
 
+    def narrowed(self) -> bool:
+        """Whether the watch covers some shards only (or none yet): what it delivers must be told apart."""
+        return self.covered is not None and not self._every
+
     def wants(self, shard: int | None) -> bool:
-        """Whether a pod kept under `shard` is one the cache follows now (one delivered by a watch over
-        shards since given up is not)."""
+        """Whether an object of `shard` is one the cache follows now (a PodGroup of another instance's, or
+        a pod delivered by a watch over shards since given up, is not)."""
         covered = self.covered
         return covered is None or self._every or shard is None or shard in covered
 
     async def entries(self, js: Any, shutdown: asyncio.Event) -> AsyncIterator[RawEntry]:
-        """The covered shards' pod entries, the watch reopened at each change of them, until `shutdown`."""
-        bucket = subjects.bucket("Pod")
+        """The covered shards' entries, the watch reopened at each change of them, until `shutdown`."""
+        bucket = subjects.bucket(self.kind)
         while await wait_or_stop(self._reopen, shutdown):
             self._reopen.clear()
             covered = self.covered
@@ -95,7 +115,7 @@ class ShardFeed:
             relay = asyncio.ensure_future(shutdown.wait())
             relay.add_done_callback(partial(_set, stop))
             try:
-                async for entry in until(stop, watch_bucket(js, bucket, shard_filters(covered), start)):
+                async for entry in until(stop, watch_bucket(js, bucket, self._filters(covered), start)):
                     yield entry
             finally:
                 relay.cancel()
@@ -111,21 +131,21 @@ class FollowedPods:
     shards the cache covers."""
 
     def __init__(self, js: Any, cache: Any) -> None:
-        """`cache`: the SchedulerCache whose pods watch is `cache.feed`."""
+        """`cache`: the SchedulerCache whose pods watch is `cache.feeds["Pod"]`."""
         self._js = js
         self._cache = cache
 
     def cover(self, shards: frozenset[int]) -> None:
-        self._cache.feed.cover(shards)
+        self._cache.cover(shards)
 
     def synced(self) -> bool:
-        return bool(self._cache.synced["Pod"].is_set())
+        return bool(self._cache.holds_covered())
 
     def followed_revision(self) -> int:
         return int(self._cache.followed.get("Pod", 0))
 
     async def last_revision(self) -> int:
-        covered = self._cache.feed.covered
+        covered = self._cache.feeds["Pod"].covered
         stream = f"KV_{subjects.bucket('Pod')}"
         if covered is None or covered == ALL_SHARDS:
             return int((await self._js.stream_info(stream)).state.last_seq)
