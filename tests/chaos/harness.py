@@ -83,11 +83,19 @@ class ScheduleResult:
 
 
 async def run_schedule(
-    schedule: Schedule, root: Path, *, breaks: str = "", keep: bool = False, caught_by: frozenset[str] = frozenset()
+    schedule: Schedule,
+    root: Path,
+    *,
+    breaks: str = "",
+    keep: bool = False,
+    caught_by: frozenset[str] = frozenset(),
+    drain_limit_s: float = DRAIN_TIMEOUT_S,
 ) -> ScheduleResult:
     """Run `schedule` and check its whole history. With `caught_by` (a broken build's test: invariants
     that hold at every moment, such as node-allocatable), the drain ends as soon as the history so far
-    breaks one of them: a broken build may never drain, and what it must show is already shown."""
+    breaks one of them: a broken build may never drain, and what it must show is already shown.
+    `drain_limit_s`: the longest the drain waits (a broken build's run that shows nothing by then
+    gives the next schedule its turn sooner)."""
     began = time.monotonic()
     result: ScheduleResult | None = None
     await asyncio.to_thread(root.mkdir, parents=True, exist_ok=True)
@@ -113,7 +121,7 @@ async def run_schedule(
         nc = await connect_to(topology.url.split(","), "chaos-load")
         clients.append(nc)
         world = World(schedule, root, topology, fleet, links, recorder, nc, disk, reason or "")
-        result = await _run(world, history, caught_by)
+        result = await _run(world, history, caught_by, drain_limit_s)
     finally:
         if fleet is not None:
             await asyncio.to_thread(fleet.stop_all)
@@ -152,7 +160,7 @@ def _node_args(schedule: Schedule) -> list[str]:
     ]
 
 
-async def _run(world: World, history: History, caught_by: frozenset[str]) -> ScheduleResult:
+async def _run(world: World, history: History, caught_by: frozenset[str], drain_limit_s: float) -> ScheduleResult:
     schedule, fleet, recorder = world.schedule, world.fleet, world.recorder
     services = [n for n in schedule.instance_names() if not n.startswith("node-sim")]
     stop = asyncio.Event()
@@ -178,7 +186,7 @@ async def _run(world: World, history: History, caught_by: frozenset[str]) -> Sch
         world.note("load and faults over: healing")
         await heal(world)
         world.note("draining")
-        drained = await _drain(load, recorder, lambda: _caught(history, caught_by))
+        drained = await _drain(load, recorder, lambda: _caught(history, caught_by), drain_limit_s)
         history.end_at, history.drained = time.time(), drained
         ledger = await asyncio.to_thread(fleet.metric_totals, "scheduler", "tephra_scheduler_")
         world.note(f"drained={drained}; scheduler metrics {ledger}; stopping the services")
@@ -226,7 +234,7 @@ def _grace(schedule: Schedule) -> float:
     return GANG_GRACE_BASE_S + schedule.longest_fault_s() + (RESTART_ALL_S if crash_all else 0.0)
 
 
-async def _drain(load: Load, recorder: Recorder, caught: Callable[[], bool]) -> bool:
+async def _drain(load: Load, recorder: Recorder, caught: Callable[[], bool], limit_s: float) -> bool:
     """Until every submission is answered and every job the store holds is finished (or gone), or
     `caught` says the run has shown what it was for (then it has not drained)."""
     looked_at = time.monotonic()
@@ -243,7 +251,7 @@ async def _drain(load: Load, recorder: Recorder, caught: Callable[[], bool]) -> 
         return finished()
 
     try:
-        await _until(done, limit_s=DRAIN_TIMEOUT_S, what="jobs finished")
+        await _until(done, limit_s=limit_s, what="jobs finished")
     except TimeoutError:
         return False
     return finished()
