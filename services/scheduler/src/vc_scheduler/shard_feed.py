@@ -50,7 +50,7 @@ def every_key(_shards: frozenset[int]) -> list[str]:
 
 
 class ShardFeed:
-    """Which shards the pods watch covers, and the watch itself (`entries`)."""
+    """Which shards the watch of one kind (pods, PodGroups) covers, and the watch itself (`entries`)."""
 
     def __init__(
         self,
@@ -78,7 +78,7 @@ class ShardFeed:
         self._resume_at = resume_at
 
     def cover(self, shards: frozenset[int]) -> None:
-        """Follow the pods of `shards` from now on (the watch reopens over them when they changed)."""
+        """Follow the objects of `shards` from now on (the watch reopens over them when they changed)."""
         if shards == self.covered:
             return
         if self.covered is None or shards - self.covered:
