@@ -94,7 +94,9 @@ def _settle_step(snap: ClusterSnapshot, op: str, i: int) -> ClusterSnapshot:
     """test_share's changes, and `spawn`: the controller creates a pod of the waiting PodGroup."""
     if op != "spawn":
         return _step(snap, frozenset(), op, i)[0]
-    spawned = msgspec.structs.replace(pod(f"s{i}-{len(snap.pods)}", "g4"), order=len(snap.pods))
+    taken = {p.name for p in snap.pods}  # (a new name: one taken is another pod's, or a deleted one's)
+    name = next(f"s{i}-{k}" for k in range(len(snap.pods) + 1) if f"s{i}-{k}" not in taken)
+    spawned = msgspec.structs.replace(pod(name, "g4"), order=len(snap.pods))
     return replace(snap, pods=(*snap.pods, spawned))
 
 
