@@ -9,6 +9,7 @@ from fractions import Fraction
 
 import pytest
 
+from tests.support.waiting import eventually
 from tests.unit.scheduler_service.service_builders import group, node, offline_loop, pod
 from vc_runtime.sharding import SoleOwner
 from vc_sched_core.cycle import CycleResult, load_scheduler_conf
@@ -528,6 +529,59 @@ def test_after_a_cycle_that_bound_pods_the_next_opens_while_the_binder_writes_it
         written.set()
         shutdown.set()
         await asyncio.wait_for(asyncio.gather(running, runner), 10)
+
+    asyncio.run(scenario())
+
+
+def test_a_cycle_that_deferred_jobs_is_followed_by_the_next_once_its_binder_is_down_to_its_tail() -> None:
+    """A backlog larger than the bind budget is planned at the pace its binds are written: after a long
+    cycle that deferred jobs the loop rests as long as the cycle took (not at once, as when nothing
+    paces it), and the binder having written the cycle's binds ends that rest: the next cycle places
+    what was deferred."""
+
+    async def scenario() -> None:
+        clock, rests, written, shutdown = Clock(), [], asyncio.Event(), asyncio.Event()
+        cache = SchedulerCache()
+        cache.nodes["n1"] = node("n1")
+        cache.queues["default"] = QueueObj(name="default")
+        for name in ("a", "b"):
+            cache.podgroups[f"ns/{name}"] = group(name, min_member=1)
+            cache.pods[f"ns/{name}0"] = pod(f"{name}0", name)
+
+        async def sleep(seconds: float) -> None:  # a rest only the binder or shutdown ends
+            rests.append(seconds)
+            await asyncio.Event().wait()
+
+        work = InFlight("s0")
+        loop = offline_loop(cache, period_s=0.2, work=work, clock=clock, sleep=sleep, binds_per_cycle=1)
+        plan, results = loop.run_once, []
+
+        async def slow_cycle() -> CycleResult:
+            results.append(await plan())
+            clock.now += 0.4  # the cycle took 0.4 s
+            return results[-1]
+
+        async def bind() -> None:
+            await written.wait()
+
+        def submit(gang: Gang) -> None:  # assumed, as the binder does, and written when `written` is set
+            for one in gang.binds:
+                cache.assume(one.pod, one.node)
+            work.submit("Gang", bind)
+
+        loop.run_once = slow_cycle  # type: ignore[method-assign]
+        loop.binder.submit = submit  # type: ignore[method-assign]
+        runner = asyncio.create_task(work.run(shutdown))
+        running = asyncio.create_task(loop.run(shutdown))
+        await eventually(lambda: rests, interval=0.01, what="the rest after the first cycle")
+        await asyncio.sleep(0.05)
+        assert len(results) == 1 and results[0].deferred  # b waits while the binder writes a's bind
+        assert rests == [pytest.approx(0.4)]
+        written.set()
+        await eventually(lambda: len(results) >= 2, interval=0.01, what="the next cycle")
+        assert set(results[1].binds) == {"ns/b0"}
+        shutdown.set()
+        await asyncio.wait_for(asyncio.gather(running, runner), 10)  # a bound for a broken build
 
     asyncio.run(scenario())
 

@@ -18,7 +18,8 @@ if that comes first; so the period is the longest wait between cycles while noth
 their cadence. When no new work waits, the carried state is brought to the share as the cycle left it
 while the binder writes (_prepare), so the next opening has little to patch.
 A cycle decides at most --binds-per-cycle binds; one that had to leave jobs for later (deferred) is
-followed by the next with no rest, so a large backlog is placed in a stream of cycles of bounded length.
+followed by the next as soon as its binder is down to its tail, so a large backlog is placed in a stream
+of cycles of bounded length at the pace its binds are written.
 """
 
 from __future__ import annotations
@@ -194,12 +195,10 @@ class SchedulingLoop:
                     result = await self._cycle(started)
                     await self._publish()
                     cycle_s = self._clock() - started
-                    # A cycle that deferred jobs is followed by the next at once (past the hold-back while
-                    # its binds are written): a rest would only leave the rest of the backlog waiting.
-                    rest = MIN_GAP_S if self._gate.deferred or self._unread else rest_after(cycle_s)
                     if result is not None and result.binds and self.work is not None:
                         written = self.work.finished("Gang") - finished_before
                         leaving = gangs_left_at_opening(written, cycle_s, self._first_bind_s(started, result))
+                    rest = self._rest_after(cycle_s, paced=leaving is not None)
                     waiting = self._work_waiting()
                     if result is not None and result.binds and not self._gate.deferred and not waiting:
                         await self._prepare()
@@ -213,6 +212,18 @@ class SchedulingLoop:
         written at the next one."""
         if self._parts is not None and self.cache.holds(self._parts.shards):
             await self.peers.publish(self.cache.index, self._parts.shards)
+
+    def _rest_after(self, cycle_s: float, *, paced: bool) -> float:
+        """The rest after a cycle of `cycle_s`. One that found the share unread is followed by the next at
+        once (it waited for the read already). So is one that deferred jobs unless its binds pace the next
+        (`paced`: the rest ends once the binder has only its tail left, gangs_left_at_opening): a rest
+        would only leave the backlog waiting. A backlog planned faster than the binder writes it would
+        only queue binds the next cycles can no longer revise: at 100,000 pending pods a lone instance
+        was 80,000 binds ahead of its binder, whose 20 s to write them any new higher-priority job waited
+        out, and each cycle then held the GIL the binder needed (docs/benchmarks.md)."""
+        if self._unread or (self._gate.deferred and not paced):
+            return MIN_GAP_S
+        return rest_after(cycle_s)
 
     def _first_bind_s(self, started: float, result: CycleResult) -> float:
         """How long after its start the cycle begun at `started` handed its first gang to the binder (at
