@@ -219,8 +219,8 @@ class SchedulingLoop:
         (`paced`: the rest ends once the binder has only its tail left, gangs_left_at_opening): a rest
         would only leave the backlog waiting. A backlog planned faster than the binder writes it would
         only queue binds the next cycles can no longer revise: at 100,000 pending pods a lone instance
-        was 80,000 binds ahead of its binder, whose 20 s to write them any new higher-priority job waited
-        out, and each cycle then held the GIL the binder needed (docs/benchmarks.md)."""
+        was 80,000 binds ahead of its binder, whose 19 s to write them any new job waited out, whatever
+        its priority (docs/benchmarks.md, "Planning at the binder's pace")."""
         if self._unread or (self._gate.deferred and not paced):
             return MIN_GAP_S
         return rest_after(cycle_s)
