@@ -192,6 +192,28 @@ def test_its_own_status_write_coming_back_is_no_change_for_the_loop() -> None:
     assert not cache._echo("Pod", "ns/g", 10, pg, running)
 
 
+def test_a_deleted_pod_under_a_podgroups_key_leaves_what_the_cache_keeps_of_the_podgroup() -> None:
+    """What is kept per PodGroup key (its owning job, its stored bytes, an expected echo of its status)
+    goes with the PodGroup's delete, not with the delete of a pod that happens to have the same key."""
+    cache = SchedulerCache()
+    podgroup = {
+        "kind": "PodGroup",
+        "metadata": {"name": "a", "namespace": "ns", "ownerReferences": [{"kind": "Job", "name": "job-a", "uid": "j"}]},
+        "spec": {"minMember": 1, "queue": "default"},
+    }
+    cache.apply("PodGroup", RawEntry(WatchOp.PUT, 1, "ns.a", json.dumps(podgroup).encode()))
+    stored_unbound(cache)  # pod ns/a
+    cache.expect_echo("ns/a", 5)
+    cache.apply("Pod", RawEntry(WatchOp.DELETE, 3, "ns.a"))
+    assert "ns/a" not in cache.pods
+    assert cache.owner_job["ns/a"] == "job-a"
+    assert cache.stored_podgroup("ns/a") is not None
+    assert "ns/a" in cache._echoes
+    cache.apply("PodGroup", RawEntry(WatchOp.DELETE, 4, "ns.a"))
+    assert "ns/a" not in cache.podgroups and "ns/a" not in cache.owner_job
+    assert cache.stored_podgroup("ns/a") is None and "ns/a" not in cache._echoes
+
+
 def test_own_binds_count_as_occupying_while_in_flight_and_as_unseen_until_the_watch_shows_them() -> None:
     """A node's owner weighs loans against what occupies the node with its own binds in flight included
     (assumed, not stored yet); it gives a node up only once its cache shows every bind it wrote."""

@@ -474,16 +474,19 @@ class SchedulerCache:
         if replayed is not None:
             replayed.add(key)
         if entry.op is WatchOp.DELETE:
-            old = table.pop(key, None)
+            # (Only a PodGroup's delete forgets what is kept per PodGroup key: a pod, a node or a queue
+            # may have the same key as a PodGroup that stays.)
+            old = table.get(key)
             if kind == "Pod":
+                table.pop(key, None)
                 self._pod_gone(key, old, deleted=True, popped=True)
+            elif kind == "PodGroup":
+                self._podgroup_gone(key, old)
             else:
+                table.pop(key, None)
                 self._index_gone(kind, key, old)
             if kind == "Queue":
                 self.index.queues(self.queues.values())
-            self.owner_job.pop(key, None)
-            if kind == "PodGroup":
-                self._podgroup_raw.pop(key, None)
             if old is None or not self._concerns(kind, key, old, None):
                 return
             new = None

@@ -115,7 +115,7 @@ class LoanDesk:
         if not self._own.can_write():
             return LoanAnswer(False, "the owner's lease has lapsed")
         if not self._cache.holds_covered():
-            return LoanAnswer(False, "the owner is reading its shards' pods (the members changed)")
+            return LoanAnswer(False, "the owner is reading its shards' pods and PodGroups (the members changed)")
         capacities = {}
         for name in {p.node for p in ask.pods}:
             node = self._cache.nodes.get(name)
@@ -130,7 +130,7 @@ class LoanDesk:
 
     def free(self, ask: FreeAsk) -> FreeAnswer:
         """What each node this instance may lend on has left (none while its lease has lapsed, or its
-        cache reads its shards' pods)."""
+        cache reads its shards' pods and PodGroups)."""
         if ask.borrower == self.instance or not self._own.can_write() or not self._cache.holds_covered():
             return FreeAnswer([])
         view = self._view()
