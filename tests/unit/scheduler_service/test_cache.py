@@ -257,6 +257,23 @@ def bind_written_not_seen(cache: SchedulerCache) -> dict[str, object]:
     return doc
 
 
+def test_a_pod_bound_and_started_is_a_quiet_change_and_a_pod_finishing_is_new_work() -> None:
+    """What the idle gate holds back (idle.py, quiet changes): a pod bound or started moves `quiet`, not
+    `version`, and wakes nothing; a pod finishing frees room, moves `version` and wakes the loop."""
+    cache = SchedulerCache()
+    doc = stored_unbound(cache)
+    version, quiet = cache.version, cache.quiet
+    cache.changed.clear()
+    bound = {**doc, "spec": {**doc["spec"], "nodeName": "n1"}}  # type: ignore[dict-item]
+    cache.apply("Pod", RawEntry(WatchOp.PUT, 2, "ns.a", json.dumps(bound).encode()))
+    running = {**bound, "status": {"phase": "Running"}}
+    cache.apply("Pod", RawEntry(WatchOp.PUT, 3, "ns.a", json.dumps(running).encode()))
+    assert (cache.version, cache.quiet) == (version, quiet + 2) and not cache.changed.is_set()
+    finished = {**bound, "status": {"phase": "Succeeded"}}
+    cache.apply("Pod", RawEntry(WatchOp.PUT, 4, "ns.a", json.dumps(finished).encode()))
+    assert (cache.version, cache.quiet) == (version + 1, quiet + 2) and cache.changed.is_set()
+
+
 def test_a_written_bind_occupies_its_node_until_seen_even_past_an_older_version_of_its_pod() -> None:
     """Between the bind's write and the watch's delivery of it (on Kubernetes through the apiserver and
     the relay) the watch may still deliver the pod as it was before the bind: its node stays taken for

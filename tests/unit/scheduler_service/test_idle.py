@@ -7,6 +7,9 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from fractions import Fraction
+
+import msgspec
 
 from tests.support.waiting import eventually
 from tests.unit.scheduler_service.service_builders import group, node, offline_loop, pod
@@ -17,7 +20,7 @@ from vc_sched_core.snapshot import load_objects
 from vc_sched_core.snapshot.cluster import PodGroupCondition, QueueObj
 from vc_scheduler.cache import SchedulerCache
 from vc_scheduler.events import SchedulerEvents
-from vc_scheduler.idle import IDLE_CYCLE_S, IdleGate, Inputs
+from vc_scheduler.idle import IDLE_CYCLE_S, QUIET_CYCLE_S, IdleGate, Inputs
 from vc_scheduler.inflight import InFlight
 from vc_scheduler.status_policy import COUNTS_EVERY_S, COUNTS_SETTLE_S, STATUS_RESEND_S, SentStatuses
 from vc_scheduler.status_writer import StatusWriter
@@ -62,6 +65,49 @@ def test_what_time_alone_may_change_runs_one_when_due() -> None:
 def test_a_cycle_that_deferred_jobs_is_followed_by_another_at_once() -> None:
     assert _needed(_after_a_cycle(deferred=True))  # nothing changed, yet the rest waits to be placed
     assert not _needed(_after_a_cycle(deferred=False))
+
+
+def test_quiet_changes_alone_wait_for_the_status_spacing_when_nothing_was_left_pending() -> None:
+    """A bind confirmed or a pod started gives a cycle only statuses to report, which the writer spaces
+    COUNTS_EVERY_S anyway; with tasks left pending it may be what one waits for (a victim now Running)."""
+    quiet = replace(SAME, quiet=1)
+    assert not _needed(_after_a_cycle(), quiet)
+    assert not _needed(_after_a_cycle(), quiet, now=100.0 + QUIET_CYCLE_S - 0.1)
+    assert _needed(_after_a_cycle(), quiet, now=100.0 + QUIET_CYCLE_S)
+    assert _needed(_after_a_cycle(pending=True), quiet)
+    assert _needed(_after_a_cycle(), replace(quiet, cache_version=8))  # with new work: at once
+    assert _needed(_after_a_cycle(), replace(quiet, epoch=2))
+    assert not _needed(_after_a_cycle(), now=100.0 + QUIET_CYCLE_S)  # nothing changed: nothing to report
+
+
+def test_the_loop_holds_a_cycle_for_quiet_changes_only_after_one_that_left_nothing_pending() -> None:
+    """The loop's inputs carry the cache's quiet changes apart from its new work, and a cycle tells the
+    gate whether it left tasks pending: one pod placed, the next started, holds; one that fits nowhere
+    (5 cpus on a 4-cpu node) keeps every change running a cycle at the next period."""
+
+    async def scenario() -> None:
+        now = [100.0]
+        cache = SchedulerCache()
+        cache.nodes["n1"] = node("n1")
+        cache.queues["default"] = QueueObj(name="default")
+        cache.podgroups["ns/a"] = group("a", min_member=1)
+        cache.pods["ns/a0"] = pod("a0", "a")
+        loop = offline_loop(cache, clock=lambda: now[0])
+        assert await loop._cycle(now[0]) is not None and set(loop.last.binds) == {"ns/a0"}  # type: ignore[union-attr]
+        cache.quiet += 1  # the bind seen stored, the pod started
+        now[0] += 0.5
+        assert not loop._cycle_needed(now[0])
+        now[0] = 100.0 + QUIET_CYCLE_S
+        assert loop._cycle_needed(now[0])
+
+        cache.podgroups["ns/b"] = group("b", min_member=1)
+        cache.pods["ns/b0"] = msgspec.structs.replace(pod("b0", "b"), requests={"cpu": Fraction(5)})
+        cache.version += 1
+        assert await loop._cycle(now[0]) is not None and not loop.last.binds  # type: ignore[union-attr]
+        cache.quiet += 1
+        assert loop._cycle_needed(now[0] + 0.5)
+
+    asyncio.run(scenario())
 
 
 def test_a_failed_cycle_is_run_again() -> None:

@@ -185,9 +185,12 @@ class SchedulerCache:
         # whether anything else came (resources freed, nodes, queues): work for every instance.
         self.demands: set[str] = set()
         self.shared_work = False
-        # Bumped on every change of what a cycle reads, new work or not (not on assume: an assumed bind
-        # is what the last cycle decided). An unchanged version means a cycle would see what the last saw.
+        # Bumped on every change of what a cycle reads that may give it something new to do (not on
+        # assume: an assumed bind is what the last cycle decided); `quiet` on every other one (a bind
+        # confirmed, a pod started, a PodGroup status written: _new_work). Both unchanged, a cycle would
+        # see what the last saw; `quiet` alone moved, it would mostly report statuses (idle.py).
         self.version = 0
+        self.quiet = 0
         self._order = 0
         self.decode_errors = 0
         self._gone: OrderedDict[str, float] = OrderedDict()  # uid -> when the pod was seen deleted
@@ -511,10 +514,10 @@ class SchedulerCache:
             if self._echo(kind, key, entry.revision, old, new):
                 return
             if not _new_work(kind, old, new):
-                # A bind confirmed, a pod started, a status we wrote: nothing a cycle could act on
-                # (the next periodic cycle sees it all the same). Waking up for these would run a
-                # cycle per pod transition instead of one per batch of new work.
-                self.version += 1
+                # A bind confirmed, a pod started, a PodGroup status written: nothing a cycle could act
+                # on (a later cycle sees it all the same). Waking up for these would run a cycle per
+                # pod transition instead of one per batch of new work.
+                self.quiet += 1
                 return
         self.version += 1
         demand = _demand(kind, old, new)

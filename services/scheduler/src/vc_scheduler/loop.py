@@ -283,7 +283,8 @@ class SchedulingLoop:
         parts, others = self._parts, self.cache.index.others
         exports = parts is not None and parts.owns(metrics.CLUSTER_GAUGES_KEY) and metrics.state_gauges_due()
         records = others.version if exports else 0
-        return Inputs(self.cache.version, tuple(self.members.members), self.members.epoch, records)
+        members = tuple(self.members.members)
+        return Inputs(self.cache.version, members, self.members.epoch, records, self.cache.quiet)
 
     def _cycle_needed(self, now: float) -> bool:
         return self._gate.needed(
@@ -321,6 +322,7 @@ class SchedulingLoop:
             recheck_at=result.recheck_at,
             by_reservation=by_reservation,
             deferred=bool(result.deferred),
+            pending=result.stats.tasks_pending > len(result.binds),
         )
         return result
 
