@@ -909,3 +909,24 @@ def test_each_instance_s_cycle_decides_its_shards_part_of_the_bound() -> None:
     three = ("a", "b", "c")
     assert sum(bind_budget(20_000, Partition(m, three)) or 0 for m in three) >= 20_000
     assert (bind_budget(10, Partition("z", (*(f"m{i}" for i in range(100)), "z"))) or 0) >= 1
+
+
+def test_an_idle_loop_stops_at_shutdown_without_waiting_out_its_period() -> None:
+    """With nothing to do the loop sleeps until the period ends or work arrives; a shutdown ends that
+    sleep too (an hour's --schedule-period would otherwise hold the stop for up to an hour)."""
+
+    async def scenario() -> None:
+        cache = SchedulerCache()
+        cache.nodes["n1"] = node("n1")
+        cache.queues["default"] = QueueObj(name="default")
+        loop = offline_loop(cache, period_s=3600.0)
+        shutdown = asyncio.Event()
+        runner = asyncio.create_task(loop.run(shutdown))
+        await eventually(lambda: loop.last is not None, interval=0.01, what="the first cycle")
+        for _ in range(20):  # into the period's sleep
+            await asyncio.sleep(0.01)
+        assert not runner.done()
+        shutdown.set()
+        await asyncio.wait_for(runner, timeout=30.0)
+
+    asyncio.run(scenario())

@@ -35,6 +35,7 @@ import structlog
 
 from vc_core.ownership import Ownership
 from vc_proto.pod_shards import SHARDS
+from vc_runtime.aio import wait_or_stop
 from vc_runtime.sharding import SoleOwner
 from vc_sched_core.cycle import CycleResult
 from vc_sched_core.framework.carried import CarriedState
@@ -496,7 +497,7 @@ class SchedulingLoop:
     ) -> None:
         """Rest `rest` seconds (shutdown or a change of members ends it, and with `gangs_leaving` the
         binder having at most that many gangs left to write), then, unless work is `waiting` already,
-        sleep until the period is over, or earlier when work for this instance arrives: resources freed, a
+        sleep until the period is over or shutdown, or earlier when work for this instance arrives: resources freed, a
         node or queue changed, new demands of a PodGroup it owns (another instance's new pods wait for the
         period: that instance places them), or the members changed (PodGroups may have moved to it). While
         binds are backlogged, look again every MIN_GAP_S."""
@@ -509,7 +510,7 @@ class SchedulingLoop:
                 return
             try:
                 async with asyncio.timeout(max(0.0, deadline - self._clock())):
-                    await self.cache.changed.wait()
+                    await wait_or_stop(self.cache.changed, shutdown)
             except TimeoutError:
                 return
 
