@@ -609,9 +609,7 @@ def test_after_a_cycle_that_bound_nothing_the_rest_is_as_long_as_the_cycle() -> 
 
 
 def test_rest_after_a_cycle() -> None:
-    assert rest_after(0.01, 0.0) == MIN_GAP_S and rest_after(1.5, 1.0) == 1.5
-    # At least half a period: new pods of gangs still being created wake the loop at most twice a period.
-    assert rest_after(0.05, 1.0) == 0.5
+    assert rest_after(0.01) == MIN_GAP_S and rest_after(1.5) == 1.5
 
 
 def test_shutdown_ends_the_rest() -> None:
@@ -932,13 +930,3 @@ def test_an_idle_loop_stops_at_shutdown_without_waiting_out_its_period() -> None
         await asyncio.wait_for(runner, timeout=30.0)
 
     asyncio.run(scenario())
-
-
-def test_the_loop_rests_half_a_period_after_a_short_cycle_but_not_after_one_that_left_a_backlog() -> None:
-    """A short cycle is followed by a rest of half a period (new pods of gangs still being created wake
-    the loop no more often than that); one that deferred jobs waits for its binder's tail alone."""
-    loop = offline_loop(SchedulerCache(), period_s=1.0)
-    assert loop._rest_after(0.05, paced=False) == 0.5
-    loop._gate.deferred = True
-    assert loop._rest_after(0.05, paced=True) == 0.05
-    assert loop._rest_after(0.05, paced=False) == MIN_GAP_S

@@ -12,12 +12,11 @@ gets the GIL.
 A period with nothing changed and nothing due by time alone runs no cycle (idle.py has the rule). What
 a cycle builds is carried to the next (the session's opening state; the cache keeps the share's index
 per change), so a cycle's cost follows what changed since the last one, within the share. After a
-cycle the loop rests as long as the cycle took and at least half a period (rest_after), or, after a
-cycle that bound pods, until the binder has only as much left as it writes before the next cycle's
-first bind (gangs_left_at_opening), if that comes first; so the period is the longest wait between
-cycles while nothing new arrives, not their cadence. When no new work waits, the carried state is
-brought to the share as the cycle left it while the binder writes (_prepare), so the next opening has
-little to patch.
+cycle the loop rests as long as the cycle took (rest_after), or, after a cycle that bound pods, until
+the binder has only as much left as it writes before the next cycle's first bind (gangs_left_at_opening),
+if that comes first; so the period is the longest wait between cycles while nothing new arrives, not
+their cadence. When no new work waits, the carried state is brought to the share as the cycle left it
+while the binder writes (_prepare), so the next opening has little to patch.
 A cycle decides at most --binds-per-cycle binds; one that had to leave jobs for later (deferred) is
 followed by the next as soon as its binder is down to its tail, so a large backlog is placed in a stream
 of cycles of bounded length at the pace its binds are written.
@@ -94,20 +93,15 @@ def bind_budget(binds_per_cycle: int | None, partition: Partition) -> int | None
     return max(1, -(-binds_per_cycle * len(partition.shards) // SHARDS))
 
 
-def rest_after(cycle_s: float, period_s: float) -> float:
+def rest_after(cycle_s: float) -> float:
     """How long the loop rests after a cycle that took `cycle_s` before it may start the next: as long
-    as the cycle took, and at least half of `period_s` (and MIN_GAP_S). Half a period: new work wakes the
-    loop early, and while a job controller creates a gang's pods one by one each new pod is work, so
-    with a shorter rest an instance ran a cycle for every few pods of gangs it could not place yet, each
-    paying a session's opening and closing, the share's walk and its statuses: two instances ran 46-54
-    cycles where one ran 15-19, and half a period took them to 32-39 (docs/benchmarks.md, "A rest of
-    half a period"). Volcano itself runs one cycle per period. A cycle plans in a worker thread holding
-    the GIL, so cycles back to back starve the event loop (the binder, the cache's following) and, on shared cores, the
+    as the cycle took, at least MIN_GAP_S. A cycle plans in a worker thread holding the GIL, so cycles
+    back to back starve the event loop (the binder, the cache's following) and, on shared cores, the
     other services; and part of a cycle's cost is its share's whole state (bringing the carried state up
     to every change, the plugins' opening over every job), so a cycle that waits longer carries more
     work for the same cost: an instance plans at most half of its time (see docs/benchmarks.md for the
     figures this rests on). The binder having written a cycle's binds ends the rest sooner (_rest)."""
-    return max(MIN_GAP_S, cycle_s, period_s / 2)
+    return max(MIN_GAP_S, cycle_s)
 
 
 def gangs_left_at_opening(written: int, cycle_s: float, first_bind_s: float) -> int:
@@ -230,8 +224,7 @@ class SchedulingLoop:
         its priority (docs/benchmarks.md, "Planning at the binder's pace")."""
         if self._unread or (self._gate.deferred and not paced):
             return MIN_GAP_S
-        # (A backlog's next cycle waits for the binder's tail alone: it has work at once.)
-        return rest_after(cycle_s, 0.0 if self._gate.deferred else self.period_s)
+        return rest_after(cycle_s)
 
     def _first_bind_s(self, started: float, result: CycleResult) -> float:
         """How long after its start the cycle begun at `started` handed its first gang to the binder (at
